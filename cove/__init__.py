@@ -1,0 +1,3 @@
+"""cove: a conversational Python sandbox with versioned, replayable state."""
+
+__version__ = "0.1.0"

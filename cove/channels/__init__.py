@@ -1,0 +1,1 @@
+"""Channels: the surfaces people use (cli, web, tui, telegram). They only parse input and render events."""

@@ -1,0 +1,1 @@
+"""The environment: one live conversation's runtime (sandbox worker, extensions, variable index)."""

@@ -1,0 +1,1 @@
+"""Extensions: the only way to add capabilities to the sandbox."""

@@ -1,0 +1,1 @@
+"""The sandbox: RestrictedPython code running in a killable worker process."""

@@ -1,0 +1,125 @@
+"""The one exception tree of cove.
+
+Every error cove raises on purpose is a ``CoveError``. Foreign exceptions (sqlite3, openai, a dead
+worker process, the file system) are translated where they enter, with ``raise X(...) from exc``.
+Each channel maps ``CoveError`` to its surface in one place.
+
+::
+
+    CoveError
+    ├── ConfigError          bad settings, flags or environment
+    ├── NotFound             unknown conversation / turn / variable id
+    │   └── AmbiguousId      an id prefix that matches several conversations
+    ├── Busy                 the conversation is driven by another turn or process
+    ├── StoreError           the database cannot be opened, migrated or written
+    │   ├── NotADatabase     the file is not a SQLite database (it is never modified)
+    │   └── SchemaTooNew     the database was written by a newer cove
+    ├── CodecError           a value cannot be encoded or decoded
+    │   └── ValueTooLarge    too large or too deeply nested for a snapshot
+    ├── SandboxError         the sandbox worker failed (start-up, crash, protocol)
+    ├── ModelError           the model endpoint failed or answered unusably
+    └── TurnCancelled        a turn was cancelled (raised inside the engine only)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class CoveError(Exception):
+    """Base class of every error cove raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(CoveError):
+    """Raised when settings, flags or environment variables are invalid."""
+
+
+class NotFound(CoveError):
+    """Raised when an id (conversation, turn, variable, version) does not exist."""
+
+    def __init__(self, kind: str, key: str, message: str | None = None) -> None:
+        super().__init__(message or f"no {kind} matches {key!r}")
+        self.kind = kind
+        self.key = key
+
+
+class AmbiguousId(NotFound):
+    """Raised when an id prefix matches more than one conversation."""
+
+    def __init__(self, kind: str, key: str, candidates: Sequence[str]) -> None:
+        shown = ", ".join(candidates[:10])
+        more = f" (and {len(candidates) - 10} more)" if len(candidates) > 10 else ""
+        super().__init__(
+            kind, key, f"{kind} prefix {key!r} is ambiguous: it matches {shown}{more}"
+        )
+        self.candidates = list(candidates)
+
+
+class Busy(CoveError):
+    """Raised when a conversation is already being driven by another turn or process."""
+
+    def __init__(self, conversation_id: str, owner: str | None = None, message: str | None = None):
+        super().__init__(
+            message
+            or f"conversation {conversation_id} is busy: another cove process is running a turn "
+            f"in it (lease held by {owner or 'unknown'}); try again when it finishes"
+        )
+        self.conversation_id = conversation_id
+        self.owner = owner
+
+
+class StoreError(CoveError):
+    """Raised when the database cannot be opened, migrated, read or written."""
+
+
+class NotADatabase(StoreError):
+    """Raised when the database path points at a file that is not a SQLite database."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} is not a cove database (not a SQLite file); it was not modified")
+        self.path = path
+
+
+class SchemaTooNew(StoreError):
+    """Raised when the database schema is newer than this version of cove understands."""
+
+    def __init__(self, path: str, found: int, supported: int) -> None:
+        super().__init__(
+            f"{path} has schema version {found}, but this cove supports up to version "
+            f"{supported}; upgrade cove to open it"
+        )
+        self.path = path
+        self.found = found
+        self.supported = supported
+
+
+class CodecError(CoveError):
+    """Raised when a value cannot be encoded to, or decoded from, the tagged-JSON codec."""
+
+
+class ValueTooLarge(CodecError):
+    """Raised when a value exceeds the codec's size or depth limits."""
+
+
+class SandboxError(CoveError):
+    """Raised when the sandbox worker cannot be started, crashes or breaks protocol."""
+
+
+class ModelError(CoveError):
+    """Raised when the model endpoint fails or its replies cannot be used."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class TurnCancelled(CoveError):
+    """Raised inside the engine when the running turn has been cancelled."""

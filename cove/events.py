@@ -1,0 +1,188 @@
+"""The event vocabulary: what a turn reports while it runs.
+
+The engine yields these as an async iterator; the same stream feeds every channel (web SSE, TUI,
+Telegram, ``cove run --events`` JSON lines). Each event is a frozen dataclass with a ``type``
+discriminator and ``to_json()``. Events never carry secrets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+TurnStatus = Literal["running", "done", "max_iterations", "error_budget", "cancelled", "failed",
+                     "interrupted"]
+FINAL_STATUSES: frozenset[str] = frozenset(
+    {"done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"}
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base class of every event."""
+
+    type: ClassVar[str] = "event"
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as a JSON-ready dict with its ``type`` first."""
+        body = {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {"type": self.type, **body}
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class TurnQueued(Event):
+    """A send waits because another turn of the same conversation is running."""
+
+    type: ClassVar[str] = "turn_queued"
+    conversation_id: str
+    request: str
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    """A turn began and was recorded with status ``running``."""
+
+    type: ClassVar[str] = "turn_started"
+    conversation_id: str
+    turn_id: int
+    position: int
+    request: str
+
+
+@dataclass(frozen=True)
+class IterationStarted(Event):
+    """An LLM round-trip begins; ``budget`` is the live iteration budget of the turn."""
+
+    type: ClassVar[str] = "iteration_started"
+    turn_id: int
+    iteration: int
+    budget: int
+
+
+@dataclass(frozen=True)
+class ModelDelta(Event):
+    """A chunk of the model's raw reply text, as it streams."""
+
+    type: ClassVar[str] = "model_delta"
+    turn_id: int
+    iteration: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ModelReply(Event):
+    """The model's parsed reply for one iteration."""
+
+    type: ClassVar[str] = "model_reply"
+    turn_id: int
+    iteration: int
+    thinking: str
+    code: tuple[str, ...]
+    answer: str | None = None
+    parse_error: str | None = None
+
+
+@dataclass(frozen=True)
+class BlockStarted(Event):
+    """A code block starts running in the sandbox."""
+
+    type: ClassVar[str] = "block_started"
+    turn_id: int
+    iteration: int
+    index: int
+    code: str
+
+
+@dataclass(frozen=True)
+class BlockFinished(Event):
+    """A code block finished (or failed, or timed out)."""
+
+    type: ClassVar[str] = "block_finished"
+    turn_id: int
+    iteration: int
+    index: int
+    code: str
+    ok: bool
+    result_preview: str | None
+    stdout: str
+    stderr: str
+    error: str | None
+    duration_ms: float
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class VarChange:
+    """One variable version written by a block (``kind`` is ``deleted`` for a deletion)."""
+
+    name: str
+    version: int
+    type: str
+    preview: str
+    kind: str = "value"
+
+
+@dataclass(frozen=True)
+class VarsChanged(Event):
+    """Variables created, changed or deleted by an iteration's blocks."""
+
+    type: ClassVar[str] = "vars_changed"
+    turn_id: int
+    iteration: int
+    changes: tuple[VarChange, ...]
+
+
+@dataclass(frozen=True)
+class Nudge(Event):
+    """A hint the engine will show the model in its next context message."""
+
+    type: ClassVar[str] = "nudge"
+    turn_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class SandboxRestarted(Event):
+    """The sandbox worker was replaced; lists what was restored and what was lost."""
+
+    type: ClassVar[str] = "sandbox_restarted"
+    turn_id: int
+    reason: str
+    restored: tuple[str, ...] = ()
+    lost: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TitleChanged(Event):
+    """The conversation got a (new) title."""
+
+    type: ClassVar[str] = "title_changed"
+    conversation_id: str
+    title: str
+
+
+@dataclass(frozen=True)
+class TurnFinished(Event):
+    """The turn ended; ``status`` is one of the final turn statuses."""
+
+    type: ClassVar[str] = "turn_finished"
+    turn_id: int
+    status: str
+    answer: str | None
+    confidence: str | None
+    iterations: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    duration_ms: float
+    error: str | None = None
+    conversation_id: str = field(default="")

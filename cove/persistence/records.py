@@ -1,0 +1,199 @@
+"""The shapes of what the store writes and reads.
+
+Write shapes (``*Write``) are built by the engine and handed to ``Store``; record shapes
+(``*Record``) come back from the read API. All are frozen dataclasses; encoded values are the
+codec's JSON text (see ``codec.py``), never pickles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+VarKind = Literal["value", "function", "opaque", "deleted"]
+IterationStatus = Literal["running", "ok", "error", "parse_error", "interrupted", "cancelled"]
+
+
+@dataclass(frozen=True)
+class ConversationRecord:
+    """One conversation; ``parent_id``/``fork_turn`` are set on forks."""
+
+    id: str
+    channel: str
+    external_id: str | None
+    title: str | None
+    parent_id: str | None
+    fork_turn: int | None
+    workspace: str | None
+    created_at: float
+    updated_at: float
+    lease_owner: str | None = None
+    lease_until: float | None = None
+    turn_count: int = 0
+
+
+@dataclass(frozen=True)
+class BlockWrite:
+    """One code block's outcome, written with its iteration."""
+
+    position: int
+    code: str
+    ok: bool
+    result_preview: str | None = None
+    result_encoded: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    duration_ms: float = 0.0
+    timed_out: bool = False
+    seed: int | None = None
+    clock: float | None = None  # the wall-clock time the block saw (recorded for replay)
+
+
+@dataclass(frozen=True)
+class VarVersionWrite:
+    """One new version of a named variable, produced by the block at ``block_position``."""
+
+    name: str
+    version: int
+    block_position: int
+    kind: VarKind
+    encoded: str | None
+    type_name: str
+    preview: str
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class SubqueryWrite:
+    """One ``llm_query`` sub-query made from a block, in call order."""
+
+    position: int
+    block_position: int | None
+    prompt: str
+    reply: str | None
+    model: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    duration_ms: float = 0.0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class IterationWrite:
+    """Everything an iteration produced; committed in one transaction by ``finish_iteration``."""
+
+    status: IterationStatus
+    raw_reply: str | None
+    thinking: str | None = None
+    parse_error: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    llm_ms: float = 0.0
+    duration_ms: float = 0.0
+    blocks: tuple[BlockWrite, ...] = ()
+    var_versions: tuple[VarVersionWrite, ...] = ()
+    subqueries: tuple[SubqueryWrite, ...] = ()
+
+
+@dataclass(frozen=True)
+class BlockRecord(BlockWrite):
+    """A stored block."""
+
+    id: int = 0
+    iteration_id: int = 0
+
+
+@dataclass(frozen=True)
+class SubqueryRecord(SubqueryWrite):
+    """A stored sub-query."""
+
+    id: int = 0
+    iteration_id: int = 0
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """A stored iteration with its exact prompt and raw reply."""
+
+    id: int
+    turn_id: int
+    position: int
+    status: IterationStatus
+    system_prompt_hash: str
+    context_message: str
+    request_message: str
+    raw_reply: str | None
+    thinking: str | None
+    parse_error: str | None
+    tokens_in: int
+    tokens_out: int
+    llm_ms: float
+    duration_ms: float
+    seed: int | None
+    started_at: float
+    blocks: tuple[BlockRecord, ...] = ()
+    subqueries: tuple[SubqueryRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """A stored turn; ``iterations`` is filled by transcript reads only."""
+
+    id: int
+    conversation_id: str
+    position: int
+    request: str
+    status: str
+    answer: str | None
+    confidence: str | None
+    model: str | None
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    started_at: float
+    finished_at: float | None
+    error: str | None
+    iterations: tuple[IterationRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class VarVersionRecord:
+    """A stored version of a named variable, with where it was written."""
+
+    conversation_id: str
+    name: str
+    version: int
+    kind: VarKind
+    encoded: str | None
+    type_name: str
+    preview: str
+    size: int | None
+    turn_position: int
+    iteration_position: int
+    block_position: int
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A whole conversation: its turns (with iterations and blocks) and variable versions.
+
+    For a fork, ``turns`` holds the parent's turns up to the fork point followed by its own.
+    """
+
+    conversation: ConversationRecord
+    turns: tuple[TurnRecord, ...]
+    var_versions: tuple[VarVersionRecord, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One full-text search match."""
+
+    conversation_id: str
+    turn_id: int | None
+    turn_position: int | None
+    kind: Literal["request", "answer", "code"]
+    snippet: str
