@@ -1,0 +1,295 @@
+"""The O(1) context: the request message and the context message of every LLM call.
+
+Every LLM call sends three messages (DESIGN §5): ``system_prompt`` (see ``cove.engine.prompt``),
+``request_message`` (the turn's request, preceded on a later turn by a bounded handover of the
+previous turn) and ``context_message``::
+
+    [iteration 3/10]
+    <prior_thinking> the previous iteration's thinking </prior_thinking>
+    <journal> the blocks of the last JOURNAL_ITERATIONS iterations, oldest first </journal>
+    <var_index> one line per variable, most recently written first </var_index>
+    [nudge] ...
+
+Blocks are referenced as ``tT.iN.K`` (turn T, iteration N, block K, all 1-based as the model sees
+them) in every turn, so a reference stays valid when the journal crosses a turn boundary.
+Every value is cut to its budget in ``cove.engine.budgets`` with a visible marker that says where
+the full value lives, so each message has a hard ceiling whatever came before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cove.engine import budgets as b
+from cove.engine.prompt import system_prompt
+from cove.environment.var_index import VarEntry
+
+__all__ = [
+    "JOURNAL_ITERATIONS",
+    "Handover",
+    "JournalEntry",
+    "context_message",
+    "cut",
+    "request_message",
+    "system_prompt",
+]
+
+JOURNAL_ITERATIONS = b.JOURNAL_ITERATIONS
+
+# Where the model finds what a cut marker removed.
+_SEE_HISTORY = "see history()"
+_SEE_VARIABLE = "store it in a variable; see history()"
+_OVERFLOW_HINT = 'var_history("name") or shape(name) shows any variable'
+_OMITTED_RESERVE = 120  # room kept in the journal for the "earlier blocks" line
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One block as the journal shows it.
+
+    Attributes:
+        ref: The block's reference, ``tT.iN.K``, e.g. ``t2.i3.1``.
+        code: The block's source.
+        ok: Whether the block ran without error.
+        result: Preview of the trailing expression's value, None when there is none.
+        stdout: Captured ``print`` output.
+        stderr: Captured error output.
+        error: The error line of a failed block.
+        duration_ms: Wall-clock run time.
+        timed_out: Whether the block was stopped at its time limit.
+    """
+
+    ref: str
+    code: str
+    ok: bool
+    result: str | None
+    stdout: str
+    stderr: str
+    error: str | None
+    duration_ms: float
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class Handover:
+    """What a later turn's first iteration sees of the previous turn."""
+
+    request: str
+    answer: str | None
+    thinking: str | None
+
+
+def cut(text: str, limit: int, hint: str, *, keep_tail: bool = False) -> str:
+    """``text`` if it fits in ``limit`` characters, else a shortened copy with a visible marker.
+
+    The marker reads ``…[cut 12,345 chars; <hint>]`` and the result is never longer than
+    ``limit``. With ``keep_tail`` the marker goes in the middle and about a third of the kept
+    characters come from the end (where output and tracebacks say what happened last).
+
+    Args:
+        text: The text to bound.
+        limit: The largest length allowed.
+        hint: Where the full text can be found, e.g. ``"the full request is in REQUEST"``.
+        keep_tail: Keep the end of the text as well as the beginning.
+    """
+    if len(text) <= limit:
+        return text
+    # Sizing the marker for the largest possible count keeps the result within the limit.
+    keep = limit - len(_marker(len(text), hint, keep_tail))
+    if keep <= 0:
+        return _marker(len(text), hint, keep_tail)[:limit]
+    tail = keep // 3 if keep_tail else 0
+    head = keep - tail
+    marker = _marker(len(text) - keep, hint, keep_tail)
+    return text[:head] + marker + (text[len(text) - tail :] if tail else "")
+
+
+def _marker(removed: int, hint: str, middle: bool) -> str:
+    note = f"; {hint}" if hint else ""
+    return f"…[cut {removed:,} chars{note}]" + ("…" if middle else "")
+
+
+def request_message(request: str, handover: Handover | None) -> str:
+    """The second message: the turn's request, with the previous turn's handover when given.
+
+    Args:
+        request: The user's request of this turn (cut to ``REQUEST_CHARS``; the sandbox keeps
+            the full text as ``REQUEST``).
+        handover: The previous turn, passed at the first iteration of a later turn.
+
+    Returns:
+        Text of at most ``REQUEST_MESSAGE_CHARS`` characters.
+    """
+    shown = cut(request, b.REQUEST_CHARS, "the full request is in REQUEST", keep_tail=True)
+    if handover is None:
+        return shown
+    answer = (
+        cut(handover.answer, b.HANDOVER_ANSWER_CHARS, "the full answer is in LAST_ANSWER")
+        if handover.answer is not None
+        else "(the previous turn ended without an answer)"
+    )
+    parts = [
+        "<previous_turn>",
+        "<request>",
+        cut(handover.request, b.HANDOVER_REQUEST_CHARS, "search() finds earlier requests"),
+        "</request>",
+        "<answer>",
+        answer,
+        "</answer>",
+    ]
+    if handover.thinking:
+        parts += [
+            "<last_thinking>",
+            cut(handover.thinking, b.HANDOVER_THINKING_CHARS, "see history()", keep_tail=True),
+            "</last_thinking>",
+        ]
+    parts += ["</previous_turn>", "", "<request>", shown, "</request>"]
+    return "\n".join(parts)
+
+
+def context_message(
+    *,
+    iteration: int,
+    budget: int,
+    prior_thinking: str | None,
+    journal: Sequence[JournalEntry],
+    var_index: Sequence[VarEntry],
+    nudges: Sequence[str],
+) -> str:
+    """The third message: where the model stands, in at most ``CONTEXT_CHARS`` characters.
+
+    Args:
+        iteration: This iteration's number within the turn, starting at 1.
+        budget: The turn's live iteration budget.
+        prior_thinking: The previous iteration's thinking (None at the first iteration).
+        journal: Blocks of the last ``JOURNAL_ITERATIONS`` iterations, oldest first. When they
+            do not all fit, the newest win and the oldest are dropped with a note.
+        var_index: Every current user variable, in any order.
+        nudges: Hint texts, most important first; at most ``MAX_NUDGES`` are shown.
+    """
+    sections = [cut(f"[iteration {iteration}/{budget}]", b.HEADER_CHARS, "")]
+    if prior_thinking:
+        sections.append(_prior_thinking(prior_thinking))
+    sections.append(_journal(journal))
+    sections.append(_var_index(var_index))
+    if nudges:
+        sections.append(_nudges(nudges))
+    return "\n\n".join(sections)
+
+
+def _prior_thinking(thinking: str) -> str:
+    open_tag, close_tag = "<prior_thinking>\n", "\n</prior_thinking>"
+    room = b.PRIOR_THINKING_CHARS - len(open_tag) - len(close_tag)
+    return open_tag + cut(thinking.strip(), room, "see history()", keep_tail=True) + close_tag
+
+
+def _journal(entries: Sequence[JournalEntry]) -> str:
+    open_tag, close_tag = "<journal>\n", "\n</journal>"
+    if not entries:
+        return open_tag + "(no blocks yet)" + close_tag
+    room = b.JOURNAL_CHARS - len(open_tag) - len(close_tag) - _OMITTED_RESERVE
+    shown: list[str] = []
+    used = 0
+    # Newest first, so the blocks the model just wrote always get the space.
+    for entry in reversed(entries):
+        text = _entry(entry, compact=False)
+        if used + len(text) + 1 > room:
+            text = _entry(entry, compact=True)
+            if used + len(text) + 1 > room:
+                break
+        shown.append(text)
+        used += len(text) + 1
+    omitted = len(entries) - len(shown)
+    lines = list(reversed(shown))
+    if omitted:
+        noun = "block is" if omitted == 1 else "blocks are"
+        lines.insert(0, f"… {omitted} earlier {noun} not shown; history() returns them")
+    return open_tag + "\n".join(lines) + close_tag
+
+
+def _entry(entry: JournalEntry, *, compact: bool) -> str:
+    limits = (
+        (b.COMPACT_CODE_CHARS, b.COMPACT_RESULT_CHARS, b.COMPACT_STDOUT_CHARS)
+        if compact
+        else (b.BLOCK_CODE_CHARS, b.BLOCK_RESULT_CHARS, b.BLOCK_STDOUT_CHARS)
+    )
+    stderr_limit = b.COMPACT_STDERR_CHARS if compact else b.BLOCK_STDERR_CHARS
+    error_limit = b.COMPACT_ERROR_CHARS if compact else b.BLOCK_ERROR_CHARS
+    if entry.timed_out:
+        status = f"timed out after {entry.duration_ms:,.0f} ms"
+    else:
+        status = "ok" if entry.ok else "failed"
+        if entry.duration_ms >= b.SLOW_BLOCK_MS:
+            status += f" (slow: {entry.duration_ms:,.0f} ms)"
+    ref = cut(entry.ref, b.BLOCK_REF_CHARS, "")
+    code = cut(entry.code.strip("\n"), limits[0], _SEE_HISTORY, keep_tail=True)
+    lines = [f"[{ref}] {status}", "```python", code, "```"]
+    if entry.result is not None:
+        lines.append(_field("=>", cut(entry.result, limits[1], _SEE_VARIABLE)))
+    if entry.stdout:
+        stdout = cut(entry.stdout.rstrip("\n"), limits[2], _SEE_VARIABLE, keep_tail=True)
+        lines.append(_field("stdout:", stdout))
+    if entry.stderr:
+        stderr = cut(entry.stderr.rstrip("\n"), stderr_limit, _SEE_HISTORY, keep_tail=True)
+        lines.append(_field("stderr:", stderr))
+    if entry.error:
+        lines.append(_field("error:", cut(entry.error, error_limit, _SEE_HISTORY, keep_tail=True)))
+    return "\n".join(lines)
+
+
+def _field(label: str, text: str) -> str:
+    return f"{label}\n{text}" if "\n" in text else f"{label} {text}"
+
+
+def _var_index(entries: Sequence[VarEntry]) -> str:
+    open_tag, close_tag = "<var_index>\n", "\n</var_index>"
+    if not entries:
+        return open_tag + "(no variables yet)" + close_tag
+    ordered = sorted(entries, key=lambda e: (-e.updated_seq, e.name))
+    room = b.VAR_INDEX_CHARS - len(open_tag) - len(close_tag) - _OMITTED_RESERVE
+    lines: list[str] = []
+    used = 0
+    for entry in ordered[: b.VAR_INDEX_ROWS]:
+        line = _var_line(entry)
+        if used + len(line) + 1 > room:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    hidden = len(ordered) - len(lines)
+    if hidden:
+        noun = "variable" if hidden == 1 else "variables"
+        lines.append(f"… {hidden:,} more {noun}, written earlier; {_OVERFLOW_HINT}")
+    return open_tag + "\n".join(lines) + close_tag
+
+
+def _var_line(entry: VarEntry) -> str:
+    name = cut(entry.name, b.VAR_NAME_CHARS, "")
+    head = f"{name} v{entry.version}"
+    if entry.kind == "function" and entry.signature:
+        return f"{head} function {_one_line(entry.signature, b.VAR_SIGNATURE_CHARS)}"
+    type_name = cut(entry.type_name, b.VAR_TYPE_CHARS, "")
+    size = "" if entry.size is None else f"({entry.size:,} {_unit(entry.type_name)})"
+    line = f"{head} {type_name}{size} = {_one_line(entry.preview, b.VAR_PREVIEW_CHARS)}"
+    if entry.kind == "opaque":
+        line += " [opaque: not saved, lost if the sandbox restarts]"
+    return line
+
+
+def _unit(type_name: str) -> str:
+    if type_name == "str":
+        return "chars"
+    if type_name in ("bytes", "bytearray"):
+        return "bytes"
+    return "items"
+
+
+def _one_line(text: str, limit: int) -> str:
+    # The line already shows the size, so a bare ellipsis marks the cut without eating the row.
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _nudges(nudges: Sequence[str]) -> str:
+    lines = [f"[nudge] {cut(' '.join(n.split()), b.NUDGE_CHARS, '')}" for n in nudges]
+    return cut("\n".join(lines[: b.MAX_NUDGES]), b.NUDGES_CHARS, "")
