@@ -1,0 +1,34 @@
+"""Shared engine fixtures: a fake OpenAI-compatible endpoint and settings pointing at it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cove.config import Settings
+from tests.fakes.openai_server import FakeOpenAI
+
+# Recognisable so tests can assert it never shows up where it must not.
+FAKE_API_KEY = "sk-cove-test-DO-NOT-LEAK-4242"
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A running fake endpoint; script it with ``add_replies``/``add_faults``/``unsupported``."""
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def openai_settings(fake_openai: FakeOpenAI, tmp_path: Path) -> Settings:
+    """Settings aimed at ``fake_openai`` with a fake key, fast retries and a short timeout."""
+    return Settings(data_dir=tmp_path).replace(
+        base_url=fake_openai.base_url,
+        api_key=FAKE_API_KEY,
+        model="fake-model",
+        request_timeout_s=5.0,
+        max_retries=2,
+        retry_base_delay_s=0.01,
+    )
