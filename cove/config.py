@@ -110,7 +110,11 @@ class Settings:
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied and validated."""
-        return _validated(dataclasses.replace(self, **changes))
+        unknown = set(changes) - set(_FIELD_TYPES)
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        coerced = {name: _coerce(name, value) for name, value in changes.items()}
+        return _validated(dataclasses.replace(self, **coerced))
 
     @classmethod
     def load(
@@ -123,7 +127,8 @@ class Settings:
 
         Args:
             env: The environment mapping (``os.environ`` when None).
-            toml_path: A TOML file; default ``$COVE_CONFIG`` or ``<data_dir>/config.toml`` if present.
+            toml_path: A TOML file; default ``$COVE_CONFIG``, else ``<data_dir>/config.toml``
+                when it exists.
             **overrides: Explicit values (CLI flags); ``None`` values are ignored.
 
         Raises:
@@ -137,6 +142,8 @@ class Settings:
         path = Path(toml_path) if toml_path else _default_toml(env, values["data_dir"])
         if path is not None:
             values.update(_read_toml(path))
+        if data_dir_env:  # the environment outranks the TOML file
+            values["data_dir"] = Path(data_dir_env)
         values.update(_from_env(env))
         values.update({k: v for k, v in overrides.items() if v is not None})
         unknown = set(values) - {f.name for f in dataclasses.fields(cls)}
@@ -170,9 +177,15 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     prices = data.pop("prices", None)
     if prices is not None:
-        data["prices"] = {
-            name: Price(float(p["input"]), float(p["output"])) for name, p in prices.items()
-        }
+        try:
+            data["prices"] = {
+                name: Price(float(p["input"]), float(p["output"])) for name, p in prices.items()
+            }
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"{path}: [prices] needs one table per model with numeric input and output "
+                f"prices per million tokens ({exc!r})"
+            ) from exc
     return data
 
 
@@ -191,9 +204,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
 def _coerce(name: str, value: Any) -> Any:
     kind = str(_FIELD_TYPES[name])
     if not isinstance(value, str) or kind in ("str", "str | None"):
-        if kind == "Path" and not isinstance(value, Path):
-            return Path(str(value))
-        return value
+        return _checked(name, kind, value)
     try:
         if kind == "int":
             return int(value)
@@ -210,6 +221,28 @@ def _coerce(name: str, value: Any) -> Any:
     except ValueError as exc:
         raise ConfigError(f"setting {name} expects {kind}, got {value!r}") from exc
     raise ConfigError(f"setting {name} cannot be given as text")
+
+
+def _checked(name: str, kind: str, value: Any) -> Any:
+    # Values from TOML, overrides and replace() arrive typed; a wrong type must be a ConfigError
+    # here, not a TypeError deep in the core.
+    ok = {
+        "int": type(value) is int,
+        "float": type(value) in (int, float),
+        "bool": type(value) is bool,
+        "str": isinstance(value, str),
+        "str | None": value is None or isinstance(value, str),
+        "Path": isinstance(value, (str, Path)),
+        "Mapping[str, Price]": isinstance(value, Mapping)
+        and all(isinstance(p, Price) for p in value.values()),
+    }.get(kind, True)
+    if not ok:
+        raise ConfigError(f"setting {name} expects {kind}, got {value!r}")
+    if kind == "float":
+        return float(value)
+    if kind == "Path":
+        return Path(value).expanduser()
+    return value
 
 
 def _validated(settings: Settings) -> Settings:

@@ -186,3 +186,28 @@ class TurnFinished(Event):
     duration_ms: float
     error: str | None = None
     conversation_id: str = field(default="")
+
+
+@dataclass(frozen=True)
+class ReplayTurnChecked(Event):
+    """One recorded turn was re-executed and compared with its record."""
+
+    type: ClassVar[str] = "replay_turn_checked"
+    position: int
+    blocks: int
+    matched: int
+    mismatches: tuple[str, ...]
+    recorded_status: str
+    replayed_status: str
+
+
+@dataclass(frozen=True)
+class ReplayFinished(Event):
+    """A replay finished; ``ok`` is True only when every block and variable version matched."""
+
+    type: ClassVar[str] = "replay_finished"
+    conversation_id: str
+    turns: int
+    blocks: int
+    mismatches: int
+    ok: bool

@@ -190,6 +190,24 @@ class OpenAIClient:
 
     # -- one attempt ---------------------------------------------------------------------------
 
+    async def probe(self, timeout_s: float = 5.0) -> tuple[bool, str]:
+        """Check that the endpoint answers (``GET /models``); never raises.
+
+        Returns:
+            Whether it answered, and a one-line description without secrets.
+        """
+        try:
+            page = await self._client.with_options(timeout=timeout_s).models.list()
+        except openai.APIStatusError as exc:
+            return False, f"{self._url} answered HTTP {exc.status_code}: " + self._clean(
+                str(exc.message)
+            )
+        except openai.APIError as exc:
+            return False, f"{self._url} is unreachable: " + self._clean(str(exc))
+        names = [m.id for m in page.data][:5]
+        listed = ", ".join(names) if names else "no models listed"
+        return True, f"{self._url} answered ({listed})"
+
     def _plan(self, kind: CallKind, reasoning: Reasoning) -> _Request:
         support = self._support
         effort = None
@@ -359,3 +377,9 @@ def _without_userinfo(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+async def probe_endpoint(settings: Settings) -> tuple[bool, str]:
+    """Check the configured endpoint answers; see ``OpenAIClient.probe``."""
+    async with OpenAIClient(settings) as client:
+        return await client.probe()

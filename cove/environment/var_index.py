@@ -1,4 +1,8 @@
-"""The variable index: a cached list of a conversation's current variables."""
+"""The variable index: a cached list of a conversation's current variables.
+
+It also keeps the numbering: the latest version number of every name ever written (deleted ones
+included), so a new version continues where the store's numbering left off.
+"""
 
 from __future__ import annotations
 
@@ -20,3 +24,71 @@ class VarEntry:
     preview: str
     signature: str | None = None
     updated_seq: int = 0
+
+
+class VarIndex:
+    """The current variables of one environment, most recently written first."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, VarEntry] = {}
+        self._latest: dict[str, int] = {}
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def entries(self) -> list[VarEntry]:
+        """The current variables, most recently written first."""
+        return sorted(self._entries.values(), key=lambda e: e.updated_seq, reverse=True)
+
+    def get(self, name: str) -> VarEntry | None:
+        """The current entry of ``name``, or None when it does not exist (or was deleted)."""
+        return self._entries.get(name)
+
+    def latest_version(self, name: str) -> int:
+        """The highest version number ever given to ``name`` (0 when never written)."""
+        return self._latest.get(name, 0)
+
+    def next_version(self, name: str) -> int:
+        """The version number the next write of ``name`` gets."""
+        return self.latest_version(name) + 1
+
+    def record(
+        self,
+        name: str,
+        version: int,
+        kind: str,
+        type_name: str,
+        preview: str,
+        size: int | None = None,
+        signature: str | None = None,
+    ) -> None:
+        """Take note of a written version; a ``deleted`` one removes the entry.
+
+        Versions older than the latest known one only advance the numbering, never the entry.
+        """
+        if version < self._latest.get(name, 0):
+            return
+        self._latest[name] = version
+        if kind == "deleted":
+            self._entries.pop(name, None)
+            return
+        self._seq += 1
+        self._entries[name] = VarEntry(
+            name=name,
+            version=version,
+            kind=kind,
+            type_name=type_name,
+            size=size,
+            preview=preview,
+            signature=signature,
+            updated_seq=self._seq,
+        )
+
+    def reserve(self, name: str, version: int) -> None:
+        """Advance the numbering of ``name`` to at least ``version`` without touching entries."""
+        if version > self._latest.get(name, 0):
+            self._latest[name] = version

@@ -1,4 +1,4 @@
-"""Shared engine fixtures: a fake OpenAI-compatible endpoint and settings pointing at it."""
+"""Shared fixtures: a fake OpenAI-compatible endpoint and settings pointing at it."""
 
 from __future__ import annotations
 
