@@ -1,0 +1,179 @@
+"""How fast the store commits iterations, next to plain sqlite3 doing the same inserts.
+
+Each committed iteration is 1 iteration row + 3 blocks + 2 variable versions (+ the search rows
+for the code). ``Store`` does it the way the engine will: ``start_iteration`` then
+``finish_iteration``. The baseline inserts the same rows with the standard ``sqlite3`` module in
+one transaction per iteration, on the same schema with the same pragmas.
+
+Run: ``.venv/bin/python bench/store_bench.py [iterations]``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cove.persistence.connection import connect, enable_wal, put_blob
+from cove.persistence.migrate import migrate
+from cove.persistence.records import BlockWrite, IterationWrite, VarVersionWrite
+from cove.persistence.store import Store
+
+SYSTEM_PROMPT = "You answer by writing Python code. " * 200
+CONTEXT = "[iteration 3/10]\n<journal>\n" + "i2.0 total = sum(prices)\n-> 1234\n" * 60
+REPLY = '{"thinking": "sum the prices", "code": ["total = sum(prices)"]}' * 4
+
+
+def _blocks(n: int) -> tuple[BlockWrite, ...]:
+    return tuple(
+        BlockWrite(
+            position=k,
+            code=f"value_{k} = compute({n}, {k})\nvalue_{k}",
+            ok=True,
+            result_preview=str(n * k),
+            result_encoded=f'{{"int": {n * k}}}',
+            stdout="done\n",
+        )
+        for k in range(3)
+    )
+
+
+def _iteration(n: int) -> IterationWrite:
+    versions = tuple(
+        VarVersionWrite(
+            name=name,
+            version=n + 1,
+            block_position=k,
+            kind="value",
+            encoded=f'{{"int": {n}}}',
+            type_name="int",
+            preview=str(n),
+        )
+        for k, name in enumerate(("total", "count"))
+    )
+    return IterationWrite(
+        status="ok",
+        raw_reply=REPLY,
+        thinking="sum the prices",
+        tokens_in=900,
+        tokens_out=60,
+        blocks=_blocks(n),
+        var_versions=versions,
+    )
+
+
+async def bench_store(path: Path, count: int) -> float:
+    """Iterations per second through ``Store``."""
+    async with Store.open(path) as store:
+        conversation = await store.create_conversation(channel="bench")
+        turn = await store.start_turn(conversation.id, "bench")
+        started = time.perf_counter()
+        for n in range(count):
+            iteration_id = await store.start_iteration(
+                turn.id,
+                n,
+                system_prompt=SYSTEM_PROMPT,
+                request_message="bench",
+                context_message=CONTEXT,
+                seed=n,
+            )
+            await store.finish_iteration(iteration_id, _iteration(n))
+        elapsed = time.perf_counter() - started
+    return count / elapsed
+
+
+def bench_sqlite(path: Path, count: int) -> float:
+    """Iterations per second inserting the same rows with plain sqlite3."""
+    conn = connect(str(path))
+    enable_wal(conn, str(path))
+    migrate(conn, str(path))
+    now = time.time()
+    conn.execute(
+        "INSERT INTO conversation (id, channel, created_at, updated_at)"
+        " VALUES ('c', 'bench', ?, ?)",
+        (now, now),
+    )
+    turn_id = conn.execute(
+        "INSERT INTO turn (conversation_id, position, request, status, started_at)"
+        " VALUES ('c', 1, 'bench', 'running', ?)",
+        (now,),
+    ).lastrowid
+    started = time.perf_counter()
+    for n in range(count):
+        result = _iteration(n)
+        conn.execute("BEGIN IMMEDIATE")
+        digest = put_blob(conn, SYSTEM_PROMPT.encode())
+        iteration_id = conn.execute(
+            "INSERT INTO iteration (turn_id, position, status, system_prompt_hash,"
+            " request_message, context_message, raw_reply, thinking, tokens_in, tokens_out,"
+            " seed, started_at) VALUES (?, ?, 'ok', ?, 'bench', ?, ?, ?, ?, ?, ?, ?)",
+            (turn_id, n, digest, CONTEXT, REPLY, result.thinking, 900, 60, n, time.time()),
+        ).lastrowid
+        block_ids = {}
+        for block in result.blocks:
+            block_ids[block.position] = conn.execute(
+                "INSERT INTO block (iteration_id, position, code, ok, result_preview,"
+                " result_encoded, stdout) VALUES (?, ?, ?, 1, ?, ?, ?)",
+                (
+                    iteration_id,
+                    block.position,
+                    block.code,
+                    block.result_preview,
+                    block.result_encoded,
+                    block.stdout,
+                ),
+            ).lastrowid
+            doc = conn.execute(
+                "INSERT INTO search_doc (turn_id, kind) VALUES (?, 'code')", (turn_id,)
+            ).lastrowid
+            conn.execute("INSERT INTO search_fts (rowid, text) VALUES (?, ?)", (doc, block.code))
+        for var in result.var_versions:
+            conn.execute(
+                "INSERT INTO var_version (conversation_id, name, version, block_id, kind,"
+                " encoded, type_name, preview, created_at) VALUES ('c', ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    var.name,
+                    var.version,
+                    block_ids[var.block_position],
+                    var.kind,
+                    var.encoded,
+                    var.type_name,
+                    var.preview,
+                    time.time(),
+                ),
+            )
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return count / elapsed
+
+
+def _disk_bytes(path: Path) -> int:
+    """Size of the database after folding the WAL back into it."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    with tempfile.TemporaryDirectory() as folder:
+        store_path = Path(folder) / "store.db"
+        plain_path = Path(folder) / "plain.db"
+        bench_sqlite(Path(folder) / "warmup.db", 100)
+        plain_rate = bench_sqlite(plain_path, count)
+        store_rate = asyncio.run(bench_store(store_path, count))
+        per_iteration = _disk_bytes(store_path) / count
+    print(f"iterations committed: {count} (1 iteration + 3 blocks + 2 variable versions each)")
+    print(f"plain sqlite3:  {plain_rate:9.0f} iterations/s")
+    print(f"Store:          {store_rate:9.0f} iterations/s")
+    print(f"ratio Store / sqlite3: {store_rate / plain_rate:.2f} (target >= 0.5)")
+    print(f"bytes on disk per iteration: {per_iteration:.0f}")
+
+
+if __name__ == "__main__":
+    main()

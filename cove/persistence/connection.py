@@ -1,0 +1,126 @@
+"""Opening the SQLite file and running write units as ``BEGIN IMMEDIATE`` transactions.
+
+Everything here is synchronous and runs on the store's connection thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cove.errors import NotADatabase
+
+MEMORY = ":memory:"
+SQLITE_HEADER = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 5000
+# Encoded values larger than this many bytes go to the blob table instead of inline.
+INLINE_LIMIT = 4096
+
+
+def check_header(path: str) -> None:
+    """Refuse a non-empty file that does not start with the SQLite header.
+
+    Checked before connecting, because SQLite itself would happily treat some foreign files as
+    an empty database once a write is attempted, and we promise never to modify them.
+
+    Raises:
+        NotADatabase: the file exists, is not empty and is not a SQLite database.
+    """
+    if path == MEMORY:
+        return
+    file = Path(path)
+    if not file.exists() or file.stat().st_size == 0:
+        return
+    if file.is_dir():
+        raise NotADatabase(path)
+    with file.open("rb") as handle:
+        header = handle.read(len(SQLITE_HEADER))
+    if header != SQLITE_HEADER:
+        raise NotADatabase(path)
+
+
+def configure(conn: sqlite3.Connection) -> None:
+    """Apply cove's per-connection pragmas and row factory."""
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.row_factory = sqlite3.Row
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """Open ``path`` with cove's pragmas; transactions are managed by hand.
+
+    ``isolation_level=None`` stops the sqlite3 module from opening transactions behind our back,
+    so every write unit is exactly the ``BEGIN IMMEDIATE`` ... ``COMMIT`` we issue.
+    """
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        configure(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def enable_wal(conn: sqlite3.Connection, path: str) -> None:
+    """Switch a file database to WAL (it persists in the file; a no-op when already set).
+
+    Separate from ``connect`` because it writes the file header: it runs only once the schema
+    version has been checked, so a database from a newer cove is never touched.
+    """
+    if path != MEMORY:
+        conn.execute("PRAGMA journal_mode = WAL")
+
+
+@contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Run the body as one ``BEGIN IMMEDIATE`` transaction; roll back on any exception.
+
+    IMMEDIATE takes the write lock up front, so a concurrent writer waits (``busy_timeout``)
+    at BEGIN instead of failing half-way through with a lock upgrade error.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def put_blob(conn: sqlite3.Connection, data: bytes) -> str:
+    """Store ``data`` once by content and return its sha256 hex hash."""
+    digest = hashlib.sha256(data).hexdigest()
+    conn.execute("INSERT OR IGNORE INTO blob (hash, data) VALUES (?, ?)", (digest, data))
+    return digest
+
+
+def put_encoded(conn: sqlite3.Connection, encoded: str | None) -> tuple[str | None, str | None]:
+    """Split an encoded value into (inline text, blob hash); exactly one is set unless None."""
+    if encoded is None:
+        return None, None
+    data = encoded.encode()
+    if len(data) <= INLINE_LIMIT:
+        return encoded, None
+    return None, put_blob(conn, data)
+
+
+def collect_blobs(conn: sqlite3.Connection, hashes: set[str]) -> int:
+    """Delete the given blobs that nothing references any more; return how many went."""
+    removed = 0
+    for digest in hashes:
+        cursor = conn.execute(
+            """
+            DELETE FROM blob WHERE hash = ?1
+              AND NOT EXISTS (SELECT 1 FROM iteration WHERE system_prompt_hash = ?1)
+              AND NOT EXISTS (SELECT 1 FROM block WHERE result_blob = ?1)
+              AND NOT EXISTS (SELECT 1 FROM var_version WHERE encoded_blob = ?1)
+            """,
+            (digest,),
+        )
+        removed += cursor.rowcount
+    return removed

@@ -1,0 +1,130 @@
+"""Numbered plain-SQL migrations, applied in order, each atomically with its record.
+
+Migration files live in ``cove/persistence/migrations/`` as ``NNNN_name.sql`` and are loaded as
+package data. Each one runs inside its own ``BEGIN IMMEDIATE`` transaction together with the
+``schema_migrations`` row that records it, so a crash leaves either the old or the new schema.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from cove.errors import SchemaTooNew, StoreError
+from cove.persistence.connection import immediate
+
+_FILE_NAME = re.compile(r"^(\d{4})_(\w+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One migration file: its number, name and statements in order."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+def split_statements(script: str) -> tuple[str, ...]:
+    """Split a SQL script into complete statements (triggers with ``BEGIN ... END`` included).
+
+    ``executescript`` would be simpler but it commits any open transaction first, which would
+    break the "migration and its record in one transaction" rule.
+    """
+    statements: list[str] = []
+    buffer: list[str] = []
+    for line in script.splitlines(keepends=True):
+        buffer.append(line)
+        text = "".join(buffer)
+        if sqlite3.complete_statement(text):
+            statements.append(text.strip())
+            buffer = []
+    leftover = [line for line in buffer if line.strip() and not line.strip().startswith("--")]
+    if leftover:
+        raise StoreError(f"incomplete SQL statement at the end of a migration: {leftover[0]!r}")
+    return tuple(statements)
+
+
+@cache
+def migrations() -> tuple[Migration, ...]:
+    """Return the packaged migrations in order.
+
+    Raises:
+        StoreError: the numbering has a gap or a duplicate.
+    """
+    found: list[Migration] = []
+    folder = resources.files("cove.persistence").joinpath("migrations")
+    for entry in folder.iterdir():
+        match = _FILE_NAME.match(entry.name)
+        if match is None:
+            continue
+        script = entry.read_text(encoding="utf-8")
+        found.append(Migration(int(match[1]), match[2], split_statements(script)))
+    found.sort(key=lambda migration: migration.version)
+    expected = list(range(1, len(found) + 1))
+    if [migration.version for migration in found] != expected:
+        raise StoreError("cove's migration files are not numbered 0001, 0002, ... without gaps")
+    return tuple(found)
+
+
+def latest_version() -> int:
+    """The schema version this code writes."""
+    return len(migrations())
+
+
+def _current_version(conn: sqlite3.Connection) -> int:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+    )
+    row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def check_supported(conn: sqlite3.Connection, path: str) -> int:
+    """Read the schema version without writing anything; return it (0 for a fresh file).
+
+    Raises:
+        SchemaTooNew: the database was written by a newer cove.
+    """
+    has_table = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if not has_table:
+        return 0
+    row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    found = int(row[0] or 0)
+    if found > latest_version():
+        raise SchemaTooNew(path, found, latest_version())
+    return found
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> int:
+    """Bring the schema up to date; return the resulting version.
+
+    Each pending migration runs in its own transaction that first re-reads the current
+    version, so two processes opening a fresh database at once cannot apply one twice.
+
+    Raises:
+        SchemaTooNew: the database was written by a newer cove; nothing is changed.
+    """
+    known = migrations()
+    supported = len(known)
+    while True:
+        with immediate(conn):
+            current = _current_version(conn)
+            if current > supported:
+                raise SchemaTooNew(path, current, supported)
+            if current == supported:
+                return current
+            migration = known[current]
+            for statement in migration.statements:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, time.time()),
+            )

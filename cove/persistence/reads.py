@@ -1,0 +1,281 @@
+"""The read side of the store: synchronous queries run on the store's connection thread.
+
+Every function here is fork-aware where it takes a conversation id: a fork sees its parent's
+turns (and everything written in them) up to ``fork_turn``, then its own.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from typing import Any, Literal, cast
+
+from cove.errors import AmbiguousId, NotFound
+from cove.persistence import rows
+from cove.persistence.chain import chain_cte
+from cove.persistence.records import (
+    BlockRecord,
+    ConversationRecord,
+    SearchHit,
+    SubqueryRecord,
+    Transcript,
+    TurnRecord,
+    VarVersionRecord,
+)
+
+_VISIBLE_TURNS = "JOIN chain ON t.conversation_id = chain.cid AND t.position <= chain.lim"
+
+
+def get_conversation(conn: sqlite3.Connection, conversation_id: str) -> ConversationRecord:
+    """Return one conversation; raise ``NotFound`` if unknown."""
+    row = conn.execute(rows.CONVERSATION_SELECT + " WHERE c.id = ?", (conversation_id,)).fetchone()
+    if row is None:
+        raise NotFound("conversation", conversation_id)
+    return rows.conversation(row)
+
+
+def find_external(
+    conn: sqlite3.Connection, channel: str, external_id: str
+) -> ConversationRecord | None:
+    """Return the conversation a channel knows by ``external_id``, if any."""
+    row = conn.execute(
+        rows.CONVERSATION_SELECT + " WHERE c.channel = ? AND c.external_id = ?",
+        (channel, external_id),
+    ).fetchone()
+    return None if row is None else rows.conversation(row)
+
+
+def resolve(conn: sqlite3.Connection, id_or_prefix: str) -> ConversationRecord:
+    """Return the conversation with this id, or the only one whose id starts with it."""
+    if not id_or_prefix:
+        raise NotFound("conversation", id_or_prefix)
+    exact = conn.execute("SELECT 1 FROM conversation WHERE id = ?", (id_or_prefix,)).fetchone()
+    if exact is not None:
+        return get_conversation(conn, id_or_prefix)
+    # A range over the primary key instead of LIKE: no wildcard characters to escape.
+    matches = [
+        row[0]
+        for row in conn.execute(
+            "SELECT id FROM conversation WHERE id >= ? AND id < ? ORDER BY id",
+            (id_or_prefix, id_or_prefix + "\U0010ffff"),
+        )
+    ]
+    if not matches:
+        raise NotFound("conversation", id_or_prefix)
+    if len(matches) > 1:
+        raise AmbiguousId("conversation", id_or_prefix, matches)
+    return get_conversation(conn, matches[0])
+
+
+def list_conversations(
+    conn: sqlite3.Connection, channel: str | None, limit: int, before: float | None
+) -> list[ConversationRecord]:
+    """Newest first by ``updated_at``; ``before`` continues a page."""
+    where: list[str] = []
+    params: list[Any] = []
+    if channel is not None:
+        where.append("c.channel = ?")
+        params.append(channel)
+    if before is not None:
+        where.append("c.updated_at < ?")
+        params.append(before)
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    query = rows.CONVERSATION_SELECT + clause + " ORDER BY c.updated_at DESC, c.id LIMIT ?"
+    return [rows.conversation(row) for row in conn.execute(query, [*params, limit])]
+
+
+def get_turn(conn: sqlite3.Connection, turn_id: int) -> TurnRecord:
+    """Return one turn without its iterations; raise ``NotFound`` if unknown."""
+    row = conn.execute(f"SELECT {rows.TURN_COLUMNS} FROM turn t WHERE t.id = ?", (turn_id,))
+    found = row.fetchone()
+    if found is None:
+        raise NotFound("turn", str(turn_id))
+    return rows.turn(found)
+
+
+def turns(conn: sqlite3.Connection, conversation_id: str) -> list[TurnRecord]:
+    """The turns a conversation sees, in position order (a fork's parent turns first)."""
+    cte, params = chain_cte(conn, conversation_id)
+    query = f"{cte} SELECT {rows.TURN_COLUMNS} FROM turn t {_VISIBLE_TURNS} ORDER BY t.position"
+    return [rows.turn(row) for row in conn.execute(query, params)]
+
+
+def transcript(conn: sqlite3.Connection, conversation_id: str, turn: int | None) -> Transcript:
+    """Turns -> iterations -> blocks and sub-queries, plus the variable versions written.
+
+    With ``turn`` set, only the turn at that position (and what it wrote) is included.
+    """
+    conversation = get_conversation(conn, conversation_id)
+    cte, params = chain_cte(conn, conversation_id)
+    only = ""
+    if turn is not None:
+        only = " AND t.position = ?"
+        params = [*params, turn]
+    visible = f"JOIN turn t ON t.id = i.turn_id {_VISIBLE_TURNS}{only}"
+
+    blocks: defaultdict[int, list[BlockRecord]] = defaultdict(list)
+    for row in conn.execute(
+        f"{cte} SELECT {rows.BLOCK_COLUMNS} FROM block b JOIN iteration i ON i.id = b.iteration_id"
+        f" {visible} {rows.BLOCK_BLOB_JOIN} ORDER BY b.iteration_id, b.position",
+        params,
+    ):
+        blocks[row["iteration_id"]].append(rows.block(row))
+    subqueries: defaultdict[int, list[SubqueryRecord]] = defaultdict(list)
+    for row in conn.execute(
+        f"{cte} SELECT s.* FROM subquery s JOIN iteration i ON i.id = s.iteration_id {visible}"
+        " ORDER BY s.iteration_id, s.position",
+        params,
+    ):
+        subqueries[row["iteration_id"]].append(rows.subquery(row))
+    iterations = defaultdict(list)
+    for row in conn.execute(
+        f"{cte} SELECT i.* FROM iteration i {visible} ORDER BY i.turn_id, i.position", params
+    ):
+        iterations[row["turn_id"]].append(
+            rows.iteration(row, tuple(blocks[row["id"]]), tuple(subqueries[row["id"]]))
+        )
+    turn_records = tuple(
+        rows.turn(row, tuple(iterations[row["id"]]))
+        for row in conn.execute(
+            f"{cte} SELECT {rows.TURN_COLUMNS} FROM turn t {_VISIBLE_TURNS}{only}"
+            " ORDER BY t.position",
+            params,
+        )
+    )
+    var_versions = tuple(
+        rows.var_version(conn, row)
+        for row in conn.execute(
+            f"{cte} SELECT {rows.VAR_COLUMNS} {rows.VAR_FROM} {_VISIBLE_TURNS}{only}"
+            f" ORDER BY {rows.VAR_ORDER}",
+            params,
+        )
+    )
+    return Transcript(conversation, turn_records, var_versions)
+
+
+def recent_blocks(
+    conn: sqlite3.Connection, conversation_id: str, limit: int
+) -> list[tuple[int, int, BlockRecord]]:
+    """The last ``limit`` blocks the conversation sees, oldest first, with their positions."""
+    cte, params = chain_cte(conn, conversation_id)
+    query = (
+        f"{cte} SELECT t.position AS turn_position, i.position AS iteration_position,"
+        f" {rows.BLOCK_COLUMNS} FROM block b JOIN iteration i ON i.id = b.iteration_id"
+        f" JOIN turn t ON t.id = i.turn_id {_VISIBLE_TURNS} {rows.BLOCK_BLOB_JOIN}"
+        " ORDER BY t.position DESC, i.position DESC, b.position DESC LIMIT ?"
+    )
+    found = [
+        (row["turn_position"], row["iteration_position"], rows.block(row))
+        for row in conn.execute(query, [*params, limit])
+    ]
+    found.reverse()
+    return found
+
+
+def var_history(
+    conn: sqlite3.Connection, conversation_id: str, name: str
+) -> list[VarVersionRecord]:
+    """Every visible version of one variable, oldest first; ``NotFound`` if it never existed."""
+    cte, params = chain_cte(conn, conversation_id)
+    query = (
+        f"{cte} SELECT {rows.VAR_COLUMNS} {rows.VAR_FROM} {_VISIBLE_TURNS}"
+        f" WHERE v.name = ? ORDER BY {rows.VAR_ORDER}"
+    )
+    found = [rows.var_version(conn, row) for row in conn.execute(query, [*params, name])]
+    if not found:
+        raise NotFound("variable", name)
+    return found
+
+
+def vars_as_of(
+    conn: sqlite3.Connection, conversation_id: str, turn: int | None, include_deleted: bool
+) -> dict[str, VarVersionRecord]:
+    """The latest version of each name at or before turn position ``turn``, in write order."""
+    cte, params = chain_cte(conn, conversation_id, upto=turn)
+    deleted = "" if include_deleted else " WHERE kind != 'deleted'"
+    query = f"""
+        {cte}, ranked AS (
+            SELECT {rows.VAR_COLUMNS}, t.position AS tp, i.position AS ip, b.position AS bp,
+                   row_number() OVER (
+                       PARTITION BY v.name
+                       ORDER BY t.position DESC, i.position DESC, b.position DESC,
+                                v.version DESC
+                   ) AS recency
+            {rows.VAR_FROM} {_VISIBLE_TURNS}
+        )
+        SELECT * FROM (SELECT * FROM ranked WHERE recency = 1){deleted}
+        ORDER BY tp, ip, bp, version
+    """
+    return {row["name"]: rows.var_version(conn, row) for row in conn.execute(query, params)}
+
+
+def var_version(
+    conn: sqlite3.Connection, conversation_id: str, name: str, version: int
+) -> VarVersionRecord:
+    """One visible version of a variable; the nearest conversation in the fork chain wins."""
+    cte, params = chain_cte(conn, conversation_id)
+    query = (
+        f"{cte} SELECT {rows.VAR_COLUMNS} {rows.VAR_FROM} {_VISIBLE_TURNS}"
+        " WHERE v.name = ? AND v.version = ? ORDER BY chain.depth LIMIT 1"
+    )
+    row = conn.execute(query, [*params, name, version]).fetchone()
+    if row is None:
+        raise NotFound("variable version", f"{name} v{version}")
+    return rows.var_version(conn, row)
+
+
+def fts_query(text: str) -> str:
+    """Quote every word so user text is matched literally, never parsed as FTS5 syntax."""
+    return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
+
+
+def search(
+    conn: sqlite3.Connection, text: str, conversation_id: str | None, limit: int
+) -> list[SearchHit]:
+    """Full-text search over requests, answers and code, best match first."""
+    match = fts_query(text)
+    if not match:
+        return []
+    cte, params = "", list[Any]()
+    scope = ""
+    if conversation_id is not None:
+        cte, params = chain_cte(conn, conversation_id)
+        scope = _VISIBLE_TURNS
+    query = f"""
+        {cte}
+        SELECT t.conversation_id, d.turn_id, t.position, d.kind,
+               snippet(search_fts, 0, '[', ']', '…', 16) AS snippet
+        FROM search_fts
+        JOIN search_doc d ON d.id = search_fts.rowid
+        JOIN turn t ON t.id = d.turn_id {scope}
+        WHERE search_fts MATCH ?
+        ORDER BY rank LIMIT ?
+    """
+    return [
+        SearchHit(
+            conversation_id=row[0],
+            turn_id=row[1],
+            turn_position=row[2],
+            kind=cast(Literal["request", "answer", "code"], row[3]),
+            snippet=row[4],
+        )
+        for row in conn.execute(query, [*params, match, limit])
+    ]
+
+
+def system_prompt(conn: sqlite3.Connection, digest: str) -> str:
+    """The system prompt stored under ``digest``."""
+    row = conn.execute("SELECT data FROM blob WHERE hash = ?", (digest,)).fetchone()
+    if row is None:
+        raise NotFound("system prompt", digest)
+    return bytes(row[0]).decode()
+
+
+def subqueries(conn: sqlite3.Connection, turn_id: int) -> list[SubqueryRecord]:
+    """A turn's sub-queries in iteration and call order."""
+    get_turn(conn, turn_id)
+    query = (
+        "SELECT s.* FROM subquery s JOIN iteration i ON i.id = s.iteration_id"
+        " WHERE i.turn_id = ? ORDER BY i.position, s.position"
+    )
+    return [rows.subquery(row) for row in conn.execute(query, (turn_id,))]

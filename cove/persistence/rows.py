@@ -1,0 +1,183 @@
+"""Mapping database rows to record shapes (and the SELECT lists that feed them)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, cast
+
+from cove.persistence.records import (
+    BlockRecord,
+    ConversationRecord,
+    IterationRecord,
+    IterationStatus,
+    SubqueryRecord,
+    TurnRecord,
+    VarKind,
+    VarVersionRecord,
+)
+
+CONVERSATION_SELECT = """
+SELECT c.*,
+       coalesce(c.fork_turn, 0)
+       + (SELECT count(*) FROM turn t WHERE t.conversation_id = c.id) AS turn_count
+FROM conversation c
+"""
+
+TURN_COLUMNS = (
+    "t.id, t.conversation_id, t.position, t.request, t.status, t.answer, t.confidence, t.model,"
+    " t.tokens_in, t.tokens_out, t.cost_usd, t.started_at, t.finished_at, t.error"
+)
+
+BLOCK_COLUMNS = "b.*, bb.data AS blob_data"
+BLOCK_BLOB_JOIN = "LEFT JOIN blob bb ON bb.hash = b.result_blob"
+
+# Variable versions joined to where they were written; add the chain join and filters.
+VAR_FROM = """
+FROM var_version v
+JOIN block b ON b.id = v.block_id
+JOIN iteration i ON i.id = b.iteration_id
+JOIN turn t ON t.id = i.turn_id
+"""
+VAR_COLUMNS = (
+    "v.conversation_id, v.name, v.version, v.kind, v.encoded, v.encoded_blob, v.type_name,"
+    " v.preview, v.size, t.position AS turn_position, i.position AS iteration_position,"
+    " b.position AS block_position, v.created_at"
+)
+# Ordering by where a version was written, not by its number, keeps forks and restores honest.
+VAR_ORDER = "t.position, i.position, b.position, v.version"
+
+
+def _text(inline: str | None, data: bytes | None) -> str | None:
+    """An encoded value stored inline or in a blob, as text either way."""
+    if data is not None:
+        return bytes(data).decode()
+    return inline
+
+
+def conversation(row: sqlite3.Row) -> ConversationRecord:
+    """Build a ``ConversationRecord`` from a ``CONVERSATION_SELECT`` row."""
+    return ConversationRecord(
+        id=row["id"],
+        channel=row["channel"],
+        external_id=row["external_id"],
+        title=row["title"],
+        parent_id=row["parent_id"],
+        fork_turn=row["fork_turn"],
+        workspace=row["workspace"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        lease_owner=row["lease_owner"],
+        lease_until=row["lease_until"],
+        turn_count=row["turn_count"],
+    )
+
+
+def turn(row: sqlite3.Row, iterations: tuple[IterationRecord, ...] = ()) -> TurnRecord:
+    """Build a ``TurnRecord`` from a ``TURN_COLUMNS`` row."""
+    return TurnRecord(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        position=row["position"],
+        request=row["request"],
+        status=row["status"],
+        answer=row["answer"],
+        confidence=row["confidence"],
+        model=row["model"],
+        tokens_in=row["tokens_in"],
+        tokens_out=row["tokens_out"],
+        cost_usd=row["cost_usd"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        error=row["error"],
+        iterations=iterations,
+    )
+
+
+def iteration(
+    row: sqlite3.Row,
+    blocks: tuple[BlockRecord, ...] = (),
+    subqueries: tuple[SubqueryRecord, ...] = (),
+) -> IterationRecord:
+    """Build an ``IterationRecord`` from an ``iteration`` row."""
+    return IterationRecord(
+        id=row["id"],
+        turn_id=row["turn_id"],
+        position=row["position"],
+        status=cast(IterationStatus, row["status"]),
+        system_prompt_hash=row["system_prompt_hash"],
+        context_message=row["context_message"],
+        request_message=row["request_message"],
+        raw_reply=row["raw_reply"],
+        thinking=row["thinking"],
+        parse_error=row["parse_error"],
+        tokens_in=row["tokens_in"],
+        tokens_out=row["tokens_out"],
+        llm_ms=row["llm_ms"],
+        duration_ms=row["duration_ms"],
+        seed=row["seed"],
+        started_at=row["started_at"],
+        blocks=blocks,
+        subqueries=subqueries,
+    )
+
+
+def block(row: sqlite3.Row) -> BlockRecord:
+    """Build a ``BlockRecord`` from a ``BLOCK_COLUMNS`` row (large results read back as text)."""
+    return BlockRecord(
+        id=row["id"],
+        iteration_id=row["iteration_id"],
+        position=row["position"],
+        code=row["code"],
+        ok=bool(row["ok"]),
+        result_preview=row["result_preview"],
+        result_encoded=_text(row["result_encoded"], row["blob_data"]),
+        stdout=row["stdout"],
+        stderr=row["stderr"],
+        error=row["error"],
+        duration_ms=row["duration_ms"],
+        timed_out=bool(row["timed_out"]),
+        seed=row["seed"],
+        clock=row["clock"],
+    )
+
+
+def subquery(row: sqlite3.Row) -> SubqueryRecord:
+    """Build a ``SubqueryRecord`` from a ``subquery`` row."""
+    return SubqueryRecord(
+        id=row["id"],
+        iteration_id=row["iteration_id"],
+        position=row["position"],
+        block_position=row["block_position"],
+        prompt=row["prompt"],
+        reply=row["reply"],
+        model=row["model"],
+        tokens_in=row["tokens_in"],
+        tokens_out=row["tokens_out"],
+        cost_usd=row["cost_usd"],
+        duration_ms=row["duration_ms"],
+        error=row["error"],
+    )
+
+
+def var_version(conn: sqlite3.Connection, row: sqlite3.Row) -> VarVersionRecord:
+    """Build a ``VarVersionRecord`` from a ``VAR_COLUMNS`` row, reading a blob value if needed."""
+    encoded: str | None = row["encoded"]
+    if row["encoded_blob"] is not None:
+        data: Any = conn.execute(
+            "SELECT data FROM blob WHERE hash = ?", (row["encoded_blob"],)
+        ).fetchone()[0]
+        encoded = _text(None, data)
+    return VarVersionRecord(
+        conversation_id=row["conversation_id"],
+        name=row["name"],
+        version=row["version"],
+        kind=cast(VarKind, row["kind"]),
+        encoded=encoded,
+        type_name=row["type_name"],
+        preview=row["preview"],
+        size=row["size"],
+        turn_position=row["turn_position"],
+        iteration_position=row["iteration_position"],
+        block_position=row["block_position"],
+        created_at=row["created_at"],
+    )

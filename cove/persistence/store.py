@@ -1,0 +1,441 @@
+"""The store: cove's one SQLite database behind an async API.
+
+``Store`` owns a single aiosqlite connection (the process's one writer). Every public method is
+one synchronous function from ``writes``, ``reads`` or ``leases`` run on that connection's
+thread, and every write method is exactly one ``BEGIN IMMEDIATE`` transaction::
+
+    async with Store.open(path) as store:
+        conversation = await store.create_conversation(channel="cli")
+        turn = await store.start_turn(conversation.id, "question")
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable, Generator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+
+import aiosqlite
+
+from cove.errors import CoveError, StoreError
+from cove.persistence import leases, reads, writes
+from cove.persistence.connection import MEMORY, check_header, configure, enable_wal
+from cove.persistence.migrate import check_supported, migrate
+from cove.persistence.records import (
+    BlockRecord,
+    ConversationRecord,
+    IterationWrite,
+    SearchHit,
+    SubqueryRecord,
+    Transcript,
+    TurnRecord,
+    VarVersionRecord,
+)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Clock = Callable[[], float]
+
+
+def _prepare(conn: sqlite3.Connection, path: str, now: float) -> int:
+    """Check, migrate and recover a freshly opened database; return its schema version."""
+    configure(conn)
+    # Version check before any write: a database from a newer cove stays untouched.
+    check_supported(conn, path)
+    enable_wal(conn, path)
+    version = migrate(conn, path)
+    leases.recover(conn, now)
+    return version
+
+
+class Store:
+    """cove's database: conversations, turns, iterations, blocks and variable versions.
+
+    Create with ``Store.open(path)``; use as an async context manager or call ``aclose()``.
+    Times are seconds since the epoch from ``clock`` (a seam for lease-expiry tests).
+    """
+
+    def __init__(self, db: aiosqlite.Connection, path: str, clock: Clock) -> None:
+        self._db = db
+        self._path = path
+        self._clock = clock
+        self._closed = False
+        self._schema_version = 0
+
+    @staticmethod
+    def open(path: str | os.PathLike[str], *, clock: Clock = time.time) -> StoreOpener:
+        """Open (creating and migrating if needed) the database at ``path``.
+
+        Args:
+            path: a file path, or ``":memory:"`` for a private in-memory database.
+            clock: the time source for timestamps and leases.
+
+        Returns:
+            An awaitable that is also an async context manager closing the store on exit.
+
+        Raises:
+            NotADatabase: the file exists and is not a SQLite database (it is not modified).
+            SchemaTooNew: the database was written by a newer cove (it is not modified).
+            StoreError: the database cannot be opened or migrated.
+        """
+        return StoreOpener(os.fspath(path), clock)
+
+    @property
+    def path(self) -> str:
+        """The database path this store was opened with."""
+        return self._path
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open database (the latest migration applied)."""
+        return self._schema_version
+
+    async def _run(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(connection, ...)`` on the connection's thread in ONE hop.
+
+        aiosqlite's public methods hop to its thread once per statement; a write unit of a dozen
+        statements would pay a dozen hops. ``Connection._execute`` (aiosqlite 0.22) queues one
+        callable on that thread, so a whole transaction runs there as one synchronous function.
+        This is the only place the private method is used.
+        """
+        if self._closed:
+            raise StoreError(f"the store for {self._path} is closed")
+        execute = cast(Callable[..., Awaitable[T]], self._db._execute)
+        connection = self._db._conn
+        try:
+            return await execute(fn, connection, *args, **kwargs)
+        except CoveError:
+            raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"database error in {self._path}: {exc}") from exc
+
+    async def aclose(self) -> None:
+        """Close the database connection; later calls raise ``StoreError``. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._db.close()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # --- conversations -------------------------------------------------------------------
+
+    async def create_conversation(
+        self,
+        *,
+        channel: str,
+        title: str | None = None,
+        external_id: str | None = None,
+        parent_id: str | None = None,
+        fork_turn: int | None = None,
+        workspace: str | None = None,
+    ) -> ConversationRecord:
+        """Create a conversation; with ``parent_id`` and ``fork_turn``, a fork.
+
+        Raises:
+            NotFound: the parent does not exist.
+            StoreError: the fork point is outside the parent's turns, or the channel already
+                has a conversation with this ``external_id``.
+        """
+        return await self._run(
+            writes.create_conversation,
+            self._clock(),
+            channel,
+            title,
+            external_id,
+            parent_id,
+            fork_turn,
+            workspace,
+        )
+
+    async def find_external(self, channel: str, external_id: str) -> ConversationRecord | None:
+        """Return the conversation a channel knows by ``external_id``, or None."""
+        return await self._run(reads.find_external, channel, external_id)
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord:
+        """Return a conversation by exact id. Raises ``NotFound``."""
+        return await self._run(reads.get_conversation, conversation_id)
+
+    async def resolve(self, id_or_prefix: str) -> ConversationRecord:
+        """Return the conversation with this exact id or unique id prefix.
+
+        Raises:
+            AmbiguousId: the prefix matches several conversations (listed in the error).
+            NotFound: nothing matches.
+        """
+        return await self._run(reads.resolve, id_or_prefix)
+
+    async def list_conversations(
+        self, *, channel: str | None = None, limit: int = 50, before: float | None = None
+    ) -> list[ConversationRecord]:
+        """Conversations newest first by ``updated_at``, with ``turn_count`` filled.
+
+        Args:
+            channel: only this channel's conversations.
+            limit: at most this many.
+            before: only conversations updated before this time (the next page).
+        """
+        return await self._run(reads.list_conversations, channel, limit, before)
+
+    async def set_title(self, conversation_id: str, title: str) -> None:
+        """Set a conversation's title. Raises ``NotFound``."""
+        await self._run(writes.set_title, self._clock(), conversation_id, title)
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        """Delete a conversation with all it wrote; blobs nothing else uses are collected.
+
+        Raises:
+            NotFound: unknown conversation.
+            CoveError: the conversation has forks (named in the message); delete them first.
+        """
+        await self._run(writes.delete_conversation, conversation_id)
+
+    # --- leases --------------------------------------------------------------------------
+
+    async def acquire_lease(self, conversation_id: str, owner: str, ttl_s: float) -> None:
+        """Take the conversation's lease for ``ttl_s`` seconds, or renew it if already ours.
+
+        Taking over an expired (or absent) lease from another owner marks that conversation's
+        running turns and iterations ``interrupted``, in the same transaction.
+
+        Raises:
+            Busy: another owner holds a live lease.
+            NotFound: unknown conversation.
+        """
+        await self._run(leases.acquire, self._clock(), conversation_id, owner, ttl_s)
+
+    async def renew_lease(self, conversation_id: str, owner: str, ttl_s: float) -> None:
+        """Extend a lease ``owner`` holds. Raises ``Busy`` if it was lost, ``NotFound``."""
+        await self._run(leases.renew, self._clock(), conversation_id, owner, ttl_s)
+
+    async def release_lease(self, conversation_id: str, owner: str) -> None:
+        """Give up the lease if ``owner`` holds it; a no-op otherwise (also when unknown)."""
+        await self._run(leases.release, conversation_id, owner)
+
+    async def reap_dead_leases(self, is_dead: Callable[[str], bool]) -> int:
+        """Free every lease whose owner ``is_dead`` reports gone, interrupting its turns.
+
+        ``is_dead`` runs on the database thread inside the transaction, so it must be quick
+        (e.g. a signal-0 ``os.kill`` probe of a pid on this host).
+
+        Returns:
+            How many leases were freed.
+        """
+        return await self._run(leases.reap, self._clock(), is_dead)
+
+    # --- turns and iterations ------------------------------------------------------------
+
+    async def start_turn(
+        self, conversation_id: str, request: str, *, model: str | None = None
+    ) -> TurnRecord:
+        """Record a ``running`` turn after the last turn the conversation sees.
+
+        A fork's first own turn is ``fork_turn + 1``. Raises ``NotFound``.
+        """
+        return await self._run(writes.start_turn, self._clock(), conversation_id, request, model)
+
+    async def start_iteration(
+        self,
+        turn_id: int,
+        position: int,
+        *,
+        system_prompt: str,
+        request_message: str,
+        context_message: str,
+        seed: int | None = None,
+    ) -> int:
+        """Record a ``running`` iteration with its exact prompt and return its id.
+
+        The system prompt is stored once, as a blob addressed by its hash.
+
+        Raises:
+            NotFound: unknown turn.
+            Busy: the turn is no longer running (another process took the conversation over).
+        """
+        return await self._run(
+            writes.start_iteration,
+            self._clock(),
+            turn_id,
+            position,
+            system_prompt,
+            request_message,
+            context_message,
+            seed,
+        )
+
+    async def finish_iteration(self, iteration_id: int, result: IterationWrite) -> None:
+        """Commit an iteration with its blocks, variable versions and sub-queries atomically.
+
+        Encoded values larger than 4 KB are stored as blobs; reads return them as text.
+
+        Raises:
+            NotFound: unknown iteration.
+            Busy: the iteration or its turn is no longer running.
+            StoreError: the write is inconsistent (e.g. a variable version names a block the
+                iteration does not have, or a version number is reused); nothing is written.
+        """
+        await self._run(writes.finish_iteration, self._clock(), iteration_id, result)
+
+    async def finish_turn(
+        self,
+        turn_id: int,
+        *,
+        status: str,
+        answer: str | None,
+        confidence: str | None,
+        tokens_in: int,
+        tokens_out: int,
+        cost_usd: float,
+        error: str | None = None,
+    ) -> TurnRecord:
+        """Close a running turn and return it; iterations it left running end with it.
+
+        Raises:
+            NotFound: unknown turn.
+            Busy: the turn is no longer running.
+            StoreError: ``status`` is not a finished turn status.
+        """
+        return await self._run(
+            writes.finish_turn,
+            self._clock(),
+            turn_id,
+            status,
+            answer,
+            confidence,
+            tokens_in,
+            tokens_out,
+            cost_usd,
+            error,
+        )
+
+    async def get_turn(self, turn_id: int) -> TurnRecord:
+        """Return one turn (without iterations). Raises ``NotFound``."""
+        return await self._run(reads.get_turn, turn_id)
+
+    async def turns(self, conversation_id: str) -> list[TurnRecord]:
+        """The turns a conversation sees in order (for a fork, the parent's come first)."""
+        return await self._run(reads.turns, conversation_id)
+
+    async def transcript(self, conversation_id: str, *, turn: int | None = None) -> Transcript:
+        """The whole conversation, or the turn at position ``turn``, with all it wrote.
+
+        Raises:
+            NotFound: unknown conversation.
+        """
+        return await self._run(reads.transcript, conversation_id, turn)
+
+    async def recent_blocks(
+        self, conversation_id: str, limit: int
+    ) -> list[tuple[int, int, BlockRecord]]:
+        """The last ``limit`` blocks across turns, oldest first (fork-aware).
+
+        Returns:
+            ``(turn position, iteration position, block)`` tuples.
+        """
+        return await self._run(reads.recent_blocks, conversation_id, limit)
+
+    async def subqueries(self, turn_id: int) -> list[SubqueryRecord]:
+        """A turn's sub-queries in order. Raises ``NotFound``."""
+        return await self._run(reads.subqueries, turn_id)
+
+    async def system_prompt(self, digest: str) -> str:
+        """The system prompt stored under ``digest``. Raises ``NotFound``."""
+        return await self._run(reads.system_prompt, digest)
+
+    # --- variables and search ------------------------------------------------------------
+
+    async def var_history(self, conversation_id: str, name: str) -> list[VarVersionRecord]:
+        """Every version of a variable the conversation sees, oldest first.
+
+        Raises:
+            NotFound: the conversation is unknown or the name never existed in it.
+        """
+        return await self._run(reads.var_history, conversation_id, name)
+
+    async def vars_as_of(
+        self, conversation_id: str, turn: int | None = None, *, include_deleted: bool = False
+    ) -> dict[str, VarVersionRecord]:
+        """The latest version of each variable at or before turn position ``turn``.
+
+        Args:
+            conversation_id: the conversation (a fork sees its parent up to the fork point).
+            turn: the last turn position to consider; None means now.
+            include_deleted: keep names whose latest version is a deletion.
+
+        Returns:
+            Name -> version, in the order the versions were written.
+        """
+        return await self._run(reads.vars_as_of, conversation_id, turn, include_deleted)
+
+    async def var_version(self, conversation_id: str, name: str, version: int) -> VarVersionRecord:
+        """One version of a variable the conversation sees. Raises ``NotFound``."""
+        return await self._run(reads.var_version, conversation_id, name, version)
+
+    async def search(
+        self, text: str, *, conversation_id: str | None = None, limit: int = 20
+    ) -> list[SearchHit]:
+        """Full-text search over requests, answers and code; words match literally.
+
+        Args:
+            text: the words to find (all must occur); FTS5 syntax in it has no effect.
+            conversation_id: search only what this conversation sees (fork-aware).
+            limit: at most this many hits, best first.
+        """
+        return await self._run(reads.search, text, conversation_id, limit)
+
+
+class StoreOpener:
+    """What ``Store.open`` returns: ``await`` it, or use it with ``async with``."""
+
+    def __init__(self, path: str, clock: Clock) -> None:
+        self._path = path
+        self._clock = clock
+        self._store: Store | None = None
+
+    async def _open(self) -> Store:
+        check_header(self._path)
+        try:
+            if self._path != MEMORY:
+                # A first run points at a data directory that may not exist yet.
+                Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+            db = await aiosqlite.connect(self._path, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open database {self._path}: {exc}") from exc
+        store = Store(db, self._path, self._clock)
+        try:
+            store._schema_version = await store._run(_prepare, self._path, self._clock())
+        except BaseException:
+            await store.aclose()
+            raise
+        return store
+
+    def __await__(self) -> Generator[Any, None, Store]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> Store:
+        self._store = await self._open()
+        return self._store
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._store is not None:
+            await self._store.aclose()

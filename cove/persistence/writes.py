@@ -1,0 +1,320 @@
+"""The write side of the store: each function is one ``BEGIN IMMEDIATE`` transaction.
+
+They run synchronously on the store's connection thread, so a whole write unit (an iteration
+with its blocks, variable versions, sub-queries, blobs and search rows) costs one hop to that
+thread and one commit.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from typing import Any
+
+from cove.errors import Busy, CoveError, NotFound, StoreError
+from cove.persistence import reads
+from cove.persistence.chain import last_position
+from cove.persistence.connection import collect_blobs, immediate, put_blob, put_encoded
+from cove.persistence.records import ConversationRecord, IterationWrite, TurnRecord
+
+TURN_END_STATUSES = frozenset(
+    {"done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"}
+)
+ITERATION_END_STATUSES = frozenset({"ok", "error", "parse_error", "interrupted", "cancelled"})
+
+
+def _index(conn: sqlite3.Connection, turn_id: int, kind: str, text: str) -> None:
+    """Add one searchable text; the search_doc id doubles as the FTS rowid."""
+    cursor = conn.execute("INSERT INTO search_doc (turn_id, kind) VALUES (?, ?)", (turn_id, kind))
+    conn.execute("INSERT INTO search_fts (rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
+
+
+def create_conversation(
+    conn: sqlite3.Connection,
+    now: float,
+    channel: str,
+    title: str | None,
+    external_id: str | None,
+    parent_id: str | None,
+    fork_turn: int | None,
+    workspace: str | None,
+) -> ConversationRecord:
+    """Insert a conversation (a fork when ``parent_id`` is given) and return it."""
+    if (parent_id is None) != (fork_turn is None):
+        raise StoreError("a fork needs both parent_id and fork_turn")
+    conversation_id = uuid.uuid4().hex
+    with immediate(conn):
+        if parent_id is not None and fork_turn is not None:
+            seen = last_position(conn, parent_id)
+            if not 0 <= fork_turn <= seen:
+                raise StoreError(
+                    f"cannot fork conversation {parent_id} at turn {fork_turn}: "
+                    f"it has turns 1..{seen}"
+                )
+        if external_id is not None:
+            existing = reads.find_external(conn, channel, external_id)
+            if existing is not None:
+                raise StoreError(
+                    f"channel {channel!r} already has conversation {existing.id} "
+                    f"for external id {external_id!r}"
+                )
+        conn.execute(
+            "INSERT INTO conversation (id, channel, external_id, title, parent_id, fork_turn,"
+            " workspace, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                conversation_id,
+                channel,
+                external_id,
+                title,
+                parent_id,
+                fork_turn,
+                workspace,
+                now,
+                now,
+            ),
+        )
+    return reads.get_conversation(conn, conversation_id)
+
+
+def set_title(conn: sqlite3.Connection, now: float, conversation_id: str, title: str) -> None:
+    """Rename a conversation."""
+    with immediate(conn):
+        cursor = conn.execute(
+            "UPDATE conversation SET title = ?, updated_at = ? WHERE id = ?",
+            (title, now, conversation_id),
+        )
+        if cursor.rowcount == 0:
+            raise NotFound("conversation", conversation_id)
+
+
+def start_turn(
+    conn: sqlite3.Connection, now: float, conversation_id: str, request: str, model: str | None
+) -> TurnRecord:
+    """Record a new ``running`` turn after the last one the conversation sees."""
+    with immediate(conn):
+        position = last_position(conn, conversation_id) + 1
+        cursor = conn.execute(
+            "INSERT INTO turn (conversation_id, position, request, status, model, started_at)"
+            " VALUES (?, ?, ?, 'running', ?, ?)",
+            (conversation_id, position, request, model, now),
+        )
+        turn_id = int(cursor.lastrowid or 0)
+        _index(conn, turn_id, "request", request)
+        conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
+    return reads.get_turn(conn, turn_id)
+
+
+def _running_turn(conn: sqlite3.Connection, turn_id: int) -> str:
+    """Return the turn's conversation id, refusing a turn that is no longer running."""
+    row = conn.execute(
+        "SELECT conversation_id, status FROM turn WHERE id = ?", (turn_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFound("turn", str(turn_id))
+    conversation_id, status = row
+    if status != "running":
+        raise Busy(
+            conversation_id,
+            message=f"turn {turn_id} of conversation {conversation_id} is no longer running "
+            f"(it is {status}); another process may have taken the conversation over",
+        )
+    return str(conversation_id)
+
+
+def start_iteration(
+    conn: sqlite3.Connection,
+    now: float,
+    turn_id: int,
+    position: int,
+    system_prompt: str,
+    request_message: str,
+    context_message: str,
+    seed: int | None,
+) -> int:
+    """Record a ``running`` iteration with its exact prompt; return its id."""
+    with immediate(conn):
+        _running_turn(conn, turn_id)
+        digest = put_blob(conn, system_prompt.encode())
+        cursor = conn.execute(
+            "INSERT INTO iteration (turn_id, position, status, system_prompt_hash,"
+            " request_message, context_message, seed, started_at)"
+            " VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
+            (turn_id, position, digest, request_message, context_message, seed, now),
+        )
+        return int(cursor.lastrowid or 0)
+
+
+def finish_iteration(
+    conn: sqlite3.Connection, now: float, iteration_id: int, result: IterationWrite
+) -> None:
+    """Commit everything an iteration produced, atomically."""
+    if result.status not in ITERATION_END_STATUSES:
+        raise StoreError(f"{result.status!r} is not a finished iteration status")
+    with immediate(conn):
+        row = conn.execute(
+            "SELECT turn_id, status FROM iteration WHERE id = ?", (iteration_id,)
+        ).fetchone()
+        if row is None:
+            raise NotFound("iteration", str(iteration_id))
+        turn_id, status = row
+        conversation_id = _running_turn(conn, turn_id)
+        if status != "running":
+            raise Busy(conversation_id, message=f"iteration {iteration_id} is already {status}")
+        conn.execute(
+            "UPDATE iteration SET status = ?, raw_reply = ?, thinking = ?, parse_error = ?,"
+            " tokens_in = ?, tokens_out = ?, llm_ms = ?, duration_ms = ? WHERE id = ?",
+            (
+                result.status,
+                result.raw_reply,
+                result.thinking,
+                result.parse_error,
+                result.tokens_in,
+                result.tokens_out,
+                result.llm_ms,
+                result.duration_ms,
+                iteration_id,
+            ),
+        )
+        block_ids: dict[int, int] = {}
+        for block in result.blocks:
+            inline, digest = put_encoded(conn, block.result_encoded)
+            cursor = conn.execute(
+                "INSERT INTO block (iteration_id, position, code, ok, result_preview,"
+                " result_encoded, result_blob, stdout, stderr, error, duration_ms, timed_out,"
+                " seed, clock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    iteration_id,
+                    block.position,
+                    block.code,
+                    block.ok,
+                    block.result_preview,
+                    inline,
+                    digest,
+                    block.stdout,
+                    block.stderr,
+                    block.error,
+                    block.duration_ms,
+                    block.timed_out,
+                    block.seed,
+                    block.clock,
+                ),
+            )
+            block_ids[block.position] = int(cursor.lastrowid or 0)
+            _index(conn, turn_id, "code", block.code)
+        for var in result.var_versions:
+            if var.block_position not in block_ids:
+                raise StoreError(
+                    f"variable {var.name!r} v{var.version} names block {var.block_position}, "
+                    f"which is not part of iteration {iteration_id}"
+                )
+            inline, digest = put_encoded(conn, var.encoded)
+            conn.execute(
+                "INSERT INTO var_version (conversation_id, name, version, block_id, kind,"
+                " encoded, encoded_blob, type_name, preview, size, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    conversation_id,
+                    var.name,
+                    var.version,
+                    block_ids[var.block_position],
+                    var.kind,
+                    inline,
+                    digest,
+                    var.type_name,
+                    var.preview,
+                    var.size,
+                    now,
+                ),
+            )
+        conn.executemany(
+            "INSERT INTO subquery (iteration_id, block_position, position, prompt, reply, model,"
+            " tokens_in, tokens_out, cost_usd, duration_ms, error)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    iteration_id,
+                    sub.block_position,
+                    sub.position,
+                    sub.prompt,
+                    sub.reply,
+                    sub.model,
+                    sub.tokens_in,
+                    sub.tokens_out,
+                    sub.cost_usd,
+                    sub.duration_ms,
+                    sub.error,
+                )
+                for sub in result.subqueries
+            ],
+        )
+
+
+def finish_turn(
+    conn: sqlite3.Connection,
+    now: float,
+    turn_id: int,
+    status: str,
+    answer: str | None,
+    confidence: str | None,
+    tokens_in: int,
+    tokens_out: int,
+    cost_usd: float,
+    error: str | None,
+) -> TurnRecord:
+    """Close a running turn; iterations it left running end with it."""
+    if status not in TURN_END_STATUSES:
+        raise StoreError(f"{status!r} is not a finished turn status")
+    with immediate(conn):
+        conversation_id = _running_turn(conn, turn_id)
+        conn.execute(
+            "UPDATE turn SET status = ?, answer = ?, confidence = ?, tokens_in = ?,"
+            " tokens_out = ?, cost_usd = ?, finished_at = ?, error = ? WHERE id = ?",
+            (status, answer, confidence, tokens_in, tokens_out, cost_usd, now, error, turn_id),
+        )
+        leftover = "cancelled" if status == "cancelled" else "interrupted"
+        conn.execute(
+            "UPDATE iteration SET status = ? WHERE turn_id = ? AND status = 'running'",
+            (leftover, turn_id),
+        )
+        if answer:
+            _index(conn, turn_id, "answer", answer)
+        conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
+    return reads.get_turn(conn, turn_id)
+
+
+def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> None:
+    """Delete a conversation with everything it wrote, then the blobs nobody uses any more."""
+    with immediate(conn):
+        reads.get_conversation(conn, conversation_id)
+        forks = [
+            row[0]
+            for row in conn.execute(
+                "SELECT id FROM conversation WHERE parent_id = ? ORDER BY created_at",
+                (conversation_id,),
+            )
+        ]
+        if forks:
+            raise CoveError(
+                f"conversation {conversation_id} cannot be deleted: it has forks "
+                f"({', '.join(forks)}); delete them first"
+            )
+        owned: list[Any] = [conversation_id] * 3
+        candidates = {
+            row[0]
+            for row in conn.execute(
+                """
+                SELECT i.system_prompt_hash FROM iteration i JOIN turn t ON t.id = i.turn_id
+                WHERE t.conversation_id = ?
+                UNION SELECT b.result_blob FROM block b
+                JOIN iteration i ON i.id = b.iteration_id JOIN turn t ON t.id = i.turn_id
+                WHERE t.conversation_id = ? AND b.result_blob IS NOT NULL
+                UNION SELECT encoded_blob FROM var_version
+                WHERE conversation_id = ? AND encoded_blob IS NOT NULL
+                """,
+                owned,
+            )
+        }
+        # Foreign keys cascade to turns, iterations, blocks, variable versions, sub-queries
+        # and search rows (whose trigger removes the FTS entries).
+        conn.execute("DELETE FROM conversation WHERE id = ?", (conversation_id,))
+        collect_blobs(conn, candidates)

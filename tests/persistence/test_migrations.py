@@ -1,0 +1,187 @@
+"""Migrations: the exact schema of a fresh database, versioning, and files we must refuse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cove.errors import NotADatabase, SchemaTooNew, StoreError
+from cove.persistence.migrate import latest_version, migrations, split_statements
+from cove.persistence.store import Store
+from tests.persistence.store_helpers import count, file_bytes, file_names, raw, write_file
+
+TABLES = {
+    "blob": ["hash", "data"],
+    "conversation": [
+        "id", "channel", "external_id", "title", "parent_id", "fork_turn", "workspace",
+        "created_at", "updated_at", "lease_owner", "lease_until",
+    ],
+    "turn": [
+        "id", "conversation_id", "position", "request", "status", "answer", "confidence",
+        "model", "tokens_in", "tokens_out", "cost_usd", "started_at", "finished_at", "error",
+    ],
+    "iteration": [
+        "id", "turn_id", "position", "status", "system_prompt_hash", "request_message",
+        "context_message", "raw_reply", "thinking", "parse_error", "tokens_in", "tokens_out",
+        "llm_ms", "duration_ms", "seed", "started_at",
+    ],
+    "block": [
+        "id", "iteration_id", "position", "code", "ok", "result_preview", "result_encoded",
+        "result_blob", "stdout", "stderr", "error", "duration_ms", "timed_out", "seed", "clock",
+    ],
+    "var_version": [
+        "id", "conversation_id", "name", "version", "block_id", "kind", "encoded",
+        "encoded_blob", "type_name", "preview", "size", "created_at",
+    ],
+    "subquery": [
+        "id", "iteration_id", "block_position", "position", "prompt", "reply", "model",
+        "tokens_in", "tokens_out", "cost_usd", "duration_ms", "error",
+    ],
+    "search_doc": ["id", "turn_id", "kind"],
+    "schema_migrations": ["version", "name", "applied_at"],
+    # The FTS5 virtual table and the shadow tables SQLite keeps for it.
+    "search_fts": ["text"],
+    "search_fts_config": ["k", "v"],
+    "search_fts_content": ["id", "c0"],
+    "search_fts_data": ["id", "block"],
+    "search_fts_docsize": ["id", "sz"],
+    "search_fts_idx": ["segid", "term", "pgno"],
+}  # fmt: skip
+
+INDEXES = {
+    "block_result_blob": ("block", ["result_blob"]),
+    "conversation_parent": ("conversation", ["parent_id"]),
+    "conversation_updated": ("conversation", ["updated_at"]),
+    "iteration_system_prompt": ("iteration", ["system_prompt_hash"]),
+    "search_doc_turn": ("search_doc", ["turn_id"]),
+    "turn_running": ("turn", ["conversation_id"]),
+    "var_version_blob": ("var_version", ["encoded_blob"]),
+    "var_version_block": ("var_version", ["block_id"]),
+    # Primary keys on TEXT and UNIQUE constraints.
+    "sqlite_autoindex_blob_1": ("blob", ["hash"]),
+    "sqlite_autoindex_conversation_1": ("conversation", ["id"]),
+    "sqlite_autoindex_conversation_2": ("conversation", ["channel", "external_id"]),
+    "sqlite_autoindex_turn_1": ("turn", ["conversation_id", "position"]),
+    "sqlite_autoindex_iteration_1": ("iteration", ["turn_id", "position"]),
+    "sqlite_autoindex_block_1": ("block", ["iteration_id", "position"]),
+    "sqlite_autoindex_var_version_1": ("var_version", ["conversation_id", "name", "version"]),
+    "sqlite_autoindex_subquery_1": ("subquery", ["iteration_id", "position"]),
+}
+
+
+async def test_an_empty_database_migrates_to_exactly_the_documented_schema(db_path: Path) -> None:
+    async with Store.open(db_path):
+        pass
+    with raw(db_path) as conn:
+        entries = conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall()
+        tables = {
+            name: [column[1] for column in conn.execute(f"PRAGMA table_info({name})")]
+            for kind, name, _ in entries
+            if kind == "table"
+        }
+        indexes = {
+            name: (table, [column[2] for column in conn.execute(f"PRAGMA index_info({name})")])
+            for kind, name, table in entries
+            if kind == "index"
+        }
+        triggers = {(name, table) for kind, name, table in entries if kind == "trigger"}
+        applied = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
+        pragmas = (
+            conn.execute("PRAGMA journal_mode").fetchone()[0],
+            conn.execute("PRAGMA foreign_key_check").fetchall(),
+        )
+    assert tables == TABLES
+    assert indexes == INDEXES
+    assert triggers == {("search_doc_delete", "search_doc")}
+    assert {kind for kind, _, _ in entries} == {"table", "index", "trigger"}
+    assert applied == [(1, "init")]
+    assert pragmas == ("wal", [])
+
+
+async def test_reopening_applies_nothing_twice_and_keeps_data(db_path: Path) -> None:
+    async with Store.open(db_path) as store:
+        conversation = await store.create_conversation(channel="cli", title="kept")
+    async with Store.open(db_path) as store:
+        assert (await store.get_conversation(conversation.id)).title == "kept"
+        assert store.schema_version == latest_version()
+    assert count(db_path, "schema_migrations") == latest_version() == 1
+
+
+async def test_an_empty_file_is_a_new_database(db_path: Path) -> None:
+    write_file(db_path, b"")
+    async with Store.open(db_path) as store:
+        assert await store.list_conversations() == []
+
+
+async def test_a_newer_schema_is_refused_naming_both_versions_and_left_untouched(
+    db_path: Path,
+) -> None:
+    async with Store.open(db_path) as store:
+        await store.create_conversation(channel="cli")
+    with raw(db_path) as conn:
+        conn.execute("INSERT INTO schema_migrations VALUES (7, 'future', 0)")
+        conn.commit()
+    before = file_bytes(db_path)
+
+    with pytest.raises(SchemaTooNew) as raised:
+        await Store.open(db_path)
+
+    assert (raised.value.found, raised.value.supported) == (7, 1)
+    assert "version 7" in str(raised.value) and "up to version 1" in str(raised.value)
+    assert file_bytes(db_path) == before
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"just some notes\n" * 100, b"x", b"SQLite format 2\x00" + b"\x00" * 200],
+    ids=["text", "one-byte", "wrong-header"],
+)
+async def test_a_file_that_is_not_sqlite_is_refused_and_never_modified(
+    tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "notes.txt"
+    write_file(path, content)
+
+    with pytest.raises(NotADatabase, match="not a cove database"):
+        await Store.open(path)
+
+    assert file_bytes(path) == content
+    assert file_names(tmp_path) == ["notes.txt"]
+
+
+async def test_a_corrupt_file_with_a_sqlite_header_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "broken.db"
+    content = b"SQLite format 3\x00" + b"\xff" * 4000
+    write_file(path, content)
+
+    with pytest.raises(StoreError, match="database error"):
+        await Store.open(path)
+
+    assert file_bytes(path) == content
+
+
+def test_migration_files_are_numbered_without_gaps() -> None:
+    found = migrations()
+    assert [migration.version for migration in found] == list(range(1, len(found) + 1))
+    assert found[0].name == "init"
+    assert all(statement.rstrip().endswith(";") for statement in found[0].statements)
+
+
+def test_statements_split_on_completeness_including_triggers() -> None:
+    script = (
+        "-- comment; with a semicolon\n"
+        "CREATE TABLE a (x);\n"
+        "CREATE TRIGGER t AFTER DELETE ON a BEGIN\n"
+        "    DELETE FROM a WHERE x = old.x;\n"
+        "END;\n"
+        "-- trailing comment\n"
+    )
+    statements = split_statements(script)
+    assert len(statements) == 2
+    assert statements[1].startswith("CREATE TRIGGER") and statements[1].endswith("END;")
+
+
+def test_an_unfinished_statement_in_a_migration_is_an_error() -> None:
+    with pytest.raises(StoreError, match="incomplete SQL statement"):
+        split_statements("CREATE TABLE a (x);\nCREATE TABLE b (y)\n")
