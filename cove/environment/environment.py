@@ -1,0 +1,393 @@
+"""The environment: one live conversation's runtime.
+
+It owns a sandbox worker (from the pool), the active extensions and the variable index, and turns
+what the sandbox reports after each block into numbered variable versions for the engine to commit.
+
+Rules that keep the stored state equal to the sandbox state:
+
+- Version numbers continue the store's numbering of each name (deleted versions included).
+- A variable the sandbox could not bring back (an ``opaque`` value after a restart or a reopen)
+  gets a ``deleted`` version whose preview says it was lost; for a reopen it is written with the
+  first block that runs afterwards.
+- ``forget(*names)`` only records names while the block runs; when the block has finished the
+  environment runs ``del`` for those still defined, and the deletions become versions of the same
+  block. A name created and forgotten in one block leaves no version at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cove.environment.extensions import builtin_extensions
+from cove.environment.extensions.base import CallContext, Extension, NudgeContext, TurnHooks
+from cove.environment.extensions.docs import render_docs
+from cove.environment.extensions.registry import ExtensionRegistry
+from cove.environment.sandbox.outcome import BlockOutcome, RestartReport, VarSnapshot
+from cove.environment.var_index import VarIndex
+from cove.errors import SandboxError
+from cove.persistence import codec
+from cove.persistence.codec_shapes import Definition, Opaque
+from cove.persistence.records import VarVersionRecord, VarVersionWrite
+
+if TYPE_CHECKING:
+    from cove.config import Settings
+    from cove.environment.sandbox.client import SandboxClient, WorkerPool
+    from cove.persistence.store import Store
+
+log = logging.getLogger(__name__)
+
+REOPEN_REASON = "reopened from the database"
+
+
+class Environment:
+    """One live conversation's runtime: a sandbox worker, its extensions and variable index.
+
+    Build with ``Environment.open``; close with ``aclose``.
+
+    Attributes:
+        conversation_id: The conversation this environment runs.
+        settings: The settings it was opened with.
+        store: The store it reads history from (the engine writes).
+        workspace: The conversation's workspace directory (the worker's working directory).
+        extensions: The active extensions, in the order given.
+        var_index: The current variables, most recently written first.
+        restored: What came back, and what was lost, when the environment was opened.
+    """
+
+    def __init__(
+        self,
+        *,
+        conversation_id: str,
+        settings: Settings,
+        store: Store,
+        workspace: Path,
+    ) -> None:
+        """Not for direct use: ``Environment.open`` builds a working environment."""
+        self.conversation_id = conversation_id
+        self.settings = settings
+        self.store = store
+        self.workspace = workspace
+        self.extensions: tuple[Extension, ...] = ()
+        self.var_index = VarIndex()
+        self.restored = RestartReport(reason=REOPEN_REASON)
+        self._registry = ExtensionRegistry(())
+        self._client: SandboxClient | None = None
+        self._hooks: TurnHooks | None = None
+        self._closed = False
+        self._block_position: int | None = None
+        self._forget: list[str] = []
+        self._lost_on_open: dict[str, str] = {}  # name -> type name, written with the next block
+
+    @classmethod
+    async def open(
+        cls,
+        *,
+        conversation_id: str,
+        settings: Settings,
+        pool: WorkerPool,
+        store: Store,
+        workspace: Path,
+        extensions: Sequence[Extension] | None = None,
+        as_of_turn: int | None = None,
+    ) -> Environment:
+        """Acquire a worker and bring back the conversation's variables from the store.
+
+        A fork needs nothing special: the store reads a fork's variables through its parent up to
+        the fork turn.
+
+        Args:
+            conversation_id: The conversation (it must exist in the store).
+            settings: The settings.
+            pool: The worker pool to acquire the sandbox worker from.
+            store: The open store.
+            workspace: The conversation's workspace directory (created if missing).
+            extensions: The candidate extensions (default: core, files, llm); each one's
+                ``activate(env)`` decides whether it is bound.
+            as_of_turn: Restore the variables as of this turn position (default: the latest).
+
+        Raises:
+            NotFound: The conversation does not exist in the store.
+            SandboxError: The worker could not be started or configured.
+            ConfigError: Two extensions bind the same name.
+        """
+        await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
+        env = cls(
+            conversation_id=conversation_id, settings=settings, store=store, workspace=workspace
+        )
+        candidates = builtin_extensions() if extensions is None else tuple(extensions)
+        env.extensions = tuple(e for e in candidates if e.activate is None or e.activate(env))
+        env._registry = ExtensionRegistry(env.extensions)
+        env._client = await pool.acquire(workspace=workspace, on_call=env._on_call)
+        try:
+            await env._configure()
+            await env._restore(as_of_turn)
+        except BaseException:
+            await env.aclose()
+            raise
+        return env
+
+    async def _restore(self, as_of_turn: int | None) -> None:
+        everything = await self.store.vars_as_of(self.conversation_id, None, include_deleted=True)
+        for record in everything.values():
+            self.var_index.reserve(record.name, record.version)
+        if as_of_turn is None:
+            state = everything
+        else:
+            state = await self.store.vars_as_of(
+                self.conversation_id, as_of_turn, include_deleted=True
+            )
+        live = [r for r in state.values() if r.kind != "deleted"]
+        report = await self._live().restore([_snapshot(r) for r in live])
+        current = self._live().snapshots()
+        lost = set(report.lost)
+        for record in live:
+            snap = current.get(record.name)
+            if record.name in lost or snap is None:
+                lost.add(record.name)
+                self._lost_on_open[record.name] = record.type_name
+                continue
+            self.var_index.record(
+                record.name,
+                record.version,
+                snap.kind,
+                snap.type_name,
+                snap.preview,
+                snap.size,
+                snap.signature,
+            )
+        restored = tuple(r.name for r in live if r.name not in lost)
+        self.restored = RestartReport(
+            reason=REOPEN_REASON, restored=restored, lost=tuple(sorted(lost))
+        )
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    async def begin_turn(self, hooks: TurnHooks) -> None:
+        """Bind the turn's hooks and refresh the per-turn constants (``REQUEST``...)."""
+        self._live()
+        self._hooks = hooks
+        await self._configure()
+
+    def end_turn(self) -> None:
+        """Unbind the turn's hooks; functions needing them fail clearly until the next turn."""
+        self._hooks = None
+
+    async def run_block(
+        self, code: str, *, position: int, timeout_s: float, seed: int, clock: float
+    ) -> tuple[BlockOutcome, tuple[VarVersionWrite, ...]]:
+        """Run one code block and number the variable versions it produced.
+
+        Args:
+            code: The block's source.
+            position: The block's position in its iteration (stored with each version).
+            timeout_s: Wall-clock limit; on expiry the worker is replaced.
+            seed: The block's random seed.
+            clock: The wall-clock time the block sees.
+
+        Returns:
+            The sandbox's outcome and the versions to commit with the iteration.
+
+        Raises:
+            SandboxError: The environment is closed or the sandbox failed beyond recovery.
+        """
+        client = self._live()
+        self._block_position = position
+        self._forget = []
+        try:
+            outcome = await client.execute(code, timeout_s=timeout_s, seed=seed, clock=clock)
+        finally:
+            self._block_position = None
+        changes = {snap.name: snap for snap in outcome.changes}
+        lost = dict(self._lost_on_open)
+        self._lost_on_open.clear()
+        restart_reason = REOPEN_REASON
+        if outcome.restart is not None:
+            restart_reason = outcome.restart.reason
+            for name in outcome.restart.lost:
+                entry = self.var_index.get(name)
+                lost[name] = entry.type_name if entry else "unknown"
+        for name, type_name in lost.items():
+            if name not in changes or changes[name].kind == "deleted":
+                changes[name] = VarSnapshot(
+                    name, "deleted", None, type_name, f"lost: not restorable ({restart_reason})"
+                )
+        for name, snap in (await self._apply_forget(timeout_s, seed, clock)).items():
+            changes[name] = replace(snap, preview="forgotten")
+        return outcome, self._number(changes.values(), position, known=set(lost))
+
+    def _number(
+        self, changes: Iterable[VarSnapshot], position: int, known: set[str]
+    ) -> tuple[VarVersionWrite, ...]:
+        writes = []
+        for snap in changes:
+            entry = self.var_index.get(snap.name)
+            if snap.kind == "deleted":
+                if entry is None and snap.name not in known:
+                    continue  # never stored as live: nothing to delete
+                # The worker reports a deletion bare; the history reads better with the type.
+                snap = replace(
+                    snap,
+                    type_name=snap.type_name or (entry.type_name if entry else ""),
+                    preview=snap.preview or "deleted",
+                )
+            version = self.var_index.next_version(snap.name)
+            writes.append(
+                VarVersionWrite(
+                    name=snap.name,
+                    version=version,
+                    block_position=position,
+                    kind=snap.kind,
+                    encoded=snap.encoded,
+                    type_name=snap.type_name,
+                    preview=snap.preview,
+                    size=snap.size,
+                )
+            )
+            self.var_index.record(
+                snap.name,
+                version,
+                snap.kind,
+                snap.type_name,
+                snap.preview,
+                snap.size,
+                snap.signature,
+            )
+        return tuple(writes)
+
+    def forget_after_block(self, names: Sequence[str]) -> None:
+        """Schedule ``names`` for deletion when the running block finishes (``core.forget``).
+
+        Raises:
+            RuntimeError: No block is running.
+            ValueError: A name is an extension function or constant, or starts with ``_``.
+        """
+        if self._block_position is None:
+            raise RuntimeError("forget() can only be called from a running block")
+        bound = set(self._registry.names) | {c.name for e in self.extensions for c in e.constants}
+        for name in names:
+            if name in bound:
+                raise ValueError(f"forget(): {name!r} is provided by an extension, not a variable")
+            if name.startswith("_"):
+                raise ValueError(f"forget(): {name!r} is not a variable name")
+        self._forget.extend(names)
+
+    async def _apply_forget(
+        self, timeout_s: float, seed: int, clock: float
+    ) -> dict[str, VarSnapshot]:
+        names, self._forget = list(dict.fromkeys(self._forget)), []
+        current = self._live().snapshots()
+        names = [n for n in names if n in current and current[n].kind != "deleted"]
+        if not names:
+            return {}
+        outcome = await self._live().execute(
+            f"del {', '.join(names)}", timeout_s=timeout_s, seed=seed, clock=clock
+        )
+        if not outcome.ok:
+            raise SandboxError(f"forget() could not delete {', '.join(names)}: {outcome.error}")
+        return {snap.name: snap for snap in outcome.changes}
+
+    # -- what the engine reads -----------------------------------------------------------------
+
+    def system_prompt_docs(self) -> str:
+        """The active extensions' documentation for the system prompt (stable text)."""
+        return render_docs(self.extensions)
+
+    def extension_nudges(
+        self, *, iteration: int | None = None, budget: int | None = None
+    ) -> list[str]:
+        """The active extensions' nudges for the next context message.
+
+        A failing ``nudge`` is logged and skipped: a broken hint must not break the turn.
+
+        Args:
+            iteration: The coming iteration's 1-based number, when the caller knows it.
+            budget: The turn's live iteration budget, when the caller knows it.
+        """
+        ctx = NudgeContext(self, self.conversation_id, self._hooks, iteration, budget)
+        texts = []
+        for ext in self.extensions:
+            if ext.nudge is None:
+                continue
+            try:
+                text = ext.nudge(ctx)
+            except Exception:
+                log.exception("nudge of extension %s failed", ext.name)
+                continue
+            if text:
+                texts.append(text)
+        return texts
+
+    def value_text(self, name: str) -> str | None:
+        """The text of variable ``name``'s current value (for ``{{name}}``), None if undefined."""
+        snap = self._live().snapshots().get(name)
+        if snap is None or snap.kind == "deleted":
+            return None
+        if snap.kind != "value" or not snap.encoded or not codec.is_restorable(snap.encoded):
+            return snap.signature or snap.preview
+        value: object = codec.decode(snap.encoded)
+        if isinstance(value, (Definition, Opaque)):
+            return snap.signature or snap.preview
+        return value if isinstance(value, str) else str(value)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def kill_running(self) -> None:
+        """Kill the running block at once (cancellation); the worker is replaced and restored."""
+        await self._live().kill()
+
+    async def aclose(self) -> None:
+        """Release the worker. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._hooks = None
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``aclose`` was called."""
+        return self._closed
+
+    def _live(self) -> SandboxClient:
+        if self._closed or self._client is None:
+            raise SandboxError(f"the environment of conversation {self.conversation_id} is closed")
+        return self._client
+
+    def _context(self) -> CallContext:
+        return CallContext(
+            environment=self,
+            conversation_id=self.conversation_id,
+            workspace=self.workspace,
+            store=self.store,
+            settings=self.settings,
+            hooks=self._hooks,
+            block_position=self._block_position,
+        )
+
+    async def _configure(self) -> None:
+        ctx = self._context()
+        constants = {c.name: c.resolve(ctx) for e in self.extensions for c in e.constants}
+        await self._live().configure(functions=self._registry.names, constants=constants)
+
+    async def _on_call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        return await self._registry.dispatch(self._context(), name, args, kwargs)
+
+
+def _snapshot(record: VarVersionRecord) -> VarSnapshot:
+    return VarSnapshot(
+        name=record.name,
+        kind=record.kind,
+        encoded=record.encoded,
+        type_name=record.type_name,
+        preview=record.preview,
+        size=record.size,
+        # The sandbox previews a function or class by its signature.
+        signature=record.preview if record.kind == "function" else None,
+    )

@@ -1,0 +1,38 @@
+"""The variable index: most recently written first, deletions remove, numbering never goes back."""
+
+from __future__ import annotations
+
+from cove.environment.var_index import VarEntry, VarIndex
+
+
+def test_entries_most_recently_written_first() -> None:
+    index = VarIndex()
+    index.record("a", 1, "value", "int", "1")
+    index.record("b", 1, "value", "str", "'x'", size=1)
+    index.record("a", 2, "value", "int", "2")
+    assert [(e.name, e.version) for e in index.entries()] == [("a", 2), ("b", 1)]
+    assert len(index) == 2
+    assert "a" in index and "zz" not in index
+    entry = index.get("b")
+    assert isinstance(entry, VarEntry)
+    assert (entry.type_name, entry.size, entry.preview) == ("str", 1, "'x'")
+
+
+def test_deletion_removes_the_entry_but_keeps_the_numbering() -> None:
+    index = VarIndex()
+    index.record("f", 1, "function", "function", "f(x)", signature="f(x)")
+    index.record("f", 2, "deleted", "function", "deleted")
+    assert len(index) == 0 and index.get("f") is None
+    assert index.next_version("f") == 3
+    assert index.next_version("never") == 1
+
+
+def test_reserve_advances_numbering_only() -> None:
+    index = VarIndex()
+    index.reserve("x", 5)
+    index.reserve("x", 2)
+    assert index.latest_version("x") == 5 and len(index) == 0
+    index.record("x", 3, "value", "int", "3")  # older than known: numbering only, no entry
+    assert index.get("x") is None
+    index.record("x", 6, "value", "int", "6")
+    assert index.get("x") == VarEntry("x", 6, "value", "int", None, "6", None, updated_seq=1)
