@@ -27,6 +27,7 @@ from cove.environment.extensions import builtin_extensions
 from cove.environment.extensions.base import CallContext, Extension, NudgeContext, TurnHooks
 from cove.environment.extensions.docs import render_docs
 from cove.environment.extensions.registry import ExtensionRegistry
+from cove.environment.imports import import_binding, import_changes, import_snapshots
 from cove.environment.sandbox.outcome import BlockOutcome, RestartReport, VarSnapshot
 from cove.environment.var_index import VarIndex
 from cove.errors import SandboxError
@@ -142,8 +143,11 @@ class Environment:
                 self.conversation_id, as_of_turn, include_deleted=True
             )
         live = [r for r in state.values() if r.kind != "deleted"]
-        report = await self._live().restore([_snapshot(r) for r in live])
-        current = self._live().snapshots()
+        modules = {r.name: import_binding(r) for r in live if r.kind == "module"}
+        report = await self._live().restore(
+            [_snapshot(r) for r in live if r.kind != "module"], imports=modules
+        )
+        current = {**self._live().snapshots(), **import_snapshots(self._live().imports())}
         lost = set(report.lost)
         for record in live:
             snap = current.get(record.name)
@@ -198,11 +202,13 @@ class Environment:
         client = self._live()
         self._block_position = position
         self._forget = []
+        imports_before = client.imports()
         try:
             outcome = await client.execute(code, timeout_s=timeout_s, seed=seed, clock=clock)
         finally:
             self._block_position = None
         changes = {snap.name: snap for snap in outcome.changes}
+        changes.update(import_changes(imports_before, client.imports(), changes))
         lost = dict(self._lost_on_open)
         self._lost_on_open.clear()
         restart_reason = REOPEN_REASON

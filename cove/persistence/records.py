@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-VarKind = Literal["value", "function", "opaque", "deleted"]
+VarKind = Literal["value", "function", "module", "opaque", "deleted"]
 IterationStatus = Literal["running", "ok", "error", "parse_error", "interrupted", "cancelled"]
 
 

@@ -358,3 +358,20 @@ async def test_as_of_turn_restores_older_state_and_numbers_after_everything(
 async def test_opening_an_unknown_conversation_fails_clearly(harness: Harness) -> None:
     with pytest.raises(NotFound, match="no conversation matches 'nope'"):
         await harness.open(conversation_id="nope")
+
+
+async def test_imports_are_versioned_and_survive_a_rebuild(harness: Harness) -> None:
+    env = await harness.open()
+    [(_, made)] = await harness.turn(env, "import math\nfrom re import sub as replace_all")
+    assert {(v.name, v.kind, v.preview) for v in made} == {
+        ("math", "module", "import math"),
+        ("replace_all", "module", "from re import sub as replace_all"),
+    }
+    await env.aclose()
+    reopened = await harness.open()
+    [(outcome, _), (_, dropped)] = await harness.turn(
+        reopened, "replace_all('a', 'b', str(math.floor(2.5)) + 'a')", "del math"
+    )
+    assert outcome.ok and outcome.value_preview == "'2b'"
+    assert [(v.name, v.kind) for v in dropped] == [("math", "deleted")]
+    await reopened.aclose()

@@ -145,7 +145,7 @@ async def test_restore_var_refuses_opaque_versions(ctx: CallContext, store: Stor
 async def test_history_returns_recent_blocks_oldest_first(ctx: CallContext) -> None:
     history = await call(ctx, "history", 2)
     assert [h["code"] for h in history] == ["xs.append(3)", "def double(x):\n    return 2 * x\n"]
-    assert history[0]["ref"] == "t2.i0.0"
+    assert history[0]["ref"] == "t2.i1.1"
     assert history[0]["ok"] is True and history[0]["result"] == "done"
     assert len(await call(ctx, "history")) == 3
     with pytest.raises(ValueError, match="n must be between 1 and 50"):

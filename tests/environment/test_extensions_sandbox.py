@@ -170,7 +170,7 @@ async def test_turn_functions_outside_a_turn_fail_clearly(env_harness: Any) -> N
 async def test_history_and_search_from_code(env_harness: Any) -> None:
     await run(env_harness, "alpha = 'needle'")
     outcomes = await run(env_harness, "history(1)", "search('needle')[0]['kind']")
-    assert "'ref': 't1.i0.0'" in outcomes[0].value_preview
+    assert "'ref': 't1.i1.1'" in outcomes[0].value_preview
     assert outcomes[1].value_preview == "'code'"
 
 

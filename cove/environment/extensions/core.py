@@ -138,7 +138,7 @@ async def history(ctx: CallContext, n: int = 5) -> list[dict[str, Any]]:
     ordered = sorted(rows, key=lambda row: (row[0], row[1], row[2].position))
     return [
         {
-            "ref": f"t{turn}.i{iteration}.{block.position}",
+            "ref": f"t{turn}.i{iteration + 1}.{block.position + 1}",
             "code": block.code,
             "ok": block.ok,
             "result": block.result_preview,

@@ -5,15 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-SnapshotKind = Literal["value", "function", "opaque", "deleted"]
+SnapshotKind = Literal["value", "function", "module", "opaque", "deleted"]
+#: An import binding: (module, member) for ``from module import member``, (module, None) for
+#: ``import module``.
+ImportBinding = tuple[str, str | None]
 
 
 @dataclass(frozen=True)
 class VarSnapshot:
     """The state of one user variable after a block.
 
-    ``encoded`` is the codec's JSON text (for ``function`` it encodes the definition's source);
-    it is None for ``deleted`` and for ``opaque`` values, which cannot be restored.
+    ``encoded`` is the codec's JSON text (for ``function`` it encodes the definition's source,
+    for ``module`` the import binding); it is None for ``deleted`` and for ``opaque`` values,
+    which cannot be restored.
     """
 
     name: str

@@ -104,7 +104,7 @@ CREATE TABLE var_version (
     name TEXT NOT NULL,
     version INTEGER NOT NULL,
     block_id INTEGER NOT NULL REFERENCES block(id) ON DELETE CASCADE,
-    kind TEXT NOT NULL CHECK (kind IN ('value', 'function', 'opaque', 'deleted')),
+    kind TEXT NOT NULL CHECK (kind IN ('value', 'function', 'module', 'opaque', 'deleted')),
     encoded TEXT,                       -- codec JSON inline when small ...
     encoded_blob TEXT REFERENCES blob(hash),  -- ... or a blob when large, never both
     type_name TEXT NOT NULL,

@@ -1,0 +1,108 @@
+"""Checking what a worker sends back before the host believes it.
+
+A worker runs hostile code; should that code ever take the worker over, its replies are hostile
+too. Every reply is checked for shape and types here, and anything malformed becomes a
+``ProtocolError`` (the worker is then replaced) rather than an arbitrary exception in the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, get_args
+
+from cove.environment.sandbox.frames import Frame, ProtocolError
+from cove.environment.sandbox.outcome import SnapshotKind, VarSnapshot
+
+_KINDS = frozenset(get_args(SnapshotKind))
+
+
+@dataclass(frozen=True)
+class BlockReply:
+    """A checked ``done`` reply of the worker."""
+
+    ok: bool
+    value_preview: str | None
+    value_encoded: str | None
+    stdout: str
+    error: str | None
+    error_type: str | None
+    fatal: bool
+    changes: tuple[VarSnapshot, ...]
+    imports: dict[str, tuple[str, str | None]]
+
+
+def block_reply(reply: Frame) -> BlockReply:
+    """Check a reply to ``execute``.
+
+    Raises:
+        ProtocolError: The reply is not a well-formed ``done`` frame.
+    """
+    if reply.get("op") != "done":
+        raise ProtocolError(f"unexpected reply {str(reply.get('op'))[:40]!r} to a block")
+    changes = reply.get("changes", [])
+    imports = reply.get("imports", {})
+    if not isinstance(changes, list) or not isinstance(imports, dict):
+        raise ProtocolError("malformed block reply")
+    return BlockReply(
+        ok=_typed(reply.get("ok"), bool),
+        value_preview=_optional_str(reply.get("value_preview")),
+        value_encoded=_optional_str(reply.get("value_encoded")),
+        stdout=_typed(reply.get("stdout", ""), str),
+        error=_optional_str(reply.get("error")),
+        error_type=_optional_str(reply.get("error_type")),
+        fatal=_typed(reply.get("fatal", False), bool),
+        changes=tuple(snapshot(item) for item in changes),
+        imports={_typed(k, str): _import_ref(v) for k, v in imports.items()},
+    )
+
+
+def restore_reply(reply: Frame) -> tuple[list[str], list[str]]:
+    """Check a reply to ``restore``: the restored and the lost names.
+
+    Raises:
+        ProtocolError: The reply is not a well-formed ``restored`` frame.
+    """
+    if reply.get("op") != "restored":
+        raise ProtocolError(f"unexpected reply {str(reply.get('op'))[:40]!r} to a restore")
+    restored, lost = reply.get("restored"), reply.get("lost")
+    if not isinstance(restored, list) or not isinstance(lost, list):
+        raise ProtocolError("malformed restore reply")
+    return [_typed(n, str) for n in restored], [_typed(n, str) for n in lost]
+
+
+def snapshot(item: Any) -> VarSnapshot:
+    """A ``VarSnapshot`` from its wire form.
+
+    Raises:
+        ProtocolError: The item is malformed.
+    """
+    if not isinstance(item, dict) or item.get("kind") not in _KINDS:
+        raise ProtocolError("malformed variable snapshot")
+    size = item.get("size")
+    if size is not None and (type(size) is not int):
+        raise ProtocolError("malformed variable snapshot size")
+    return VarSnapshot(
+        name=_typed(item.get("name"), str),
+        kind=item["kind"],
+        encoded=_optional_str(item.get("encoded")),
+        type_name=_typed(item.get("type_name", ""), str),
+        preview=_typed(item.get("preview", ""), str),
+        size=size,
+        signature=_optional_str(item.get("signature")),
+    )
+
+
+def _typed(value: Any, kind: type[Any]) -> Any:
+    if type(value) is not kind:
+        raise ProtocolError(f"expected {kind.__name__} in a worker reply")
+    return value
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None else _typed(value, str)
+
+
+def _import_ref(value: Any) -> tuple[str, str | None]:
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise ProtocolError("malformed import binding")
+    return _typed(value[0], str), _optional_str(value[1])

@@ -1,0 +1,133 @@
+"""The sandbox worker process: ``python -m cove.environment.sandbox.worker CONFIG_JSON``.
+
+Start-up order matters. The two pipe ends are first moved to private descriptors and 0/1/2 are
+pointed at /dev/null, so nothing printed by any means can reach the frame channel. Then the heavy
+imports run, every other descriptor is closed and the resource limits (address space, CPU seconds,
+file size, open files, no core dumps, no child processes) are applied. Only then does the worker
+announce ``{"op": "ready"}`` and serve requests, one at a time, until the host closes the pipe.
+
+The host starts the worker in its own session with an empty environment (see ``process.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import traceback
+from typing import Any
+
+from cove.environment.sandbox.frames import FrameChannel, ProtocolError
+
+
+def claim_channel() -> FrameChannel:
+    """Move the pipes off 0/1 and point 0/1/2 at /dev/null."""
+    channel = FrameChannel(os.dup(0), os.dup(1))
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    return channel
+
+
+def close_other_descriptors(keep: set[int]) -> None:
+    """Close every file descriptor not in ``keep``."""
+    try:
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        open_fds = list(range(3, 1024))
+    for fd in open_fds:
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def apply_limits(config: dict[str, Any]) -> None:
+    """Apply the resource limits (best effort: a limit the host forbids is skipped)."""
+    import resource
+
+    mib = 1024 * 1024
+    cpu = int(config["cpu_s"])
+    limits = [
+        (resource.RLIMIT_AS, int(config["memory_mb"]) * mib, int(config["memory_mb"]) * mib),
+        # The soft CPU limit sends SIGXCPU; the hard one, a little later, SIGKILL.
+        (resource.RLIMIT_CPU, cpu, cpu + 2),
+        (
+            resource.RLIMIT_FSIZE,
+            int(config["file_size_mb"]) * mib,
+            int(config["file_size_mb"]) * mib,
+        ),
+        (resource.RLIMIT_NOFILE, int(config["open_files"]), int(config["open_files"])),
+        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_NPROC, 0, 0),
+    ]
+    for kind, soft, hard in limits:
+        try:
+            _, current_hard = resource.getrlimit(kind)
+            if current_hard != resource.RLIM_INFINITY:
+                soft, hard = min(soft, current_hard), min(hard, current_hard)
+            resource.setrlimit(kind, (soft, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def warm_up() -> None:
+    """Import lazily loaded standard-library pieces before the limits close the door."""
+    import datetime
+
+    datetime.datetime.strptime("2000-01-01", "%Y-%m-%d")
+
+
+def main() -> int:
+    """Run the worker; returns the process exit code."""
+    channel = claim_channel()
+
+    def request(message: dict[str, Any]) -> dict[str, Any]:
+        channel.send(message)
+        reply = channel.receive()
+        if reply is None:
+            os._exit(0)  # the host is gone; nothing left to serve
+        return reply
+
+    try:
+        config = json.loads(sys.argv[1])
+        from cove.environment.sandbox.runtime import Runtime
+
+        runtime = Runtime(
+            request=request,
+            output_limit=int(config["output_limit"]),
+            snapshot_limit=int(config["snapshot_limit"]),
+        )
+        warm_up()
+        # Its own session keeps terminal Ctrl-C away; an interrupt between blocks must not end it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})
+        apply_limits(config)
+    except BaseException:
+        channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
+        return 1
+    channel.send({"op": "ready", "pid": os.getpid()})
+    while True:
+        try:
+            message = channel.receive()
+        except ProtocolError as exc:
+            channel.send({"op": "error", "error": f"bad frame from host: {exc}"})
+            return 2
+        if message is None:
+            return 0
+        try:
+            reply = runtime.handle(message)
+        except MemoryError:
+            reply = {"op": "error", "error": "MemoryError while serving a request", "fatal": True}
+        except Exception as exc:
+            reply = {"op": "error", "error": f"{type(exc).__name__}: {exc}"}
+        try:
+            channel.send(reply)
+        except ProtocolError as exc:  # the reply would not fit in a frame
+            channel.send({"op": "error", "error": str(exc)})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

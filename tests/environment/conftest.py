@@ -1,0 +1,90 @@
+"""Fixtures for sandbox tests: a worker pool on real processes and clients with an extension
+handler that records its calls."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cove.config import Settings
+from cove.environment.sandbox.client import SandboxClient, WorkerPool
+from cove.environment.sandbox.outcome import BlockOutcome
+
+CLOCK = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
+
+
+class Extensions:
+    """An ``on_call`` handler: a few extension functions, and the calls received."""
+
+    names = ("add", "slow_add", "echo", "explode", "blob")
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[Any], dict[str, Any]]] = []
+
+    async def __call__(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        self.calls.append((name, args, kwargs))
+        if name == "add":  # answers without ever suspending
+            return args[0] + args[1]
+        if name == "slow_add":
+            await asyncio.sleep(0.01)
+            return args[0] + args[1]
+        if name == "echo":
+            return {"args": args, "kwargs": kwargs}
+        if name == "explode":
+            raise ValueError("the gauge is broken")
+        if name == "blob":
+            return object()  # not encodable
+        raise KeyError(name)
+
+
+@pytest.fixture
+def sandbox_settings(tmp_path: Path) -> Settings:
+    """Default sandbox limits with a small output cap."""
+    return Settings(data_dir=tmp_path, output_limit_chars=500, block_timeout_s=5.0)
+
+
+@pytest.fixture
+async def pool(sandbox_settings: Settings) -> AsyncIterator[WorkerPool]:
+    """A started pool of one pre-started worker, closed after the test."""
+    workers = WorkerPool(sandbox_settings, size=1)
+    await workers.start()
+    yield workers
+    await workers.aclose()
+
+
+@pytest.fixture
+def extensions() -> Extensions:
+    """The extension handler given to ``client``."""
+    return Extensions()
+
+
+@pytest.fixture
+async def client(pool: WorkerPool, extensions: Extensions, tmp_path: Path) -> SandboxClient:
+    """A configured client whose workspace is ``tmp_path / "workspace"``."""
+    sandbox = await pool.acquire(workspace=tmp_path / "workspace", on_call=extensions)
+    await sandbox.configure(functions=Extensions.names, constants={"REQUEST": "what is 6*7?"})
+    return sandbox
+
+
+def read_proc(pid: int, entry: str) -> bytes:
+    """The content of ``/proc/<pid>/<entry>``."""
+    with open(f"/proc/{pid}/{entry}", "rb") as file:
+        return file.read()
+
+
+async def run(
+    client: SandboxClient, code: str, *, timeout_s: float = 5.0, seed: int = 7, clock: float = CLOCK
+) -> BlockOutcome:
+    """Execute ``code`` with test defaults."""
+    return await client.execute(code, timeout_s=timeout_s, seed=seed, clock=clock)
+
+
+async def ok(client: SandboxClient, code: str, **kwargs: Any) -> BlockOutcome:
+    """Execute ``code`` and insist that it succeeded."""
+    outcome = await run(client, code, **kwargs)
+    assert outcome.ok, outcome.error
+    return outcome
