@@ -9,18 +9,27 @@ The same scripted workload feeds two prompt builders:
 - baseline: how tool-calling agents work: the system prompt and request, then every model reply and
   every block's full output appended to a message list that is sent whole each time.
 
-The workload is any callable returning ``IterationRecord``s, so the same measurement can later be
-pointed at a real engine run (build the records from a stored transcript) instead of the script.
+The workload is any callable returning ``IterationRecord``s. With ``--engine`` the same replies
+run through the real engine instead (``Query`` on a real store file and a real sandbox worker):
+the first reply also defines ``clean`` and ``summary`` in the sandbox so every block runs, cove's
+sizes are what the scripted model actually received, and the baseline is rebuilt from the replies
+sent and the blocks' real output.
+
+Run with the engine: ``.venv/bin/python bench/context_bench.py --engine [--iterations 200]``
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from cove.config import Settings
 from cove.engine.budgets import PROMPT_CHARS, estimate_tokens
 from cove.engine.context import (
     JOURNAL_ITERATIONS,
@@ -29,8 +38,17 @@ from cove.engine.context import (
     request_message,
     system_prompt,
 )
+from cove.engine.llm import Message
+from cove.engine.llm_scripted import ReplyFunction, ScriptedClient
 from cove.engine.nudges import NudgeState, builtin_nudges
+from cove.engine.query import Query, TurnOptions
+from cove.environment.environment import Environment
+from cove.environment.sandbox.client import WorkerPool
 from cove.environment.var_index import VarEntry
+from cove.events import TurnFinished
+from cove.persistence import codec
+from cove.persistence.records import BlockRecord
+from cove.persistence.store import Store
 
 CHECKPOINTS = (10, 50, 100, 200)
 REQUEST = (
@@ -58,6 +76,21 @@ EXTENSION_DOCS = "\n".join(
     ]
     * 4  # a few extensions' worth of examples and prose
 )
+
+# Sandbox definitions that make the scripted code runnable, with output of the same shape.
+SANDBOX_HELPERS = """import random
+
+def clean(values, window, drop):
+    return [round(random.uniform(-5, 40), 3) for _ in range(random.randint(10, 150))]
+
+def summary(values):
+    return "\\n".join(
+        f"station {random.randint(1, 400):>3}: mean {random.uniform(-5, 40):8.3f} "
+        f"drift {random.uniform(-2, 2):+.4f} n={random.randint(50, 5000)}"
+        for _ in range(random.randint(4, 40))
+    )
+
+stage_0 = []"""
 
 
 @dataclass(frozen=True)
@@ -153,15 +186,141 @@ def cove_prompt_sizes(records: Sequence[IterationRecord], budget: int) -> list[i
     return sizes
 
 
-def baseline_prompt_sizes(records: Sequence[IterationRecord]) -> list[int]:
-    """Characters of the prompt a transcript-growing agent sends at each iteration."""
-    messages = [system_prompt(EXTENSION_DOCS), REQUEST]
+def baseline_prompt_sizes(
+    records: Sequence[IterationRecord], system: str | None = None
+) -> list[int]:
+    """Characters of the prompt a transcript-growing agent sends at each iteration.
+
+    Args:
+        records: The turn's iterations.
+        system: The system prompt (default: cove's, with the stand-in extension docs).
+    """
+    messages = [system_prompt(EXTENSION_DOCS) if system is None else system, REQUEST]
     sizes: list[int] = []
     for record in records:
         sizes.append(sum(len(m) for m in messages))
         messages.append(record.reply)
         messages.append("\n".join(_tool_output(entry) for entry in record.entries))
     return sizes
+
+
+class FixedInputs:
+    """Seeds and clock derived from positions only, so an engine run is the same every time."""
+
+    def iteration_seed(self, turn: int, iteration: int) -> int:
+        """A seed fixed by the iteration's place."""
+        return turn * 100_000 + iteration
+
+    def block_seed(self, turn: int, iteration: int, block: int, base: int) -> int:
+        """The iteration's seed offset by the block position."""
+        return base * 100 + block
+
+    def block_clock(self, turn: int, iteration: int, block: int) -> float:
+        """A fixed moment (2025-01-01 UTC)."""
+        return 1_735_689_600.0
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """What a real engine run of a workload produced.
+
+    Attributes:
+        sizes: Characters of each prompt the engine sent, in call order.
+        records: The iterations as they really ran (replies sent, blocks' real output).
+        system: The system prompt the engine sent.
+        failed_blocks: How many blocks failed (0 when the helpers work as intended).
+        status: The turn's final status.
+    """
+
+    sizes: list[int]
+    records: list[IterationRecord]
+    system: str
+    failed_blocks: int
+    status: str
+
+
+async def engine_run(records: Sequence[IterationRecord]) -> EngineRun:
+    """Play ``records``' replies through ``Query`` on a real store and sandbox worker."""
+    sizes: list[int] = []
+    sent: list[str] = []
+    system: list[str] = []
+
+    def play(record: IterationRecord, first: bool) -> ReplyFunction:
+        def reply(messages: Sequence[Message]) -> str:
+            sizes.append(sum(len(m["content"]) for m in messages))
+            system[:] = [messages[0]["content"]]
+            data = json.loads(record.reply)
+            if first:
+                data["code"] = [SANDBOX_HELPERS, *data["code"]]
+            sent.append(json.dumps(data))
+            return sent[-1]
+
+        return reply
+
+    llm = ScriptedClient([play(r, i == 0) for i, r in enumerate(records)])
+    status = "missing"
+    with tempfile.TemporaryDirectory(prefix="cove-bench-") as tmp:
+        settings = Settings(data_dir=Path(tmp), max_iterations=len(records))
+        async with Store.open(str(Path(tmp) / "cove.db")) as store:
+            pool = WorkerPool(settings, size=1)
+            await pool.start()
+            try:
+                conversation = await store.create_conversation(channel="bench")
+                env = await Environment.open(
+                    conversation_id=conversation.id,
+                    settings=settings,
+                    pool=pool,
+                    store=store,
+                    workspace=Path(tmp) / "workspace",
+                )
+                try:
+                    query = Query(
+                        settings=settings,
+                        store=store,
+                        env=env,
+                        llm=llm,
+                        conversation=conversation,
+                        request=REQUEST,
+                        options=TurnOptions(max_iterations=len(records)),
+                        inputs=FixedInputs(),
+                    )
+                    async for event in query.run():
+                        if isinstance(event, TurnFinished):
+                            status = event.status
+                    transcript = await store.transcript(conversation.id)
+                finally:
+                    await env.aclose()
+            finally:
+                await pool.aclose()
+    blocks = {
+        iteration.position + 1: tuple(_entry(iteration.position + 1, b) for b in iteration.blocks)
+        for turn in transcript.turns
+        for iteration in turn.iterations
+    }
+    ran = [
+        IterationRecord(reply, record.thinking, blocks.get(i, ()), ())
+        for i, (reply, record) in enumerate(zip(sent, records, strict=False), start=1)
+    ]
+    failed = sum(1 for entries in blocks.values() for e in entries if not e.ok)
+    return EngineRun(sizes, ran, system[0] if system else "", failed, status)
+
+
+def _entry(iteration: int, block: BlockRecord) -> JournalEntry:
+    # A transcript-growing agent shows the whole value, not cove's short preview of it.
+    result = block.result_preview
+    if block.result_encoded and codec.is_restorable(block.result_encoded):
+        result = repr(codec.decode(block.result_encoded))
+    return JournalEntry(
+        ref=f"t1.i{iteration}.{block.position + 1}",
+        code=block.code,
+        ok=block.ok,
+        result=result,
+        stdout=block.stdout,
+        stderr=block.stderr,
+        error=block.error,
+        duration_ms=block.duration_ms,
+        timed_out=block.timed_out,
+    )
 
 
 def _tool_output(entry: JournalEntry) -> str:
@@ -177,10 +336,32 @@ def main(argv: Sequence[str] | None = None, workload: Workload = scripted_worklo
     """Print prompt sizes at the checkpoints and the characters sent over the whole turn."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--iterations", type=int, default=max(CHECKPOINTS))
+    parser.add_argument(
+        "--engine",
+        action="store_true",
+        help="measure the prompts the real engine sends (real store and sandbox worker)",
+    )
     args = parser.parse_args(argv)
     records = list(workload(args.iterations))
-    cove = cove_prompt_sizes(records, budget=args.iterations)
-    baseline = baseline_prompt_sizes(records)
+    if args.engine:
+        run = asyncio.run(engine_run(records))
+        if len(run.sizes) != len(records):
+            raise SystemExit(
+                f"the engine made {len(run.sizes)} model calls for {len(records)} replies "
+                f"(turn status {run.status})"
+            )
+        records, cove = run.records, run.sizes
+        baseline = baseline_prompt_sizes(records, system=run.system)
+        print(
+            f"mode: engine (Query, real store file, real sandbox worker); turn status "
+            f"{run.status}; {run.failed_blocks} failed blocks; baseline rebuilt from the replies "
+            "sent and the blocks' real output (whole values); the first reply also defines the "
+            "helpers"
+        )
+    else:
+        cove = cove_prompt_sizes(records, budget=args.iterations)
+        baseline = baseline_prompt_sizes(records)
+        print("mode: prompts built by cove.engine.context from the scripted workload")
     print(f"workload: {len(records)} iterations, 1 block and 1 variable each")
     print(f"cove ceiling: {PROMPT_CHARS:,} chars (~{estimate_tokens(PROMPT_CHARS):,} tokens)\n")
     header = (

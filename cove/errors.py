@@ -56,9 +56,7 @@ class AmbiguousId(NotFound):
     def __init__(self, kind: str, key: str, candidates: Sequence[str]) -> None:
         shown = ", ".join(candidates[:10])
         more = f" (and {len(candidates) - 10} more)" if len(candidates) > 10 else ""
-        super().__init__(
-            kind, key, f"{kind} prefix {key!r} is ambiguous: it matches {shown}{more}"
-        )
+        super().__init__(kind, key, f"{kind} prefix {key!r} is ambiguous: it matches {shown}{more}")
         self.candidates = list(candidates)
 
 

@@ -11,8 +11,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-TurnStatus = Literal["running", "done", "max_iterations", "error_budget", "cancelled", "failed",
-                     "interrupted"]
+TurnStatus = Literal[
+    "running", "done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"
+]
 FINAL_STATUSES: frozenset[str] = frozenset(
     {"done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"}
 )

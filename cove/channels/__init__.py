@@ -1,1 +1,4 @@
-"""Channels: the surfaces people use (cli, web, tui, telegram). They only parse input and render events."""
+"""Channels: the surfaces people use (cli, web, tui, telegram).
+
+They only parse input and render events; the conversation layer does the rest.
+"""

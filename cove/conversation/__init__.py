@@ -1,4 +1,7 @@
-"""The conversation layer: the one API channels use (create, send, cancel, fork, inspect, replay)."""
+"""The conversation layer: the one API channels use.
+
+Create, send, cancel, fork, delete, inspect, search and replay conversations.
+"""
 
 from cove.conversation.conversations import Conversations, LLMFactory
 from cove.conversation.scripted import scripted_factory

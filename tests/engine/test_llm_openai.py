@@ -16,7 +16,7 @@ from cove.config import Settings
 from cove.engine.llm_openai import JSON_SCHEMA_FORMAT, OpenAIClient
 from cove.engine.protocol import parse_reply
 from cove.errors import ModelError
-from tests.engine.conftest import FAKE_API_KEY
+from tests.conftest import FAKE_API_KEY
 from tests.fakes.openai_server import MALFORMED_REPLY, FakeOpenAI, Fault
 
 MESSAGES = [

@@ -1,0 +1,5 @@
+"""The CLI channel: the scriptable ``cove`` command (run, chat, inspect, fork, replay, demo)."""
+
+from cove.channels.cli.app import main
+
+__all__ = ["main"]

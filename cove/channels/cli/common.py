@@ -1,0 +1,44 @@
+"""Pieces shared by the command modules."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """Accept the global ``--db`` and ``--model`` flags after the command name too."""
+    parser.add_argument("--db", default=argparse.SUPPRESS, help="database path")
+    parser.add_argument("--model", default=argparse.SUPPRESS, help="model name")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type for a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def when(timestamp: float | None) -> str:
+    """A timestamp as local ``YYYY-MM-DD HH:MM``."""
+    if timestamp is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def jsonable(record: Any) -> Any:
+    """A record dataclass (possibly nested) as JSON-ready data."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        return {f.name: jsonable(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    if isinstance(record, (list, tuple)):
+        return [jsonable(item) for item in record]
+    if isinstance(record, dict):
+        return {str(k): jsonable(v) for k, v in record.items()}
+    return record

@@ -1,0 +1,31 @@
+"""``cove doctor``: check configuration, database, sandbox and model endpoint, each OK or a fix."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cove.channels.cli.app import EXIT_FAILED, EXIT_OK, run_async
+from cove.channels.cli.common import add_common
+from cove.channels.cli.render import console_for
+from cove.config import Settings
+from cove.conversation.health import Check, run_checks
+
+
+def register(sub: Any) -> None:
+    """Add ``doctor``."""
+    p = sub.add_parser("doctor", help="check configuration, database, sandbox and model endpoint")
+    add_common(p)
+    p.set_defaults(handler=lambda a, s: run_async(_doctor(a, s)))
+
+
+async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+    console = console_for(sys.stdout)
+    checks: list[Check] = await run_checks(settings)
+    for check in checks:
+        mark = "[green]OK  [/green]" if check.ok else "[red]FAIL[/red]"
+        console.print(f"{mark} {check.name}: {check.detail}", markup=True)
+        if not check.ok and check.fix:
+            console.print(f"     [yellow]fix:[/yellow] {check.fix}")
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED

@@ -1,0 +1,49 @@
+"""A conversation's transcript as a Markdown document."""
+
+from __future__ import annotations
+
+from cove.channels.cli.common import when
+from cove.conversation import Transcript
+
+
+def to_markdown(transcript: Transcript) -> str:
+    """Render a transcript as Markdown: turns, iterations, code, results, answers."""
+    conv = transcript.conversation
+    lines = [f"# {conv.title or 'Untitled conversation'}", ""]
+    lines.append(f"- id: `{conv.id}`")
+    lines.append(f"- channel: {conv.channel}; created {when(conv.created_at)}")
+    if conv.parent_id:
+        lines.append(f"- forked from `{conv.parent_id}` at turn {conv.fork_turn}")
+    lines.append("")
+    for turn in transcript.turns:
+        lines += [f"## Turn {turn.position} — {turn.status}", "", f"> {turn.request}", ""]
+        for it in turn.iterations:
+            lines.append(f"### Iteration {it.position + 1} ({it.status})")
+            lines.append("")
+            if it.thinking:
+                lines += [f"*{it.thinking}*", ""]
+            if it.parse_error:
+                lines += [f"**Unreadable reply:** {it.parse_error}", ""]
+            for block in it.blocks:
+                lines += ["```python", block.code, "```", ""]
+                if block.stdout:
+                    lines += ["```text", block.stdout.rstrip(), "```", ""]
+                if block.ok and block.result_preview is not None:
+                    lines += [f"→ `{block.result_preview}`", ""]
+                elif not block.ok:
+                    lines += [f"**Error:** {block.error}", ""]
+        if turn.answer:
+            lines += ["**Answer:**", "", turn.answer, ""]
+        if turn.error:
+            lines += [f"**Error:** {turn.error}", ""]
+        lines += [
+            f"<sub>{turn.tokens_in:,} + {turn.tokens_out:,} tokens · ${turn.cost_usd:.4f}</sub>",
+            "",
+        ]
+    if transcript.var_versions:
+        lines += ["## Variables", "", "| name | version | type | preview |", "|---|---|---|---|"]
+        for v in transcript.var_versions:
+            preview = v.preview.replace("|", "\\|").replace("\n", " ")[:80]
+            lines.append(f"| {v.name} | {v.version} | {v.type_name} | `{preview}` |")
+        lines.append("")
+    return "\n".join(lines)

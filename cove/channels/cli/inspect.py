@@ -1,0 +1,191 @@
+"""Inspection commands: ``list``, ``show``, ``vars``, ``search``, ``export``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+
+from cove.channels.cli.app import run_async
+from cove.channels.cli.common import add_common, jsonable, positive_int, when
+from cove.channels.cli.export import to_markdown
+from cove.channels.cli.render import console_for, cut, print_json
+from cove.config import Settings
+from cove.conversation import Conversations
+
+
+def register(sub: Any) -> None:
+    """Add the inspection commands."""
+    p = sub.add_parser("list", help="list conversations, newest first")
+    add_common(p)
+    p.add_argument("--channel", help="only this channel (cli, web, tui, telegram)")
+    p.add_argument("--limit", type=positive_int, default=50)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=lambda a, s: run_async(_list(a, s)))
+
+    p = sub.add_parser("show", help="show a conversation: turns, iterations, code, results")
+    add_common(p)
+    p.add_argument("id", help="conversation id or unique prefix")
+    p.add_argument("--turn", type=positive_int, metavar="N", help="only turn N")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--prompts", action="store_true", help="also print each exact prompt")
+    p.set_defaults(handler=lambda a, s: run_async(_show(a, s)))
+
+    p = sub.add_parser("vars", help="current variables, or every version of one variable")
+    add_common(p)
+    p.add_argument("id")
+    p.add_argument("name", nargs="?")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=lambda a, s: run_async(_vars(a, s)))
+
+    p = sub.add_parser("search", help="full-text search over requests, answers and code")
+    add_common(p)
+    p.add_argument("text")
+    p.add_argument("-c", "--conversation", metavar="ID")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=lambda a, s: run_async(_search(a, s)))
+
+    p = sub.add_parser("export", help="export a conversation as markdown or JSON")
+    add_common(p)
+    p.add_argument("id")
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.set_defaults(handler=lambda a, s: run_async(_export(a, s)))
+
+
+async def _list(args: argparse.Namespace, settings: Settings) -> int:
+    async with await Conversations.open(settings) as convs:
+        records = await convs.list(channel=args.channel, limit=args.limit)
+    if args.json:
+        print_json(jsonable(records))
+        return 0
+    console = console_for(sys.stdout)
+    if not records:
+        console.print('no conversations yet — try `cove run "…"` or `cove demo`')
+        return 0
+    table = Table("id", "title", "channel", "turns", "updated", "forked from")
+    for r in records:
+        fork = f"{r.parent_id[:12]} @ turn {r.fork_turn}" if r.parent_id else ""
+        table.add_row(
+            r.id[:12],
+            r.title or "(untitled)",
+            r.channel,
+            str(r.turn_count),
+            when(r.updated_at),
+            fork,
+        )
+    console.print(table)
+    return 0
+
+
+async def _show(args: argparse.Namespace, settings: Settings) -> int:
+    async with await Conversations.open(settings) as convs:
+        transcript = await convs.inspect(args.id, turn=args.turn)
+    if args.json:
+        print_json(jsonable(transcript))
+        return 0
+    console = console_for(sys.stdout)
+    conv = transcript.conversation
+    console.print(
+        f"[bold]{conv.title or '(untitled)'}[/bold]  {conv.id}  [dim]{conv.channel}, "
+        f"created {when(conv.created_at)}[/dim]"
+    )
+    if conv.parent_id:
+        console.print(f"[dim]forked from {conv.parent_id} at turn {conv.fork_turn}[/dim]")
+    for turn in transcript.turns:
+        _show_turn(console, turn, args.prompts)
+    if not transcript.turns:
+        console.print("[dim]no turns yet[/dim]")
+    return 0
+
+
+def _show_turn(console: Console, turn: Any, prompts: bool) -> None:
+    console.rule(f"turn {turn.position} · {turn.status}")
+    console.print(f"[bold]request:[/bold] {cut(turn.request, 2000)}", markup=True)
+    for it in turn.iterations:
+        console.print(
+            f"[cyan]iteration {it.position + 1}[/cyan] [dim]{it.status} · "
+            f"{it.tokens_in}+{it.tokens_out} tokens · model {it.llm_ms:.0f} ms · "
+            f"seed {it.seed}[/dim]"
+        )
+        if prompts:
+            console.print("[dim]context message:[/dim]")
+            console.print(it.context_message, markup=False)
+        if it.parse_error:
+            console.print(f"[red]reply problem:[/red] {cut(it.parse_error)}", markup=True)
+        if it.thinking:
+            console.print(f"[dim italic]{cut(it.thinking, 1000)}[/dim italic]")
+        for block in it.blocks:
+            console.print(Syntax(block.code, "python", theme="ansi_dark"))
+            if block.stdout:
+                console.print(cut(block.stdout.rstrip()), markup=False)
+            if block.ok:
+                if block.result_preview is not None:
+                    console.print(f"→ {cut(block.result_preview)}", markup=False)
+            else:
+                console.print(f"[red]✗ {cut(block.error or 'failed')}[/red]")
+        for sq in it.subqueries:
+            console.print(
+                f"[dim]llm_query: {cut(sq.prompt, 200)} → "
+                f"{cut(sq.reply or sq.error or '', 200)}[/dim]"
+            )
+    if turn.answer:
+        console.print(f"[bold green]answer:[/bold green] {turn.answer}", markup=False)
+    if turn.error:
+        console.print(f"[red]error: {turn.error}[/red]")
+    console.print(
+        f"[dim]{turn.tokens_in:,} in + {turn.tokens_out:,} out tokens · "
+        f"${turn.cost_usd:.4f} · model {turn.model}[/dim]"
+    )
+
+
+async def _vars(args: argparse.Namespace, settings: Settings) -> int:
+    async with await Conversations.open(settings) as convs:
+        if args.name:
+            rows = await convs.var_history(args.id, args.name)
+        else:
+            rows = sorted((await convs.variables(args.id)).values(), key=lambda v: v.name)
+    if args.json:
+        print_json(jsonable(rows))
+        return 0
+    console = console_for(sys.stdout)
+    table = Table("name", "version", "kind", "type", "size", "turn", "preview")
+    for v in rows:
+        table.add_row(
+            v.name,
+            str(v.version),
+            v.kind,
+            v.type_name,
+            "" if v.size is None else str(v.size),
+            str(v.turn_position),
+            cut(v.preview, 80),
+        )
+    console.print(table if rows else "no variables")
+    return 0
+
+
+async def _search(args: argparse.Namespace, settings: Settings) -> int:
+    async with await Conversations.open(settings) as convs:
+        hits = await convs.search(args.text, conversation_id=args.conversation)
+    if args.json:
+        print_json(jsonable(hits))
+        return 0
+    console = console_for(sys.stdout)
+    table = Table("conversation", "turn", "kind", "match")
+    for h in hits:
+        table.add_row(h.conversation_id[:12], str(h.turn_position or ""), h.kind, h.snippet)
+    console.print(table if hits else f"nothing matches {args.text!r}")
+    return 0
+
+
+async def _export(args: argparse.Namespace, settings: Settings) -> int:
+    async with await Conversations.open(settings) as convs:
+        transcript = await convs.inspect(args.id)
+    if args.format == "json":
+        print_json(jsonable(transcript))
+    else:
+        sys.stdout.write(to_markdown(transcript))
+    return 0

@@ -1,0 +1,144 @@
+"""Terminal rendering of events: rich on a terminal, plain text when piped."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.status import Status
+from rich.syntax import Syntax
+
+from cove.events import (
+    BlockFinished,
+    Event,
+    IterationStarted,
+    ModelReply,
+    Nudge,
+    SandboxRestarted,
+    TitleChanged,
+    TurnFinished,
+    TurnQueued,
+    TurnStarted,
+    VarsChanged,
+)
+
+PREVIEW_CHARS = 400
+
+
+def console_for(stream: TextIO) -> Console:
+    """A console writing to ``stream``; colours and widgets only when it is a terminal."""
+    return Console(file=stream, highlight=False, soft_wrap=False)
+
+
+def cut(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """Cut ``text`` to ``limit`` characters with a visible marker."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" …[{len(text) - limit:,} more chars]"
+
+
+class ProgressView:
+    """Shows a turn's progress: iterations, code, results, variables, the answer."""
+
+    def __init__(self, console: Console, *, show_answer: bool = True) -> None:
+        self.console = console
+        self.show_answer = show_answer
+        self._status: Status | None = None
+
+    def handle(self, event: Event) -> None:
+        """Render one event."""
+        c = self.console
+        if isinstance(event, (ModelReply, TurnFinished)):
+            self._stop_spinner()
+        if isinstance(event, TurnQueued):
+            c.print("[dim]waiting for the running turn of this conversation…[/dim]")
+        elif isinstance(event, TurnStarted):
+            c.print(f"[dim]turn {event.position} of {event.conversation_id[:12]}[/dim]")
+        elif isinstance(event, IterationStarted):
+            c.print(f"[bold cyan]iteration {event.iteration}/{event.budget}[/bold cyan]")
+            self._start_spinner("the model is thinking…")
+        elif isinstance(event, ModelReply):
+            self._reply(event)
+        elif isinstance(event, BlockFinished):
+            self._block(event)
+        elif isinstance(event, VarsChanged):
+            shown = ", ".join(f"{v.name} v{v.version} ({v.type})" for v in event.changes[:12])
+            more = f" +{len(event.changes) - 12} more" if len(event.changes) > 12 else ""
+            c.print(f"[magenta]variables:[/magenta] {shown}{more}")
+        elif isinstance(event, Nudge):
+            c.print(f"[yellow]nudge:[/yellow] {event.text}")
+        elif isinstance(event, SandboxRestarted):
+            lost = ", ".join(event.lost) or "nothing"
+            c.print(f"[red]sandbox restarted[/red] ({event.reason}); lost: {lost}")
+        elif isinstance(event, TitleChanged):
+            c.print(f"[dim]title: {event.title}[/dim]")
+        elif isinstance(event, TurnFinished):
+            self._finished(event)
+
+    def close(self) -> None:
+        """Stop any spinner."""
+        self._stop_spinner()
+
+    def _reply(self, event: ModelReply) -> None:
+        c = self.console
+        if event.parse_error:
+            c.print(f"[red]unreadable reply:[/red] {cut(event.parse_error)}")
+            return
+        if event.thinking:
+            c.print(f"[dim italic]{cut(event.thinking)}[/dim italic]")
+        for code in event.code:
+            c.print(Syntax(code, "python", theme="ansi_dark", line_numbers=False))
+        if event.code:
+            self._start_spinner("running code…")
+
+    def _block(self, event: BlockFinished) -> None:
+        c = self.console
+        if event.stdout:
+            c.print(cut(event.stdout.rstrip()), markup=False)
+        if event.ok:
+            if event.result_preview is not None:
+                c.print(f"[green]→[/green] {cut(event.result_preview)}", markup=True)
+        else:
+            c.print(f"[red]✗ {cut(event.error or 'failed')}[/red]")
+
+    def _finished(self, event: TurnFinished) -> None:
+        c = self.console
+        summary = (
+            f"{event.status} · {event.iterations} iteration(s) · "
+            f"{event.tokens_in + event.tokens_out:,} tokens · ${event.cost_usd:.4f} · "
+            f"{event.duration_ms / 1000:.1f}s"
+        )
+        if event.error:
+            c.print(f"[red]{event.error}[/red]")
+        if self.show_answer and event.answer:
+            c.print(Markdown(event.answer) if c.is_terminal else event.answer, markup=False)
+        c.print(f"[dim]{summary}[/dim]")
+
+    def _start_spinner(self, text: str) -> None:
+        if not self.console.is_terminal:
+            return
+        self._stop_spinner()
+        self._status = self.console.status(text)
+        self._status.start()
+
+    def _stop_spinner(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def print_json(data: object, stream: TextIO | None = None) -> None:
+    """Write ``data`` as one JSON document."""
+    out = stream or sys.stdout
+    out.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    out.flush()
+
+
+def print_json_line(data: object, stream: TextIO | None = None) -> None:
+    """Write ``data`` as one JSON line (for event streams)."""
+    out = stream or sys.stdout
+    out.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    out.flush()

@@ -1,0 +1,341 @@
+"""``Conversations``: the one API every channel uses (DESIGN §2).
+
+It owns the store, the worker pool, the LLM clients and the live-environment cache. A turn runs
+as a background task feeding a queue, so a channel that stops listening (a closed browser tab)
+never loses the turn; ``cancel`` is the only way to stop one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import shutil
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from cove.config import Settings
+from cove.conversation.lease import held_lease, new_owner_id, owner_is_dead
+from cove.conversation.live import LiveCache, LiveConversation
+from cove.engine.llm import LLMClient
+from cove.engine.llm_openai import OpenAIClient
+from cove.engine.query import Query, TurnOptions
+from cove.engine.replay import replay_conversation
+from cove.environment.environment import Environment
+from cove.environment.sandbox.client import WorkerPool
+from cove.errors import Busy, CoveError, NotFound
+from cove.events import Event, TurnQueued
+from cove.persistence.records import (
+    ConversationRecord,
+    SearchHit,
+    Transcript,
+    VarVersionRecord,
+)
+from cove.persistence.store import Store
+
+LLMFactory = Callable[[Settings, str], LLMClient]
+
+
+def _openai_factory(settings: Settings, model: str) -> LLMClient:
+    return OpenAIClient(settings, model=model)
+
+
+class Conversations:
+    """Create, drive, inspect, fork and replay conversations. Use ``async with``."""
+
+    def __init__(self, settings: Settings, store: Store, pool: WorkerPool, llm_factory: LLMFactory):
+        self.settings = settings
+        self.store = store
+        self.pool = pool
+        self._llm_factory = llm_factory
+        self._llms: dict[str, LLMClient] = {}
+        self.owner = new_owner_id()
+        self.live = LiveCache(settings.max_live_environments, self._open_environment)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls, settings: Settings, *, llm_factory: LLMFactory | None = None
+    ) -> Conversations:
+        """Open (and migrate) the database and start the worker pool.
+
+        Args:
+            settings: The configuration.
+            llm_factory: Builds the LLM client for a model name; default ``OpenAIClient``.
+        """
+        if settings.database != ":memory:":
+            Path(settings.database).parent.mkdir(parents=True, exist_ok=True)
+        store = await Store.open(settings.database).__aenter__()
+        try:
+            await store.reap_dead_leases(owner_is_dead)
+            pool = WorkerPool(settings)
+            await pool.start()
+        except BaseException:
+            await store.aclose()
+            raise
+        return cls(settings, store, pool, llm_factory or _openai_factory)
+
+    async def __aenter__(self) -> Conversations:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- lifecycle of conversations --------------------------------------------------------
+
+    async def create(
+        self, channel: str = "cli", title: str | None = None, external_id: str | None = None
+    ) -> ConversationRecord:
+        """Create a conversation with its own workspace directory."""
+        self._check_open()
+        record = await self.store.create_conversation(
+            channel=channel, title=title, external_id=external_id
+        )
+        workspace = self._workspace(record.id)
+        workspace.mkdir(parents=True, exist_ok=True)
+        return record
+
+    async def for_external(self, channel: str, external_id: str) -> ConversationRecord:
+        """Find the conversation bound to a channel's external id, creating it if needed."""
+        self._check_open()
+        found = await self.store.find_external(channel, external_id)
+        return found or await self.create(channel=channel, external_id=external_id)
+
+    async def get(self, id_or_prefix: str) -> ConversationRecord:
+        """A conversation by id or unique id prefix (raises NotFound / AmbiguousId)."""
+        self._check_open()
+        return await self.store.resolve(id_or_prefix)
+
+    async def list(
+        self, channel: str | None = None, limit: int = 50, before: float | None = None
+    ) -> builtins.list[ConversationRecord]:
+        """Conversations, newest first."""
+        self._check_open()
+        return await self.store.list_conversations(channel=channel, limit=limit, before=before)
+
+    async def fork(self, conversation_id: str, at_turn: int) -> ConversationRecord:
+        """A new conversation whose sandbox starts from the parent's variables as of ``at_turn``."""
+        parent = await self.get(conversation_id)
+        turns = await self.store.turns(parent.id)
+        if not any(t.position == at_turn for t in turns):
+            positions = ", ".join(str(t.position) for t in turns) or "none"
+            raise NotFound(
+                "turn",
+                str(at_turn),
+                f"conversation {parent.id} has no turn {at_turn} (turns: {positions})",
+            )
+        if any(t.position == at_turn and t.status == "running" for t in turns):
+            raise Busy(parent.id, message=f"turn {at_turn} of {parent.id} is still running")
+        title = f"{parent.title or 'untitled'} (fork at turn {at_turn})"
+        record = await self.store.create_conversation(
+            channel=parent.channel, title=title, parent_id=parent.id, fork_turn=at_turn
+        )
+        source = self._workspace(parent.id)
+        target = self._workspace(record.id)
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+        target.mkdir(parents=True, exist_ok=True)
+        return record
+
+    async def delete(self, conversation_id: str) -> None:
+        """Delete a conversation, its history and its workspace (refused while a turn runs)."""
+        record = await self.get(conversation_id)
+        entry = self.live.get(record.id)
+        if entry is not None and entry.lock.locked():
+            raise Busy(record.id, message=f"conversation {record.id} is running a turn")
+        await self.live.drop(record.id)
+        await self.store.delete_conversation(record.id)
+        shutil.rmtree(self._workspace(record.id), ignore_errors=True)
+
+    # -- turns -----------------------------------------------------------------------------
+
+    def send(
+        self,
+        conversation_id: str,
+        text: str,
+        attachments: Sequence[tuple[str, bytes]] = (),
+        *,
+        model: str | None = None,
+        max_iterations: int | None = None,
+    ) -> AsyncIterator[Event]:
+        """Run one turn and stream its events (the last is ``TurnFinished``).
+
+        Attachments are saved into the conversation's workspace before the turn starts.
+        A second send on a busy conversation waits for its turn and first emits ``TurnQueued``.
+
+        Raises:
+            NotFound: Unknown conversation. Busy: Another process holds the conversation.
+        """
+        self._check_open()
+        queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
+        task = asyncio.create_task(
+            self._run_turn(conversation_id, text, attachments, model, max_iterations, queue)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return _drain(queue)
+
+    async def _run_turn(
+        self,
+        conversation_id: str,
+        text: str,
+        attachments: Sequence[tuple[str, bytes]],
+        model: str | None,
+        max_iterations: int | None,
+        queue: asyncio.Queue[Event | BaseException | None],
+    ) -> None:
+        try:
+            record = await self.store.resolve(conversation_id)
+            async with self.live.use(record.id) as entry:
+                if entry.lock.locked():
+                    queue.put_nowait(TurnQueued(conversation_id=record.id, request=text))
+                async with entry.lock:
+                    await self._turn_locked(
+                        entry, record.id, text, attachments, model, max_iterations, queue
+                    )
+        except BaseException as exc:
+            queue.put_nowait(exc)
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            queue.put_nowait(None)
+
+    async def _turn_locked(
+        self,
+        entry: LiveConversation,
+        conversation_id: str,
+        text: str,
+        attachments: Sequence[tuple[str, bytes]],
+        model: str | None,
+        max_iterations: int | None,
+        queue: asyncio.Queue[Event | BaseException | None],
+    ) -> None:
+        record = await self.store.get_conversation(conversation_id)
+        self._save_attachments(record.id, attachments)
+        query = Query(
+            settings=self.settings,
+            store=self.store,
+            env=entry.env,
+            llm=self._llm(model or self.settings.model),
+            conversation=record,
+            request=text,
+            options=TurnOptions(max_iterations=max_iterations),
+        )
+
+        def lost() -> None:
+            asyncio.get_running_loop().create_task(query.cancel())
+
+        async with held_lease(self.store, record.id, self.owner, self.settings.lease_ttl_s, lost):
+            entry.query = query
+            try:
+                async for event in query.run():
+                    queue.put_nowait(event)
+            finally:
+                entry.query = None
+
+    async def cancel(self, conversation_id: str) -> bool:
+        """Cancel the running turn of a conversation; False when none is running here."""
+        entry = self.live.get((await self.get(conversation_id)).id)
+        if entry is None or entry.query is None:
+            return False
+        await entry.query.cancel()
+        return True
+
+    # -- inspection ------------------------------------------------------------------------
+
+    async def inspect(self, conversation_id: str, turn: int | None = None) -> Transcript:
+        """The transcript: turns → iterations → blocks, variable versions, usage."""
+        record = await self.get(conversation_id)
+        return await self.store.transcript(record.id, turn=turn)
+
+    async def var_history(self, conversation_id: str, name: str) -> builtins.list[VarVersionRecord]:
+        """Every version of one variable, oldest first."""
+        record = await self.get(conversation_id)
+        return await self.store.var_history(record.id, name)
+
+    async def variables(self, conversation_id: str) -> dict[str, VarVersionRecord]:
+        """The current version of every variable."""
+        record = await self.get(conversation_id)
+        return await self.store.vars_as_of(record.id)
+
+    async def search(self, text: str, conversation_id: str | None = None) -> builtins.list[SearchHit]:
+        """Full-text search over requests, answers and code."""
+        self._check_open()
+        if conversation_id is not None:
+            conversation_id = (await self.get(conversation_id)).id
+        return await self.store.search(text, conversation_id=conversation_id)
+
+    def replay(self, conversation_id: str) -> AsyncIterator[Event]:
+        """Re-run the recorded replies in a fresh sandbox and scratch database; compare."""
+        self._check_open()
+        return replay_conversation(self.settings, self.store, self.pool, conversation_id)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _workspace(self, conversation_id: str) -> Path:
+        return self.settings.workspaces / conversation_id
+
+    def _save_attachments(
+        self, conversation_id: str, attachments: Sequence[tuple[str, bytes]]
+    ) -> None:
+        workspace = self._workspace(conversation_id)
+        workspace.mkdir(parents=True, exist_ok=True)
+        for name, data in attachments:
+            safe = Path(name).name
+            if not safe or safe.startswith("."):
+                raise CoveError(f"attachment name {name!r} is not allowed")
+            (workspace / safe).write_bytes(data)
+
+    def _llm(self, model: str) -> LLMClient:
+        client = self._llms.get(model)
+        if client is None:
+            client = self._llms[model] = self._llm_factory(self.settings, model)
+        return client
+
+    async def _open_environment(self, conversation_id: str) -> Environment:
+        workspace = self._workspace(conversation_id)
+        workspace.mkdir(parents=True, exist_ok=True)
+        return await Environment.open(
+            conversation_id=conversation_id,
+            settings=self.settings,
+            pool=self.pool,
+            store=self.store,
+            workspace=workspace,
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise CoveError("Conversations is closed")
+
+    async def aclose(self) -> None:
+        """Cancel running turns, stop every worker, close the database. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for entry in self.live.entries():
+            if entry.query is not None:
+                await entry.query.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.live.aclose()
+        for client in self._llms.values():
+            await client.aclose()
+        await self.pool.aclose()
+        await self.store.aclose()
+
+
+async def _drain(queue: asyncio.Queue[Event | BaseException | None]) -> AsyncIterator[Event]:
+    while (item := await queue.get()) is not None:
+        if isinstance(item, BaseException):
+            with contextlib.suppress(asyncio.QueueEmpty):
+                while queue.get_nowait() is not None:
+                    pass
+            raise item
+        yield item

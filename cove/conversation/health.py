@@ -1,0 +1,112 @@
+"""Health checks behind ``cove doctor``: configuration, database, sandbox, model endpoint."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cove.config import Settings
+from cove.engine.llm_openai import probe_endpoint
+from cove.environment.sandbox.client import WorkerPool
+from cove.errors import CoveError
+from cove.persistence.store import Store
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check's verdict; ``fix`` says what to do when it failed."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+async def run_checks(settings: Settings) -> list[Check]:
+    """Run every check; never raises."""
+    return [
+        _configuration(settings),
+        await _database(settings),
+        await _sandbox(settings),
+        await _endpoint(settings),
+    ]
+
+
+def _configuration(settings: Settings) -> Check:
+    endpoint = settings.base_url or "the OpenAI API (default)"
+    key = "set" if settings.api_key else "not set"
+    detail = f"model {settings.model}; endpoint {endpoint}; API key {key}"
+    if not settings.api_key and not settings.base_url:
+        return Check(
+            "configuration",
+            False,
+            detail,
+            "set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint), "
+            "or run `cove demo` to try cove offline",
+        )
+    return Check("configuration", True, detail)
+
+
+async def _database(settings: Settings) -> Check:
+    path = settings.database
+    try:
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        async with Store.open(path) as store:
+            conversations = await store.list_conversations(limit=1_000_000)
+            version = store.schema_version
+    except CoveError as exc:
+        return Check(
+            "database",
+            False,
+            f"{path}: {exc}",
+            "point COVE_DB / --db at another file, or move this one away",
+        )
+    except OSError as exc:
+        return Check("database", False, f"{path}: {exc}", "check the directory's permissions")
+    return Check(
+        "database", True, f"{path} (schema version {version}, {len(conversations)} conversations)"
+    )
+
+
+async def _sandbox(settings: Settings) -> Check:
+    pool = WorkerPool(settings, size=0)
+    try:
+        with tempfile.TemporaryDirectory(prefix="cove-doctor-") as workspace:
+            started = time.perf_counter()
+
+            async def refuse(name: str, args: list[object], kwargs: dict[str, object]) -> object:
+                raise CoveError("no extensions in the health check")
+
+            client = await pool.acquire(workspace=Path(workspace), on_call=refuse)
+            try:
+                outcome = await client.execute("sum(range(10))", timeout_s=10, seed=0, clock=0.0)
+            finally:
+                await client.aclose()
+            elapsed = (time.perf_counter() - started) * 1000
+    except CoveError as exc:
+        return Check("sandbox", False, str(exc), "check the resource limits in the settings")
+    finally:
+        await pool.aclose()
+    if not outcome.ok or outcome.value_preview != "45":
+        return Check(
+            "sandbox",
+            False,
+            f"a test block gave {outcome.error or outcome.value_preview}",
+            "reinstall cove (`make install`)",
+        )
+    return Check("sandbox", True, f"worker started and ran a block in {elapsed:.0f} ms")
+
+
+async def _endpoint(settings: Settings) -> Check:
+    ok, detail = await probe_endpoint(settings)
+    if ok:
+        return Check("model endpoint", True, detail)
+    return Check(
+        "model endpoint",
+        False,
+        detail,
+        "check OPENAI_BASE_URL / OPENAI_API_KEY, or that the server is running",
+    )

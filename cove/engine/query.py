@@ -1,0 +1,255 @@
+"""One turn (a query): validate → record the turn → iterate → finalize.
+
+``Query.run()`` is an async iterator of events ending with exactly one ``TurnFinished``. The turn
+row exists from the start; each iteration commits atomically; whatever happens (model down,
+cancellation, error budget) the turn is finalized with a status and nothing committed is lost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from cove.config import Settings
+from cove.engine.context import JOURNAL_ITERATIONS, Handover, request_message, system_prompt
+from cove.engine.control import TurnControl
+from cove.engine.determinism import BlockInputs, LiveInputs
+from cove.engine.iteration import Iteration, IterationResult, IterationSetup, LoopState
+from cove.engine.journal import Journal
+from cove.engine.llm import LLMClient
+from cove.engine.nudges import REPEAT_LIMIT, NudgeState, builtin_nudges
+from cove.environment.environment import Environment
+from cove.errors import CoveError
+from cove.events import Event, Nudge, TurnFinished, TurnStarted
+from cove.persistence.records import ConversationRecord, TurnRecord
+from cove.persistence.store import Store
+
+MAX_REQUEST_CHARS = 1_000_000
+
+
+@dataclass
+class TurnOptions:
+    """Per-turn overrides of settings."""
+
+    max_iterations: int | None = None
+
+
+class Query:
+    """Runs one turn of one conversation against a live environment."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        env: Environment,
+        llm: LLMClient,
+        conversation: ConversationRecord,
+        request: str,
+        options: TurnOptions | None = None,
+        inputs: BlockInputs | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.env = env
+        self.llm = llm
+        self.conversation = conversation
+        self.request = request
+        self.options = options or TurnOptions()
+        self.inputs = inputs or LiveInputs()
+        self.control: TurnControl | None = None
+        self._iteration: Iteration | None = None
+        self._cancelled_early = False
+
+    async def cancel(self) -> None:
+        """Stop the turn: at the next boundary, killing running sandbox code at once."""
+        if self.control is None:
+            self._cancelled_early = True
+            return
+        self.control.cancel_requested.set()
+        if self.control.running_llm is not None:
+            self.control.running_llm.cancel()
+        if self.control.current_block is not None:
+            await self.env.kill_running()
+
+    async def run(self) -> AsyncIterator[Event]:
+        """Run the turn, yielding its events; the last one is ``TurnFinished``."""
+        request = self.request
+        if not request.strip():
+            raise CoveError("the request is empty")
+        if len(request) > MAX_REQUEST_CHARS:
+            raise CoveError(f"the request is longer than {MAX_REQUEST_CHARS:,} characters")
+        previous = await self._previous_turn()
+        turn = await self.store.start_turn(self.conversation.id, request, model=self.llm.model)
+        started = time.perf_counter()
+        control = TurnControl(
+            settings=self.settings,
+            store=self.store,
+            llm=self.llm,
+            conversation_id=self.conversation.id,
+            request=request,
+            last_answer=previous.answer if previous else None,
+            budget=self.options.max_iterations or self.settings.max_iterations,
+            title=self.conversation.title,
+        )
+        self.control = control
+        if self._cancelled_early:
+            control.cancel_requested.set()
+        yield TurnStarted(
+            conversation_id=self.conversation.id,
+            turn_id=turn.id,
+            position=turn.position,
+            request=request,
+        )
+        status, answer, confidence, error, iterations = "failed", None, None, None, 0
+        try:
+            await self.env.begin_turn(control)
+            try:
+                async for event in self._loop(turn, control, previous):
+                    yield event
+            finally:
+                self.env.end_turn()
+            status, answer, confidence, error, iterations = self._final
+        except CoveError as exc:
+            status, error = "failed", str(exc)
+        finally:
+            record = await self.store.finish_turn(
+                turn.id,
+                status=status,
+                answer=answer,
+                confidence=confidence,
+                tokens_in=control.usage.tokens_in,
+                tokens_out=control.usage.tokens_out,
+                cost_usd=control.usage.cost_usd,
+                error=error,
+            )
+        yield TurnFinished(
+            turn_id=turn.id,
+            status=record.status,
+            answer=answer,
+            confidence=confidence,
+            iterations=iterations,
+            tokens_in=control.usage.tokens_in,
+            tokens_out=control.usage.tokens_out,
+            cost_usd=control.usage.cost_usd,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            error=error,
+            conversation_id=self.conversation.id,
+        )
+
+    async def _previous_turn(self) -> TurnRecord | None:
+        turns = await self.store.turns(self.conversation.id)
+        return turns[-1] if turns else None
+
+    async def _loop(
+        self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None
+    ) -> AsyncIterator[Event]:
+        journal = Journal.from_records(
+            JOURNAL_ITERATIONS,
+            await self.store.recent_blocks(self.conversation.id, JOURNAL_ITERATIONS * 8),
+        )
+        handover = None
+        if previous is not None:
+            handover = Handover(
+                request=previous.request,
+                answer=previous.answer,
+                thinking=await self._last_thinking(previous),
+            )
+        setup = IterationSetup(
+            settings=self.settings,
+            store=self.store,
+            env=self.env,
+            llm=self.llm,
+            control=control,
+            inputs=self.inputs,
+            turn=turn,
+            system_prompt=system_prompt(self.env.system_prompt_docs()),
+            handover_message=request_message(control.request, handover) if handover else None,
+        )
+        state = LoopState(journal_entries=journal.entries())
+        nudge_state = NudgeState(error_budget=self.settings.error_budget)
+        signatures: list[str] = []
+        errors = restarts = 0
+        last: IterationResult | None = None
+        position = 0
+        self._final: tuple[str, str | None, str | None, str | None, int] = (
+            "failed",
+            None,
+            None,
+            "the turn ended unexpectedly",
+            0,
+        )
+        while True:
+            if control.cancel_requested.is_set():
+                self._final = ("cancelled", None, None, None, position)
+                return
+            if position >= control.budget:
+                self._final = ("max_iterations", _fallback(last), None, None, position)
+                return
+            nudge_state.iteration = position + 1
+            nudge_state.budget = control.budget
+            nudge_state.has_title = control.title is not None
+            nudge_state.var_count = len(self.env.var_index)
+            nudges = [*builtin_nudges(nudge_state), *self.env.extension_nudges()]
+            for text in nudges:
+                yield Nudge(turn_id=turn.id, text=text)
+            iteration = Iteration(setup, position, state, nudges)
+            self._iteration = iteration
+            async for event in iteration.run():
+                yield event
+            result = iteration.result
+            position += 1
+            if result.status == "failed":
+                self._final = ("failed", None, None, result.failure, position)
+                return
+            if result.status == "cancelled":
+                self._final = ("cancelled", None, None, None, position)
+                return
+            journal.add((turn.position, position - 1), result.journal)
+            state.journal_entries = journal.entries()
+            state.prior_thinking = result.thinking or state.prior_thinking
+            last = result
+            if result.answer is not None:
+                self._final = ("done", result.answer, result.confidence, None, position)
+                return
+            signatures.append(result.signature)
+            nudge_state.repeated = signatures[-REPEAT_LIMIT:].count(result.signature)
+            nudge_state.lost_variables = result.restarted_lost
+            nudge_state.sandbox_restarted = result.restart_reason is not None
+            nudge_state.restart_reason = result.restart_reason
+            nudge_state.refusal = result.refusal
+            nudge_state.strategy_restart = False
+            if result.status in ("error", "parse_error"):
+                errors += 1
+                control.reasoning = "deep" if errors >= 2 else control.reasoning
+            else:
+                errors = 0
+            nudge_state.error_streak = errors
+            if errors >= self.settings.error_budget:
+                if restarts >= self.settings.max_restarts:
+                    self._final = (
+                        "error_budget",
+                        _fallback(last),
+                        None,
+                        f"{errors} consecutive failed iterations after {restarts} restarts",
+                        position,
+                    )
+                    return
+                restarts += 1
+                errors = 0
+                nudge_state.error_streak = 0
+                nudge_state.strategy_restart = True
+
+    async def _last_thinking(self, previous: TurnRecord) -> str | None:
+        transcript = await self.store.transcript(self.conversation.id, turn=previous.position)
+        for turn in reversed(transcript.turns):
+            for iteration in reversed(turn.iterations):
+                if iteration.thinking:
+                    return iteration.thinking
+        return None
+
+
+def _fallback(last: IterationResult | None) -> str:
+    thinking = (last.thinking if last else None) or "no reasoning was recorded"
+    return "I could not finish within the iteration budget. Where I got to: " + thinking[:2000]

@@ -1,0 +1,201 @@
+"""Replay: re-run a conversation's recorded replies in a fresh sandbox and compare.
+
+Each recorded turn runs again through the same engine, with a ``RecordedClient`` giving back the
+raw replies and sub-query answers, and ``RecordedInputs`` giving each block its recorded seed and
+clock, against a scratch database. Every block's outcome and every variable version is compared
+with the record. Workspace files are not versioned: the replay starts from a copy of the
+conversation's current workspace.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from cove.config import Settings
+from cove.engine.determinism import RecordedInputs
+from cove.engine.journal import block_ref
+from cove.engine.llm_scripted import RecordedClient
+from cove.engine.query import Query, TurnOptions
+from cove.environment.environment import Environment
+from cove.environment.sandbox.client import WorkerPool
+from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished
+from cove.persistence.records import BlockRecord, TurnRecord, VarVersionRecord
+from cove.persistence.store import Store
+
+COMPARED_FIELDS = ("ok", "result_preview", "stdout", "stderr", "error")
+
+
+async def replay_conversation(
+    settings: Settings, store: Store, pool: WorkerPool, conversation_id: str
+) -> AsyncIterator[Event]:
+    """Replay a conversation, yielding one ``ReplayTurnChecked`` per turn and ``ReplayFinished``.
+
+    Args:
+        settings: The configuration (the scratch run uses the same sandbox limits).
+        store: The store holding the recorded conversation (only read).
+        pool: The worker pool the fresh sandbox comes from.
+        conversation_id: Id or unique prefix of the conversation.
+    """
+    record = await store.resolve(conversation_id)
+    transcript = await store.transcript(record.id)
+    recorded_versions = _versions_by_turn(transcript.var_versions)
+    with tempfile.TemporaryDirectory(prefix="cove-replay-") as scratch:
+        workspace = Path(scratch) / "workspace"
+        source = settings.workspaces / record.id
+        if source.is_dir():
+            shutil.copytree(source, workspace, symlinks=True)
+        workspace.mkdir(exist_ok=True)
+        async with Store.open(str(Path(scratch) / "replay.db")) as scratch_store:
+            copy = await scratch_store.create_conversation(channel="replay", title=record.title)
+            env = await Environment.open(
+                conversation_id=copy.id,
+                settings=settings,
+                pool=pool,
+                store=scratch_store,
+                workspace=workspace,
+            )
+            total_blocks = total_mismatches = 0
+            try:
+                for turn in transcript.turns:
+                    checked = await _replay_turn(
+                        settings,
+                        scratch_store,
+                        env,
+                        copy.id,
+                        turn,
+                        recorded_versions.get(turn.position, []),
+                    )
+                    total_blocks += checked.blocks
+                    total_mismatches += len(checked.mismatches)
+                    yield checked
+            finally:
+                await env.aclose()
+    yield ReplayFinished(
+        conversation_id=record.id,
+        turns=len(transcript.turns),
+        blocks=total_blocks,
+        mismatches=total_mismatches,
+        ok=total_mismatches == 0,
+    )
+
+
+async def _replay_turn(
+    settings: Settings,
+    store: Store,
+    env: Environment,
+    conversation_id: str,
+    turn: TurnRecord,
+    versions: Sequence[VarVersionRecord],
+) -> ReplayTurnChecked:
+    iterations = [it for it in turn.iterations if it.raw_reply is not None]
+    llm = RecordedClient(
+        [it.raw_reply for it in iterations if it.raw_reply is not None],
+        [sq.reply for it in iterations for sq in sorted(it.subqueries, key=lambda s: s.position)],
+        model=turn.model or "recorded",
+    )
+    inputs = RecordedInputs(
+        {(turn.position, it.position): it.seed or 0 for it in iterations},
+        {
+            (turn.position, it.position, b.position): (b.seed, b.clock)
+            for it in iterations
+            for b in it.blocks
+        },
+    )
+    conversation = await store.get_conversation(conversation_id)
+    query = Query(
+        settings=settings,
+        store=store,
+        env=env,
+        llm=llm,
+        conversation=conversation,
+        request=turn.request,
+        options=TurnOptions(max_iterations=max(len(iterations), 1)),
+        inputs=inputs,
+    )
+    replayed_status = "failed"
+    async for event in query.run():
+        if isinstance(event, TurnFinished):
+            replayed_status = event.status
+    replayed = (await store.transcript(conversation_id)).turns[-1]
+    mismatches = _compare_blocks(turn, replayed)
+    new_versions = [
+        v
+        for v in await _all_versions(store, conversation_id)
+        if v.turn_position == replayed.position
+    ]
+    mismatches += _compare_versions(turn.position, versions, new_versions)
+    blocks = sum(len(it.blocks) for it in iterations)
+    return ReplayTurnChecked(
+        position=turn.position,
+        blocks=blocks,
+        matched=blocks - sum(1 for m in mismatches if m.startswith("block ")),
+        mismatches=tuple(mismatches),
+        recorded_status=turn.status,
+        replayed_status=replayed_status,
+    )
+
+
+def _compare_blocks(recorded: TurnRecord, replayed: TurnRecord) -> list[str]:
+    mismatches: list[str] = []
+    new = {(it.position, b.position): b for it in replayed.iterations for b in it.blocks}
+    for it in recorded.iterations:
+        for block in it.blocks:
+            ref = block_ref(recorded.position, it.position, block.position)
+            other = new.get((it.position, block.position))
+            if other is None:
+                mismatches.append(f"block {ref}: not re-executed")
+                continue
+            diff = _block_diff(block, other)
+            if diff:
+                mismatches.append(f"block {ref}: {diff}")
+    return mismatches
+
+
+def _block_diff(recorded: BlockRecord, replayed: BlockRecord) -> str | None:
+    for name in COMPARED_FIELDS:
+        before, after = getattr(recorded, name), getattr(replayed, name)
+        if before != after:
+            return f"{name} was {_short(before)}, replay gave {_short(after)}"
+    return None
+
+
+def _compare_versions(
+    position: int, recorded: Sequence[VarVersionRecord], replayed: Sequence[VarVersionRecord]
+) -> list[str]:
+    def key(v: VarVersionRecord) -> tuple[str, int]:
+        return (v.name, v.version)
+
+    before = {key(v): v for v in recorded}
+    after = {key(v): v for v in replayed}
+    mismatches: list[str] = []
+    for k in sorted(before.keys() | after.keys()):
+        old, new = before.get(k), after.get(k)
+        label = f"variable {k[0]} v{k[1]} (turn {position})"
+        if old is None:
+            mismatches.append(f"{label}: only in the replay")
+        elif new is None:
+            mismatches.append(f"{label}: missing from the replay")
+        elif (old.kind, old.encoded, old.preview) != (new.kind, new.encoded, new.preview):
+            mismatches.append(
+                f"{label}: was {_short(old.preview)}, replay gave {_short(new.preview)}"
+            )
+    return mismatches
+
+
+async def _all_versions(store: Store, conversation_id: str) -> list[VarVersionRecord]:
+    return list((await store.transcript(conversation_id)).var_versions)
+
+
+def _versions_by_turn(versions: Sequence[VarVersionRecord]) -> dict[int, list[VarVersionRecord]]:
+    grouped: dict[int, list[VarVersionRecord]] = {}
+    for version in versions:
+        grouped.setdefault(version.turn_position, []).append(version)
+    return grouped
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

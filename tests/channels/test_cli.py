@@ -1,0 +1,257 @@
+"""The ``cove`` command as a real subprocess on a real database, against the fake endpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAI, Fault
+
+FAKE_KEY = "sk-cli-test-NEVER-PRINTED-777"
+
+
+def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any) -> str:
+    body: dict[str, Any] = {"thinking": extra.pop("thinking", "t"), **extra}
+    if code is not None:
+        body["code"] = code
+    if answer is not None:
+        body["answer"] = answer
+    return json.dumps(body)
+
+
+class Cli:
+    """Runs ``python -m cove`` with an environment aimed at a temp dir and the fake endpoint."""
+
+    def __init__(self, tmp_path: Path, server: FakeOpenAI) -> None:
+        self.db = tmp_path / "cove.db"
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(tmp_path),
+            "COVE_DATA_DIR": str(tmp_path / "data"),
+            "COVE_DB": str(self.db),
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": FAKE_KEY,
+            "COVE_MODEL": "fake-model",
+            "COVE_MAX_RETRIES": "1",
+            "COVE_RETRY_BASE_DELAY_S": "0.01",
+            "COVE_REQUEST_TIMEOUT_S": "5",
+            "COVE_WORKER_POOL_SIZE": "1",
+        }
+
+    def __call__(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "cove", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            input=stdin,
+            timeout=60,
+        )
+        assert FAKE_KEY not in result.stdout + result.stderr
+        return result
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "cove", *args],
+            env=self.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+    def json(self, *args: str) -> Any:
+        result = self(*args, "--json")
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def cli(tmp_path: Path, server: FakeOpenAI) -> Cli:
+    return Cli(tmp_path, server)
+
+
+def test_run_prints_the_answer_and_continues_a_conversation(cli: Cli, server: FakeOpenAI) -> None:
+    server.add_replies(
+        reply(["total = sum([1, 2, 3])"], "The total is {{total}}.", title="Small sums"),
+        reply(["total = total * 10"], "Now {{total}}."),
+    )
+    first = cli("run", "add 1, 2 and 3")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == "The total is 6."
+    [conv] = cli.json("list")
+    assert conv["title"] == "Small sums"
+    second = cli("run", "-c", conv["id"][:8], "times ten")
+    assert second.stdout.strip() == "Now 60."
+    versions = cli.json("vars", conv["id"], "total")
+    assert [v["version"] for v in versions] == [1, 2]
+
+
+def test_run_json_and_events(cli: Cli, server: FakeOpenAI) -> None:
+    server.add_replies(reply(["x = 2 ** 10"], "{{x}}"), reply(["y = 1"], "one"))
+    result = cli.json("run", "power")
+    assert result["status"] == "done" and result["answer"] == "1024"
+    assert result["conversation_id"] and result["iterations"] == 1
+    events = cli("run", "--events", "again")
+    kinds = [json.loads(line)["type"] for line in events.stdout.splitlines()]
+    assert kinds[0] == "turn_started" and kinds[-1] == "turn_finished"
+    assert {"iteration_started", "model_reply", "block_finished", "vars_changed"} <= set(kinds)
+
+
+def test_exit_codes(cli: Cli, server: FakeOpenAI) -> None:
+    server.respond_with(reply(["n = 1"]))
+    ran_out = cli("run", "--max-iterations", "2", "loop forever")
+    assert ran_out.returncode == 3
+    assert "max_iterations" in ran_out.stderr
+    assert cli("run").returncode == 2
+    assert cli("show", "does-not-exist").returncode == 7
+    dead = dict(cli.env, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    failed = subprocess.run(
+        [sys.executable, "-m", "cove", "run", "hi"],
+        env=dead,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert failed.returncode == 1
+    assert "127.0.0.1:9" in failed.stderr
+
+
+def test_inspection_commands(cli: Cli, server: FakeOpenAI) -> None:
+    server.add_replies(
+        reply(
+            ["def square(v):\n    return v * v", "area = square(12)"],
+            "Area {{area}}",
+            title="Squares",
+        )
+    )
+    assert cli("run", "area of a 12 square").returncode == 0
+    [conv] = cli.json("list")
+    cid = conv["id"]
+    shown = cli("show", cid[:6])
+    assert "def square" in shown.stdout and "Area 144" in shown.stdout
+    transcript = cli.json("show", cid)
+    iteration = transcript["turns"][0]["iterations"][0]
+    assert json.loads(iteration["raw_reply"])["title"] == "Squares"
+    assert iteration["context_message"].startswith("[iteration 1/")
+    variables = cli("vars", cid)
+    assert "area" in variables.stdout and "square" in variables.stdout
+    hits = cli.json("search", "square")
+    assert hits and hits[0]["conversation_id"] == cid
+    markdown = cli("export", cid, "--format", "md")
+    assert markdown.stdout.startswith("# Squares") and "```python" in markdown.stdout
+    exported = json.loads(cli("export", cid, "--format", "json").stdout)
+    assert exported["conversation"]["id"] == cid
+
+
+def test_fork_delete_and_replay(cli: Cli, server: FakeOpenAI) -> None:
+    server.add_replies(
+        reply(["import random\nr = random.random()"], "{{r}}"), reply(["r2 = r * 2"], "{{r2}}")
+    )
+    assert cli("run", "roll").returncode == 0
+    [conv] = cli.json("list")
+    replayed = cli("replay", conv["id"])
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "matched" in replayed.stdout
+    forked = cli.json("fork", conv["id"], "--at", "1")
+    assert forked["parent_id"] == conv["id"]
+    assert cli("run", "-c", forked["id"], "double").returncode == 0
+    refused = cli("delete", forked["id"])
+    assert refused.returncode == 2
+    assert cli("delete", conv["id"], "--yes").returncode == 1  # a fork depends on it
+    assert cli("delete", forked["id"], "--yes").returncode == 0
+    assert cli("delete", conv["id"], "--yes").returncode == 0
+    assert cli.json("list") == []
+
+
+def test_second_process_on_the_same_conversation_is_busy(cli: Cli, server: FakeOpenAI) -> None:
+    server.add_replies(reply(["a = 1"], "first"))
+    assert cli("run", "start").returncode == 0
+    [conv] = cli.json("list")
+    server.add_faults(Fault.stall(3.0))
+    server.add_replies(reply(["b = 2"], "slow"))
+    slow = cli.popen("run", "-c", conv["id"], "slow one")
+    deadline = time.monotonic() + 20
+    while len(server.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    busy = cli("run", "-c", conv["id"], "intruder")
+    assert busy.returncode == 6
+    assert "busy" in busy.stderr
+    out, err = slow.communicate(timeout=30)
+    assert slow.returncode == 0, err
+    assert out.strip() == "slow"
+
+
+def test_kill_9_mid_turn_leaves_an_interrupted_turn_and_the_conversation_continues(
+    cli: Cli, server: FakeOpenAI
+) -> None:
+    def first(body: dict[str, Any]) -> str:
+        server.add_faults(Fault.stall(60.0))
+        return reply(["kept = [1, 2, 3]"])
+
+    server.add_replies(first, reply(["never = 1"]))
+    proc = cli.popen("run", "--events", "long task")
+    assert proc.stdout is not None
+    started = json.loads(proc.stdout.readline())
+    cid = started["conversation_id"]
+    deadline = time.monotonic() + 20
+    while len(server.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=10)
+    transcript = cli.json("show", cid)
+    turn = transcript["turns"][0]
+    assert turn["status"] == "interrupted"
+    assert turn["iterations"][0]["status"] == "ok"
+    kept = cli.json("vars", cid)
+    assert [v["preview"] for v in kept if v["name"] == "kept"] == ["[1, 2, 3]"]
+    server.add_replies(reply(["len(kept)"], "{{kept}}"))
+    resumed = cli("run", "-c", cid, "continue")
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "[1, 2, 3]"
+
+
+def test_demo_runs_offline(tmp_path: Path) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "COVE_DATA_DIR": str(tmp_path / "data"),
+        "COVE_WORKER_POOL_SIZE": "1",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "cove", "demo"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "fork" in result.stdout and "replay" in result.stdout
+    assert (tmp_path / "data" / "cove.db").exists()
+
+
+def test_doctor_reports_each_check(cli: Cli, server: FakeOpenAI) -> None:
+    result = cli("doctor")
+    assert result.returncode == 0, result.stdout
+    for name in ("configuration", "database", "sandbox", "model endpoint"):
+        assert name in result.stdout
+    dead = dict(cli.env, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    failing = subprocess.run(
+        [sys.executable, "-m", "cove", "doctor"],
+        env=dead,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert failing.returncode == 1 and "fix:" in failing.stdout

@@ -1,0 +1,216 @@
+"""The Conversations API on real parts: store file, worker processes, scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cove.config import Settings
+from cove.conversation import Conversations, scripted_factory
+from cove.errors import AmbiguousId, Busy, NotFound
+from cove.events import Event, TurnFinished, TurnQueued
+
+
+def settings_for(tmp_path: Path, **changes: Any) -> Settings:
+    return Settings(data_dir=tmp_path).replace(**{"worker_pool_size": 1, **changes})
+
+
+def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any) -> str:
+    body: dict[str, Any] = {"thinking": "t", **extra}
+    if code is not None:
+        body["code"] = code
+    if answer is not None:
+        body["answer"] = answer
+    return json.dumps(body)
+
+
+async def run(convs: Conversations, cid: str, text: str, **kw: Any) -> list[Event]:
+    return [event async for event in convs.send(cid, text, **kw)]
+
+
+def final(events: list[Event]) -> TurnFinished:
+    last = events[-1]
+    assert isinstance(last, TurnFinished)
+    return last
+
+
+async def test_create_send_inspect(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(["x = 20 + 22"], "{{x}}"), reply(["x * 2"], "{{x}} twice")])
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create(channel="cli")
+        assert (tmp_path / "workspaces" / conv.id).is_dir()
+        assert final(await run(convs, conv.id, "compute")).answer == "42"
+        assert final(await run(convs, conv.id[:10], "again")).answer == "42 twice"
+        transcript = await convs.inspect(conv.id)
+        assert [t.position for t in transcript.turns] == [1, 2]
+        assert (await convs.variables(conv.id))["x"].version == 1
+        listed = await convs.list()
+        assert [c.id for c in listed] == [conv.id] and listed[0].turn_count == 2
+        hits = await convs.search("compute")
+        assert hits and hits[0].conversation_id == conv.id
+
+
+async def test_unknown_and_ambiguous_ids(tmp_path: Path) -> None:
+    async with await Conversations.open(
+        settings_for(tmp_path), llm_factory=scripted_factory([])
+    ) as convs:
+        with pytest.raises(NotFound):
+            await convs.get("nope")
+        with pytest.raises(NotFound):
+            await run(convs, "0" * 32, "hello")
+        ids = [(await convs.create()).id for _ in range(20)]
+        prefix = next(a[:1] for a in ids for b in ids if a != b and a[0] == b[0])
+        with pytest.raises(AmbiguousId):
+            await convs.get(prefix)
+
+
+async def test_for_external_finds_or_creates(tmp_path: Path) -> None:
+    async with await Conversations.open(
+        settings_for(tmp_path), llm_factory=scripted_factory([])
+    ) as convs:
+        first = await convs.for_external("telegram", "1234")
+        again = await convs.for_external("telegram", "1234")
+        other = await convs.for_external("telegram", "999")
+    assert first.id == again.id != other.id
+
+
+async def test_second_send_waits_and_is_queued(tmp_path: Path) -> None:
+    factory = scripted_factory(
+        [reply(["a = 1"], "first"), reply(["b = a + 1"], "second")], delay_s=0.3
+    )
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create()
+        one, two = await asyncio.gather(run(convs, conv.id, "one"), run(convs, conv.id, "two"))
+        assert final(one).answer == "first" and final(two).answer == "second"
+        assert any(isinstance(e, TurnQueued) for e in two)
+        turns = (await convs.inspect(conv.id)).turns
+        assert [(t.position, t.request) for t in turns] == [(1, "one"), (2, "two")]
+
+
+def isolated_reply(messages: Sequence[Mapping[str, str]]) -> str:
+    match = re.search(r"conv (\d+) turn (\d+)", messages[1]["content"].split("<request>")[-1])
+    assert match, messages[1]["content"]
+    conv, turn = match.groups()
+    setup = "seen = []\n" if turn == "1" else ""
+    return reply([f"{setup}seen.append({turn})\nowner = 'c{conv}'"], "{{owner}} {{seen}}")
+
+
+async def test_fifty_conversations_three_turns_concurrently(tmp_path: Path) -> None:
+    count = 50
+    factory = scripted_factory([isolated_reply] * (count * 3))
+    settings = settings_for(tmp_path, max_live_environments=8, worker_pool_size=2)
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        ids = [(await convs.create()).id for _ in range(count)]
+
+        async def three_turns(n: int) -> list[str | None]:
+            answers = []
+            for turn in (1, 2, 3):
+                events = await run(convs, ids[n], f"conv {n} turn {turn}")
+                answers.append(final(events).answer)
+            return answers
+
+        results = await asyncio.gather(*(three_turns(n) for n in range(count)))
+        assert convs.live.peak <= 8
+        for n, answers in enumerate(results):
+            assert answers[-1] == f"c{n} [1, 2, 3]"
+            transcript = await convs.inspect(ids[n])
+            assert [t.position for t in transcript.turns] == [1, 2, 3]
+            assert all(t.status == "done" for t in transcript.turns)
+            for t in transcript.turns:
+                assert [it.position for it in t.iterations] == list(range(len(t.iterations)))
+            variables = await convs.variables(ids[n])
+            assert variables["owner"].preview == f"'c{n}'"
+            assert [v.version for v in await convs.var_history(ids[n], "seen")] == [1, 2, 3]
+
+
+async def test_evicted_environment_is_rebuilt_from_the_database(tmp_path: Path) -> None:
+    factory = scripted_factory(
+        [
+            reply(["def double(v):\n    return v * 2", "kept = [1, 2]"], "ok"),
+            reply(["other = 1"], "ok"),
+            reply(["double(len(kept))"], "{{kept}}"),
+        ]
+    )
+    settings = settings_for(tmp_path, max_live_environments=1)
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        a, b = await convs.create(), await convs.create()
+        await run(convs, a.id, "define")
+        await run(convs, b.id, "evicts a")
+        assert convs.live.get(a.id) is None
+        events = await run(convs, a.id, "use")
+        assert final(events).answer == "[1, 2]"
+        assert final(events).status == "done"
+
+
+async def test_fork_starts_from_the_parent_variables_at_that_turn(tmp_path: Path) -> None:
+    factory = scripted_factory(
+        [
+            reply(["n = 1"], "{{n}}"),
+            reply(["n = n + 10"], "{{n}}"),
+            reply(["n * 100"], "forked {{n}}"),
+        ]
+    )
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create(title="base")
+        await run(convs, conv.id, "one")
+        await run(convs, conv.id, "two")
+        fork = await convs.fork(conv.id, at_turn=1)
+        assert fork.parent_id == conv.id and fork.fork_turn == 1
+        events = await run(convs, fork.id, "three")
+        assert final(events).answer == "forked 1"
+        assert (await convs.variables(conv.id))["n"].preview == "11"
+        transcript = await convs.inspect(fork.id)
+        assert [t.position for t in transcript.turns] == [1, 2]
+        with pytest.raises(NotFound):
+            await convs.fork(conv.id, at_turn=9)
+
+
+async def test_delete_removes_everything(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(["x = 1"], "ok")])
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create()
+        await run(convs, conv.id, "make x")
+        await convs.delete(conv.id)
+        with pytest.raises(NotFound):
+            await convs.get(conv.id)
+        assert not (tmp_path / "workspaces" / conv.id).exists()
+        assert await convs.search("make") == []
+
+
+async def test_attachments_land_in_the_workspace(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(["text = read_file('notes.txt')"], "{{text}}")])
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create()
+        events = await run(convs, conv.id, "read it", attachments=[("notes.txt", b"hello")])
+    assert final(events).answer == "hello"
+
+
+async def test_a_live_lease_in_another_process_means_busy(tmp_path: Path) -> None:
+    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=1.0)
+    settings = settings_for(tmp_path)
+    async with await Conversations.open(settings, llm_factory=slow) as first:
+        conv = await first.create()
+        async with await Conversations.open(settings, llm_factory=slow) as second:
+            running = asyncio.create_task(run(first, conv.id, "slow"))
+            await asyncio.sleep(0.4)
+            with pytest.raises(Busy, match="busy"):
+                await run(second, conv.id, "intrude")
+            assert final(await running).status == "done"
+
+
+async def test_cancel_stops_the_running_turn(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(["while True:\n    pass"])])
+    settings = settings_for(tmp_path, block_timeout_s=60, block_timeout_max_s=60)
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create()
+        task = asyncio.create_task(run(convs, conv.id, "spin"))
+        await asyncio.sleep(1.0)
+        assert await convs.cancel(conv.id)
+        assert final(await task).status == "cancelled"
+        assert not await convs.cancel(conv.id)
