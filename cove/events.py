@@ -187,6 +187,7 @@ class TurnFinished(Event):
     duration_ms: float
     error: str | None = None
     conversation_id: str = field(default="")
+    cost_known: bool = True  # False when the model is missing from the price table
 
 
 @dataclass(frozen=True)

@@ -53,13 +53,14 @@ class Conversations:
         self.owner = new_owner_id()
         self.live = LiveCache(settings.max_live_environments, self._open_environment)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._pool_started = False
         self._closed = False
 
     @classmethod
     async def open(
         cls, settings: Settings, *, llm_factory: LLMFactory | None = None
     ) -> Conversations:
-        """Open (and migrate) the database and start the worker pool.
+        """Open (and migrate) the database; the worker pool starts with the first turn.
 
         Args:
             settings: The configuration.
@@ -70,12 +71,10 @@ class Conversations:
         store = await Store.open(settings.database).__aenter__()
         try:
             await store.reap_dead_leases(owner_is_dead)
-            pool = WorkerPool(settings)
-            await pool.start()
         except BaseException:
             await store.aclose()
             raise
-        return cls(settings, store, pool, llm_factory or _openai_factory)
+        return cls(settings, store, WorkerPool(settings), llm_factory or _openai_factory)
 
     async def __aenter__(self) -> Conversations:
         return self
@@ -265,7 +264,9 @@ class Conversations:
         record = await self.get(conversation_id)
         return await self.store.vars_as_of(record.id)
 
-    async def search(self, text: str, conversation_id: str | None = None) -> builtins.list[SearchHit]:
+    async def search(
+        self, text: str, conversation_id: str | None = None
+    ) -> builtins.list[SearchHit]:
         """Full-text search over requests, answers and code."""
         self._check_open()
         if conversation_id is not None:
@@ -300,6 +301,9 @@ class Conversations:
         return client
 
     async def _open_environment(self, conversation_id: str) -> Environment:
+        if not self._pool_started:
+            self._pool_started = True
+            await self.pool.start()
         workspace = self._workspace(conversation_id)
         workspace.mkdir(parents=True, exist_ok=True)
         return await Environment.open(

@@ -34,7 +34,7 @@ class LiveCache:
         self.capacity = capacity
         self._opener = opener
         self._entries: OrderedDict[str, LiveConversation] = OrderedDict()
-        self._opening = 0
+        self._opening: set[str] = set()
         self._changed = asyncio.Condition()
         self.peak = 0
 
@@ -68,7 +68,10 @@ class LiveCache:
                     entry.users += 1
                     self._entries.move_to_end(conversation_id)
                     return entry
-                if len(self._entries) + self._opening < self.capacity:
+                if conversation_id in self._opening:  # another sender is opening it
+                    await self._changed.wait()
+                    continue
+                if len(self._entries) + len(self._opening) < self.capacity:
                     break
                 victim = next((e for e in self._entries.values() if e.users == 0), None)
                 if victim is not None:
@@ -76,22 +79,21 @@ class LiveCache:
                     await victim.env.aclose()
                     continue
                 await self._changed.wait()
-            self._opening += 1
+            self._opening.add(conversation_id)
         try:
             env = await self._opener(conversation_id)
-        finally:
+        except BaseException:
             async with self._changed:
-                self._opening -= 1
+                self._opening.discard(conversation_id)
                 self._changed.notify_all()
+            raise
         async with self._changed:
-            entry = self._entries.get(conversation_id)
-            if entry is not None:  # opened concurrently by another sender: keep one
-                await env.aclose()
-            else:
-                entry = LiveConversation(conversation_id, env)
-                self._entries[conversation_id] = entry
-                self.peak = max(self.peak, len(self._entries))
-            entry.users += 1
+            # One locked step: the slot moves from "opening" to "live" with no gap between.
+            self._opening.discard(conversation_id)
+            entry = LiveConversation(conversation_id, env, users=1)
+            self._entries[conversation_id] = entry
+            self.peak = max(self.peak, len(self._entries))
+            self._changed.notify_all()
             return entry
 
     async def drop(self, conversation_id: str) -> None:

@@ -59,6 +59,7 @@ class IterationResult:
     journal: list[JournalEntry] = field(default_factory=list)
     signature: str = ""  # code + results, to spot repetition
     refusal: str | None = None
+    next_reasoning: str | None = None
     restart_reason: str | None = None
     restarted_lost: tuple[str, ...] = ()
 
@@ -192,8 +193,6 @@ class Iteration:
         )
         if reply.title and control.title is None:
             await control.set_title(reply.title)
-        if reply.next_reasoning:
-            control.reasoning = reply.next_reasoning  # type: ignore[assignment]
         for event in control.take_events():
             yield event
 
@@ -265,6 +264,7 @@ class Iteration:
             journal=journal,
             signature=repr([(b.code, b.result_preview, b.error) for b in blocks]),
             refusal=refusal,
+            next_reasoning=reply.next_reasoning,
             restart_reason=restart_reason,
             restarted_lost=lost,
         )

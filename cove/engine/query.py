@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import cast
 
 from cove.config import Settings
 from cove.engine.context import JOURNAL_ITERATIONS, Handover, request_message, system_prompt
@@ -17,7 +18,7 @@ from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs, LiveInputs
 from cove.engine.iteration import Iteration, IterationResult, IterationSetup, LoopState
 from cove.engine.journal import Journal
-from cove.engine.llm import LLMClient
+from cove.engine.llm import LLMClient, Reasoning
 from cove.engine.nudges import REPEAT_LIMIT, NudgeState, builtin_nudges
 from cove.environment.environment import Environment
 from cove.errors import CoveError
@@ -26,6 +27,8 @@ from cove.persistence.records import ConversationRecord, TurnRecord
 from cove.persistence.store import Store
 
 MAX_REQUEST_CHARS = 1_000_000
+#: Consecutive failed iterations after which the model is asked to reason harder.
+ESCALATE_AFTER_ERRORS = 2
 
 
 @dataclass
@@ -136,6 +139,7 @@ class Query:
             duration_ms=(time.perf_counter() - started) * 1000,
             error=error,
             conversation_id=self.conversation.id,
+            cost_known=self.settings.price_of(self.llm.model) is not None,
         )
 
     async def _previous_turn(self) -> TurnRecord | None:
@@ -191,7 +195,10 @@ class Query:
             nudge_state.budget = control.budget
             nudge_state.has_title = control.title is not None
             nudge_state.var_count = len(self.env.var_index)
-            nudges = [*builtin_nudges(nudge_state), *self.env.extension_nudges()]
+            nudges = [
+                *builtin_nudges(nudge_state),
+                *self.env.extension_nudges(iteration=position + 1, budget=control.budget),
+            ]
             for text in nudges:
                 yield Nudge(turn_id=turn.id, text=text)
             iteration = Iteration(setup, position, state, nudges)
@@ -220,11 +227,7 @@ class Query:
             nudge_state.restart_reason = result.restart_reason
             nudge_state.refusal = result.refusal
             nudge_state.strategy_restart = False
-            if result.status in ("error", "parse_error"):
-                errors += 1
-                control.reasoning = "deep" if errors >= 2 else control.reasoning
-            else:
-                errors = 0
+            errors = errors + 1 if result.status in ("error", "parse_error") else 0
             nudge_state.error_streak = errors
             if errors >= self.settings.error_budget:
                 if restarts >= self.settings.max_restarts:
@@ -240,6 +243,7 @@ class Query:
                 errors = 0
                 nudge_state.error_streak = 0
                 nudge_state.strategy_restart = True
+            control.reasoning = _next_reasoning(result.next_reasoning, errors, restarts)
 
     async def _last_thinking(self, previous: TurnRecord) -> str | None:
         transcript = await self.store.transcript(self.conversation.id, turn=previous.position)
@@ -248,6 +252,13 @@ class Query:
                 if iteration.thinking:
                     return iteration.thinking
         return None
+
+
+def _next_reasoning(requested: str | None, errors: int, restarts: int) -> Reasoning:
+    """The effort of the next call: the model's request, else raised while the turn struggles."""
+    if requested in ("quick", "balanced", "deep"):
+        return cast(Reasoning, requested)
+    return "deep" if errors >= ESCALATE_AFTER_ERRORS or restarts else "balanced"
 
 
 def _fallback(last: IterationResult | None) -> str:

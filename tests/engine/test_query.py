@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cove.config import Settings
+from cove.config import Price, Settings
 from cove.engine.llm_openai import OpenAIClient
 from cove.events import (
     BlockFinished,
@@ -60,6 +60,7 @@ async def test_variables_survive_across_turns(
         handover = fake_openai.requests[1]["messages"][1]["content"]
         assert "Total: 12" in handover
         assert first.tokens_in > 0 and first.tokens_out > 0
+        assert first.cost_usd == 0 and not first.cost_known  # fake-model is not priced
 
 
 async def test_every_prompt_and_raw_reply_is_stored_exactly(
@@ -208,7 +209,9 @@ async def test_request_more_iterations_raises_the_budget(
 async def test_error_budget_restarts_the_strategy_then_gives_up(
     fake_openai: FakeOpenAI, openai_settings: Settings, tmp_path: Path
 ) -> None:
-    settings = openai_settings.replace(error_budget=2, max_restarts=1, max_iterations=20)
+    settings = openai_settings.replace(
+        error_budget=2, max_restarts=1, max_iterations=20, reasoning_effort=True
+    )
     fake_openai.respond_with(reply(["1 / 0"]))
     async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
         events, final = await stack.turn("divide")
@@ -217,7 +220,19 @@ async def test_error_budget_restarts_the_strategy_then_gives_up(
     nudges = [e.text for e in events if isinstance(e, Nudge)]
     assert any("start over" in text for text in nudges)
     # Consecutive errors raise the reasoning effort sent to the endpoint.
-    assert fake_openai.requests[-1].get("reasoning_effort") in (None, "high")
+    efforts = [r.get("reasoning_effort") for r in fake_openai.requests]
+    assert efforts == ["medium", "medium", "high", "high"]
+
+
+async def test_the_model_can_ask_for_less_reasoning(
+    fake_openai: FakeOpenAI, openai_settings: Settings, tmp_path: Path
+) -> None:
+    settings = openai_settings.replace(reasoning_effort=True)
+    fake_openai.add_replies(reply(["a = 1"], next_reasoning="quick"), reply(["a"], "{{a}}"))
+    async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
+        _, final = await stack.turn("go")
+    assert final.answer == "1"
+    assert [r.get("reasoning_effort") for r in fake_openai.requests] == ["medium", "low"]
 
 
 async def test_undefined_placeholder_is_refused_then_accepted(
@@ -289,9 +304,7 @@ async def test_cancel_kills_a_long_block_quickly(
 async def test_sub_queries_are_recorded_and_costed(
     fake_openai: FakeOpenAI, openai_settings: Settings, tmp_path: Path
 ) -> None:
-    settings = openai_settings.replace(
-        prices={"fake-model": __import__("cove.config").config.Price(1.0, 2.0)}
-    )
+    settings = openai_settings.replace(prices={"fake-model": Price(1.0, 2.0)})
     fake_openai.add_replies(
         reply(['answers = llm_query_batch(["a?", "b?"])\none = llm_query("c?")'], "{{one}}")
     )
@@ -305,6 +318,7 @@ async def test_sub_queries_are_recorded_and_costed(
     assert all(s.reply in ("A", "B", "C") for s in subqueries)
     assert all(s.cost_usd > 0 for s in subqueries)
     assert final.answer == "C"
+    assert final.cost_known
     assert answers["answers"].preview == "['A', 'B']"
     main_cost = (
         sum(it.tokens_in * 1.0 + it.tokens_out * 2.0 for it in transcript.turns[0].iterations) / 1e6

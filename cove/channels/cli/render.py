@@ -106,9 +106,10 @@ class ProgressView:
 
     def _finished(self, event: TurnFinished) -> None:
         c = self.console
+        cost = f"${event.cost_usd:.4f}" if event.cost_known else "cost unknown (unpriced model)"
         summary = (
             f"{event.status} · {event.iterations} iteration(s) · "
-            f"{event.tokens_in + event.tokens_out:,} tokens · ${event.cost_usd:.4f} · "
+            f"{event.tokens_in + event.tokens_out:,} tokens · {cost} · "
             f"{event.duration_ms / 1000:.1f}s"
         )
         if event.error:

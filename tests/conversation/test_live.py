@@ -1,0 +1,75 @@
+"""The live-environment cache keeps its bound under contention and never opens one twice."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from cove.conversation.live import LiveCache
+
+
+class Counter:
+    """Counts environments alive at once, through the cache's opener seam."""
+
+    def __init__(self) -> None:
+        self.alive = 0
+        self.peak = 0
+        self.opened: list[str] = []
+
+    async def open(self, conversation_id: str) -> Any:
+        self.alive += 1
+        self.peak = max(self.peak, self.alive)
+        self.opened.append(conversation_id)
+        await asyncio.sleep(random.uniform(0.001, 0.01))
+        counter = self
+
+        class Env:
+            async def aclose(self) -> None:
+                await asyncio.sleep(0.002)
+                counter.alive -= 1
+
+        return Env()
+
+
+async def test_bound_holds_while_many_conversations_contend() -> None:
+    counter = Counter()
+    cache = LiveCache(4, counter.open)
+
+    async def converse(cid: str) -> None:
+        for _ in range(3):
+            async with cache.use(cid):
+                await asyncio.sleep(0.005)
+
+    await asyncio.gather(*(converse(f"c{i}") for i in range(50)))
+    assert counter.peak <= 4
+    assert cache.peak <= 4
+    await cache.aclose()
+    assert counter.alive == 0
+
+
+async def test_concurrent_senders_share_one_environment() -> None:
+    counter = Counter()
+    cache = LiveCache(4, counter.open)
+
+    async def hold() -> None:
+        async with cache.use("same"):
+            await asyncio.sleep(0.01)
+
+    await asyncio.gather(*(hold() for _ in range(10)))
+    assert counter.opened == ["same"]
+    await cache.aclose()
+
+
+async def test_a_failed_open_frees_its_slot() -> None:
+    async def broken(conversation_id: str) -> Any:
+        raise RuntimeError("no worker")
+
+    cache = LiveCache(1, broken)
+    for _ in range(3):
+        try:
+            async with cache.use("x"):
+                pass
+        except RuntimeError:
+            pass
+    assert len(cache) == 0
