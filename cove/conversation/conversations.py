@@ -18,6 +18,7 @@ from types import TracebackType
 from cove.config import Settings
 from cove.conversation.lease import held_lease, new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache, LiveConversation
+from cove.conversation.turn_queue import TurnQueue
 from cove.engine.llm import LLMClient
 from cove.engine.llm_openai import OpenAIClient
 from cove.engine.query import Query, TurnOptions
@@ -54,6 +55,9 @@ class Conversations:
         self.live = LiveCache(settings.max_live_environments, self._open_environment)
         self._tasks: set[asyncio.Task[None]] = set()
         self._pool_started = False
+        self._admission = asyncio.Lock()
+        self._turn_queues: dict[str, TurnQueue] = {}
+        self._running: dict[str, Query] = {}
         self._closed = False
 
     @classmethod
@@ -146,8 +150,7 @@ class Conversations:
     async def delete(self, conversation_id: str) -> None:
         """Delete a conversation, its history and its workspace (refused while a turn runs)."""
         record = await self.get(conversation_id)
-        entry = self.live.get(record.id)
-        if entry is not None and entry.lock.locked():
+        if record.id in self._turn_queues:
             raise Busy(record.id, message=f"conversation {record.id} is running a turn")
         await self.live.drop(record.id)
         await self.store.delete_conversation(record.id)
@@ -191,14 +194,22 @@ class Conversations:
         queue: asyncio.Queue[Event | BaseException | None],
     ) -> None:
         try:
-            record = await self.store.resolve(conversation_id)
-            async with self.live.use(record.id) as entry:
-                if entry.lock.locked():
+            async with self._admission:  # FIFO: sends join their queues in the order they came
+                record = await self.store.resolve(conversation_id)
+                turns = self._turn_queues.setdefault(record.id, TurnQueue())
+                ticket = turns.join()
+            try:
+                if not ticket.is_set():
                     queue.put_nowait(TurnQueued(conversation_id=record.id, request=text))
-                async with entry.lock:
+                    await ticket.wait()
+                async with self.live.use(record.id) as entry:
                     await self._turn_locked(
                         entry, record.id, text, attachments, model, max_iterations, queue
                     )
+            finally:
+                turns.leave(ticket)
+                if not turns.busy:
+                    self._turn_queues.pop(record.id, None)
         except BaseException as exc:
             queue.put_nowait(exc)
             if not isinstance(exc, Exception):
@@ -232,19 +243,19 @@ class Conversations:
             asyncio.get_running_loop().create_task(query.cancel())
 
         async with held_lease(self.store, record.id, self.owner, self.settings.lease_ttl_s, lost):
-            entry.query = query
+            self._running[record.id] = query
             try:
                 async for event in query.run():
                     queue.put_nowait(event)
             finally:
-                entry.query = None
+                del self._running[record.id]
 
     async def cancel(self, conversation_id: str) -> bool:
         """Cancel the running turn of a conversation; False when none is running here."""
-        entry = self.live.get((await self.get(conversation_id)).id)
-        if entry is None or entry.query is None:
+        query = self._running.get((await self.get(conversation_id)).id)
+        if query is None:
             return False
-        await entry.query.cancel()
+        await query.cancel()
         return True
 
     # -- inspection ------------------------------------------------------------------------
@@ -323,9 +334,8 @@ class Conversations:
         if self._closed:
             return
         self._closed = True
-        for entry in self.live.entries():
-            if entry.query is not None:
-                await entry.query.cancel()
+        for query in list(self._running.values()):
+            await query.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.live.aclose()

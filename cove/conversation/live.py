@@ -1,4 +1,4 @@
-"""Live environments: an LRU cache with a hard bound and one turn lock per conversation."""
+"""Live environments: an LRU cache with a hard bound."""
 
 from __future__ import annotations
 
@@ -6,21 +6,18 @@ import asyncio
 import contextlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from cove.engine.query import Query
 from cove.environment.environment import Environment
 
 
 @dataclass
 class LiveConversation:
-    """One conversation's live environment and its turn lock."""
+    """One conversation's live environment."""
 
     conversation_id: str
     env: Environment
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    query: Query | None = None
-    users: int = 0  # senders holding or waiting for this entry; never evicted while > 0
+    users: int = 0  # turns using this entry; never evicted while > 0
 
 
 class LiveCache:

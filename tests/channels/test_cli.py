@@ -255,3 +255,13 @@ def test_doctor_reports_each_check(cli: Cli, server: FakeOpenAI) -> None:
         timeout=60,
     )
     assert failing.returncode == 1 and "fix:" in failing.stdout
+
+
+def test_chat_reads_lines_until_end_of_input(cli: Cli, server: FakeOpenAI) -> None:
+    server.add_replies(reply(["x = 5"], "x is {{x}}"), reply(["x * 2"], "doubled {{x}}"))
+    result = cli("chat", stdin="set x\n\nuse x\n")
+    assert result.returncode == 0, result.stderr
+    assert "x is 5" in result.stdout and "doubled 5" in result.stdout
+    [conv] = cli.json("list")
+    assert conv["turn_count"] == 2
+    assert f"conversation {conv['id']} saved" in result.stdout

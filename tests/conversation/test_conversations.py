@@ -80,17 +80,17 @@ async def test_for_external_finds_or_creates(tmp_path: Path) -> None:
     assert first.id == again.id != other.id
 
 
-async def test_second_send_waits_and_is_queued(tmp_path: Path) -> None:
-    factory = scripted_factory(
-        [reply(["a = 1"], "first"), reply(["b = a + 1"], "second")], delay_s=0.3
-    )
+async def test_sends_to_one_conversation_run_one_at_a_time_in_order(tmp_path: Path) -> None:
+    answers = [reply([f"step = {n}"], f"answer {n}") for n in range(1, 5)]
+    factory = scripted_factory(answers, delay_s=0.2)
     async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
         conv = await convs.create()
-        one, two = await asyncio.gather(run(convs, conv.id, "one"), run(convs, conv.id, "two"))
-        assert final(one).answer == "first" and final(two).answer == "second"
-        assert any(isinstance(e, TurnQueued) for e in two)
+        results = await asyncio.gather(*(run(convs, conv.id, f"send {n}") for n in range(1, 5)))
+        assert [final(events).answer for events in results] == [f"answer {n}" for n in range(1, 5)]
+        assert not any(isinstance(e, TurnQueued) for e in results[0])
+        assert all(any(isinstance(e, TurnQueued) for e in events) for events in results[1:])
         turns = (await convs.inspect(conv.id)).turns
-        assert [(t.position, t.request) for t in turns] == [(1, "one"), (2, "two")]
+        assert [(t.position, t.request) for t in turns] == [(n, f"send {n}") for n in range(1, 5)]
 
 
 def isolated_reply(messages: Sequence[Mapping[str, str]]) -> str:

@@ -73,3 +73,28 @@ async def test_a_failed_open_frees_its_slot() -> None:
         except RuntimeError:
             pass
     assert len(cache) == 0
+
+
+async def test_turn_queue_is_fifo_and_survives_a_cancelled_waiter() -> None:
+    from cove.conversation.turn_queue import TurnQueue
+
+    queue = TurnQueue()
+    order: list[str] = []
+
+    async def turn(name: str, hold: float) -> None:
+        ticket = queue.join()
+        try:
+            await ticket.wait()
+            order.append(name)
+            await asyncio.sleep(hold)
+        finally:
+            queue.leave(ticket)
+
+    first = asyncio.create_task(turn("first", 0.05))
+    doomed = asyncio.create_task(turn("doomed", 0))
+    last = asyncio.create_task(turn("last", 0))
+    await asyncio.sleep(0.01)
+    doomed.cancel()
+    await asyncio.gather(first, last)
+    assert order == ["first", "last"]
+    assert not queue.busy

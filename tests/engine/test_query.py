@@ -342,3 +342,24 @@ async def test_a_crashing_block_restarts_the_sandbox_and_nudges(
     assert final.status == "done" and final.answer == "[1, 2, 3]"
     assert any(isinstance(e, SandboxRestarted) for e in events)
     assert any(isinstance(e, VarsChanged) for e in events)
+
+
+async def test_the_api_key_never_reaches_the_database_or_events(
+    fake_openai: FakeOpenAI, openai_settings: Settings, tmp_path: Path
+) -> None:
+    from tests.conftest import FAKE_API_KEY
+
+    fake_openai.add_faults(Fault.server_error(500))
+    fake_openai.add_replies(reply(["k = 1"], "{{k}}"))
+    async with (
+        OpenAIClient(openai_settings) as llm,
+        engine_stack(openai_settings, llm, tmp_path) as stack,
+    ):
+        events, _ = await stack.turn("anything")
+    assert FAKE_API_KEY in fake_openai.headers[0]["authorization"]
+    assert all(FAKE_API_KEY not in json.dumps(e.to_json()) for e in events)
+    assert not files_containing(tmp_path, "cove.db*", FAKE_API_KEY.encode())
+
+
+def files_containing(directory: Path, pattern: str, needle: bytes) -> list[Path]:
+    return [path for path in directory.glob(pattern) if needle in path.read_bytes()]

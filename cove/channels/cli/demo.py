@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from cove.channels.cli.app import EXIT_DIVERGED, EXIT_FAILED, EXIT_OK, run_async
 from cove.channels.cli.common import add_common
@@ -118,7 +119,7 @@ async def _demo(args: argparse.Namespace, settings: Settings) -> int:
         conv = await convs.create(channel="demo")
         console.print(
             f"[bold]cove demo[/bold] — conversation {conv.id}\n"
-            f"[dim]database: {settings.database}[/dim]\n"
+            f"[dim]database: {escape(settings.database)}[/dim]\n"
         )
         for request, _ in TURNS:
             if not await _turn(console, convs, conv.id, request):

@@ -8,7 +8,7 @@ from typing import Any
 
 from cove.channels.cli.app import EXIT_FAILED, EXIT_OK, run_async
 from cove.channels.cli.common import add_common
-from cove.channels.cli.render import console_for
+from cove.channels.cli.render import console_for, line
 from cove.config import Settings
 from cove.conversation.health import Check, run_checks
 
@@ -24,8 +24,8 @@ async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     console = console_for(sys.stdout)
     checks: list[Check] = await run_checks(settings)
     for check in checks:
-        mark = "[green]OK  [/green]" if check.ok else "[red]FAIL[/red]"
-        console.print(f"{mark} {check.name}: {check.detail}", markup=True)
+        mark = ("OK  ", "green") if check.ok else ("FAIL", "red")
+        console.print(line(mark, f" {check.name}: {check.detail}"))
         if not check.ok and check.fix:
-            console.print(f"     [yellow]fix:[/yellow] {check.fix}")
+            console.print(line(("     fix: ", "yellow"), check.fix))
     return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED

@@ -9,11 +9,12 @@ from typing import Any
 from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from cove.channels.cli.app import run_async
 from cove.channels.cli.common import add_common, jsonable, positive_int, when
 from cove.channels.cli.export import to_markdown
-from cove.channels.cli.render import console_for, cut, print_json
+from cove.channels.cli.render import console_for, cut, line, print_json
 from cove.config import Settings
 from cove.conversation import Conversations
 
@@ -71,7 +72,7 @@ async def _list(args: argparse.Namespace, settings: Settings) -> int:
         fork = f"{r.parent_id[:12]} @ turn {r.fork_turn}" if r.parent_id else ""
         table.add_row(
             r.id[:12],
-            r.title or "(untitled)",
+            Text(r.title or "(untitled)"),
             r.channel,
             str(r.turn_count),
             when(r.updated_at),
@@ -90,21 +91,25 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
     console = console_for(sys.stdout)
     conv = transcript.conversation
     console.print(
-        f"[bold]{conv.title or '(untitled)'}[/bold]  {conv.id}  [dim]{conv.channel}, "
-        f"created {when(conv.created_at)}[/dim]"
+        line(
+            (conv.title or "(untitled)", "bold"),
+            f"  {conv.id}  ",
+            (f"{conv.channel}, created {when(conv.created_at)}", "dim"),
+        )
     )
     if conv.parent_id:
-        console.print(f"[dim]forked from {conv.parent_id} at turn {conv.fork_turn}[/dim]")
+        console.print(line((f"forked from {conv.parent_id} at turn {conv.fork_turn}", "dim")))
     for turn in transcript.turns:
-        _show_turn(console, turn, args.prompts)
+        versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
+        _show_turn(console, turn, versions, args.prompts)
     if not transcript.turns:
         console.print("[dim]no turns yet[/dim]")
     return 0
 
 
-def _show_turn(console: Console, turn: Any, prompts: bool) -> None:
+def _show_turn(console: Console, turn: Any, versions: list[Any], prompts: bool) -> None:
     console.rule(f"turn {turn.position} · {turn.status}")
-    console.print(f"[bold]request:[/bold] {cut(turn.request, 2000)}", markup=True)
+    console.print(line(("request: ", "bold"), cut(turn.request, 2000)))
     for it in turn.iterations:
         console.print(
             f"[cyan]iteration {it.position + 1}[/cyan] [dim]{it.status} · "
@@ -115,9 +120,9 @@ def _show_turn(console: Console, turn: Any, prompts: bool) -> None:
             console.print("[dim]context message:[/dim]")
             console.print(it.context_message, markup=False)
         if it.parse_error:
-            console.print(f"[red]reply problem:[/red] {cut(it.parse_error)}", markup=True)
+            console.print(line(("reply problem: ", "red"), cut(it.parse_error)))
         if it.thinking:
-            console.print(f"[dim italic]{cut(it.thinking, 1000)}[/dim italic]")
+            console.print(line((cut(it.thinking, 1000), "dim italic")))
         for block in it.blocks:
             console.print(Syntax(block.code, "python", theme="ansi_dark"))
             if block.stdout:
@@ -126,16 +131,20 @@ def _show_turn(console: Console, turn: Any, prompts: bool) -> None:
                 if block.result_preview is not None:
                     console.print(f"→ {cut(block.result_preview)}", markup=False)
             else:
-                console.print(f"[red]✗ {cut(block.error or 'failed')}[/red]")
+                console.print(line(("✗ " + cut(block.error or "failed"), "red")))
         for sq in it.subqueries:
-            console.print(
-                f"[dim]llm_query: {cut(sq.prompt, 200)} → "
-                f"{cut(sq.reply or sq.error or '', 200)}[/dim]"
-            )
+            answer = cut(sq.reply or sq.error or "", 200)
+            console.print(line((f"llm_query: {cut(sq.prompt, 200)} → {answer}", "dim")))
+    if versions:
+        written = ", ".join(
+            f"{v.name} v{v.version} ({v.kind if v.kind != 'value' else v.type_name})"
+            for v in versions
+        )
+        console.print(line(("variables written: ", "magenta"), written))
     if turn.answer:
-        console.print(f"[bold green]answer:[/bold green] {turn.answer}", markup=False)
+        console.print(line(("answer: ", "bold green"), turn.answer))
     if turn.error:
-        console.print(f"[red]error: {turn.error}[/red]")
+        console.print(line((f"error: {turn.error}", "red")))
     console.print(
         f"[dim]{turn.tokens_in:,} in + {turn.tokens_out:,} out tokens · "
         f"${turn.cost_usd:.4f} · model {turn.model}[/dim]"
@@ -161,7 +170,7 @@ async def _vars(args: argparse.Namespace, settings: Settings) -> int:
             v.type_name,
             "" if v.size is None else str(v.size),
             str(v.turn_position),
-            cut(v.preview, 80),
+            Text(cut(v.preview, 80)),
         )
     console.print(table if rows else "no variables")
     return 0
@@ -176,8 +185,8 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     console = console_for(sys.stdout)
     table = Table("conversation", "turn", "kind", "match")
     for h in hits:
-        table.add_row(h.conversation_id[:12], str(h.turn_position or ""), h.kind, h.snippet)
-    console.print(table if hits else f"nothing matches {args.text!r}")
+        table.add_row(h.conversation_id[:12], str(h.turn_position or ""), h.kind, Text(h.snippet))
+    console.print(table if hits else Text(f"nothing matches {args.text!r}"))
     return 0
 
 

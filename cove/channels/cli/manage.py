@@ -7,6 +7,8 @@ import asyncio
 import sys
 from typing import Any
 
+from rich.text import Text
+
 from cove.channels.cli.app import EXIT_DIVERGED, EXIT_OK, EXIT_USAGE, run_async
 from cove.channels.cli.common import add_common, positive_int
 from cove.channels.cli.render import console_for, print_json, print_json_line
@@ -84,8 +86,8 @@ async def _replay(args: argparse.Namespace, settings: Settings) -> int:
                     f"turn {event.position}: {mark} — {event.matched}/{event.blocks} "
                     f"blocks ({event.recorded_status} → {event.replayed_status})"
                 )
-                for line in event.mismatches:
-                    console.print(f"  [red]•[/red] {line}", markup=True)
+                for item in event.mismatches:
+                    console.print(Text.assemble(("  • ", "red"), item))
             if isinstance(event, ReplayFinished):
                 ok = event.ok
                 if not args.json:

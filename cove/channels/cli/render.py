@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.status import Status
 from rich.syntax import Syntax
+from rich.text import Text
 
 from cove.events import (
     BlockFinished,
@@ -31,6 +32,11 @@ PREVIEW_CHARS = 400
 def console_for(stream: TextIO) -> Console:
     """A console writing to ``stream``; colours and widgets only when it is a terminal."""
     return Console(file=stream, highlight=False, soft_wrap=False)
+
+
+def line(*parts: str | tuple[str, str]) -> Text:
+    """One line of plain strings and ``(text, style)`` pairs; text is never read as markup."""
+    return Text.assemble(*parts)
 
 
 def cut(text: str, limit: int = PREVIEW_CHARS) -> str:
@@ -56,7 +62,7 @@ class ProgressView:
         if isinstance(event, TurnQueued):
             c.print("[dim]waiting for the running turn of this conversation…[/dim]")
         elif isinstance(event, TurnStarted):
-            c.print(f"[dim]turn {event.position} of {event.conversation_id[:12]}[/dim]")
+            c.print(line((f"turn {event.position} of {event.conversation_id[:12]}", "dim")))
         elif isinstance(event, IterationStarted):
             c.print(f"[bold cyan]iteration {event.iteration}/{event.budget}[/bold cyan]")
             self._start_spinner("the model is thinking…")
@@ -67,14 +73,14 @@ class ProgressView:
         elif isinstance(event, VarsChanged):
             shown = ", ".join(f"{v.name} v{v.version} ({v.type})" for v in event.changes[:12])
             more = f" +{len(event.changes) - 12} more" if len(event.changes) > 12 else ""
-            c.print(f"[magenta]variables:[/magenta] {shown}{more}")
+            c.print(line(("variables: ", "magenta"), shown + more))
         elif isinstance(event, Nudge):
-            c.print(f"[yellow]nudge:[/yellow] {event.text}")
+            c.print(line(("nudge: ", "yellow"), event.text))
         elif isinstance(event, SandboxRestarted):
             lost = ", ".join(event.lost) or "nothing"
-            c.print(f"[red]sandbox restarted[/red] ({event.reason}); lost: {lost}")
+            c.print(line(("sandbox restarted", "red"), f" ({event.reason}); lost: {lost}"))
         elif isinstance(event, TitleChanged):
-            c.print(f"[dim]title: {event.title}[/dim]")
+            c.print(line((f"title: {event.title}", "dim")))
         elif isinstance(event, TurnFinished):
             self._finished(event)
 
@@ -85,10 +91,10 @@ class ProgressView:
     def _reply(self, event: ModelReply) -> None:
         c = self.console
         if event.parse_error:
-            c.print(f"[red]unreadable reply:[/red] {cut(event.parse_error)}")
+            c.print(line(("unreadable reply: ", "red"), cut(event.parse_error)))
             return
         if event.thinking:
-            c.print(f"[dim italic]{cut(event.thinking)}[/dim italic]")
+            c.print(line((cut(event.thinking), "dim italic")))
         for code in event.code:
             c.print(Syntax(code, "python", theme="ansi_dark", line_numbers=False))
         if event.code:
@@ -100,9 +106,9 @@ class ProgressView:
             c.print(cut(event.stdout.rstrip()), markup=False)
         if event.ok:
             if event.result_preview is not None:
-                c.print(f"[green]→[/green] {cut(event.result_preview)}", markup=True)
+                c.print(line(("→ ", "green"), cut(event.result_preview)))
         else:
-            c.print(f"[red]✗ {cut(event.error or 'failed')}[/red]")
+            c.print(line(("✗ " + cut(event.error or "failed"), "red")))
 
     def _finished(self, event: TurnFinished) -> None:
         c = self.console
@@ -113,10 +119,10 @@ class ProgressView:
             f"{event.duration_ms / 1000:.1f}s"
         )
         if event.error:
-            c.print(f"[red]{event.error}[/red]")
+            c.print(line((event.error, "red")))
         if self.show_answer and event.answer:
             c.print(Markdown(event.answer) if c.is_terminal else event.answer, markup=False)
-        c.print(f"[dim]{summary}[/dim]")
+        c.print(line((summary, "dim")))
 
     def _start_spinner(self, text: str) -> None:
         if not self.console.is_terminal:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from cove.channels.cli.app import EXIT_FAILED, STATUS_EXIT, run_async
 from cove.channels.cli.common import add_common, positive_int
 from cove.channels.cli.render import ProgressView, console_for, print_json, print_json_line
@@ -131,7 +133,9 @@ def _chat(args: argparse.Namespace, settings: Settings) -> int:
                 conv = runner.run(convs.get(args.id))
             else:
                 conv = runner.run(convs.create(channel="cli"))
-            console.print(f"[bold]cove[/bold] conversation {conv.id} · model {settings.model}")
+            console.print(
+                f"[bold]cove[/bold] conversation {conv.id} · model {escape(settings.model)}"
+            )
             console.print(
                 "[dim]Ctrl-C cancels a running turn; Ctrl-C twice or Ctrl-D leaves.[/dim]"
             )
