@@ -89,6 +89,7 @@ class Settings:
     snapshot_limit_bytes: int = 1_000_000
     worker_pool_size: int = 2
     max_file_read_bytes: int = 5_000_000
+    sandbox_confine: bool = True  # workers drop to nobody and lose the network where possible
 
     # The conversation layer.
     max_live_environments: int = 32

@@ -30,6 +30,7 @@ from cove.events import (
     IterationStarted,
     ModelDelta,
     ModelReply,
+    SandboxRestarted,
     VarChange,
     VarsChanged,
 )
@@ -135,7 +136,7 @@ class Iteration:
             cancelled = control.cancel_requested.is_set()
             if not cancelled and isinstance(exc, asyncio.CancelledError):
                 raise
-            status: IterationOutcome = "cancelled" if cancelled else "failed"
+            ending: IterationOutcome = "cancelled" if cancelled else "failed"
             await s.store.finish_iteration(
                 iteration_id,
                 IterationWrite(
@@ -145,7 +146,7 @@ class Iteration:
                     duration_ms=_ms(started),
                 ),
             )
-            self.result = IterationResult(status=status, failure=None if cancelled else str(exc))
+            self.result = IterationResult(status=ending, failure=None if cancelled else str(exc))
             return
         control.usage.add(s.settings, completion.model, completion.tokens_in, completion.tokens_out)
         try:
@@ -213,18 +214,15 @@ class Iteration:
                 answer = fill_answer(reply.answer, s.env.value_text, failed_blocks=failed)
             except AnswerRefused as exc:
                 refusal = exc.reason
+        status: Literal["cancelled", "error", "ok"] = "ok"
         if cancelled:
             status = "cancelled"
         elif (blocks and len(failed) == len(blocks)) or refusal:
             status = "error"
-        else:
-            status = "ok"
         await s.store.finish_iteration(
             iteration_id,
             IterationWrite(
-                status="cancelled"
-                if status == "cancelled"
-                else ("error" if status == "error" else "ok"),
+                status=status,
                 raw_reply=completion.text,
                 thinking=reply.thinking,
                 tokens_in=completion.tokens_in,
@@ -365,8 +363,6 @@ class Iteration:
                 timed_out=outcome.timed_out,
             )
             if outcome.restart is not None:
-                from cove.events import SandboxRestarted
-
                 yield SandboxRestarted(
                     turn_id=turn.id,
                     reason=outcome.restart.reason,

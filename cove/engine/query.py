@@ -32,6 +32,30 @@ ESCALATE_AFTER_ERRORS = 2
 
 
 @dataclass
+class TurnEnd:
+    """How a turn ended; the loop fills it in, ``run`` records it."""
+
+    status: str = "failed"
+    answer: str | None = None
+    confidence: str | None = None
+    error: str | None = "the turn ended unexpectedly"
+    iterations: int = 0
+
+    def set(
+        self,
+        status: str,
+        iterations: int,
+        *,
+        answer: str | None = None,
+        confidence: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Record the ending."""
+        self.status, self.iterations = status, iterations
+        self.answer, self.confidence, self.error = answer, confidence, error
+
+
+@dataclass
 class TurnOptions:
     """Per-turn overrides of settings."""
 
@@ -62,7 +86,6 @@ class Query:
         self.options = options or TurnOptions()
         self.inputs = inputs or LiveInputs()
         self.control: TurnControl | None = None
-        self._iteration: Iteration | None = None
         self._cancelled_early = False
 
     async def cancel(self) -> None:
@@ -105,39 +128,38 @@ class Query:
             position=turn.position,
             request=request,
         )
-        status, answer, confidence, error, iterations = "failed", None, None, None, 0
+        end = TurnEnd()
         try:
             await self.env.begin_turn(control)
             try:
-                async for event in self._loop(turn, control, previous):
+                async for event in self._loop(turn, control, previous, end):
                     yield event
             finally:
                 self.env.end_turn()
-            status, answer, confidence, error, iterations = self._final
         except CoveError as exc:
-            status, error = "failed", str(exc)
+            end.set("failed", end.iterations, error=str(exc))
         finally:
             record = await self.store.finish_turn(
                 turn.id,
-                status=status,
-                answer=answer,
-                confidence=confidence,
+                status=end.status,
+                answer=end.answer,
+                confidence=end.confidence,
                 tokens_in=control.usage.tokens_in,
                 tokens_out=control.usage.tokens_out,
                 cost_usd=control.usage.cost_usd,
-                error=error,
+                error=end.error,
             )
         yield TurnFinished(
             turn_id=turn.id,
             status=record.status,
-            answer=answer,
-            confidence=confidence,
-            iterations=iterations,
+            answer=end.answer,
+            confidence=end.confidence,
+            iterations=end.iterations,
             tokens_in=control.usage.tokens_in,
             tokens_out=control.usage.tokens_out,
             cost_usd=control.usage.cost_usd,
             duration_ms=(time.perf_counter() - started) * 1000,
-            error=error,
+            error=end.error,
             conversation_id=self.conversation.id,
             cost_known=self.settings.price_of(self.llm.model) is not None,
         )
@@ -147,7 +169,7 @@ class Query:
         return turns[-1] if turns else None
 
     async def _loop(
-        self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None
+        self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None, end: TurnEnd
     ) -> AsyncIterator[Event]:
         journal = Journal.from_records(
             JOURNAL_ITERATIONS,
@@ -177,19 +199,12 @@ class Query:
         errors = restarts = 0
         last: IterationResult | None = None
         position = 0
-        self._final: tuple[str, str | None, str | None, str | None, int] = (
-            "failed",
-            None,
-            None,
-            "the turn ended unexpectedly",
-            0,
-        )
         while True:
             if control.cancel_requested.is_set():
-                self._final = ("cancelled", None, None, None, position)
+                end.set("cancelled", position)
                 return
             if position >= control.budget:
-                self._final = ("max_iterations", _fallback(last), None, None, position)
+                end.set("max_iterations", position, answer=_fallback(last))
                 return
             nudge_state.iteration = position + 1
             nudge_state.budget = control.budget
@@ -202,23 +217,22 @@ class Query:
             for text in nudges:
                 yield Nudge(turn_id=turn.id, text=text)
             iteration = Iteration(setup, position, state, nudges)
-            self._iteration = iteration
             async for event in iteration.run():
                 yield event
             result = iteration.result
             position += 1
             if result.status == "failed":
-                self._final = ("failed", None, None, result.failure, position)
+                end.set("failed", position, error=result.failure)
                 return
             if result.status == "cancelled":
-                self._final = ("cancelled", None, None, None, position)
+                end.set("cancelled", position)
                 return
             journal.add((turn.position, position - 1), result.journal)
             state.journal_entries = journal.entries()
             state.prior_thinking = result.thinking or state.prior_thinking
             last = result
             if result.answer is not None:
-                self._final = ("done", result.answer, result.confidence, None, position)
+                end.set("done", position, answer=result.answer, confidence=result.confidence)
                 return
             signatures.append(result.signature)
             nudge_state.repeated = signatures[-REPEAT_LIMIT:].count(result.signature)
@@ -231,12 +245,11 @@ class Query:
             nudge_state.error_streak = errors
             if errors >= self.settings.error_budget:
                 if restarts >= self.settings.max_restarts:
-                    self._final = (
+                    end.set(
                         "error_budget",
-                        _fallback(last),
-                        None,
-                        f"{errors} consecutive failed iterations after {restarts} restarts",
                         position,
+                        answer=_fallback(last),
+                        error=f"{errors} consecutive failed iterations after {restarts} restarts",
                     )
                     return
                 restarts += 1

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cove.config import Settings
+from cove.environment.sandbox.confine import Confinement
 from cove.environment.sandbox.frames import MAX_FRAME_BYTES, Frame, ProtocolError
 from cove.environment.sandbox.outcome import (
     BlockOutcome,
@@ -74,6 +75,11 @@ class SandboxClient:
     def pid(self) -> int | None:
         """The current worker's process id, or None when there is none."""
         return self._worker.pid if self._worker is not None else None
+
+    @property
+    def confinement(self) -> Confinement | None:
+        """How far the current worker is confined (user, network), or None when there is none."""
+        return self._worker.confinement if self._worker is not None else None
 
     def snapshots(self) -> dict[str, VarSnapshot]:
         """The latest snapshot of each live user variable, as tracked from the worker's reports."""

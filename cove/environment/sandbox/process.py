@@ -3,7 +3,9 @@
 The worker runs ``python -P -s -m cove.environment.sandbox.worker`` (no current directory on
 ``sys.path``: the workspace holds files written by sandbox code) in its own session, so killing its
 process group takes everything it might have started. Its environment is empty apart from a fixed
-hash seed and UTF-8 mode: no API key or other secret of the host reaches it.
+hash seed and UTF-8 mode: no API key or other secret of the host reaches it. Unless
+``Settings.sandbox_confine`` is off, it then confines itself (``confine.py``) and reports how far it
+got in its ``ready`` frame: ``WorkerProcess.confinement``.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import asyncio
 import contextlib
 import ctypes
 import json
+import logging
 import os
 import signal
 import sys
 from pathlib import Path
 
 from cove.config import Settings
+from cove.environment.sandbox.confine import NOT_REPORTED, Confinement
 from cove.environment.sandbox.frames import Frame, ProtocolError, frame_bytes, read_frame
 from cove.errors import SandboxError
 
@@ -25,6 +29,8 @@ WORKER_MODULE = "cove.environment.sandbox.worker"
 STARTUP_TIMEOUT_S = 30.0
 _EXIT_WAIT_S = 5.0
 _PR_SET_DUMPABLE = 4
+
+log = logging.getLogger("cove.environment.sandbox")
 
 
 def worker_environment() -> dict[str, str]:
@@ -68,6 +74,7 @@ class WorkerProcess:
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self._process = process
+        self._confinement = NOT_REPORTED
 
     @classmethod
     async def start(cls, settings: Settings, *, cwd: Path) -> WorkerProcess:
@@ -83,6 +90,7 @@ class WorkerProcess:
             "open_files": settings.worker_open_files,
             "output_limit": settings.output_limit_chars,
             "snapshot_limit": settings.snapshot_limit_bytes,
+            "confine": settings.sandbox_confine,
         }
         try:
             process = await asyncio.create_subprocess_exec(
@@ -107,12 +115,23 @@ class WorkerProcess:
             await worker.terminate()
             detail = str(hello.get("error") or hello)[-2000:]
             raise SandboxError(f"sandbox worker failed to start: {detail}")
+        try:
+            worker._confinement = Confinement.from_frame(hello.get("confinement"))
+        except ProtocolError as exc:
+            await worker.terminate()
+            raise SandboxError(f"sandbox worker failed to start: {exc}") from exc
+        log.debug("sandbox worker %d started: %s", worker.pid, worker._confinement)
         return worker
 
     @property
     def pid(self) -> int:
         """The worker's process id (also its process group id)."""
         return self._process.pid
+
+    @property
+    def confinement(self) -> Confinement:
+        """The confinement the worker reported when it got ready."""
+        return self._confinement
 
     @property
     def alive(self) -> bool:

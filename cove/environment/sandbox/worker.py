@@ -2,9 +2,11 @@
 
 Start-up order matters. The two pipe ends are first moved to private descriptors and 0/1/2 are
 pointed at /dev/null, so nothing printed by any means can reach the frame channel. Then the heavy
-imports run, every other descriptor is closed and the resource limits (address space, CPU seconds,
+imports run, every other descriptor is closed, the worker confines itself (``confine.py``: another
+user, no network, where the host allows it) and the resource limits (address space, CPU seconds,
 file size, open files, no core dumps, no child processes) are applied. Only then does the worker
-announce ``{"op": "ready"}`` and serve requests, one at a time, until the host closes the pipe.
+announce ``{"op": "ready"}`` with the confinement it achieved and serve requests, one at a time,
+until the host closes the pipe.
 
 The host starts the worker in its own session with an empty environment (see ``process.py``).
 """
@@ -14,11 +16,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource  # at the top: once the worker dropped to nobody, the stdlib may be unreadable
 import signal
 import sys
 import traceback
 from typing import Any
 
+from cove.environment.sandbox.confine import (
+    confine,
+    enter_directory,
+    preload_codecs,
+    will_drop_user,
+)
 from cove.environment.sandbox.frames import FrameChannel, ProtocolError
 
 
@@ -46,8 +55,6 @@ def close_other_descriptors(keep: set[int]) -> None:
 
 def apply_limits(config: dict[str, Any]) -> None:
     """Apply the resource limits (best effort: a limit the host forbids is skipped)."""
-    import resource
-
     mib = 1024 * 1024
     cpu = int(config["cpu_s"])
     limits = [
@@ -73,11 +80,13 @@ def apply_limits(config: dict[str, Any]) -> None:
             pass
 
 
-def warm_up() -> None:
-    """Import lazily loaded standard-library pieces before the limits close the door."""
+def warm_up(*, dropping_user: bool) -> None:
+    """Import lazily loaded standard-library pieces before the limits and the drop close the door."""
     import datetime
 
     datetime.datetime.strptime("2000-01-01", "%Y-%m-%d")
+    if dropping_user:
+        preload_codecs()
 
 
 def main() -> int:
@@ -100,15 +109,18 @@ def main() -> int:
             output_limit=int(config["output_limit"]),
             snapshot_limit=int(config["snapshot_limit"]),
         )
-        warm_up()
+        confining = bool(config.get("confine", True))
+        warm_up(dropping_user=will_drop_user(confining))
         # Its own session keeps terminal Ctrl-C away; an interrupt between blocks must not end it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})
+        # Before the limits: with RLIMIT_NPROC already 0, older kernels refuse the setuid.
+        confinement = confine(confining)
         apply_limits(config)
     except BaseException:
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
-    channel.send({"op": "ready", "pid": os.getpid()})
+    channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
     while True:
         try:
             message = channel.receive()
@@ -118,7 +130,11 @@ def main() -> int:
         if message is None:
             return 0
         try:
-            reply = runtime.handle(message)
+            if message.get("op") == "chdir":
+                # Dropped to nobody, the worker may be unable to enter the workspace.
+                reply = {"op": "ok", "cwd": enter_directory(str(message["path"]))}
+            else:
+                reply = runtime.handle(message)
         except MemoryError:
             reply = {"op": "error", "error": "MemoryError while serving a request", "fatal": True}
         except Exception as exc:
