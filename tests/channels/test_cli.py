@@ -265,3 +265,51 @@ def test_chat_reads_lines_until_end_of_input(cli: Cli, server: FakeOpenAI) -> No
     [conv] = cli.json("list")
     assert conv["turn_count"] == 2
     assert f"conversation {conv['id']} saved" in result.stdout
+
+
+def wait_for_requests(server: FakeOpenAI, count: int) -> None:
+    deadline = time.monotonic() + 20
+    while len(server.requests) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(server.requests) >= count
+
+
+SPIN = reply([{"code": "while True:\n    pass", "timeout_s": 60}])  # type: ignore[list-item]
+
+
+def test_ctrl_c_cancels_a_run_and_exits_with_the_cancelled_code(
+    cli: Cli, server: FakeOpenAI
+) -> None:
+    server.add_replies(SPIN)
+    cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "60"
+    proc = cli.popen("run", "spin")
+    wait_for_requests(server, 1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 5, err
+    assert "cancelled" in err
+    [conv] = cli.json("list")
+    assert cli.json("show", conv["id"])["turns"][0]["status"] == "cancelled"
+
+
+def test_ctrl_c_in_chat_cancels_the_turn_and_the_chat_goes_on(
+    cli: Cli, server: FakeOpenAI
+) -> None:
+    server.add_replies(SPIN, reply(["after = 1"], "still here"))
+    cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "60"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cove", "chat"], env=cli.env, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write("spin\n")
+    proc.stdin.flush()
+    wait_for_requests(server, 1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    proc.stdin.write("next\n")
+    proc.stdin.flush()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "cancelled" in out and "still here" in out

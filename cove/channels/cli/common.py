@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -42,3 +46,11 @@ def jsonable(record: Any) -> Any:
     if isinstance(record, dict):
         return {str(k): jsonable(v) for k, v in record.items()}
     return record
+
+
+def program() -> str:
+    """How to invoke ``cove`` again: ``cove`` when that is on PATH, else the path used now."""
+    used = sys.argv[0]
+    if Path(used).name != "cove" or shutil.which("cove") == os.path.abspath(used):
+        return "cove"
+    return os.path.relpath(used)

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from cove.channels.cli.app import EXIT_DIVERGED, EXIT_FAILED, EXIT_OK, run_async
-from cove.channels.cli.common import add_common
+from cove.channels.cli.common import add_common, program
 from cove.channels.cli.render import ProgressView, console_for
 from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
@@ -145,12 +145,14 @@ async def _demo(args: argparse.Namespace, settings: Settings) -> int:
                 )
             elif isinstance(event, ReplayFinished):
                 ok = event.ok
+    cove = escape(program())
     console.print(
         "\n[bold]Explore it:[/bold]\n"
-        f"  cove show {conv.id[:12]}          every iteration, block and result\n"
-        f"  cove vars {conv.id[:12]} primes   every version of a variable\n"
-        f"  cove show {fork.id[:12]}          the forked branch\n"
-        f"  cove replay {conv.id[:12]}        re-execute and compare\n"
+        f"  {cove} show {conv.id[:12]}          every iteration, block and result\n"
+        f"  {cove} vars {conv.id[:12]} primes   every version of a variable\n"
+        f"  {cove} show {fork.id[:12]}          the forked branch\n"
+        f"  {cove} replay {conv.id[:12]}        re-execute and compare\n"
+        f"  {cove} chat                       talk to your own model (set OPENAI_API_KEY)\n"
     )
     return EXIT_OK if ok else EXIT_DIVERGED
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cove.channels.cli.app import run_async
-from cove.channels.cli.common import add_common, jsonable, positive_int, when
+from cove.channels.cli.common import add_common, jsonable, positive_int, program, when
 from cove.channels.cli.export import to_markdown
 from cove.channels.cli.render import console_for, cut, line, print_json
 from cove.config import Settings
@@ -65,7 +65,9 @@ async def _list(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     console = console_for(sys.stdout)
     if not records:
-        console.print('no conversations yet — try `cove run "…"` or `cove demo`')
+        console.print(
+            Text(f'no conversations yet — try `{program()} run "…"` or `{program()} demo`')
+        )
         return 0
     table = Table("id", "title", "channel", "turns", "updated", "forked from")
     for r in records:

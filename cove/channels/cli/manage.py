@@ -10,7 +10,7 @@ from typing import Any
 from rich.text import Text
 
 from cove.channels.cli.app import EXIT_DIVERGED, EXIT_OK, EXIT_USAGE, run_async
-from cove.channels.cli.common import add_common, positive_int
+from cove.channels.cli.common import add_common, positive_int, program
 from cove.channels.cli.render import console_for, print_json, print_json_line
 from cove.config import Settings
 from cove.conversation import Conversations
@@ -52,7 +52,7 @@ async def _fork(args: argparse.Namespace, settings: Settings) -> int:
         print_json({"id": record.id, "parent_id": record.parent_id, "fork_turn": record.fork_turn})
     else:
         print(f"forked {record.parent_id} at turn {record.fork_turn} → {record.id}")
-        print(f"continue it with: cove chat {record.id[:12]}")
+        print(f"continue it with: {program()} chat {record.id[:12]}")
     return EXIT_OK
 
 
