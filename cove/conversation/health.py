@@ -83,6 +83,7 @@ async def _sandbox(settings: Settings) -> Check:
             client = await pool.acquire(workspace=Path(workspace), on_call=refuse)
             try:
                 outcome = await client.execute("sum(range(10))", timeout_s=10, seed=0, clock=0.0)
+                confinement = client.confinement
             finally:
                 await client.aclose()
             elapsed = (time.perf_counter() - started) * 1000
@@ -97,7 +98,10 @@ async def _sandbox(settings: Settings) -> Check:
             f"a test block gave {outcome.error or outcome.value_preview}",
             "reinstall cove (`make install`)",
         )
-    return Check("sandbox", True, f"worker started and ran a block in {elapsed:.0f} ms")
+    confined = "not confined (sandbox_confine is off)"
+    if confinement is not None and confinement.enabled:
+        confined = f"runs as {confinement.user}, network {confinement.network}"
+    return Check("sandbox", True, f"worker started and ran a block in {elapsed:.0f} ms; {confined}")
 
 
 async def _endpoint(settings: Settings) -> Check:

@@ -286,21 +286,23 @@ def test_ctrl_c_cancels_a_run_and_exits_with_the_cancelled_code(
     wait_for_requests(server, 1)
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=20)
+    _, err = proc.communicate(timeout=20)
     assert proc.returncode == 5, err
     assert "cancelled" in err
     [conv] = cli.json("list")
     assert cli.json("show", conv["id"])["turns"][0]["status"] == "cancelled"
 
 
-def test_ctrl_c_in_chat_cancels_the_turn_and_the_chat_goes_on(
-    cli: Cli, server: FakeOpenAI
-) -> None:
+def test_ctrl_c_in_chat_cancels_the_turn_and_the_chat_goes_on(cli: Cli, server: FakeOpenAI) -> None:
     server.add_replies(SPIN, reply(["after = 1"], "still here"))
     cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "60"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cove", "chat"], env=cli.env, text=True,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "cove", "chat"],
+        env=cli.env,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     assert proc.stdin is not None
     proc.stdin.write("spin\n")

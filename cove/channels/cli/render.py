@@ -30,8 +30,8 @@ PREVIEW_CHARS = 400
 
 
 def console_for(stream: TextIO) -> Console:
-    """A console writing to ``stream``; colours and widgets only when it is a terminal."""
-    return Console(file=stream, highlight=False, soft_wrap=False)
+    """A console writing to ``stream``; colours, widgets and wrapping only on a terminal."""
+    return Console(file=stream, highlight=False, soft_wrap=not stream.isatty())
 
 
 def line(*parts: str | tuple[str, str]) -> Text:

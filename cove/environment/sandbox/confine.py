@@ -9,8 +9,8 @@ step is best effort: a step the host does not allow is recorded in the returned 
   drop is then checked: ``setuid(0)`` must fail.
 - Otherwise (or when the root-only namespace was refused): a new user namespace holding a new
   network namespace, where the kernel allows unprivileged ones.
-- Always: ``no_new_privs``, and the worker made non-dumpable, so the other workers running as the
-  same user can neither trace it nor read its memory through ``/proc``.
+- Always ``no_new_privs``. Once it is nobody, the worker is also made non-dumpable: every worker
+  is nobody, and none may trace another or read its memory through ``/proc``.
 
 Once the ids are dropped the interpreter's own files may be out of reach (a Python installed under
 ``/root``), so the worker imports what it could need lazily beforehand (``preload_codecs``).
@@ -23,6 +23,7 @@ import ctypes
 import importlib
 import os
 import pkgutil
+import pwd
 import stat
 import sys
 from dataclasses import asdict, dataclass
@@ -86,7 +87,8 @@ class Confinement:
             or not all(isinstance(note, str) for note in notes)
         ):
             raise ProtocolError("malformed confinement report")
-        return cls(enabled, user[:200], uid, network, tuple(note[:500] for note in notes[:20]))
+        checked: Network = "isolated" if network == "isolated" else "host"
+        return cls(enabled, user[:200], uid, checked, tuple(note[:500] for note in notes[:20]))
 
 
 NOT_REPORTED = Confinement(False, "unknown", -1, "host", ("the worker did not report",))
@@ -110,11 +112,14 @@ def confine(enabled: bool) -> Confinement:
     isolated = False
     if os.geteuid() == 0:
         isolated = _unshare(libc, _CLONE_NEWNET, "network namespace", notes)
-        user, uid = _drop_to_nobody(notes) or (user, uid)
+        dropped = _drop_to_nobody(notes)
+        if dropped is not None:
+            user, uid = dropped
+            # Whatever fs.suid_dumpable says: every worker is nobody, none may trace another.
+            _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", notes)
     if not isolated:
         isolated = _unshare(libc, _CLONE_NEWUSER | _CLONE_NEWNET, "user+network namespace", notes)
     _prctl(libc, _PR_SET_NO_NEW_PRIVS, 1, "no_new_privs", notes)
-    _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", notes)
     if _can_become_root():
         notes.append("the worker can still become root")
         user, uid = "root", 0
@@ -175,10 +180,8 @@ def preload_codecs() -> None:
 def _current_user() -> tuple[str, int]:
     uid = os.getuid()
     try:
-        import pwd
-
         return pwd.getpwuid(uid).pw_name, uid
-    except (ImportError, KeyError):
+    except KeyError:
         return f"uid {uid}", uid
 
 
@@ -202,11 +205,9 @@ def _unshare(libc: ctypes.CDLL | None, flags: int, what: str, notes: list[str]) 
 def _drop_to_nobody(notes: list[str]) -> tuple[str, int] | None:
     """Take the ids of ``nobody``, with no supplementary groups; None when refused."""
     try:
-        import pwd
-
         entry = pwd.getpwnam(UNPRIVILEGED_USER)
         uid, gid = entry.pw_uid, entry.pw_gid
-    except (ImportError, KeyError):
+    except KeyError:
         uid = gid = _NOBODY_ID
     try:
         os.setgroups([])

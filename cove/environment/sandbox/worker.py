@@ -81,7 +81,7 @@ def apply_limits(config: dict[str, Any]) -> None:
 
 
 def warm_up(*, dropping_user: bool) -> None:
-    """Import lazily loaded standard-library pieces before the limits and the drop close the door."""
+    """Import lazily loaded standard-library pieces before the limits and the drop shut them out."""
     import datetime
 
     datetime.datetime.strptime("2000-01-01", "%Y-%m-%d")
@@ -130,6 +130,7 @@ def main() -> int:
         if message is None:
             return 0
         try:
+            reply: dict[str, Any]
             if message.get("op") == "chdir":
                 # Dropped to nobody, the worker may be unable to enter the workspace.
                 reply = {"op": "ok", "cwd": enter_directory(str(message["path"]))}
