@@ -265,6 +265,11 @@ class Conversations:
         record = await self.get(conversation_id)
         return await self.store.transcript(record.id, turn=turn)
 
+    async def system_prompt(self, digest: str) -> str:
+        """The system prompt stored under ``digest`` (an iteration's ``system_prompt_hash``)."""
+        self._check_open()
+        return await self.store.system_prompt(digest)
+
     async def var_history(self, conversation_id: str, name: str) -> builtins.list[VarVersionRecord]:
         """Every version of one variable, oldest first."""
         record = await self.get(conversation_id)

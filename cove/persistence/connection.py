@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,8 +72,24 @@ def enable_wal(conn: sqlite3.Connection, path: str) -> None:
     Separate from ``connect`` because it writes the file header: it runs only once the schema
     version has been checked, so a database from a newer cove is never touched.
     """
-    if path != MEMORY:
-        conn.execute("PRAGMA journal_mode = WAL")
+    if path == MEMORY:
+        return
+    # Two processes switching a brand-new file to WAL at once can deadlock on its locks;
+    # SQLite then answers SQLITE_BUSY at once instead of waiting. The switch is idempotent,
+    # so try again for as long as the busy timeout would have waited.
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
 
 @contextmanager

@@ -144,6 +144,9 @@ def test_inspection_commands(cli: Cli, server: FakeOpenAI) -> None:
     cid = conv["id"]
     shown = cli("show", cid[:6])
     assert "def square" in shown.stdout and "Area 144" in shown.stdout
+    assert "area v1" in shown.stdout
+    exact = cli("show", cid, "--prompts")
+    assert "ONE JSON object" in exact.stdout and "[iteration 1/" in exact.stdout
     transcript = cli.json("show", cid)
     iteration = transcript["turns"][0]["iterations"][0]
     assert json.loads(iteration["raw_reply"])["title"] == "Squares"

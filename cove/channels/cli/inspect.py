@@ -87,6 +87,8 @@ async def _list(args: argparse.Namespace, settings: Settings) -> int:
 async def _show(args: argparse.Namespace, settings: Settings) -> int:
     async with await Conversations.open(settings) as convs:
         transcript = await convs.inspect(args.id, turn=args.turn)
+        digests = {it.system_prompt_hash for t in transcript.turns for it in t.iterations}
+        prompts = {d: await convs.system_prompt(d) for d in digests} if args.prompts else {}
     if args.json:
         print_json(jsonable(transcript))
         return 0
@@ -101,6 +103,9 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
     )
     if conv.parent_id:
         console.print(line((f"forked from {conv.parent_id} at turn {conv.fork_turn}", "dim")))
+    for digest, text in prompts.items():
+        console.rule(f"system prompt {digest[:12]}")
+        console.print(text, markup=False)
     for turn in transcript.turns:
         versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
         _show_turn(console, turn, versions, args.prompts)
@@ -119,7 +124,11 @@ def _show_turn(console: Console, turn: Any, versions: list[Any], prompts: bool) 
             f"seed {it.seed}[/dim]"
         )
         if prompts:
-            console.print("[dim]context message:[/dim]")
+            console.print(
+                line((f"system prompt {it.system_prompt_hash[:12]}; request message:", "dim"))
+            )
+            console.print(it.request_message, markup=False)
+            console.print(line(("context message:", "dim")))
             console.print(it.context_message, markup=False)
         if it.parse_error:
             console.print(line(("reply problem: ", "red"), cut(it.parse_error)))
