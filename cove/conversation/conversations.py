@@ -25,7 +25,7 @@ from cove.engine.query import Query, TurnOptions
 from cove.engine.replay import replay_conversation
 from cove.environment.environment import Environment
 from cove.environment.sandbox.client import WorkerPool
-from cove.errors import Busy, CoveError, NotFound
+from cove.errors import Busy, CoveError, NotFound, StoreError
 from cove.events import Event, TurnQueued
 from cove.persistence.records import (
     ConversationRecord,
@@ -70,9 +70,7 @@ class Conversations:
             settings: The configuration.
             llm_factory: Builds the LLM client for a model name; default ``OpenAIClient``.
         """
-        if settings.database != ":memory:":
-            Path(settings.database).parent.mkdir(parents=True, exist_ok=True)
-        store = await Store.open(settings.database).__aenter__()
+        store = await Store.open(settings.database)
         try:
             await store.reap_dead_leases(owner_is_dead)
         except BaseException:
@@ -109,7 +107,15 @@ class Conversations:
         """Find the conversation bound to a channel's external id, creating it if needed."""
         self._check_open()
         found = await self.store.find_external(channel, external_id)
-        return found or await self.create(channel=channel, external_id=external_id)
+        if found is not None:
+            return found
+        try:
+            return await self.create(channel=channel, external_id=external_id)
+        except StoreError:  # created meanwhile by a concurrent caller (unique channel + id)
+            found = await self.store.find_external(channel, external_id)
+            if found is None:
+                raise
+            return found
 
     async def get(self, id_or_prefix: str) -> ConversationRecord:
         """A conversation by id or unique id prefix (raises NotFound / AmbiguousId)."""

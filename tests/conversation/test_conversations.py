@@ -77,7 +77,9 @@ async def test_for_external_finds_or_creates(tmp_path: Path) -> None:
         first = await convs.for_external("telegram", "1234")
         again = await convs.for_external("telegram", "1234")
         other = await convs.for_external("telegram", "999")
+        racing = await asyncio.gather(*(convs.for_external("web", "same") for _ in range(5)))
     assert first.id == again.id != other.id
+    assert len({c.id for c in racing}) == 1
 
 
 async def test_sends_to_one_conversation_run_one_at_a_time_in_order(tmp_path: Path) -> None:
