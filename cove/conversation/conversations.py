@@ -25,7 +25,7 @@ from cove.engine.query import Query, TurnOptions
 from cove.engine.replay import replay_conversation
 from cove.environment.environment import Environment
 from cove.environment.sandbox.client import WorkerPool
-from cove.errors import Busy, CoveError, NotFound, StoreError
+from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event, TurnQueued
 from cove.persistence.records import (
     ConversationRecord,
@@ -39,6 +39,11 @@ LLMFactory = Callable[[Settings, str], LLMClient]
 
 
 def _openai_factory(settings: Settings, model: str) -> LLMClient:
+    if not settings.api_key and not settings.base_url:
+        raise ConfigError(
+            "no model endpoint is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+            "another OpenAI-compatible server), or try `cove demo` offline"
+        )
     return OpenAIClient(settings, model=model)
 
 
@@ -255,6 +260,14 @@ class Conversations:
                     queue.put_nowait(event)
             finally:
                 del self._running[record.id]
+
+    def check_model(self, model: str | None = None) -> None:
+        """Build the client for ``model`` now, so a missing endpoint fails before any turn.
+
+        Raises:
+            ConfigError: No model endpoint is configured.
+        """
+        self._llm(model or self.settings.model)
 
     async def cancel(self, conversation_id: str) -> bool:
         """Cancel the running turn of a conversation; False when none is running here."""

@@ -318,3 +318,28 @@ def test_ctrl_c_in_chat_cancels_the_turn_and_the_chat_goes_on(cli: Cli, server: 
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "cancelled" in out and "still here" in out
+
+
+def test_run_without_an_endpoint_says_how_to_configure_one(tmp_path: Path) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "COVE_DATA_DIR": str(tmp_path / "data"),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "cove", "run", "hello"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "OPENAI_API_KEY" in result.stderr and "cove demo" in result.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "cove", "list", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert json.loads(listed.stdout) == []  # nothing half-made was left behind

@@ -75,6 +75,7 @@ def _sigint(handler: Callable[[], None]) -> Any:
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     attachments = _read_attachments(args.attach)
     async with await Conversations.open(settings) as convs:
+        convs.check_model()
         if args.conversation:
             conv = await convs.get(args.conversation)
         else:
@@ -129,6 +130,7 @@ def _chat(args: argparse.Namespace, settings: Settings) -> int:
     with asyncio.Runner() as runner:
         convs = runner.run(Conversations.open(settings))
         try:
+            convs.check_model()
             if args.id:
                 conv = runner.run(convs.get(args.id))
             else:
