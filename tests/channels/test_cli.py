@@ -343,3 +343,22 @@ def test_run_without_an_endpoint_says_how_to_configure_one(tmp_path: Path) -> No
         timeout=60,
     )
     assert json.loads(listed.stdout) == []  # nothing half-made was left behind
+
+
+def test_a_file_that_is_not_a_database_is_refused_and_left_alone(cli: Cli) -> None:
+    cli.db.write_bytes(b"my thesis, not a database\n" * 100)
+    result = cli("list")
+    assert result.returncode == 9
+    assert "not a cove database" in result.stderr
+    assert cli.db.read_bytes() == b"my thesis, not a database\n" * 100
+
+
+def test_a_database_from_a_newer_cove_is_refused(cli: Cli) -> None:
+    import sqlite3
+
+    assert cli("list").returncode == 0
+    with sqlite3.connect(cli.db) as db:
+        db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'x', 0)")
+    result = cli("list")
+    assert result.returncode == 9
+    assert "99" in result.stderr and "upgrade cove" in result.stderr
