@@ -138,27 +138,25 @@ async def test_rejected_response_format_falls_back(
 async def test_dead_endpoint_fails_the_turn_and_keeps_what_was_committed(
     fake_openai: FakeOpenAI, openai_settings: Settings, tmp_path: Path
 ) -> None:
+    def endpoint_down(body: dict[str, Any]) -> str:
+        raise RuntimeError("the endpoint is down")  # the fake answers every call with a 500
+
     fake_openai.add_replies(reply(["kept = 'safe'"]))
-    fake_openai.add_faults(*[Fault.server_error(503)] * 0)
+    fake_openai.respond_with(endpoint_down)  # once the first reply is used up
     async with (
         OpenAIClient(openai_settings) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
-        fake_openai.respond_with(lambda body: (_ for _ in ()).throw(RuntimeError("down")))
-        original = fake_openai.requests
-
-        def storm(body: dict[str, Any]) -> str:
-            raise RuntimeError("endpoint down")
-
-        fake_openai.respond_with(storm)
         _, final = await stack.turn("store something")
-        assert original is fake_openai.requests
         transcript = await stack.store.transcript(stack.conversation.id)
         variables = await stack.store.vars_as_of(stack.conversation.id)
     assert final.status == "failed"
     assert final.error and "500" in final.error
+    assert len(fake_openai.requests) == 1 + 1 + openai_settings.max_retries
     assert transcript.turns[0].status == "failed"
-    assert transcript.turns[0].iterations[0].status == "ok"
+    first, second = transcript.turns[0].iterations
+    assert first.status == "ok"
+    assert second.status == "error" and second.raw_reply is None
     assert variables["kept"].preview == "'safe'"
 
 
