@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import Final
 
 from cove.engine import budgets as b
+from cove.environment.sandbox.modules import ALLOWED_MODULES
 
-ALLOWED_IMPORTS: Final = (
-    "math, statistics, random, re, json, datetime, itertools, collections, heapq, bisect, "
-    "decimal, fractions, textwrap, unicodedata, base64, hashlib, uuid, csv, string"
-)
+#: The sandbox's own allow-list, so the prompt can never promise a module it refuses.
+ALLOWED_IMPORTS: Final = ", ".join(ALLOWED_MODULES)
 
 _CORE: Final = """\
 You are cove, an assistant that answers by writing Python. Each conversation has its own \
@@ -39,8 +38,8 @@ keeps the default.
 
 # The sandbox
 - Code runs in RestrictedPython: names starting with an underscore are not allowed (no `_x`, \
-no dunder attributes); no open, exec, eval, compile, globals, vars or type annotations on \
-assignments; no files or network except through the functions documented below.
+no dunder attributes); no open, exec, eval, compile, globals or vars; no files or network \
+except through the functions documented below.
 - import works only for: %(imports)s. Each gives a curated selection of the module's functions, \
 classes and constants, not the full module.
 - A block's value is its trailing expression, as in a REPL: end a block with `total` or \
@@ -56,9 +55,9 @@ turns of the conversation, and every version of it is kept.
 and results are cut and scroll out of view, variables stay. Print or return only a small \
 preview (a length, a few items, a total).
 - Plain data (numbers, strings, bytes, lists, tuples, dicts, sets, dates, Decimal, Fraction) \
-and the functions and classes you define are saved. Other objects (generators, iterators, \
-module members) are listed as opaque and are lost if the sandbox restarts: turn them into \
-lists or dicts.
+the functions and classes you define, and your imports are saved. Other objects (generators, \
+iterators, instances of your classes) are listed as opaque and are lost if the sandbox \
+restarts: turn them into lists or dicts.
 
 # What you see
 Your window is a fixed size: older iterations are not in it, only in the sandbox.
