@@ -27,15 +27,18 @@ class Event:
 
     def to_json(self) -> dict[str, Any]:
         """The event as a JSON-ready dict with its ``type`` first."""
-        body = {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        body = {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
         return {"type": self.type, **body}
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` with dataclasses (events, records) turned into dicts, recursively, for JSON."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
     return value
 
 

@@ -8,7 +8,6 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -33,19 +32,6 @@ def when(timestamp: float | None) -> str:
     if timestamp is None:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
-
-
-def jsonable(record: Any) -> Any:
-    """A record dataclass (possibly nested) as JSON-ready data."""
-    import dataclasses
-
-    if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        return {f.name: jsonable(getattr(record, f.name)) for f in dataclasses.fields(record)}
-    if isinstance(record, (list, tuple)):
-        return [jsonable(item) for item in record]
-    if isinstance(record, dict):
-        return {str(k): jsonable(v) for k, v in record.items()}
-    return record
 
 
 def program() -> str:

@@ -12,11 +12,12 @@ from rich.table import Table
 from rich.text import Text
 
 from cove.channels.cli.app import run_async
-from cove.channels.cli.common import add_common, jsonable, positive_int, program, when
+from cove.channels.cli.common import add_common, positive_int, program, when
 from cove.channels.cli.export import to_markdown
 from cove.channels.cli.render import console_for, cut, line, print_json
 from cove.config import Settings
 from cove.conversation import Conversations
+from cove.events import jsonable
 
 
 def register(sub: Any) -> None:
