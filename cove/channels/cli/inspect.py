@@ -109,13 +109,16 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
         console.print(text, markup=False)
     for turn in transcript.turns:
         versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
-        _show_turn(console, turn, versions, args.prompts)
+        priced = turn.model is not None and settings.price_of(turn.model) is not None
+        _show_turn(console, turn, versions, args.prompts, priced)
     if not transcript.turns:
         console.print("[dim]no turns yet[/dim]")
     return 0
 
 
-def _show_turn(console: Console, turn: Any, versions: list[Any], prompts: bool) -> None:
+def _show_turn(
+    console: Console, turn: Any, versions: list[Any], prompts: bool, priced: bool
+) -> None:
     console.rule(f"turn {turn.position} · {turn.status}")
     console.print(line(("request: ", "bold"), cut(turn.request, 2000)))
     for it in turn.iterations:
@@ -157,9 +160,15 @@ def _show_turn(console: Console, turn: Any, versions: list[Any], prompts: bool) 
         console.print(line(("answer: ", "bold green"), turn.answer))
     if turn.error:
         console.print(line((f"error: {turn.error}", "red")))
+    cost = f"${turn.cost_usd:.4f}" if priced else "cost unknown (model not in the price table)"
     console.print(
-        f"[dim]{turn.tokens_in:,} in + {turn.tokens_out:,} out tokens · "
-        f"${turn.cost_usd:.4f} · model {turn.model}[/dim]"
+        line(
+            (
+                f"{turn.tokens_in:,} in + {turn.tokens_out:,} out tokens · {cost} · "
+                f"model {turn.model}",
+                "dim",
+            )
+        )
     )
 
 
