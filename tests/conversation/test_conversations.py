@@ -216,3 +216,28 @@ async def test_cancel_stops_the_running_turn(tmp_path: Path) -> None:
         assert await convs.cancel(conv.id)
         assert final(await task).status == "cancelled"
         assert not await convs.cancel(conv.id)
+
+
+async def test_a_long_turn_keeps_renewing_its_lease(tmp_path: Path) -> None:
+    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=1.5)
+    settings = settings_for(tmp_path, lease_ttl_s=0.3)
+    async with await Conversations.open(settings, llm_factory=slow) as first:
+        conv = await first.create()
+        async with await Conversations.open(settings, llm_factory=slow) as second:
+            running = asyncio.create_task(run(first, conv.id, "slow"))
+            await asyncio.sleep(1.0)  # more than three lease lifetimes later
+            with pytest.raises(Busy):
+                await run(second, conv.id, "intrude")
+            assert final(await running).status == "done"
+
+
+async def test_delete_is_refused_while_a_turn_runs(tmp_path: Path) -> None:
+    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=0.8)
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=slow) as convs:
+        conv = await convs.create()
+        running = asyncio.create_task(run(convs, conv.id, "slow"))
+        await asyncio.sleep(0.3)
+        with pytest.raises(Busy):
+            await convs.delete(conv.id)
+        assert final(await running).status == "done"
+        await convs.delete(conv.id)
