@@ -20,7 +20,7 @@ CLOCK = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 class Extensions:
     """An ``on_call`` handler: a few extension functions, and the calls received."""
 
-    names = ("add", "slow_add", "echo", "explode", "blob")
+    names = ("add", "slow_add", "echo", "explode", "blob", "wait")
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, list[Any], dict[str, Any]]] = []
@@ -38,6 +38,9 @@ class Extensions:
             raise ValueError("the gauge is broken")
         if name == "blob":
             return object()  # not encodable
+        if name == "wait":  # like an llm_query: slow, but the sandbox itself is idle
+            await asyncio.sleep(args[0])
+            return args[0]
         raise KeyError(name)
 
 

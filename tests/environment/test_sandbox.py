@@ -140,6 +140,16 @@ async def test_extension_calls_sync_and_async(
     assert client.snapshots()["s"].preview == "10"
 
 
+async def test_time_spent_in_extension_calls_does_not_count_against_the_block(
+    client: SandboxClient,
+) -> None:
+    outcome = await ok(client, "waited = wait(0.6) + wait(0.6)\nwaited", timeout_s=1.0)
+    assert outcome.value_preview == "1.2"
+    spinning = await run(client, "x = wait(0.6)\nwhile True:\n    pass", timeout_s=1.0)
+    assert spinning.timed_out and spinning.restart is not None
+    assert spinning.duration_ms < 4000
+
+
 async def test_extension_errors_surface_as_block_errors(client: SandboxClient) -> None:
     outcome = await run(client, "x = 1\nexplode()")
     assert not outcome.ok

@@ -255,29 +255,40 @@ class SandboxClient:
     async def _run(self, message: Frame, timeout_s: float) -> Frame:
         """Exchange ``message`` with the worker within ``timeout_s``, serving extension calls.
 
+        The clock stops while the parent serves an extension call (an ``llm_query`` may take
+        far longer than a block's limit): the limit is for the sandbox's own work.
         Cancelling the task (``kill``) or the caller leaves the worker in an unknown state: it is
         killed here and must be replaced.
         """
         worker = self._worker
         assert worker is not None
-        self._running = asyncio.create_task(self._exchange(worker, message))
         try:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(timeout_s) as limit:
+                self._running = asyncio.create_task(self._exchange(worker, message, limit))
                 return await self._running
         except BaseException:
-            self._running.cancel()
+            if self._running is not None:
+                self._running.cancel()
             worker.kill()
             self._pending_restart = "killed"
             raise
         finally:
             self._running = None
 
-    async def _exchange(self, worker: WorkerProcess, message: Frame) -> Frame:
+    async def _exchange(
+        self, worker: WorkerProcess, message: Frame, limit: asyncio.Timeout
+    ) -> Frame:
+        loop = asyncio.get_running_loop()
         await worker.send(message)
         while True:
             reply = await worker.receive()
             if reply["op"] == "call":
-                await worker.send(await self._serve_call(reply))
+                started = loop.time()
+                answer = await self._serve_call(reply)
+                deadline = limit.when()
+                if deadline is not None:
+                    limit.reschedule(deadline + loop.time() - started)
+                await worker.send(answer)
             elif reply["op"] == "error":
                 raise ProtocolError(str(reply.get("error")))
             else:
