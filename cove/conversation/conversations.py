@@ -20,7 +20,6 @@ from cove.conversation.lease import held_lease, new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache, LiveConversation
 from cove.conversation.turn_queue import TurnQueue
 from cove.engine.llm import LLMClient
-from cove.engine.llm_openai import OpenAIClient
 from cove.engine.query import Query, TurnOptions
 from cove.engine.replay import replay_conversation
 from cove.environment.environment import Environment
@@ -44,6 +43,10 @@ def _openai_factory(settings: Settings, model: str) -> LLMClient:
             "no model endpoint is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
             "another OpenAI-compatible server), or try `cove demo` offline"
         )
+    # Imported here: the openai package takes most of a second to import, and inspection
+    # commands never talk to a model.
+    from cove.engine.llm_openai import OpenAIClient
+
     return OpenAIClient(settings, model=model)
 
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cove.config import Settings
-from cove.engine.llm_openai import probe_endpoint
 from cove.environment.sandbox.client import WorkerPool
 from cove.errors import CoveError
 from cove.persistence.store import Store
@@ -105,6 +104,8 @@ async def _sandbox(settings: Settings) -> Check:
 
 
 async def _endpoint(settings: Settings) -> Check:
+    from cove.engine.llm_openai import probe_endpoint  # the openai package is slow to import
+
     ok, detail = await probe_endpoint(settings)
     if ok:
         return Check("model endpoint", True, detail)
