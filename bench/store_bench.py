@@ -5,15 +5,25 @@ for the code). ``Store`` does it the way the engine will: ``start_iteration`` th
 ``finish_iteration``. The baseline inserts the same rows with the standard ``sqlite3`` module in
 one transaction per iteration, on the same schema with the same pragmas.
 
+The Store's transactions run on aiosqlite's thread, so each call costs one round trip between
+threads; the script also measures a bare round trip and repeats the comparison with the process
+pinned to one CPU, where a round trip is a context switch instead of waking another CPU (on
+small VMs the latter dominates the Store's overhead).
+
 Run: ``.venv/bin/python bench/store_bench.py [iterations]``
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import queue
 import sqlite3
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -159,20 +169,64 @@ def _disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
-def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+async def thread_hop_us(count: int = 3000) -> float:
+    """Microseconds for one bare round trip to a worker thread and back (the Store's bridge)."""
+    loop = asyncio.get_running_loop()
+    requests: queue.SimpleQueue[asyncio.Future[None] | None] = queue.SimpleQueue()
+
+    def serve() -> None:
+        while (future := requests.get()) is not None:
+            loop.call_soon_threadsafe(future.set_result, None)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    started = time.perf_counter()
+    for _ in range(count):
+        future = loop.create_future()
+        requests.put(future)
+        await future
+    elapsed = time.perf_counter() - started
+    requests.put(None)
+    thread.join()
+    return elapsed / count * 1e6
+
+
+def measure(count: int) -> tuple[float, float, float, float]:
+    """Plain sqlite3 rate, Store rate, bytes per iteration, and the bare thread hop (µs)."""
     with tempfile.TemporaryDirectory() as folder:
         store_path = Path(folder) / "store.db"
-        plain_path = Path(folder) / "plain.db"
         bench_sqlite(Path(folder) / "warmup.db", 100)
-        plain_rate = bench_sqlite(plain_path, count)
+        plain_rate = bench_sqlite(Path(folder) / "plain.db", count)
         store_rate = asyncio.run(bench_store(store_path, count))
         per_iteration = _disk_bytes(store_path) / count
+    return plain_rate, store_rate, per_iteration, asyncio.run(thread_hop_us())
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if a != "--one-cpu"]
+    count = int(args[0]) if args else 2000
+    if "--one-cpu" in sys.argv:
+        # Both threads on one CPU: a hand-off is a context switch, not a wake-up of another CPU.
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        print(json.dumps(measure(count)))
+        return
+    plain_rate, store_rate, per_iteration, hop = measure(count)
     print(f"iterations committed: {count} (1 iteration + 3 blocks + 2 variable versions each)")
     print(f"plain sqlite3:  {plain_rate:9.0f} iterations/s")
     print(f"Store:          {store_rate:9.0f} iterations/s")
     print(f"ratio Store / sqlite3: {store_rate / plain_rate:.2f} (target >= 0.5)")
     print(f"bytes on disk per iteration: {per_iteration:.0f}")
+    print(f"bare thread round trip on this machine: {hop:.1f} us (the Store pays 2 per iteration)")
+    if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1:
+        pinned = subprocess.run(
+            [sys.executable, __file__, str(count), "--one-cpu"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        plain_1, store_1, _, hop_1 = json.loads(pinned.stdout)
+        print(
+            f"same process pinned to one CPU: sqlite3 {plain_1:.0f}/s, Store {store_1:.0f}/s, "
+            f"ratio {store_1 / plain_1:.2f}, thread round trip {hop_1:.1f} us"
+        )
 
 
 if __name__ == "__main__":
