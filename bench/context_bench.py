@@ -24,12 +24,11 @@ import argparse
 import asyncio
 import json
 import random
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from cove.config import Settings
+from stack import bench_stack
+
 from cove.engine.budgets import PROMPT_CHARS, estimate_tokens
 from cove.engine.context import (
     JOURNAL_ITERATIONS,
@@ -42,13 +41,10 @@ from cove.engine.llm import Message
 from cove.engine.llm_scripted import ReplyFunction, ScriptedClient
 from cove.engine.nudges import NudgeState, builtin_nudges
 from cove.engine.query import Query, TurnOptions
-from cove.environment.environment import Environment
-from cove.environment.sandbox.client import WorkerPool
 from cove.environment.var_index import VarEntry
 from cove.events import TurnFinished
 from cove.persistence import codec
 from cove.persistence.records import BlockRecord
-from cove.persistence.store import Store
 
 CHECKPOINTS = (10, 50, 100, 200)
 REQUEST = (
@@ -259,39 +255,21 @@ async def engine_run(records: Sequence[IterationRecord]) -> EngineRun:
 
     llm = ScriptedClient([play(r, i == 0) for i, r in enumerate(records)])
     status = "missing"
-    with tempfile.TemporaryDirectory(prefix="cove-bench-") as tmp:
-        settings = Settings(data_dir=Path(tmp), max_iterations=len(records))
-        async with Store.open(str(Path(tmp) / "cove.db")) as store:
-            pool = WorkerPool(settings, size=1)
-            await pool.start()
-            try:
-                conversation = await store.create_conversation(channel="bench")
-                env = await Environment.open(
-                    conversation_id=conversation.id,
-                    settings=settings,
-                    pool=pool,
-                    store=store,
-                    workspace=Path(tmp) / "workspace",
-                )
-                try:
-                    query = Query(
-                        settings=settings,
-                        store=store,
-                        env=env,
-                        llm=llm,
-                        conversation=conversation,
-                        request=REQUEST,
-                        options=TurnOptions(max_iterations=len(records)),
-                        inputs=FixedInputs(),
-                    )
-                    async for event in query.run():
-                        if isinstance(event, TurnFinished):
-                            status = event.status
-                    transcript = await store.transcript(conversation.id)
-                finally:
-                    await env.aclose()
-            finally:
-                await pool.aclose()
+    async with bench_stack(max_iterations=len(records)) as stack:
+        query = Query(
+            settings=stack.settings,
+            store=stack.store,
+            env=stack.env,
+            llm=llm,
+            conversation=stack.conversation,
+            request=REQUEST,
+            options=TurnOptions(max_iterations=len(records)),
+            inputs=FixedInputs(),
+        )
+        async for event in query.run():
+            if isinstance(event, TurnFinished):
+                status = event.status
+        transcript = await stack.store.transcript(stack.conversation.id)
     blocks = {
         iteration.position + 1: tuple(_entry(iteration.position + 1, b) for b in iteration.blocks)
         for turn in transcript.turns

@@ -22,10 +22,10 @@ import itertools
 import json
 import math
 import statistics
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
+
+from stack import bench_stack
 
 from cove.config import Settings
 from cove.engine.context import JOURNAL_ITERATIONS, context_message, request_message, system_prompt
@@ -34,7 +34,6 @@ from cove.engine.llm_scripted import ScriptedClient
 from cove.engine.protocol import parse_reply
 from cove.engine.query import Query, TurnOptions
 from cove.environment.environment import Environment
-from cove.environment.sandbox.client import WorkerPool
 from cove.events import BlockFinished, IterationStarted, TurnFinished
 from cove.persistence.records import (
     BlockWrite,
@@ -200,29 +199,12 @@ async def breakdown(store: Store, env: Environment, conversation_id: str) -> dic
 
 async def run(iterations: int, warmup: int) -> None:
     """Warm up, run the measured turn, time the pieces, print everything."""
-    with tempfile.TemporaryDirectory(prefix="cove-bench-") as tmp:
-        settings = Settings(data_dir=Path(tmp), max_iterations=iterations)
-        async with Store.open(str(Path(tmp) / "cove.db")) as store:
-            pool = WorkerPool(settings, size=1)
-            await pool.start()
-            try:
-                conversation = await store.create_conversation(channel="bench")
-                env = await Environment.open(
-                    conversation_id=conversation.id,
-                    settings=settings,
-                    pool=pool,
-                    store=store,
-                    workspace=Path(tmp) / "workspace",
-                )
-                try:
-                    await run_turn(settings, store, env, conversation, warmup)
-                    conversation = await store.get_conversation(conversation.id)
-                    per_iteration = await run_turn(settings, store, env, conversation, iterations)
-                    pieces = await breakdown(store, env, conversation.id)
-                finally:
-                    await env.aclose()
-            finally:
-                await pool.aclose()
+    async with bench_stack(max_iterations=iterations) as stack:
+        settings, store, env = stack.settings, stack.store, stack.env
+        await run_turn(settings, store, env, stack.conversation, warmup)
+        conversation = await store.get_conversation(stack.conversation.id)
+        per_iteration = await run_turn(settings, store, env, conversation, iterations)
+        pieces = await breakdown(store, env, conversation.id)
     p50 = percentile(per_iteration, 50)
     print(f"one turn of {iterations} iterations after a {warmup}-iteration warm-up turn")
     print(f"per iteration (real store file, real worker, 0 ms model): {summary(per_iteration)}")
