@@ -28,6 +28,20 @@ def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any
     return json.dumps(body)
 
 
+def run_cove(
+    env: dict[str, str], *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m cove ARGS`` with exactly ``env`` as its environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "cove", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=120,
+    )
+
+
 class Cli:
     """Runs ``python -m cove`` with an environment aimed at a temp dir and the fake endpoint."""
 
@@ -48,14 +62,7 @@ class Cli:
         }
 
     def __call__(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [sys.executable, "-m", "cove", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            input=stdin,
-            timeout=60,
-        )
+        result = run_cove(self.env, *args, stdin=stdin)
         assert FAKE_KEY not in result.stdout + result.stderr
         return result
 
@@ -120,13 +127,7 @@ def test_exit_codes(cli: Cli, server: FakeOpenAI) -> None:
     assert cli("run").returncode == 2
     assert cli("show", "does-not-exist").returncode == 7
     dead = dict(cli.env, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
-    failed = subprocess.run(
-        [sys.executable, "-m", "cove", "run", "hi"],
-        env=dead,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    failed = run_cove(dead, "run", "hi")
     assert failed.returncode == 1
     assert "127.0.0.1:9" in failed.stderr
 
@@ -236,9 +237,7 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
         "COVE_DATA_DIR": str(tmp_path / "data"),
         "COVE_WORKER_POOL_SIZE": "1",
     }
-    result = subprocess.run(
-        [sys.executable, "-m", "cove", "demo"], env=env, capture_output=True, text=True, timeout=120
-    )
+    result = run_cove(env, "demo")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "fork" in result.stdout and "replay" in result.stdout
     assert (tmp_path / "data" / "cove.db").exists()
@@ -250,13 +249,7 @@ def test_doctor_reports_each_check(cli: Cli, server: FakeOpenAI) -> None:
     for name in ("configuration", "database", "sandbox", "model endpoint"):
         assert name in result.stdout
     dead = dict(cli.env, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
-    failing = subprocess.run(
-        [sys.executable, "-m", "cove", "doctor"],
-        env=dead,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    failing = run_cove(dead, "doctor")
     assert failing.returncode == 1 and "fix:" in failing.stdout
 
 
@@ -326,22 +319,10 @@ def test_run_without_an_endpoint_says_how_to_configure_one(tmp_path: Path) -> No
         "HOME": str(tmp_path),
         "COVE_DATA_DIR": str(tmp_path / "data"),
     }
-    result = subprocess.run(
-        [sys.executable, "-m", "cove", "run", "hello"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_cove(env, "run", "hello")
     assert result.returncode == 2
     assert "OPENAI_API_KEY" in result.stderr and "cove demo" in result.stderr
-    listed = subprocess.run(
-        [sys.executable, "-m", "cove", "list", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    listed = run_cove(env, "list", "--json")
     assert json.loads(listed.stdout) == []  # nothing half-made was left behind
 
 
