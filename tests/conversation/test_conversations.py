@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sqlite3
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -241,3 +243,19 @@ async def test_delete_is_refused_while_a_turn_runs(tmp_path: Path) -> None:
             await convs.delete(conv.id)
         assert final(await running).status == "done"
         await convs.delete(conv.id)
+
+
+async def test_a_turn_whose_lease_is_taken_over_stops(tmp_path: Path) -> None:
+    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=2.0)
+    settings = settings_for(tmp_path, lease_ttl_s=0.3)
+    async with await Conversations.open(settings, llm_factory=slow) as convs:
+        conv = await convs.create()
+        running = asyncio.create_task(run(convs, conv.id, "slow"))
+        await asyncio.sleep(0.3)
+        with sqlite3.connect(settings.database) as db:  # another process takes the lease over
+            db.execute(
+                "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ?",
+                (time.time() + 60,),
+            )
+        events = await asyncio.wait_for(running, timeout=5)
+        assert final(events).status == "cancelled"
