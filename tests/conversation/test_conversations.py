@@ -15,7 +15,7 @@ import pytest
 
 from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
-from cove.errors import AmbiguousId, Busy, NotFound
+from cove.errors import AmbiguousId, Busy, CoveError, NotFound
 from cove.events import Event, TurnFinished, TurnQueued
 
 
@@ -259,3 +259,21 @@ async def test_a_turn_whose_lease_is_taken_over_stops(tmp_path: Path) -> None:
             )
         events = await asyncio.wait_for(running, timeout=5)
         assert final(events).status == "cancelled"
+
+
+async def test_an_empty_request_is_refused_and_nothing_is_recorded(tmp_path: Path) -> None:
+    async with await Conversations.open(
+        settings_for(tmp_path), llm_factory=scripted_factory([])
+    ) as convs:
+        conv = await convs.create()
+        with pytest.raises(CoveError, match="empty"):
+            await run(convs, conv.id, "   ")
+        assert (await convs.inspect(conv.id)).turns == ()
+
+
+async def test_a_closed_conversations_object_refuses_work(tmp_path: Path) -> None:
+    convs = await Conversations.open(settings_for(tmp_path), llm_factory=scripted_factory([]))
+    await convs.aclose()
+    await convs.aclose()  # idempotent
+    with pytest.raises(CoveError, match="closed"):
+        await convs.create()
