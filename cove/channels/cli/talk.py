@@ -14,8 +14,14 @@ from typing import Any
 from rich.markup import escape
 
 from cove.channels.cli.app import EXIT_FAILED, STATUS_EXIT, run_async
-from cove.channels.cli.common import add_common, positive_int
-from cove.channels.cli.render import ProgressView, console_for, print_json, print_json_line
+from cove.channels.cli.common import add_common, positive_int, program
+from cove.channels.cli.render import (
+    ProgressView,
+    console_for,
+    line,
+    print_json,
+    print_json_line,
+)
 from cove.config import Settings
 from cove.conversation import Conversations
 from cove.errors import ConfigError
@@ -120,6 +126,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
                     + (f": {finished.error}" if finished.error else ""),
                     file=sys.stderr,
                 )
+            if stderr.is_terminal:
+                stderr.print(line((f'continue with: {program()} run -c {conv.id[:12]} "…"', "dim")))
         return STATUS_EXIT.get(finished.status, EXIT_FAILED)
 
 
