@@ -415,8 +415,9 @@ class WorkerPool:
 
     Workers are forked from a zygote (``forkserver.py``) unless ``Settings.sandbox_fork_server``
     is off; whenever the zygote cannot be had, they are cold-started, and a lost zygote is
-    started again (at most every few seconds). Owns every client it hands out: ``aclose`` closes
-    them, kills the idle workers and stops the zygote.
+    started again in the background (after a failed start, at most every few seconds). Owns
+    every client it hands out: ``aclose`` closes them, kills the idle workers and stops the
+    zygote.
     """
 
     def __init__(self, settings: Settings, *, size: int | None = None) -> None:
@@ -428,7 +429,7 @@ class WorkerPool:
         self._host_protected = False
         self._closed = False
         self._zygote: ForkServer | None = None
-        self._zygote_lock = asyncio.Lock()
+        self._zygote_starting: asyncio.Task[ForkServer | None] | None = None
         self._zygote_failed_at: float | None = None
 
     async def start(self) -> None:
@@ -478,8 +479,9 @@ class WorkerPool:
             await client.aclose()
         while self._idle:
             await self._idle.popleft().terminate()
-        async with self._zygote_lock:
-            zygote, self._zygote = self._zygote, None
+        if self._zygote_starting is not None:
+            await asyncio.shield(self._zygote_starting)  # a zygote it starts is closed at once
+        zygote, self._zygote = self._zygote, None
         if zygote is not None:
             await zygote.aclose()
 
@@ -518,28 +520,46 @@ class WorkerPool:
         return await WorkerProcess.start(self._settings, cwd=cwd)
 
     async def _zygote_for_fork(self) -> ForkServer | None:
-        """The live zygote, started (again) when needed; None means: start cold."""
-        if not self._settings.sandbox_fork_server:
+        """The live zygote; None means: start this worker cold.
+
+        The first zygote is waited for. A lost one is replaced in the background while workers
+        start cold; after a zygote failed to start, only cold starts for a few seconds.
+        """
+        if not self._settings.sandbox_fork_server or self._closed:
             return None
-        async with self._zygote_lock:
-            if self._zygote is not None and self._zygote.alive:
-                return self._zygote
-            if self._closed:
-                return None
+        zygote = self._zygote
+        if zygote is not None and zygote.alive:
+            return zygote
+        starting = self._zygote_starting
+        if starting is None:
             failed_at = self._zygote_failed_at
             if failed_at is not None and time.monotonic() - failed_at < _ZYGOTE_RETRY_S:
                 return None
-            if self._zygote is not None:
-                await self._zygote.aclose()  # reap the lost one
-                self._zygote = None
+            starting = self._zygote_starting = asyncio.create_task(self._start_zygote())
+        if zygote is not None:
+            return None
+        return await asyncio.shield(starting)
+
+    async def _start_zygote(self) -> ForkServer | None:
+        """Replace the (lost or missing) zygote by a new one; None when it cannot be started."""
+        try:
+            lost = self._zygote
+            if lost is not None:
+                await lost.aclose()  # reap it
             try:
-                self._zygote = await ForkServer.start(self._settings)
+                zygote: ForkServer | None = await ForkServer.start(self._settings)
             except SandboxError as exc:
                 log.warning("sandbox zygote unavailable, starting workers cold: %s", exc)
                 self._zygote_failed_at = time.monotonic()
                 return None
-            self._zygote_failed_at = None
-            return self._zygote
+            if self._closed:
+                assert zygote is not None
+                await zygote.aclose()
+                zygote = None
+            self._zygote, self._zygote_failed_at = zygote, None
+            return zygote
+        finally:
+            self._zygote_starting = None
 
     def _refill(self) -> None:
         if self._closed:

@@ -162,6 +162,9 @@ class ForkServer:
         except (TimeoutError, SandboxError) as exc:
             await server.aclose()
             raise SandboxError(f"the sandbox zygote failed to start: {exc or 'timed out'}") from exc
+        except asyncio.CancelledError:
+            server._lose("cancelled while starting")
+            raise
         if hello.get("op") != "ready":
             await server.aclose()
             detail = str(hello.get("error") or hello)[-2000:]
