@@ -81,19 +81,30 @@ def reply(messages: Sequence[Message]) -> Mapping[str, Any]:
 
 
 def worker_rss_kb() -> dict[int, int]:
-    """VmRSS in kB of each child process of this one (the sandbox workers), by pid."""
+    """VmRSS in kB of each sandbox worker of this process, by pid.
+
+    Workers are the children of this process, and the children of its zygote (the fork server,
+    itself not counted).
+    """
     me = str(os.getpid())
-    found: dict[int, int] = {}
+    parents: dict[int, str] = {}
+    rss: dict[int, int] = {}
+    zygotes: set[str] = set()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError):
             status = Path(entry.path, "status").read_text()
             fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-            if fields.get("PPid", "").strip() != me or "VmRSS" not in fields:
+            if "VmRSS" not in fields:
                 continue
-            found[int(entry.name)] = int(fields["VmRSS"].split()[0])
-    return found
+            parent = fields.get("PPid", "").strip()
+            if parent == me and b"sandbox.zygote" in Path(entry.path, "cmdline").read_bytes():
+                zygotes.add(entry.name)
+                continue
+            parents[int(entry.name)] = parent
+            rss[int(entry.name)] = int(fields["VmRSS"].split()[0])
+    return {pid: kb for pid, kb in rss.items() if parents[pid] == me or parents[pid] in zygotes}
 
 
 async def sample_workers(samples: list[dict[int, int]], stop: asyncio.Event) -> None:

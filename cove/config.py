@@ -90,6 +90,7 @@ class Settings:
     worker_pool_size: int = 2
     max_file_read_bytes: int = 5_000_000
     sandbox_confine: bool = True  # workers drop to nobody and lose the network where possible
+    sandbox_fork_server: bool = True  # workers are forked from a pre-initialised zygote
 
     # The conversation layer.
     max_live_environments: int = 32

@@ -12,6 +12,7 @@ variables are restored as they were before the failed block. The outcome then ca
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -21,6 +22,7 @@ from typing import Any
 
 from cove.config import Settings
 from cove.environment.sandbox.confine import Confinement
+from cove.environment.sandbox.forkserver import ForkServer
 from cove.environment.sandbox.frames import MAX_FRAME_BYTES, Frame, ProtocolError
 from cove.environment.sandbox.outcome import (
     BlockOutcome,
@@ -39,6 +41,9 @@ CallHandler = Callable[[str, list[Any], dict[str, Any]], Awaitable[Any]]
 _CHDIR_TIMEOUT_S = 5.0
 _RESTORE_CHUNK_BYTES = 8 * 1024 * 1024  # snapshots per restore frame, well under MAX_FRAME_BYTES
 _CALL_RESULT_LIMIT = MAX_FRAME_BYTES // 2
+_ZYGOTE_RETRY_S = 5.0  # after a zygote failed to start, cold starts only for this long
+
+log = logging.getLogger("cove.environment.sandbox")
 
 
 class SandboxClient:
@@ -408,7 +413,11 @@ def _chunks(snapshots: list[VarSnapshot]) -> list[list[VarSnapshot]]:
 class WorkerPool:
     """Pre-started workers, so a new or restored conversation does not wait for start-up.
 
-    Owns every client it hands out: ``aclose`` closes them and kills the idle workers.
+    Workers are forked from a zygote (``forkserver.py``) unless ``Settings.sandbox_fork_server``
+    is off; whenever the zygote cannot be had, they are cold-started, and a lost zygote is
+    started again in the background (after a failed start, at most every few seconds). Owns
+    every client it hands out: ``aclose`` closes them, kills the idle workers and stops the
+    zygote.
     """
 
     def __init__(self, settings: Settings, *, size: int | None = None) -> None:
@@ -419,9 +428,12 @@ class WorkerPool:
         self._clients: set[SandboxClient] = set()
         self._host_protected = False
         self._closed = False
+        self._zygote: ForkServer | None = None
+        self._zygote_starting: asyncio.Task[ForkServer | None] | None = None
+        self._zygote_failed_at: float | None = None
 
     async def start(self) -> None:
-        """Make the host non-dumpable and pre-start ``size`` workers.
+        """Make the host non-dumpable, start the zygote and pre-start ``size`` workers.
 
         Raises:
             SandboxError: A worker cannot be started.
@@ -429,7 +441,7 @@ class WorkerPool:
         make_host_undumpable()
         self._host_protected = True
         workers = await asyncio.gather(
-            *(WorkerProcess.start(self._settings, cwd=Path("/")) for _ in range(self._size)),
+            *(self._start_worker(Path("/")) for _ in range(self._size)),
             return_exceptions=True,
         )
         failures = [w for w in workers if isinstance(w, BaseException)]
@@ -467,6 +479,11 @@ class WorkerPool:
             await client.aclose()
         while self._idle:
             await self._idle.popleft().terminate()
+        if self._zygote_starting is not None:
+            await asyncio.shield(self._zygote_starting)  # a zygote it starts is closed at once
+        zygote, self._zygote = self._zygote, None
+        if zygote is not None:
+            await zygote.aclose()
 
     async def _take(self, workspace: Path) -> WorkerProcess:
         """A ready worker in ``workspace``: an idle one if any, else a cold start."""
@@ -486,7 +503,63 @@ class WorkerPool:
                 pass
             await worker.terminate()
         self._refill()
-        return await WorkerProcess.start(self._settings, cwd=workspace)
+        return await self._start_worker(workspace)
+
+    async def _start_worker(self, cwd: Path) -> WorkerProcess:
+        """A new ready worker in ``cwd``: forked from the zygote if possible, else cold-started.
+
+        Raises:
+            SandboxError: Not even a cold start gives a worker.
+        """
+        zygote = await self._zygote_for_fork()
+        if zygote is not None:
+            try:
+                return await WorkerProcess.attach(await zygote.fork(cwd))
+            except SandboxError as exc:
+                log.warning("no worker from the zygote, starting one cold: %s", exc)
+        return await WorkerProcess.start(self._settings, cwd=cwd)
+
+    async def _zygote_for_fork(self) -> ForkServer | None:
+        """The live zygote; None means: start this worker cold.
+
+        The first zygote is waited for. A lost one is replaced in the background while workers
+        start cold; after a zygote failed to start, only cold starts for a few seconds.
+        """
+        if not self._settings.sandbox_fork_server or self._closed:
+            return None
+        zygote = self._zygote
+        if zygote is not None and zygote.alive:
+            return zygote
+        starting = self._zygote_starting
+        if starting is None:
+            failed_at = self._zygote_failed_at
+            if failed_at is not None and time.monotonic() - failed_at < _ZYGOTE_RETRY_S:
+                return None
+            starting = self._zygote_starting = asyncio.create_task(self._start_zygote())
+        if zygote is not None:
+            return None
+        return await asyncio.shield(starting)
+
+    async def _start_zygote(self) -> ForkServer | None:
+        """Replace the (lost or missing) zygote by a new one; None when it cannot be started."""
+        try:
+            lost = self._zygote
+            if lost is not None:
+                await lost.aclose()  # reap it
+            try:
+                zygote: ForkServer | None = await ForkServer.start(self._settings)
+            except SandboxError as exc:
+                log.warning("sandbox zygote unavailable, starting workers cold: %s", exc)
+                self._zygote_failed_at = time.monotonic()
+                return None
+            if self._closed:
+                assert zygote is not None
+                await zygote.aclose()
+                zygote = None
+            self._zygote, self._zygote_failed_at = zygote, None
+            return zygote
+        finally:
+            self._zygote_starting = None
 
     def _refill(self) -> None:
         if self._closed:
@@ -498,7 +571,7 @@ class WorkerPool:
 
     async def _start_idle(self) -> None:
         try:
-            worker = await WorkerProcess.start(self._settings, cwd=Path("/"))
+            worker = await self._start_worker(Path("/"))
         except SandboxError:
             return  # the next acquire cold-starts and reports the failure
         if self._closed:

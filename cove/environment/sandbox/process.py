@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Protocol
 
 from cove.config import Settings
 from cove.environment.sandbox.confine import NOT_REPORTED, Confinement
@@ -69,32 +70,64 @@ class WorkerGone(Exception):
         self.returncode = returncode
 
 
+class ProcessHandle(Protocol):
+    """What ``WorkerProcess`` needs of a process: an ``asyncio`` subprocess, or a forked worker
+    (``forkserver.ForkedProcess``)."""
+
+    @property
+    def pid(self) -> int:
+        """The process id."""
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once known, else None."""
+
+    @property
+    def stdin(self) -> asyncio.StreamWriter | None:
+        """The worker's input."""
+
+    @property
+    def stdout(self) -> asyncio.StreamReader | None:
+        """The worker's output."""
+
+    async def wait(self) -> int | None:
+        """Wait for the process to end; its exit status (None when it cannot be known)."""
+
+    def kill(self) -> None:
+        """Send SIGKILL to the process itself."""
+
+
+def worker_config(settings: Settings) -> dict[str, object]:
+    """The configuration a worker (or the zygote) gets as its command-line argument."""
+    return {
+        "memory_mb": settings.worker_memory_mb,
+        "cpu_s": settings.worker_cpu_s,
+        "file_size_mb": settings.worker_file_size_mb,
+        "open_files": settings.worker_open_files,
+        "output_limit": settings.output_limit_chars,
+        "snapshot_limit": settings.snapshot_limit_bytes,
+        "confine": settings.sandbox_confine,
+    }
+
+
 class WorkerProcess:
     """A started, ready worker process and its frame channel."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: ProcessHandle) -> None:
         self._process = process
         self._confinement = NOT_REPORTED
 
     @classmethod
     async def start(cls, settings: Settings, *, cwd: Path) -> WorkerProcess:
-        """Start a worker in ``cwd`` and wait until it reports ready.
+        """Start a worker in ``cwd`` (a cold start) and wait until it reports ready.
 
         Raises:
             SandboxError: The interpreter cannot be started or the worker fails to get ready.
         """
-        config = {
-            "memory_mb": settings.worker_memory_mb,
-            "cpu_s": settings.worker_cpu_s,
-            "file_size_mb": settings.worker_file_size_mb,
-            "open_files": settings.worker_open_files,
-            "output_limit": settings.output_limit_chars,
-            "snapshot_limit": settings.snapshot_limit_bytes,
-            "confine": settings.sandbox_confine,
-        }
+        config = json.dumps(worker_config(settings))
         try:
             process = await asyncio.create_subprocess_exec(
-                sys.executable, "-P", "-s", "-m", WORKER_MODULE, json.dumps(config),
+                sys.executable, "-P", "-s", "-m", WORKER_MODULE, config,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.DEVNULL,
@@ -104,6 +137,15 @@ class WorkerProcess:
             )  # fmt: skip
         except OSError as exc:
             raise SandboxError(f"cannot start a sandbox worker: {exc}") from exc
+        return await cls.attach(process)
+
+    @classmethod
+    async def attach(cls, process: ProcessHandle) -> WorkerProcess:
+        """Wait until a just started (or forked) worker reports ready.
+
+        Raises:
+            SandboxError: The worker fails to get ready; it is killed.
+        """
         worker = cls(process)
         try:
             async with asyncio.timeout(STARTUP_TIMEOUT_S):
@@ -111,6 +153,11 @@ class WorkerProcess:
         except (TimeoutError, WorkerGone, ProtocolError) as exc:
             await worker.terminate()
             raise SandboxError(f"sandbox worker failed to start: {exc or 'timed out'}") from exc
+        except asyncio.CancelledError:
+            worker.kill()  # no waiting here: the caller is being cancelled
+            if process.stdin is not None:
+                process.stdin.close()
+            raise
         if hello.get("op") != "ready":
             await worker.terminate()
             detail = str(hello.get("error") or hello)[-2000:]

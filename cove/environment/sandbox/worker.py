@@ -20,7 +20,7 @@ import resource  # at the top: once the worker dropped to nobody, the stdlib may
 import signal
 import sys
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cove.environment.sandbox.confine import (
     confine,
@@ -29,6 +29,9 @@ from cove.environment.sandbox.confine import (
     will_drop_user,
 )
 from cove.environment.sandbox.frames import FrameChannel, ProtocolError
+
+if TYPE_CHECKING:  # imported lazily: a failing import is reported in a "fatal" frame
+    from cove.environment.sandbox.runtime import Runtime
 
 
 def claim_channel() -> FrameChannel:
@@ -53,14 +56,18 @@ def close_other_descriptors(keep: set[int]) -> None:
                 os.close(fd)
 
 
-def apply_limits(config: dict[str, Any]) -> None:
-    """Apply the resource limits (best effort: a limit the host forbids is skipped)."""
+def apply_limits(config: dict[str, Any], *, forking: bool = False) -> None:
+    """Apply the resource limits (best effort: a limit the host forbids is skipped).
+
+    Args:
+        config: The worker configuration (``process.worker_config``).
+        forking: For the zygote, which must keep forking and lives long: no CPU-time limit and no
+            limit on processes; each forked worker then applies the full set to itself.
+    """
     mib = 1024 * 1024
     cpu = int(config["cpu_s"])
     limits = [
         (resource.RLIMIT_AS, int(config["memory_mb"]) * mib, int(config["memory_mb"]) * mib),
-        # The soft CPU limit sends SIGXCPU; the hard one, a little later, SIGKILL.
-        (resource.RLIMIT_CPU, cpu, cpu + 2),
         (
             resource.RLIMIT_FSIZE,
             int(config["file_size_mb"]) * mib,
@@ -68,8 +75,10 @@ def apply_limits(config: dict[str, Any]) -> None:
         ),
         (resource.RLIMIT_NOFILE, int(config["open_files"]), int(config["open_files"])),
         (resource.RLIMIT_CORE, 0, 0),
-        (resource.RLIMIT_NPROC, 0, 0),
     ]
+    if not forking:
+        # The soft CPU limit sends SIGXCPU; the hard one, a little later, SIGKILL.
+        limits += [(resource.RLIMIT_CPU, cpu, cpu + 2), (resource.RLIMIT_NPROC, 0, 0)]
     for kind, soft, hard in limits:
         try:
             _, current_hard = resource.getrlimit(kind)
@@ -89,9 +98,9 @@ def warm_up(*, dropping_user: bool) -> None:
         preload_codecs()
 
 
-def main() -> int:
-    """Run the worker; returns the process exit code."""
-    channel = claim_channel()
+def make_runtime(channel: FrameChannel, config: dict[str, Any]) -> Runtime:
+    """A fresh sandbox runtime whose extension calls go through ``channel``."""
+    from cove.environment.sandbox.runtime import Runtime
 
     def request(message: dict[str, Any]) -> dict[str, Any]:
         channel.send(message)
@@ -100,15 +109,19 @@ def main() -> int:
             os._exit(0)  # the host is gone; nothing left to serve
         return reply
 
+    return Runtime(
+        request=request,
+        output_limit=int(config["output_limit"]),
+        snapshot_limit=int(config["snapshot_limit"]),
+    )
+
+
+def main() -> int:
+    """Run the worker; returns the process exit code."""
+    channel = claim_channel()
     try:
         config = json.loads(sys.argv[1])
-        from cove.environment.sandbox.runtime import Runtime
-
-        runtime = Runtime(
-            request=request,
-            output_limit=int(config["output_limit"]),
-            snapshot_limit=int(config["snapshot_limit"]),
-        )
+        runtime = make_runtime(channel, config)
         confining = bool(config.get("confine", True))
         warm_up(dropping_user=will_drop_user(confining))
         # Its own session keeps terminal Ctrl-C away; an interrupt between blocks must not end it.
@@ -121,6 +134,11 @@ def main() -> int:
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
     channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
+    return serve(channel, runtime)
+
+
+def serve(channel: FrameChannel, runtime: Runtime) -> int:
+    """Answer the host's requests, one at a time, until it closes the pipe; the exit code."""
     while True:
         try:
             message = channel.receive()
