@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from cove.config import Settings
-from cove.environment.sandbox.client import WorkerPool
 from cove.environment.sandbox.policy import compile_block
+from cove.environment.sandbox.pool import WorkerPool
 from cove.environment.sandbox.runtime import Runtime
 
 TRIVIAL = "x = 1\nx + 1"

@@ -23,7 +23,7 @@ from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnOptions
 from cove.engine.replay import replay_conversation
 from cove.environment.environment import Environment
-from cove.environment.sandbox.client import WorkerPool
+from cove.environment.sandbox.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event, TurnQueued
 from cove.persistence.records import (

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cove.config import Settings
-from cove.environment.sandbox.client import WorkerPool
+from cove.environment.sandbox.pool import WorkerPool
 from cove.errors import CoveError
 from cove.persistence.store import Store
 

@@ -37,7 +37,8 @@ from cove.persistence.records import VarVersionRecord, VarVersionWrite
 
 if TYPE_CHECKING:
     from cove.config import Settings
-    from cove.environment.sandbox.client import SandboxClient, WorkerPool
+    from cove.environment.sandbox.client import SandboxClient
+    from cove.environment.sandbox.pool import WorkerPool
     from cove.persistence.store import Store
 
 log = logging.getLogger(__name__)

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from cove.config import Settings
-from cove.environment.sandbox.client import SandboxClient, WorkerPool
+from cove.environment.sandbox.client import SandboxClient
 from cove.environment.sandbox.confine import Confinement
 from cove.environment.sandbox.frames import ProtocolError
 from cove.environment.sandbox.modules import ALLOWED_MODULES
+from cove.environment.sandbox.pool import WorkerPool
 from cove.errors import ConfigError
 from tests.environment.conftest import Extensions, ok, read_proc
 

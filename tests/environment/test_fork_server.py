@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from cove.config import Settings
-from cove.environment.sandbox.client import SandboxClient, WorkerPool
+from cove.environment.sandbox.client import SandboxClient
 from cove.environment.sandbox.forkserver import ForkServer
+from cove.environment.sandbox.pool import WorkerPool
 from cove.errors import SandboxError
 from tests.environment.conftest import Extensions, ok, read_proc, run
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from cove.config import Settings
-from cove.environment.sandbox.client import SandboxClient, WorkerPool
+from cove.environment.sandbox.client import SandboxClient
+from cove.environment.sandbox.pool import WorkerPool
 from tests.environment.conftest import Extensions, ok, run
 
 TIMEOUT_S = 2.0

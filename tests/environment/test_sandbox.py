@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from cove.config import Settings
-from cove.environment.sandbox.client import SandboxClient, WorkerPool
+from cove.environment.sandbox.client import SandboxClient
+from cove.environment.sandbox.pool import WorkerPool
 from cove.errors import SandboxError
 from cove.persistence import codec
 from tests.environment.conftest import CLOCK, Extensions, ok, read_proc, run
