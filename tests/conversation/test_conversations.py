@@ -221,13 +221,13 @@ async def test_cancel_stops_the_running_turn(tmp_path: Path) -> None:
 
 
 async def test_a_long_turn_keeps_renewing_its_lease(tmp_path: Path) -> None:
-    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=1.5)
-    settings = settings_for(tmp_path, lease_ttl_s=0.3)
+    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=2.5)
+    settings = settings_for(tmp_path, lease_ttl_s=0.6)
     async with await Conversations.open(settings, llm_factory=slow) as first:
         conv = await first.create()
         async with await Conversations.open(settings, llm_factory=slow) as second:
             running = asyncio.create_task(run(first, conv.id, "slow"))
-            await asyncio.sleep(1.0)  # more than three lease lifetimes later
+            await asyncio.sleep(1.8)  # three lease lifetimes later
             with pytest.raises(Busy):
                 await run(second, conv.id, "intrude")
             assert final(await running).status == "done"
