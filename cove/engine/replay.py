@@ -21,7 +21,7 @@ from cove.engine.llm_scripted import RecordedClient
 from cove.engine.query import Query, TurnOptions
 from cove.environment.environment import Environment
 from cove.environment.sandbox.pool import WorkerPool
-from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished
+from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished, TurnStarted
 from cove.persistence.records import BlockRecord, TurnRecord, VarVersionRecord
 from cove.persistence.store import Store
 
@@ -115,18 +115,15 @@ async def _replay_turn(
         options=TurnOptions(max_iterations=max(len(iterations), 1)),
         inputs=inputs,
     )
-    replayed_status = "failed"
+    replayed_status, position = "failed", turn.position
     async for event in query.run():
-        if isinstance(event, TurnFinished):
+        if isinstance(event, TurnStarted):
+            position = event.position
+        elif isinstance(event, TurnFinished):
             replayed_status = event.status
-    replayed = (await store.transcript(conversation_id)).turns[-1]
-    mismatches = _compare_blocks(turn, replayed)
-    new_versions = [
-        v
-        for v in await _all_versions(store, conversation_id)
-        if v.turn_position == replayed.position
-    ]
-    mismatches += _compare_versions(turn.position, versions, new_versions)
+    replayed = await store.transcript(conversation_id, turn=position)  # that turn only
+    mismatches = _compare_blocks(turn, replayed.turns[0])
+    mismatches += _compare_versions(turn.position, versions, replayed.var_versions)
     blocks = sum(len(it.blocks) for it in iterations)
     return ReplayTurnChecked(
         position=turn.position,
@@ -183,10 +180,6 @@ def _compare_versions(
                 f"{label}: was {_short(old.preview)}, replay gave {_short(new.preview)}"
             )
     return mismatches
-
-
-async def _all_versions(store: Store, conversation_id: str) -> list[VarVersionRecord]:
-    return list((await store.transcript(conversation_id)).var_versions)
 
 
 def _versions_by_turn(versions: Sequence[VarVersionRecord]) -> dict[int, list[VarVersionRecord]]:
