@@ -3,6 +3,10 @@
 The engine yields these as an async iterator; the same stream feeds every channel (web SSE, TUI,
 Telegram, ``cove run --events`` JSON lines). Each event is a frozen dataclass with a ``type``
 discriminator and ``to_json()``. Events never carry secrets.
+
+Every event carries ``conversation_id`` and ``seq``: the conversation layer stamps both as events
+pass through it (the engine leaves them at their defaults). ``seq`` orders a conversation's
+events across turns and processes; see ``cove.conversation.sequence`` for how it is derived.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ class Event:
     """Base class of every event."""
 
     type: ClassVar[str] = "event"
+    conversation_id: str = field(default="", kw_only=True)
+    seq: int = field(default=0, kw_only=True)
 
     def to_json(self) -> dict[str, Any]:
         """The event as a JSON-ready dict with its ``type`` first."""
@@ -47,7 +53,6 @@ class TurnQueued(Event):
     """A send waits because another turn of the same conversation is running."""
 
     type: ClassVar[str] = "turn_queued"
-    conversation_id: str
     request: str
 
 
@@ -56,7 +61,6 @@ class TurnStarted(Event):
     """A turn began and was recorded with status ``running``."""
 
     type: ClassVar[str] = "turn_started"
-    conversation_id: str
     turn_id: int
     position: int
     request: str
@@ -170,7 +174,6 @@ class TitleChanged(Event):
     """The conversation got a (new) title."""
 
     type: ClassVar[str] = "title_changed"
-    conversation_id: str
     title: str
 
 
@@ -189,7 +192,6 @@ class TurnFinished(Event):
     cost_usd: float
     duration_ms: float
     error: str | None = None
-    conversation_id: str = field(default="")
     cost_known: bool = True  # False when the model is missing from the price table
 
 
@@ -211,8 +213,45 @@ class ReplayFinished(Event):
     """A replay finished; ``ok`` is True only when every block and variable version matched."""
 
     type: ClassVar[str] = "replay_finished"
-    conversation_id: str
     turns: int
     blocks: int
     mismatches: int
     ok: bool
+
+
+@dataclass(frozen=True)
+class SteerReceived(Event):
+    """A person's message folded into the running turn; the model sees it next iteration."""
+
+    type: ClassVar[str] = "steer_received"
+    turn_id: int
+    iteration: int  # the iteration whose context message carries it
+    text: str
+
+
+@dataclass(frozen=True)
+class Resync(Event):
+    """A watcher fell behind and events were dropped: reload from the store, then continue.
+
+    ``seq`` is the last dropped event's; the events that follow are newer.
+    """
+
+    type: ClassVar[str] = "resync"
+    reason: str = "the watcher fell behind"
+
+
+ChangeKind = Literal["created", "updated", "deleted"]
+
+
+@dataclass(frozen=True)
+class ConversationChanged(Event):
+    """A conversation was created, deleted or changed (title, status, a new turn).
+
+    Not part of any conversation's sequence (``seq`` is 0); see ``Conversations.watch_list``.
+    """
+
+    type: ClassVar[str] = "conversation_changed"
+    kind: ChangeKind
+    title: str | None = None
+    updated_at: float = 0.0
+    running: bool = False

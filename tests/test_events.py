@@ -101,6 +101,8 @@ def test_nested_values_become_plain_json() -> None:
     event = VarsChanged(turn_id=1, iteration=0, changes=(change,))
     assert event.to_json() == {
         "type": "vars_changed",
+        "conversation_id": "",
+        "seq": 0,
         "turn_id": 1,
         "iteration": 0,
         "changes": [
@@ -116,3 +118,10 @@ def test_final_statuses_match_the_design() -> None:
     assert expected == events.FINAL_STATUSES
     finished = build(TurnFinished)
     assert finished.to_json()["type"] == "turn_finished"
+
+
+@pytest.mark.parametrize("cls", EVENT_CLASSES, ids=lambda cls: cls.__name__)
+def test_every_event_carries_its_conversation_and_sequence(cls: type[Event]) -> None:
+    event = dataclasses.replace(build(cls), conversation_id="c1", seq=7)
+    data = event.to_json()
+    assert (data["conversation_id"], data["seq"]) == ("c1", 7)

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import shutil
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from cove.config import Settings
+from cove.conversation.follow import CommitPoller
+from cove.conversation.handle import TurnHandle, withdrawn_event
+from cove.conversation.hub import WATCH_CAPACITY, ConversationHub, Watcher
 from cove.conversation.lease import held_lease, new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache, LiveConversation
 from cove.conversation.turn_queue import TurnQueue
+from cove.conversation.watching import Watching
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnOptions
 from cove.engine.replay import replay_conversation
@@ -67,17 +71,26 @@ class Conversations:
         self._turn_queues: dict[str, TurnQueue] = {}
         self._running: dict[str, Query] = {}
         self._closed = False
+        self.watching = Watching(
+            store,
+            CommitPoller(store.path),
+            cost_known=lambda model: settings.price_of(model or settings.model) is not None,
+        )
 
-    @classmethod
-    async def open(
-        cls, settings: Settings, *, llm_factory: LLMFactory | None = None
-    ) -> Conversations:
+    @staticmethod
+    def open(settings: Settings, *, llm_factory: LLMFactory | None = None) -> ConversationsOpener:
         """Open (and migrate) the database; the worker pool starts with the first turn.
+
+        ``await`` the result, or use it directly: ``async with Conversations.open(s) as convs``.
 
         Args:
             settings: The configuration.
             llm_factory: Builds the LLM client for a model name; default ``OpenAIClient``.
         """
+        return ConversationsOpener(settings, llm_factory)
+
+    @classmethod
+    async def _open(cls, settings: Settings, llm_factory: LLMFactory | None) -> Conversations:
         store = await Store.open(settings.database)
         try:
             await store.reap_dead_leases(owner_is_dead)
@@ -168,6 +181,7 @@ class Conversations:
             raise Busy(record.id, message=f"conversation {record.id} is running a turn")
         await self.live.drop(record.id)
         await self.store.delete_conversation(record.id)
+        self.watching.forget(record.id)
         shutil.rmtree(self._workspace(record.id), ignore_errors=True)
 
     # -- turns -----------------------------------------------------------------------------
@@ -180,23 +194,26 @@ class Conversations:
         *,
         model: str | None = None,
         max_iterations: int | None = None,
-    ) -> AsyncIterator[Event]:
-        """Run one turn and stream its events (the last is ``TurnFinished``).
+    ) -> TurnHandle:
+        """Run one turn; the handle streams its events (the last is ``TurnFinished``).
 
         Attachments are saved into the conversation's workspace before the turn starts.
-        A second send on a busy conversation waits for its turn and first emits ``TurnQueued``.
+        A second send on a busy conversation waits for its turn and first emits ``TurnQueued``;
+        ``handle.cancel()`` withdraws it while it waits. Every watcher of the conversation sees
+        the same events (``watch``).
 
         Raises:
             NotFound: Unknown conversation. Busy: Another process holds the conversation.
         """
         self._check_open()
-        queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
+        handle = TurnHandle(conversation_id)
         task = asyncio.create_task(
-            self._run_turn(conversation_id, text, attachments, model, max_iterations, queue)
+            self._run_turn(conversation_id, text, attachments, model, max_iterations, handle)
         )
+        handle.task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return _drain(queue)
+        return handle
 
     async def _run_turn(
         self,
@@ -205,31 +222,48 @@ class Conversations:
         attachments: Sequence[tuple[str, bytes]],
         model: str | None,
         max_iterations: int | None,
-        queue: asyncio.Queue[Event | BaseException | None],
+        handle: TurnHandle,
     ) -> None:
+        stream = handle.watcher
         try:
             async with self._admission:  # FIFO: sends join their queues in the order they came
                 record = await self.store.resolve(conversation_id)
+                handle.conversation_id = record.id
                 turns = self._turn_queues.setdefault(record.id, TurnQueue())
                 ticket = turns.join()
             try:
                 if not ticket.is_set():
-                    queue.put_nowait(TurnQueued(conversation_id=record.id, request=text))
+                    stream.push(TurnQueued(conversation_id=record.id, request=text))
                     await ticket.wait()
-                async with self.live.use(record.id) as entry:
-                    await self._turn_locked(
-                        entry, record.id, text, attachments, model, max_iterations, queue
-                    )
+                handle.started = True
+                hub = self.watching.hub(record.id)
+                hub.local_turns += 1  # before the turn's first commit: the follower stands by
+                hub.attach(stream)
+                try:
+                    async with self.live.use(record.id) as entry:
+                        await self._turn_locked(
+                            entry, record.id, text, attachments, model, max_iterations, hub, handle
+                        )
+                finally:
+                    hub.local_turns -= 1
+                    hub.detach(stream)
             finally:
                 turns.leave(ticket)
                 if not turns.busy:
                     self._turn_queues.pop(record.id, None)
+        except asyncio.CancelledError as exc:
+            if handle.withdrawn and not handle.started:
+                stream.push(withdrawn_event(handle.conversation_id))
+                stream.close()
+                return
+            stream.close(exc)
+            raise
         except BaseException as exc:
-            queue.put_nowait(exc)
+            stream.close(exc)
             if not isinstance(exc, Exception):
                 raise
         finally:
-            queue.put_nowait(None)
+            stream.close()
 
     async def _turn_locked(
         self,
@@ -239,7 +273,8 @@ class Conversations:
         attachments: Sequence[tuple[str, bytes]],
         model: str | None,
         max_iterations: int | None,
-        queue: asyncio.Queue[Event | BaseException | None],
+        hub: ConversationHub,
+        handle: TurnHandle,
     ) -> None:
         record = await self.store.get_conversation(conversation_id)
         self._save_attachments(record.id, attachments)
@@ -252,17 +287,50 @@ class Conversations:
             request=text,
             options=TurnOptions(max_iterations=max_iterations),
         )
+        lost_tasks: set[asyncio.Task[None]] = set()
 
         def lost() -> None:
-            asyncio.get_running_loop().create_task(query.cancel())
+            task = asyncio.get_running_loop().create_task(query.cancel())
+            lost_tasks.add(task)  # held until done: no task without a reference
+            task.add_done_callback(lost_tasks.discard)
 
         async with held_lease(self.store, record.id, self.owner, self.settings.lease_ttl_s, lost):
             self._running[record.id] = query
+            handle.query = query
             try:
                 async for event in query.run():
-                    queue.put_nowait(event)
+                    hub.publish(event)
             finally:
                 del self._running[record.id]
+                handle.query = None
+
+    # -- watching --------------------------------------------------------------------------
+
+    def watch(
+        self, conversation_id: str, after: int | None = None, *, capacity: int = WATCH_CAPACITY
+    ) -> WatchStream:
+        """Follow a conversation's events, whoever runs its turns (this process or another).
+
+        ``async with convs.watch(cid) as events: async for event in events: ...`` — or iterate
+        it directly. With ``after=N`` the events after seq N come first (from the recent-event
+        ring, else rebuilt from the store), then live ones: no duplicates, no gaps. A watcher
+        whose ``capacity`` fills up gets one ``Resync`` instead of the events it missed.
+
+        Raises:
+            NotFound: Unknown conversation (when the stream starts).
+        """
+        self._check_open()
+        return WatchStream(self, conversation_id, after, Watcher(capacity, after))
+
+    async def _start_watch(self, conversation_id: str, after: int | None, watcher: Watcher) -> None:
+        self._check_open()
+        record = await self.get(conversation_id)
+        await self.watching.attach(record.id, after, watcher, reap=self._reap)
+
+    async def _reap(self, record: ConversationRecord) -> None:
+        """Interrupt the running turn of a conversation whose process is gone."""
+        if await self.store.reap_dead_leases(owner_is_dead) == 0:
+            await self.store.interrupt_orphans()
 
     def check_model(self, model: str | None = None) -> None:
         """Build the client for ``model`` now, so a missing endpoint fails before any turn.
@@ -365,6 +433,7 @@ class Conversations:
             await query.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.watching.aclose()
         await self.live.aclose()
         for client in self._llms.values():
             await client.aclose()
@@ -372,11 +441,100 @@ class Conversations:
         await self.store.aclose()
 
 
-async def _drain(queue: asyncio.Queue[Event | BaseException | None]) -> AsyncIterator[Event]:
-    while (item := await queue.get()) is not None:
-        if isinstance(item, BaseException):
-            with contextlib.suppress(asyncio.QueueEmpty):
-                while queue.get_nowait() is not None:
-                    pass
-            raise item
-        yield item
+class WatchStream:
+    """What ``Conversations.watch`` returns: an async iterator of events, also ``async with``.
+
+    The watcher attaches when the stream starts (``async with``, ``await stream.start()`` or the
+    first ``async for`` step) and leaves on ``aclose``.
+    """
+
+    def __init__(
+        self, owner: Conversations, conversation_id: str, after: int | None, watcher: Watcher
+    ) -> None:
+        self._owner = owner
+        self._conversation_id = conversation_id
+        self._after = after
+        self.watcher = watcher
+        self._started = False
+
+    async def start(self) -> WatchStream:
+        """Attach now (idempotent); events published from here on are not missed."""
+        if not self._started:
+            self._started = True
+            try:
+                await self._owner._start_watch(self._conversation_id, self._after, self.watcher)
+            except BaseException:
+                await self.watcher.aclose()
+                raise
+        return self
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self
+
+    async def __anext__(self) -> Event:
+        await self.start()
+        return await self.watcher.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop watching."""
+        self._started = True
+        await self.watcher.aclose()
+
+    async def __aenter__(self) -> WatchStream:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class ConversationsOpener(Coroutine[Any, Any, "Conversations"]):
+    """What ``Conversations.open`` returns: ``await`` it, or use it with ``async with``.
+
+    It is a coroutine (so ``asyncio.run(Conversations.open(s))`` works too); the opening
+    coroutine is only made when it is awaited or entered.
+    """
+
+    def __init__(self, settings: Settings, llm_factory: LLMFactory | None) -> None:
+        self._settings = settings
+        self._llm_factory = llm_factory
+        self._inner: Coroutine[Any, Any, Conversations] | None = None
+        self._opened: Conversations | None = None
+
+    def _coroutine(self) -> Coroutine[Any, Any, Conversations]:
+        if self._inner is None:
+            self._inner = Conversations._open(self._settings, self._llm_factory)
+        return self._inner
+
+    def send(self, value: Any) -> Any:
+        """Coroutine protocol: advance the opening."""
+        return self._coroutine().send(value)
+
+    def throw(self, *args: Any) -> Any:
+        """Coroutine protocol: raise into the opening."""
+        return self._coroutine().throw(*args)
+
+    def close(self) -> None:
+        """Coroutine protocol: abandon the opening."""
+        if self._inner is not None:
+            self._inner.close()
+
+    def __await__(self) -> Generator[Any, None, Conversations]:
+        return self._coroutine().__await__()
+
+    async def __aenter__(self) -> Conversations:
+        self._opened = await self._coroutine()
+        return self._opened
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._opened is not None:
+            await self._opened.aclose()

@@ -279,3 +279,23 @@ def subqueries(conn: sqlite3.Connection, turn_id: int) -> list[SubqueryRecord]:
         " WHERE i.turn_id = ? ORDER BY i.position, s.position"
     )
     return [rows.subquery(row) for row in conn.execute(query, (turn_id,))]
+
+
+def transcript_since(conn: sqlite3.Connection, conversation_id: str, position: int) -> Transcript:
+    """Like ``transcript``, for the turns at ``position`` and after (what a watcher missed)."""
+    conversation = get_conversation(conn, conversation_id)
+    cte, params = chain_cte(conn, conversation_id)
+    positions = [
+        row[0]
+        for row in conn.execute(
+            f"{cte} SELECT t.position FROM turn t {_VISIBLE_TURNS} WHERE t.position >= ?"
+            " ORDER BY t.position",
+            [*params, position],
+        )
+    ]
+    found = [transcript(conn, conversation_id, p) for p in positions]
+    return Transcript(
+        conversation,
+        tuple(turn for part in found for turn in part.turns),
+        tuple(version for part in found for version in part.var_versions),
+    )

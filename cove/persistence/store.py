@@ -238,6 +238,14 @@ class Store:
         """
         return await self._run(leases.reap, self._clock(), is_dead)
 
+    async def interrupt_orphans(self) -> int:
+        """Mark ``interrupted`` the running turns whose conversation has no live lease.
+
+        Returns:
+            How many turns were interrupted.
+        """
+        return await self._run(leases.recover, self._clock())
+
     # --- turns and iterations ------------------------------------------------------------
 
     async def start_turn(
@@ -338,6 +346,10 @@ class Store:
             NotFound: unknown conversation.
         """
         return await self._run(reads.transcript, conversation_id, turn)
+
+    async def transcript_since(self, conversation_id: str, position: int) -> Transcript:
+        """The turns at ``position`` and after, with all they wrote. Raises ``NotFound``."""
+        return await self._run(reads.transcript_since, conversation_id, position)
 
     async def recent_blocks(
         self, conversation_id: str, limit: int

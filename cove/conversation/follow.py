@@ -1,0 +1,177 @@
+"""Following turns that another process runs, through the database.
+
+``CommitPoller`` notices commits from any connection by polling ``PRAGMA data_version`` on its
+own read connection (a few microseconds, on one helper thread, only while someone follows).
+``follow`` rebuilds the conversation's new durable events from the committed rows after each
+commit and publishes those past the hub's last seq, so a follower never repeats or skips one;
+finer-grained commits (a reply, one block) simply show up sooner. When the turn's lease belongs
+to a process that died or lapsed, the turn is marked ``interrupted`` so watchers see it end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from cove.conversation.hub import ConversationHub
+from cove.conversation.lease import owner_is_dead
+from cove.conversation.rebuild import rebuild
+from cove.conversation.sequence import turn_of
+from cove.errors import CoveError, NotFound
+from cove.events import TitleChanged
+from cove.persistence.connection import MEMORY, connect
+from cove.persistence.records import ConversationRecord
+from cove.persistence.store import Store
+
+#: How often the poller asks SQLite whether anything was committed.
+POLL_INTERVAL_S = 0.05
+#: How often a follower checks that a running turn's process is still alive.
+LEASE_CHECK_S = 1.0
+
+
+class CommitPoller:
+    """Tells waiters that some connection committed to the database file."""
+
+    def __init__(self, path: str, interval_s: float = POLL_INTERVAL_S) -> None:
+        self._path = path
+        self._interval = interval_s
+        self._changed = asyncio.Event()
+        self._users = 0
+        self._task: asyncio.Task[None] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+        self.polls = 0
+        self.version = 0  # counts the changes seen; compare with ``wait``'s result
+
+    @contextlib.asynccontextmanager
+    async def use(self) -> AsyncIterator[None]:
+        """Keep polling while the body runs (shared by every follower of this process)."""
+        self._users += 1
+        if self._task is None and self._path != MEMORY:
+            self._task = asyncio.create_task(self._poll())
+        try:
+            yield
+        finally:
+            self._users -= 1
+            if self._users == 0 and self._task is not None:
+                task, self._task = self._task, None
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def wait(self, seen: int, timeout_s: float) -> int:
+        """Wait until a commit newer than version ``seen`` (or ``timeout_s``); the version now.
+
+        Pass the version returned last time, so a commit made while the caller was busy is
+        not missed.
+        """
+        if self.version == seen:
+            changed = self._changed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), timeout_s)
+        return self.version
+
+    async def _poll(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="cove-poll")
+        last: int | None = None
+        while True:
+            try:
+                version = await loop.run_in_executor(self._executor, self._data_version)
+            except sqlite3.Error:
+                version = None  # the file is busy or gone; try again next round
+            self.polls += 1
+            if version is not None and version != last:
+                last = version
+                self.version += 1
+                fired, self._changed = self._changed, asyncio.Event()
+                fired.set()
+            await asyncio.sleep(self._interval)
+
+    def _data_version(self) -> int:
+        if self._conn is None:
+            self._conn = connect(self._path)
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    async def aclose(self) -> None:
+        """Stop polling and close the read connection."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._executor is not None:
+            executor, self._executor = self._executor, None
+            if self._conn is not None:
+                conn, self._conn = self._conn, None
+                await asyncio.get_running_loop().run_in_executor(executor, conn.close)
+            executor.shutdown(wait=False)
+
+
+async def follow(
+    hub: ConversationHub,
+    store: Store,
+    poller: CommitPoller,
+    *,
+    cost_known: Callable[[str | None], bool],
+    reap: Callable[[ConversationRecord], Awaitable[None]],
+) -> None:
+    """Publish into ``hub`` what other processes commit, while it has watchers.
+
+    A database error ends the watchers with it (a watcher must not wait for what cannot come).
+    """
+    try:
+        await _follow(hub, store, poller, cost_known, reap)
+    except CoveError as exc:
+        hub.close_watchers(exc)
+
+
+async def _follow(
+    hub: ConversationHub,
+    store: Store,
+    poller: CommitPoller,
+    cost_known: Callable[[str | None], bool],
+    reap: Callable[[ConversationRecord], Awaitable[None]],
+) -> None:
+    cid = hub.conversation_id
+    title: str | None = None
+    next_lease_check = 0.0
+    async with poller.use():
+        seen = poller.version
+        while hub.watchers:
+            running = False
+            if hub.local_turns == 0:
+                try:
+                    transcript = await store.transcript_since(cid, turn_of(hub.last_seq))
+                except NotFound:
+                    hub.close_watchers()
+                    return
+                # Re-checked after the read: a turn that started here meanwhile publishes live.
+                if hub.local_turns == 0:
+                    for event in rebuild(transcript, hub.last_seq, cost_known):
+                        hub.publish_rebuilt(event)
+                    conversation = transcript.conversation
+                    if title is not None and conversation.title not in (None, title):
+                        hub.publish(TitleChanged(title=conversation.title or ""))
+                    title = conversation.title
+                    running = bool(transcript.turns) and transcript.turns[-1].status == "running"
+                    now = time.monotonic()
+                    if running and now >= next_lease_check:
+                        next_lease_check = now + LEASE_CHECK_S
+                        if lease_is_stale(conversation):
+                            await reap(conversation)
+                            continue
+            seen = await poller.wait(seen, LEASE_CHECK_S if running else 5.0)
+
+
+def lease_is_stale(conversation: ConversationRecord) -> bool:
+    """True when no live process holds the conversation's lease."""
+    owner, until = conversation.lease_owner, conversation.lease_until
+    if owner is None or until is None or until <= time.time():
+        return True
+    return owner_is_dead(owner)

@@ -1,0 +1,163 @@
+"""Events rebuilt from committed rows, numbered exactly as the live ones were.
+
+Used for watchers that resume past the ring buffer and for following a turn that another
+process runs. Only what the store keeps can come back: turn started and finished, iteration
+started, the model's reply, each finished block and the variables an iteration changed. Model
+deltas, nudges and sandbox restarts were never stored and are not rebuilt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import defaultdict
+from collections.abc import Callable
+
+from cove.conversation.sequence import durable_seq
+from cove.engine.protocol import ReplyParseError, parse_reply
+from cove.events import (
+    FINAL_STATUSES,
+    BlockFinished,
+    BlockStarted,
+    Event,
+    IterationStarted,
+    ModelReply,
+    TurnFinished,
+    TurnStarted,
+    VarChange,
+    VarsChanged,
+)
+from cove.persistence.records import IterationRecord, Transcript, TurnRecord, VarVersionRecord
+
+#: The context message starts with ``[iteration i/budget]``: the budget the iteration saw.
+_HEADER = re.compile(r"\[iteration \d+/(\d+)\]")
+#: Blocks the engine records but never ran (after a failed block or a cancellation).
+NOT_RUN_PREFIX = "not run:"
+
+
+def rebuild(
+    transcript: Transcript, after: int, cost_known: Callable[[str | None], bool] | None = None
+) -> list[Event]:
+    """The durable events of ``transcript``'s turns with a seq above ``after``, in order."""
+    cid = transcript.conversation.id
+    versions: defaultdict[tuple[int, int], list[VarVersionRecord]] = defaultdict(list)
+    for version in transcript.var_versions:
+        versions[(version.turn_position, version.iteration_position)].append(version)
+    events: list[Event] = []
+    for turn in transcript.turns:
+        for event in _turn_events(turn, versions, cost_known):
+            seq = durable_seq(event, turn.position)
+            assert seq is not None
+            if seq > after:
+                events.append(_stamp(event, cid, seq))
+    return events
+
+
+def _stamp(event: Event, conversation_id: str, seq: int) -> Event:
+    return dataclasses.replace(event, conversation_id=conversation_id, seq=seq)
+
+
+def _turn_events(
+    turn: TurnRecord,
+    versions: defaultdict[tuple[int, int], list[VarVersionRecord]],
+    cost_known: Callable[[str | None], bool] | None,
+) -> list[Event]:
+    events: list[Event] = [
+        TurnStarted(turn_id=turn.id, position=turn.position, request=turn.request)
+    ]
+    for iteration in turn.iterations:
+        events.extend(
+            _iteration_events(turn, iteration, versions[(turn.position, iteration.position)])
+        )
+    if turn.status in FINAL_STATUSES:
+        finished = turn.finished_at if turn.finished_at is not None else turn.started_at
+        events.append(
+            TurnFinished(
+                turn_id=turn.id,
+                status=turn.status,
+                answer=turn.answer,
+                confidence=turn.confidence,
+                iterations=len(turn.iterations),
+                tokens_in=turn.tokens_in,
+                tokens_out=turn.tokens_out,
+                cost_usd=turn.cost_usd,
+                duration_ms=max(0.0, (finished - turn.started_at) * 1000),
+                error=turn.error,
+                cost_known=cost_known(turn.model) if cost_known is not None else True,
+            )
+        )
+    return events
+
+
+def _iteration_events(
+    turn: TurnRecord, iteration: IterationRecord, versions: list[VarVersionRecord]
+) -> list[Event]:
+    number = iteration.position + 1
+    header = _HEADER.match(iteration.context_message)
+    budget = int(header[1]) if header else 0
+    events: list[Event] = [IterationStarted(turn_id=turn.id, iteration=number, budget=budget)]
+    reply = _reply(turn, iteration)
+    if reply is not None:
+        events.append(reply)
+    for block in iteration.blocks:
+        if not block.ok and (block.error or "").startswith(NOT_RUN_PREFIX):
+            continue
+        index = block.position + 1
+        events.append(BlockStarted(turn_id=turn.id, iteration=number, index=index, code=block.code))
+        events.append(
+            BlockFinished(
+                turn_id=turn.id,
+                iteration=number,
+                index=index,
+                code=block.code,
+                ok=block.ok,
+                result_preview=block.result_preview,
+                stdout=block.stdout,
+                stderr=block.stderr,
+                error=block.error,
+                duration_ms=block.duration_ms,
+                timed_out=block.timed_out,
+            )
+        )
+    if versions and iteration.status != "running":
+        changes = tuple(
+            VarChange(
+                name=v.name, version=v.version, type=v.type_name, preview=v.preview, kind=v.kind
+            )
+            for v in versions
+        )
+        events.append(VarsChanged(turn_id=turn.id, iteration=number, changes=changes))
+    return events
+
+
+def _reply(turn: TurnRecord, iteration: IterationRecord) -> ModelReply | None:
+    number = iteration.position + 1
+    if iteration.status == "parse_error" or (iteration.parse_error and iteration.raw_reply):
+        return ModelReply(
+            turn_id=turn.id,
+            iteration=number,
+            thinking="",
+            code=(),
+            parse_error=iteration.parse_error,
+        )
+    if iteration.raw_reply is None:
+        return None
+    try:
+        parsed = parse_reply(iteration.raw_reply)
+    except ReplyParseError as exc:
+        return ModelReply(
+            turn_id=turn.id, iteration=number, thinking="", code=(), parse_error=str(exc)
+        )
+    return ModelReply(
+        turn_id=turn.id,
+        iteration=number,
+        thinking=parsed.thinking,
+        code=tuple(block.code for block in parsed.blocks),
+        answer=parsed.answer,
+    )
+
+
+def latest_seq(transcript: Transcript) -> int:
+    """The seq of the newest durable event of ``transcript`` (0 when it has no turns)."""
+    events = rebuild(transcript, -1)
+    return events[-1].seq if events else 0

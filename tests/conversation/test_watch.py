@@ -1,0 +1,195 @@
+"""Watching conversations in one process: sequence numbers, fan-out, resync and resume."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from cove.conversation import Conversations, scripted_factory
+from cove.conversation.hub import Watcher
+from cove.errors import NotFound
+from cove.events import (
+    BlockFinished,
+    Event,
+    IterationStarted,
+    ModelDelta,
+    ModelReply,
+    Resync,
+    TurnFinished,
+    TurnQueued,
+)
+from tests.conversation.watch_helpers import (
+    GatedClient,
+    durable,
+    kinds,
+    reply,
+    settings_for,
+    three_iterations,
+)
+
+
+async def collect(stream: object, until_finished: bool = True) -> list[Event]:
+    events: list[Event] = []
+    async for event in stream:  # type: ignore[attr-defined]
+        events.append(event)
+        if until_finished and isinstance(event, TurnFinished):
+            break
+    return events
+
+
+async def test_every_event_carries_the_conversation_and_a_growing_seq(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    factory = scripted_factory([*three_iterations(), reply(["c = 3"], "{{c}}")])
+    async with Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create()
+        first = [e async for e in convs.send(conv.id, "count")]
+    # A new process continues the sequence where the store left it.
+    async with Conversations.open(settings, llm_factory=factory) as convs:
+        second = [e async for e in convs.send(conv.id, "more")]
+    events = first + second
+    assert all(e.conversation_id == conv.id for e in events)
+    seqs = [e.seq for e in events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs) and seqs[0] > 0
+    assert any(isinstance(e, ModelDelta) for e in events)
+
+
+async def test_store_rebuilds_durable_events_with_the_live_numbers(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    factory = scripted_factory(three_iterations())
+    async with Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create()
+        live = [e async for e in convs.send(conv.id, "count")]
+    async with Conversations.open(settings, llm_factory=factory) as convs:
+        stream = await convs.watch(conv.id, after=0).start()
+        rebuilt = await collect(stream)
+        await stream.aclose()
+    assert [same_clock(e) for e in rebuilt] == [same_clock(e) for e in durable(live)]
+
+
+def same_clock(event: Event) -> Event:
+    """A turn's duration is measured live but rebuilt from its timestamps."""
+    if isinstance(event, TurnFinished):
+        return dataclasses.replace(event, duration_ms=0.0)
+    return event
+
+
+async def test_three_watchers_and_the_sender_see_the_same_sequence(tmp_path: Path) -> None:
+    factory = scripted_factory(three_iterations())
+    async with Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create()
+        watchers = [await convs.watch(conv.id).start() for _ in range(3)]
+        readers = [asyncio.create_task(collect(w)) for w in watchers]
+        sent = [e async for e in convs.send(conv.id, "count")]
+        seen = await asyncio.gather(*readers)
+        for w in watchers:
+            await w.aclose()
+    assert isinstance(sent[-1], TurnFinished) and sent[-1].answer == "a=1 b=10"
+    assert all(events == sent for events in seen)
+    assert {type(e) for e in sent} >= {IterationStarted, ModelDelta, ModelReply, BlockFinished}
+
+
+async def test_a_watcher_that_never_reads_does_not_hold_the_turn_and_gets_resync(
+    tmp_path: Path,
+) -> None:
+    factory = scripted_factory(three_iterations())
+    async with Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create()
+        stuck = await convs.watch(conv.id, capacity=4).start()
+        reference = await convs.watch(conv.id).start()
+        reading = asyncio.create_task(collect(reference))
+        # The turn finishes while ``stuck`` has read nothing.
+        finished = await convs.send(conv.id, "count").finished()
+        assert finished.status == "done"
+        full = await reading
+        late = await collect(stuck)
+        await stuck.aclose()
+        await reference.aclose()
+    assert isinstance(late[0], Resync) and len(late) <= 5
+    assert stuck.watcher.resyncs >= 1
+    # After the resync it continues with the newest events, in order, ending like everyone.
+    assert late[1:] == full[-len(late) + 1 :]
+
+
+async def test_resume_after_n_mid_turn_yields_exactly_the_missing_events(tmp_path: Path) -> None:
+    model = GatedClient(three_iterations(), gates=[2])
+    async with Conversations.open(settings_for(tmp_path), llm_factory=model.factory()) as convs:
+        conv = await convs.create()
+        reference = await convs.watch(conv.id).start()
+        reading = asyncio.create_task(collect(reference))
+        first = await convs.watch(conv.id).start()
+        handle = convs.send(conv.id, "count")
+        seen: list[Event] = []
+        async for event in first:
+            seen.append(event)
+            if isinstance(event, BlockFinished) and event.iteration == 1:
+                break
+        await first.aclose()  # the connection drops mid-turn
+        await model.reached[2].wait()  # the turn is still running, at its third model call
+        after = seen[-1].seq
+        resumed = await convs.watch(conv.id, after=after).start()
+        model.release(2)
+        rest = await collect(resumed)
+        await resumed.aclose()
+        await handle.finished()
+        full = await reading
+        await reference.aclose()
+    assert seen + rest == full
+    assert kinds(rest) == [(e.type, e.seq) for e in full if e.seq > after]
+
+
+async def test_resume_from_the_store_when_the_ring_no_longer_reaches(tmp_path: Path) -> None:
+    model = GatedClient(three_iterations(), gates=[1])
+    async with Conversations.open(settings_for(tmp_path), llm_factory=model.factory()) as convs:
+        conv = await convs.create()
+        handle = convs.send(conv.id, "count")
+        await model.reached[1].wait()
+        hub = convs.watching.hub(conv.id)
+        hub.ring.clear()  # as if the ring had been overrun
+        resumed = await convs.watch(conv.id, after=0).start()
+        model.release(1)
+        rest = await collect(resumed)
+        await resumed.aclose()
+        sent = [e async for e in handle]
+    # Committed before the gate: the first iteration and the second's start, rebuilt from rows.
+    second = next(e for e in sent if isinstance(e, IterationStarted) and e.iteration == 2)
+    committed = [e for e in durable(sent) if e.seq <= second.seq]
+    assert rest[: len(committed)] == committed
+    assert rest[len(committed) :] == [e for e in sent if e.seq > second.seq]
+
+
+async def test_watching_an_unknown_conversation_fails_clearly(tmp_path: Path) -> None:
+    async with Conversations.open(settings_for(tmp_path), llm_factory=scripted_factory([])) as c:
+        with pytest.raises(NotFound):
+            await c.watch("f" * 32).start()
+
+
+async def test_cancel_withdraws_a_queued_turn(tmp_path: Path) -> None:
+    model = GatedClient([reply([], "first"), reply([], "third")], gates=[0])
+    async with Conversations.open(settings_for(tmp_path), llm_factory=model.factory()) as convs:
+        conv = await convs.create()
+        running = convs.send(conv.id, "one")
+        await model.reached[0].wait()
+        queued = convs.send(conv.id, "two")
+        assert isinstance(await anext(queued), TurnQueued)
+        assert await queued.cancel()
+        withdrawn = await queued.finished()
+        model.release(0)
+        assert (await running.finished()).answer == "first"
+        assert (await convs.send(conv.id, "three").finished()).answer == "third"
+        turns = await convs.store.turns(conv.id)
+    assert withdrawn.status == "cancelled" and withdrawn.turn_id == 0
+    assert [t.request for t in turns] == ["one", "three"]
+
+
+async def test_resync_replaces_the_backlog_once() -> None:
+    watcher = Watcher(capacity=3)
+    for seq in range(1, 11):
+        watcher.push(
+            dataclasses.replace(IterationStarted(turn_id=1, iteration=1, budget=1), seq=seq)
+        )
+    watcher.close()
+    got = [e async for e in watcher]
+    assert isinstance(got[0], Resync) and [e.seq for e in got] == [9, 10]

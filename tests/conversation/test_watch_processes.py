@@ -1,0 +1,171 @@
+"""Watching a conversation whose turn a separate ``cove run`` process drives."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cove.config import Settings
+from cove.conversation import Conversations, scripted_factory
+from cove.events import (
+    BlockFinished,
+    Event,
+    IterationStarted,
+    ModelReply,
+    TurnFinished,
+    TurnStarted,
+    VarsChanged,
+)
+from tests.conversation.watch_helpers import reply
+from tests.fakes.openai_server import FakeOpenAI
+
+FAKE_KEY = "sk-watch-test-NEVER-PRINTED-555"
+
+
+def gated(text: str, gate: threading.Event, reached: threading.Event) -> Callable[[Any], str]:
+    """A fake-server reply that holds the model call until ``gate`` opens."""
+
+    def answer(body: Any) -> str:
+        reached.set()
+        gate.wait(60)
+        return text
+
+    return answer
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+def env_for(tmp_path: Path, server: FakeOpenAI) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "COVE_DATA_DIR": str(tmp_path / "data"),
+        "COVE_DB": str(tmp_path / "cove.db"),
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": FAKE_KEY,
+        "COVE_MODEL": "fake-model",
+        "COVE_MAX_RETRIES": "1",
+        "COVE_REQUEST_TIMEOUT_S": "60",
+        "COVE_WORKER_POOL_SIZE": "1",
+    }
+
+
+def local_settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data").replace(
+        db_path=str(tmp_path / "cove.db"), worker_pool_size=1
+    )
+
+
+async def start_run(env: dict[str, str], cid: str, text: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "cove",
+        "run",
+        "-c",
+        cid,
+        text,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def until(stream: AsyncIterator[Event], done: Callable[[Event], bool]) -> list[Event]:
+    events: list[Event] = []
+    async for event in stream:
+        events.append(event)
+        if done(event):
+            break
+    return events
+
+
+async def test_a_turn_run_by_another_process_arrives_in_order(
+    tmp_path: Path, server: FakeOpenAI
+) -> None:
+    gate, reached = threading.Event(), threading.Event()
+    server.add_replies(
+        reply(["a = 6", "a * 7"], thinking="first"),
+        gated(reply(["b = a * 7"], thinking="second"), gate, reached),
+        reply([], "{{b}}", thinking="done"),
+    )
+    async with Conversations.open(
+        local_settings(tmp_path), llm_factory=scripted_factory([])
+    ) as convs:
+        conv = await convs.create()
+        async with convs.watch(conv.id) as stream:
+            process = await start_run(env_for(tmp_path, server), conv.id, "count")
+            try:
+                # The other process is held at its second model call: iteration 1 is here.
+                first = await until(stream, lambda e: isinstance(e, BlockFinished) and e.index == 2)
+                assert reached.wait(30)
+                gate.set()
+                rest = await until(stream, lambda e: isinstance(e, TurnFinished))
+            finally:
+                gate.set()
+                await process.communicate()
+    events = first + rest
+    assert process.returncode == 0
+    seqs = [e.seq for e in events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert all(e.conversation_id == conv.id for e in events)
+    assert isinstance(events[0], TurnStarted) and events[0].request == "count"
+    started = [e.iteration for e in events if isinstance(e, IterationStarted)]
+    assert started == [1, 2, 3]
+    replies = [e for e in events if isinstance(e, ModelReply)]
+    assert [r.thinking for r in replies] == ["first", "second", "done"]
+    assert replies[0].code == ("a = 6", "a * 7")
+    blocks = [
+        (e.iteration, e.index, e.result_preview) for e in events if isinstance(e, BlockFinished)
+    ]
+    assert blocks == [(1, 1, None), (1, 2, "42"), (2, 1, None)]
+    changes = [[c.name for c in e.changes] for e in events if isinstance(e, VarsChanged)]
+    assert changes == [["a"], ["b"]]
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished)
+    assert (finished.status, finished.answer, finished.iterations) == ("done", "42", 3)
+
+
+async def test_killing_the_driving_process_ends_the_watch_with_interrupted(
+    tmp_path: Path, server: FakeOpenAI
+) -> None:
+    gate, reached = threading.Event(), threading.Event()
+    server.add_replies(
+        reply(["a = 1"]),
+        gated(reply([], "never"), gate, reached),
+    )
+    async with Conversations.open(
+        local_settings(tmp_path), llm_factory=scripted_factory([])
+    ) as convs:
+        conv = await convs.create()
+        async with convs.watch(conv.id) as stream:
+            process = await start_run(env_for(tmp_path, server), conv.id, "hang")
+            try:
+                await until(stream, lambda e: isinstance(e, IterationStarted) and e.iteration == 2)
+                assert reached.wait(30)
+                process.send_signal(signal.SIGKILL)
+                await process.wait()  # reaped: its pid is gone
+                rest = await asyncio.wait_for(
+                    until(stream, lambda e: isinstance(e, TurnFinished)), 60
+                )
+            finally:
+                gate.set()
+                if process.returncode is None:
+                    process.kill()
+                await process.wait()
+        turns = await convs.store.turns(conv.id)
+    finished = rest[-1]
+    assert isinstance(finished, TurnFinished) and finished.status == "interrupted"
+    assert turns[-1].status == "interrupted"
