@@ -20,6 +20,7 @@ from cove.conversation.follow import CommitPoller
 from cove.conversation.handle import TurnHandle, withdrawn_event
 from cove.conversation.hub import WATCH_CAPACITY, ConversationHub, Watcher
 from cove.conversation.lease import held_lease, new_owner_id, owner_is_dead
+from cove.conversation.list_watch import ListWatch
 from cove.conversation.live import LiveCache, LiveConversation
 from cove.conversation.turn_queue import TurnQueue
 from cove.conversation.watching import Watching
@@ -326,6 +327,15 @@ class Conversations:
         self._check_open()
         record = await self.get(conversation_id)
         await self.watching.attach(record.id, after, watcher, reap=self._reap)
+
+    def watch_list(self) -> ListWatch:
+        """Follow the conversation list: ``ConversationChanged`` when one is created, renamed,
+        deleted, or starts or ends a turn, in this process or another.
+
+        ``async with convs.watch_list() as changes: async for change in changes: ...``
+        """
+        self._check_open()
+        return ListWatch(self.store, self.watching.poller)
 
     async def _reap(self, record: ConversationRecord) -> None:
         """Interrupt the running turn of a conversation whose process is gone."""

@@ -16,6 +16,7 @@ from cove.persistence.chain import chain_cte
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
+    ConversationScan,
     SearchHit,
     SubqueryRecord,
     Transcript,
@@ -299,3 +300,26 @@ def transcript_since(conn: sqlite3.Connection, conversation_id: str, position: i
         tuple(turn for part in found for turn in part.turns),
         tuple(version for part in found for version in part.var_versions),
     )
+
+
+def conversation_scan(conn: sqlite3.Connection, since: float) -> ConversationScan:
+    """Conversations updated at or after ``since``, those running a turn, and the count.
+
+    Three indexed queries, so a channel can keep its list current after every commit.
+    """
+    changed = tuple(
+        rows.conversation(row)
+        for row in conn.execute(
+            rows.CONVERSATION_SELECT + " WHERE c.updated_at >= ? ORDER BY c.updated_at", (since,)
+        )
+    )
+    running = frozenset(
+        row[0] for row in conn.execute("SELECT conversation_id FROM turn WHERE status = 'running'")
+    )
+    count = int(conn.execute("SELECT count(*) FROM conversation").fetchone()[0])
+    return ConversationScan(changed, running, count)
+
+
+def conversation_ids(conn: sqlite3.Connection) -> set[str]:
+    """Every conversation id."""
+    return {row[0] for row in conn.execute("SELECT id FROM conversation")}

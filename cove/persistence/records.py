@@ -197,3 +197,12 @@ class SearchHit:
     turn_position: int | None
     kind: Literal["request", "answer", "code"]
     snippet: str
+
+
+@dataclass(frozen=True)
+class ConversationScan:
+    """What changed in the conversation list: for channels that keep a list current."""
+
+    changed: tuple[ConversationRecord, ...]  # updated at or after the time asked for
+    running: frozenset[str]  # conversations with a running turn
+    count: int  # how many conversations exist

@@ -28,6 +28,7 @@ from cove.persistence.migrate import check_supported, migrate
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
+    ConversationScan,
     IterationWrite,
     SearchHit,
     SubqueryRecord,
@@ -191,6 +192,14 @@ class Store:
             before: only conversations updated before this time (the next page).
         """
         return await self._run(reads.list_conversations, channel, limit, before)
+
+    async def conversation_scan(self, since: float) -> ConversationScan:
+        """Conversations updated at or after ``since``, the running ones, and the count."""
+        return await self._run(reads.conversation_scan, since)
+
+    async def conversation_ids(self) -> set[str]:
+        """Every conversation id (to notice deletions)."""
+        return await self._run(reads.conversation_ids)
 
     async def set_title(self, conversation_id: str, title: str) -> None:
         """Set a conversation's title. Raises ``NotFound``."""

@@ -193,3 +193,29 @@ async def test_resync_replaces_the_backlog_once() -> None:
     watcher.close()
     got = [e async for e in watcher]
     assert isinstance(got[0], Resync) and [e.seq for e in got] == [9, 10]
+
+
+async def test_the_list_watch_reports_created_renamed_running_and_deleted(
+    tmp_path: Path,
+) -> None:
+    model = GatedClient([reply([], "done")], gates=[0])
+    async with Conversations.open(settings_for(tmp_path), llm_factory=model.factory()) as convs:
+        existing = await convs.create()
+        async with convs.watch_list() as changes:
+            conv = await convs.create()
+            created = await anext(changes)
+            await convs.store.set_title(conv.id, "Renamed")
+            renamed = await anext(changes)
+            handle = convs.send(existing.id, "go")
+            await model.reached[0].wait()
+            started = await anext(changes)
+            model.release(0)
+            await handle.finished()
+            ended = await anext(changes)
+            await convs.delete(conv.id)
+            deleted = await anext(changes)
+    assert (created.kind, created.conversation_id) == ("created", conv.id)
+    assert (renamed.kind, renamed.title) == ("updated", "Renamed")
+    assert (started.conversation_id, started.running) == (existing.id, True)
+    assert (ended.conversation_id, ended.running) == (existing.id, False)
+    assert (deleted.kind, deleted.conversation_id) == ("deleted", conv.id)
