@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -24,7 +25,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
-from tests.conversation.watch_helpers import reply
+from tests.conversation.watch_helpers import durable, reply
 from tests.fakes.openai_server import FakeOpenAI
 
 FAKE_KEY = "sk-watch-test-NEVER-PRINTED-555"
@@ -169,3 +170,42 @@ async def test_killing_the_driving_process_ends_the_watch_with_interrupted(
     finished = rest[-1]
     assert isinstance(finished, TurnFinished) and finished.status == "interrupted"
     assert turns[-1].status == "interrupted"
+
+
+async def test_cove_watch_prints_a_turn_run_elsewhere_as_json_lines(tmp_path: Path) -> None:
+    settings = local_settings(tmp_path)
+    factory = scripted_factory([reply(["x = 2"], "first"), reply(["y = x + 1"], "{{y}}")])
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "COVE_DATA_DIR": str(tmp_path / "data"),
+        "COVE_DB": str(tmp_path / "cove.db"),
+    }
+    async with Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create()
+        earlier = [e async for e in convs.send(conv.id, "one")]
+        watcher = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cove", "watch", conv.id[:12], "--events", "--once",
+            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        assert watcher.stderr is not None
+        banner = await asyncio.wait_for(watcher.stderr.readline(), 60)
+        assert b"watching" in banner  # attached: what comes next is followed live
+        live = [e async for e in convs.send(conv.id, "two")]
+        out, err = await asyncio.wait_for(watcher.communicate(), 60)
+    assert watcher.returncode == 0, err.decode()
+    printed = [json.loads(text) for text in out.decode().splitlines()]
+    expected = [e.to_json() for e in durable(live)]
+    for item in printed + expected:
+        if item["type"] == "turn_finished":
+            item["duration_ms"] = 0
+    assert printed == expected
+    # And --after replays from the store with the numbers the live stream had.
+    after = earlier[-1].seq
+    replay = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cove", "watch", conv.id, "--events", "--after", "0", "--once",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(replay.communicate(), 60)
+    seqs = [json.loads(text)["seq"] for text in out.decode().splitlines()]
+    assert seqs == [e.seq for e in durable(earlier)] and seqs[-1] == after

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cove.channels.cli import demo, doctor, inspect, manage, talk
+from cove.channels.cli import demo, doctor, inspect, manage, talk, watch
 
 
 def register(sub: Any) -> None:
@@ -14,3 +14,4 @@ def register(sub: Any) -> None:
     manage.register(sub)
     demo.register(sub)
     doctor.register(sub)
+    watch.register(sub)
