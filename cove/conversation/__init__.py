@@ -1,9 +1,12 @@
 """The conversation layer: the one API channels use.
 
-Create, send, cancel, fork, delete, inspect, search and replay conversations.
+Create, send, cancel, fork, delete, inspect, search, replay and watch conversations.
 """
 
-from cove.conversation.conversations import Conversations, LLMFactory
+from cove.conversation.coalesce import coalesce_deltas
+from cove.conversation.conversations import Conversations, LLMFactory, WatchStream
+from cove.conversation.handle import TurnHandle
+from cove.conversation.list_watch import ListWatch
 from cove.conversation.scripted import scripted_factory
 from cove.persistence.records import (
     BlockRecord,
@@ -21,9 +24,13 @@ __all__ = [
     "Conversations",
     "IterationRecord",
     "LLMFactory",
+    "ListWatch",
     "SearchHit",
     "Transcript",
+    "TurnHandle",
     "TurnRecord",
     "VarVersionRecord",
+    "WatchStream",
+    "coalesce_deltas",
     "scripted_factory",
 ]
