@@ -4,10 +4,11 @@ Create, send, cancel, fork, delete, inspect, search, replay and watch conversati
 """
 
 from cove.conversation.coalesce import coalesce_deltas
-from cove.conversation.conversations import Conversations, LLMFactory, WatchStream
+from cove.conversation.conversations import Conversations, LLMFactory
 from cove.conversation.handle import TurnHandle
 from cove.conversation.list_watch import ListWatch
 from cove.conversation.scripted import scripted_factory
+from cove.conversation.watch_stream import WatchStream
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,

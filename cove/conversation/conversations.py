@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import builtins
 import shutil
-from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from cove.config import Settings
 from cove.conversation.follow import CommitPoller
@@ -22,7 +21,9 @@ from cove.conversation.hub import WATCH_CAPACITY, ConversationHub, Watcher
 from cove.conversation.lease import held_lease, new_owner_id, owner_is_dead
 from cove.conversation.list_watch import ListWatch
 from cove.conversation.live import LiveCache, LiveConversation
+from cove.conversation.opener import Opener
 from cove.conversation.turn_queue import TurnQueue
+from cove.conversation.watch_stream import WatchStream
 from cove.conversation.watching import Watching
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnOptions
@@ -79,7 +80,7 @@ class Conversations:
         )
 
     @staticmethod
-    def open(settings: Settings, *, llm_factory: LLMFactory | None = None) -> ConversationsOpener:
+    def open(settings: Settings, *, llm_factory: LLMFactory | None = None) -> Opener[Conversations]:
         """Open (and migrate) the database; the worker pool starts with the first turn.
 
         ``await`` the result, or use it directly: ``async with Conversations.open(s) as convs``.
@@ -88,7 +89,7 @@ class Conversations:
             settings: The configuration.
             llm_factory: Builds the LLM client for a model name; default ``OpenAIClient``.
         """
-        return ConversationsOpener(settings, llm_factory)
+        return Opener(lambda: Conversations._open(settings, llm_factory), Conversations.aclose)
 
     @classmethod
     async def _open(cls, settings: Settings, llm_factory: LLMFactory | None) -> Conversations:
@@ -114,42 +115,63 @@ class Conversations:
     # -- lifecycle of conversations --------------------------------------------------------
 
     async def create(
-        self, channel: str = "cli", title: str | None = None, external_id: str | None = None
+        self,
+        channel: str = "cli",
+        title: str | None = None,
+        external_id: str | None = None,
+        *,
+        owner: str | None = None,
     ) -> ConversationRecord:
-        """Create a conversation with its own workspace directory."""
+        """Create a conversation with its own workspace directory.
+
+        ``owner`` is the principal the channel acts for (a web user, a Telegram chat); calls
+        that pass the same ``owner`` see only that owner's conversations. None: no owner.
+        """
         self._check_open()
         record = await self.store.create_conversation(
-            channel=channel, title=title, external_id=external_id
+            channel=channel, title=title, external_id=external_id, owner=owner
         )
         workspace = self._workspace(record.id)
         workspace.mkdir(parents=True, exist_ok=True)
         return record
 
-    async def for_external(self, channel: str, external_id: str) -> ConversationRecord:
+    async def for_external(
+        self, channel: str, external_id: str, *, owner: str | None = None
+    ) -> ConversationRecord:
         """Find the conversation bound to a channel's external id, creating it if needed."""
         self._check_open()
         found = await self.store.find_external(channel, external_id)
         if found is not None:
             return found
         try:
-            return await self.create(channel=channel, external_id=external_id)
+            return await self.create(channel=channel, external_id=external_id, owner=owner)
         except StoreError:  # created meanwhile by a concurrent caller (unique channel + id)
             found = await self.store.find_external(channel, external_id)
             if found is None:
                 raise
             return found
 
-    async def get(self, id_or_prefix: str) -> ConversationRecord:
-        """A conversation by id or unique id prefix (raises NotFound / AmbiguousId)."""
+    async def get(self, id_or_prefix: str, *, owner: str | None = None) -> ConversationRecord:
+        """A conversation by id or unique id prefix (raises NotFound / AmbiguousId).
+
+        With ``owner``, only that owner's conversations are found.
+        """
         self._check_open()
-        return await self.store.resolve(id_or_prefix)
+        return await self.store.resolve(id_or_prefix, owner=owner)
 
     async def list(
-        self, channel: str | None = None, limit: int = 50, before: float | None = None
+        self,
+        channel: str | None = None,
+        limit: int = 50,
+        before: float | None = None,
+        *,
+        owner: str | None = None,
     ) -> builtins.list[ConversationRecord]:
-        """Conversations, newest first."""
+        """Conversations, newest first (only ``owner``'s when given)."""
         self._check_open()
-        return await self.store.list_conversations(channel=channel, limit=limit, before=before)
+        return await self.store.list_conversations(
+            channel=channel, limit=limit, before=before, owner=owner
+        )
 
     async def fork(self, conversation_id: str, at_turn: int) -> ConversationRecord:
         """A new conversation whose sandbox starts from the parent's variables as of ``at_turn``."""
@@ -166,7 +188,11 @@ class Conversations:
             raise Busy(parent.id, message=f"turn {at_turn} of {parent.id} is still running")
         title = f"{parent.title or 'untitled'} (fork at turn {at_turn})"
         record = await self.store.create_conversation(
-            channel=parent.channel, title=title, parent_id=parent.id, fork_turn=at_turn
+            channel=parent.channel,
+            title=title,
+            parent_id=parent.id,
+            fork_turn=at_turn,
+            owner=parent.owner,
         )
         source = self._workspace(parent.id)
         target = self._workspace(record.id)
@@ -195,6 +221,7 @@ class Conversations:
         *,
         model: str | None = None,
         max_iterations: int | None = None,
+        owner: str | None = None,
     ) -> TurnHandle:
         """Run one turn; the handle streams its events (the last is ``TurnFinished``).
 
@@ -204,12 +231,13 @@ class Conversations:
         the same events (``watch``).
 
         Raises:
-            NotFound: Unknown conversation. Busy: Another process holds the conversation.
+            NotFound: Unknown conversation (or not ``owner``'s). Busy: Another process holds
+                the conversation.
         """
         self._check_open()
         handle = TurnHandle(conversation_id)
         task = asyncio.create_task(
-            self._run_turn(conversation_id, text, attachments, model, max_iterations, handle)
+            self._run_turn(conversation_id, text, attachments, model, max_iterations, handle, owner)
         )
         handle.task = task
         self._tasks.add(task)
@@ -224,11 +252,12 @@ class Conversations:
         model: str | None,
         max_iterations: int | None,
         handle: TurnHandle,
+        owner: str | None,
     ) -> None:
         stream = handle.watcher
         try:
             async with self._admission:  # FIFO: sends join their queues in the order they came
-                record = await self.store.resolve(conversation_id)
+                record = await self.store.resolve(conversation_id, owner=owner)
                 handle.conversation_id = record.id
                 turns = self._turn_queues.setdefault(record.id, TurnQueue())
                 ticket = turns.join()
@@ -308,7 +337,12 @@ class Conversations:
     # -- watching --------------------------------------------------------------------------
 
     def watch(
-        self, conversation_id: str, after: int | None = None, *, capacity: int = WATCH_CAPACITY
+        self,
+        conversation_id: str,
+        after: int | None = None,
+        *,
+        capacity: int = WATCH_CAPACITY,
+        owner: str | None = None,
     ) -> WatchStream:
         """Follow a conversation's events, whoever runs its turns (this process or another).
 
@@ -318,24 +352,31 @@ class Conversations:
         whose ``capacity`` fills up gets one ``Resync`` instead of the events it missed.
 
         Raises:
-            NotFound: Unknown conversation (when the stream starts).
+            NotFound: Unknown conversation, or not ``owner``'s (when the stream starts).
         """
         self._check_open()
-        return WatchStream(self, conversation_id, after, Watcher(capacity, after))
+        return WatchStream(
+            Watcher(capacity, after),
+            lambda watcher: self._start_watch(conversation_id, after, watcher, owner),
+        )
 
-    async def _start_watch(self, conversation_id: str, after: int | None, watcher: Watcher) -> None:
+    async def _start_watch(
+        self, conversation_id: str, after: int | None, watcher: Watcher, owner: str | None
+    ) -> None:
         self._check_open()
-        record = await self.get(conversation_id)
+        record = await self.get(conversation_id, owner=owner)
         await self.watching.attach(record.id, after, watcher, reap=self._reap)
 
-    def watch_list(self) -> ListWatch:
-        """Follow the conversation list: ``ConversationChanged`` when one is created, renamed,
-        deleted, or starts or ends a turn, in this process or another.
+    def watch_list(self, *, owner: str | None = None) -> ListWatch:
+        """Follow the conversation list (only ``owner``'s conversations when given).
 
+        Yields ``ConversationChanged`` when a conversation is created, renamed, deleted, or
+        starts or ends a turn, in this process or another:
         ``async with convs.watch_list() as changes: async for change in changes: ...``
         """
         self._check_open()
-        return ListWatch(self.store, self.watching.poller)
+        visible = None if owner is None else (lambda record: record.owner == owner)
+        return ListWatch(self.store, self.watching.poller, visible)
 
     async def _reap(self, record: ConversationRecord) -> None:
         """Interrupt the running turn of a conversation whose process is gone."""
@@ -360,9 +401,11 @@ class Conversations:
 
     # -- inspection ------------------------------------------------------------------------
 
-    async def inspect(self, conversation_id: str, turn: int | None = None) -> Transcript:
+    async def inspect(
+        self, conversation_id: str, turn: int | None = None, *, owner: str | None = None
+    ) -> Transcript:
         """The transcript: turns → iterations → blocks, variable versions, usage."""
-        record = await self.get(conversation_id)
+        record = await self.get(conversation_id, owner=owner)
         return await self.store.transcript(record.id, turn=turn)
 
     async def system_prompt(self, digest: str) -> str:
@@ -381,13 +424,13 @@ class Conversations:
         return await self.store.vars_as_of(record.id)
 
     async def search(
-        self, text: str, conversation_id: str | None = None
+        self, text: str, conversation_id: str | None = None, *, owner: str | None = None
     ) -> builtins.list[SearchHit]:
-        """Full-text search over requests, answers and code."""
+        """Full-text search over requests, answers and code (in ``owner``'s conversations)."""
         self._check_open()
         if conversation_id is not None:
-            conversation_id = (await self.get(conversation_id)).id
-        return await self.store.search(text, conversation_id=conversation_id)
+            conversation_id = (await self.get(conversation_id, owner=owner)).id
+        return await self.store.search(text, conversation_id=conversation_id, owner=owner)
 
     def replay(self, conversation_id: str) -> AsyncIterator[Event]:
         """Re-run the recorded replies in a fresh sandbox and scratch database; compare."""
@@ -449,102 +492,3 @@ class Conversations:
             await client.aclose()
         await self.pool.aclose()
         await self.store.aclose()
-
-
-class WatchStream:
-    """What ``Conversations.watch`` returns: an async iterator of events, also ``async with``.
-
-    The watcher attaches when the stream starts (``async with``, ``await stream.start()`` or the
-    first ``async for`` step) and leaves on ``aclose``.
-    """
-
-    def __init__(
-        self, owner: Conversations, conversation_id: str, after: int | None, watcher: Watcher
-    ) -> None:
-        self._owner = owner
-        self._conversation_id = conversation_id
-        self._after = after
-        self.watcher = watcher
-        self._started = False
-
-    async def start(self) -> WatchStream:
-        """Attach now (idempotent); events published from here on are not missed."""
-        if not self._started:
-            self._started = True
-            try:
-                await self._owner._start_watch(self._conversation_id, self._after, self.watcher)
-            except BaseException:
-                await self.watcher.aclose()
-                raise
-        return self
-
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self
-
-    async def __anext__(self) -> Event:
-        await self.start()
-        return await self.watcher.__anext__()
-
-    async def aclose(self) -> None:
-        """Stop watching."""
-        self._started = True
-        await self.watcher.aclose()
-
-    async def __aenter__(self) -> WatchStream:
-        return await self.start()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class ConversationsOpener(Coroutine[Any, Any, "Conversations"]):
-    """What ``Conversations.open`` returns: ``await`` it, or use it with ``async with``.
-
-    It is a coroutine (so ``asyncio.run(Conversations.open(s))`` works too); the opening
-    coroutine is only made when it is awaited or entered.
-    """
-
-    def __init__(self, settings: Settings, llm_factory: LLMFactory | None) -> None:
-        self._settings = settings
-        self._llm_factory = llm_factory
-        self._inner: Coroutine[Any, Any, Conversations] | None = None
-        self._opened: Conversations | None = None
-
-    def _coroutine(self) -> Coroutine[Any, Any, Conversations]:
-        if self._inner is None:
-            self._inner = Conversations._open(self._settings, self._llm_factory)
-        return self._inner
-
-    def send(self, value: Any) -> Any:
-        """Coroutine protocol: advance the opening."""
-        return self._coroutine().send(value)
-
-    def throw(self, *args: Any) -> Any:
-        """Coroutine protocol: raise into the opening."""
-        return self._coroutine().throw(*args)
-
-    def close(self) -> None:
-        """Coroutine protocol: abandon the opening."""
-        if self._inner is not None:
-            self._inner.close()
-
-    def __await__(self) -> Generator[Any, None, Conversations]:
-        return self._coroutine().__await__()
-
-    async def __aenter__(self) -> Conversations:
-        self._opened = await self._coroutine()
-        return self._opened
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._opened is not None:
-            await self._opened.aclose()

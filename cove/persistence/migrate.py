@@ -3,6 +3,10 @@
 Migration files live in ``cove/persistence/migrations/`` as ``NNNN_name.sql`` and are loaded as
 package data. Each one runs inside its own ``BEGIN IMMEDIATE`` transaction together with the
 ``schema_migrations`` row that records it, so a crash leaves either the old or the new schema.
+
+Numbers must be unique but may have gaps, and a migration is applied when its number is not
+recorded yet (not merely when it is above the highest recorded one): branches that add
+migrations in parallel can land in any order and every database still gets all of them.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ def migrations() -> tuple[Migration, ...]:
     """Return the packaged migrations in order.
 
     Raises:
-        StoreError: the numbering has a gap or a duplicate.
+        StoreError: two files share a number.
     """
     found: list[Migration] = []
     folder = resources.files("cove.persistence").joinpath("migrations")
@@ -65,24 +69,24 @@ def migrations() -> tuple[Migration, ...]:
         script = entry.read_text(encoding="utf-8")
         found.append(Migration(int(match[1]), match[2], split_statements(script)))
     found.sort(key=lambda migration: migration.version)
-    expected = list(range(1, len(found) + 1))
-    if [migration.version for migration in found] != expected:
-        raise StoreError("cove's migration files are not numbered 0001, 0002, ... without gaps")
+    versions = [migration.version for migration in found]
+    if len(set(versions)) != len(versions) or (versions and versions[0] < 1):
+        raise StoreError("cove's migration files must have distinct numbers from 0001 up")
     return tuple(found)
 
 
 def latest_version() -> int:
-    """The schema version this code writes."""
-    return len(migrations())
+    """The schema version this code writes (the highest migration number)."""
+    known = migrations()
+    return known[-1].version if known else 0
 
 
-def _current_version(conn: sqlite3.Connection) -> int:
+def _applied(conn: sqlite3.Connection) -> set[int]:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
     )
-    row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
-    return int(row[0] or 0)
+    return {int(row[0]) for row in conn.execute("SELECT version FROM schema_migrations")}
 
 
 def check_supported(conn: sqlite3.Connection, path: str) -> int:
@@ -113,15 +117,17 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
         SchemaTooNew: the database was written by a newer cove; nothing is changed.
     """
     known = migrations()
-    supported = len(known)
+    supported = latest_version()
     while True:
         with immediate(conn):
-            current = _current_version(conn)
+            applied = _applied(conn)
+            current = max(applied, default=0)
             if current > supported:
                 raise SchemaTooNew(path, current, supported)
-            if current == supported:
+            pending = [m for m in known if m.version not in applied]
+            if not pending:
                 return current
-            migration = known[current]
+            migration = pending[0]
             for statement in migration.statements:
                 conn.execute(statement)
             conn.execute(

@@ -46,19 +46,27 @@ def find_external(
     return None if row is None else rows.conversation(row)
 
 
-def resolve(conn: sqlite3.Connection, id_or_prefix: str) -> ConversationRecord:
-    """Return the conversation with this id, or the only one whose id starts with it."""
+def resolve(
+    conn: sqlite3.Connection, id_or_prefix: str, owner: str | None = None
+) -> ConversationRecord:
+    """Return the conversation with this id, or the only one whose id starts with it.
+
+    With ``owner``, other owners' conversations neither match nor make a prefix ambiguous.
+    """
     if not id_or_prefix:
         raise NotFound("conversation", id_or_prefix)
-    exact = conn.execute("SELECT 1 FROM conversation WHERE id = ?", (id_or_prefix,)).fetchone()
+    mine, params = ("", []) if owner is None else (" AND owner = ?", [owner])
+    exact = conn.execute(
+        "SELECT 1 FROM conversation WHERE id = ?" + mine, [id_or_prefix, *params]
+    ).fetchone()
     if exact is not None:
         return get_conversation(conn, id_or_prefix)
     # A range over the primary key instead of LIKE: no wildcard characters to escape.
     matches = [
         row[0]
         for row in conn.execute(
-            "SELECT id FROM conversation WHERE id >= ? AND id < ? ORDER BY id",
-            (id_or_prefix, id_or_prefix + "\U0010ffff"),
+            "SELECT id FROM conversation WHERE id >= ? AND id < ?" + mine + " ORDER BY id",
+            [id_or_prefix, id_or_prefix + "\U0010ffff", *params],
         )
     ]
     if not matches:
@@ -69,11 +77,18 @@ def resolve(conn: sqlite3.Connection, id_or_prefix: str) -> ConversationRecord:
 
 
 def list_conversations(
-    conn: sqlite3.Connection, channel: str | None, limit: int, before: float | None
+    conn: sqlite3.Connection,
+    channel: str | None,
+    limit: int,
+    before: float | None,
+    owner: str | None = None,
 ) -> list[ConversationRecord]:
-    """Newest first by ``updated_at``; ``before`` continues a page."""
+    """Newest first by ``updated_at``; ``before`` continues a page; ``owner`` scopes."""
     where: list[str] = []
     params: list[Any] = []
+    if owner is not None:
+        where.append("c.owner = ?")
+        params.append(owner)
     if channel is not None:
         where.append("c.channel = ?")
         params.append(channel)
@@ -231,7 +246,11 @@ def fts_query(text: str) -> str:
 
 
 def search(
-    conn: sqlite3.Connection, text: str, conversation_id: str | None, limit: int
+    conn: sqlite3.Connection,
+    text: str,
+    conversation_id: str | None,
+    limit: int,
+    owner: str | None = None,
 ) -> list[SearchHit]:
     """Full-text search over requests, answers and code, best match first."""
     match = fts_query(text)
@@ -242,6 +261,9 @@ def search(
     if conversation_id is not None:
         cte, params = chain_cte(conn, conversation_id)
         scope = _VISIBLE_TURNS
+    if owner is not None:
+        scope += " JOIN conversation owned ON owned.id = t.conversation_id AND owned.owner = ?"
+        params = [*params, owner]
     query = f"""
         {cte}
         SELECT t.conversation_id, d.turn_id, t.position, d.kind,

@@ -30,6 +30,7 @@ class ConversationRecord:
     lease_owner: str | None = None
     lease_until: float | None = None
     turn_count: int = 0
+    owner: str | None = None  # the principal a channel set; None: no owner (local use)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ def conversation(row: sqlite3.Row) -> ConversationRecord:
         lease_owner=row["lease_owner"],
         lease_until=row["lease_until"],
         turn_count=row["turn_count"],
+        owner=row["owner"],
     )
 
 

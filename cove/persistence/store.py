@@ -145,8 +145,11 @@ class Store:
         parent_id: str | None = None,
         fork_turn: int | None = None,
         workspace: str | None = None,
+        owner: str | None = None,
     ) -> ConversationRecord:
         """Create a conversation; with ``parent_id`` and ``fork_turn``, a fork.
+
+        ``owner`` is the principal a channel acts for (None: no owner, the local user).
 
         Raises:
             NotFound: the parent does not exist.
@@ -162,6 +165,7 @@ class Store:
             parent_id,
             fork_turn,
             workspace,
+            owner,
         )
 
     async def find_external(self, channel: str, external_id: str) -> ConversationRecord | None:
@@ -172,17 +176,24 @@ class Store:
         """Return a conversation by exact id. Raises ``NotFound``."""
         return await self._run(reads.get_conversation, conversation_id)
 
-    async def resolve(self, id_or_prefix: str) -> ConversationRecord:
+    async def resolve(self, id_or_prefix: str, *, owner: str | None = None) -> ConversationRecord:
         """Return the conversation with this exact id or unique id prefix.
+
+        With ``owner``, only that owner's conversations match (others are not found).
 
         Raises:
             AmbiguousId: the prefix matches several conversations (listed in the error).
             NotFound: nothing matches.
         """
-        return await self._run(reads.resolve, id_or_prefix)
+        return await self._run(reads.resolve, id_or_prefix, owner)
 
     async def list_conversations(
-        self, *, channel: str | None = None, limit: int = 50, before: float | None = None
+        self,
+        *,
+        channel: str | None = None,
+        limit: int = 50,
+        before: float | None = None,
+        owner: str | None = None,
     ) -> list[ConversationRecord]:
         """Conversations newest first by ``updated_at``, with ``turn_count`` filled.
 
@@ -190,8 +201,9 @@ class Store:
             channel: only this channel's conversations.
             limit: at most this many.
             before: only conversations updated before this time (the next page).
+            owner: only this owner's conversations.
         """
-        return await self._run(reads.list_conversations, channel, limit, before)
+        return await self._run(reads.list_conversations, channel, limit, before, owner)
 
     async def conversation_scan(self, since: float) -> ConversationScan:
         """Conversations updated at or after ``since``, the running ones, and the count."""
@@ -408,7 +420,12 @@ class Store:
         return await self._run(reads.var_version, conversation_id, name, version)
 
     async def search(
-        self, text: str, *, conversation_id: str | None = None, limit: int = 20
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        limit: int = 20,
+        owner: str | None = None,
     ) -> list[SearchHit]:
         """Full-text search over requests, answers and code; words match literally.
 
@@ -416,8 +433,9 @@ class Store:
             text: the words to find (all must occur); FTS5 syntax in it has no effect.
             conversation_id: search only what this conversation sees (fork-aware).
             limit: at most this many hits, best first.
+            owner: only hits in this owner's conversations.
         """
-        return await self._run(reads.search, text, conversation_id, limit)
+        return await self._run(reads.search, text, conversation_id, limit, owner)
 
 
 class StoreOpener:

@@ -38,6 +38,7 @@ def create_conversation(
     parent_id: str | None,
     fork_turn: int | None,
     workspace: str | None,
+    owner: str | None = None,
 ) -> ConversationRecord:
     """Insert a conversation (a fork when ``parent_id`` is given) and return it."""
     if (parent_id is None) != (fork_turn is None):
@@ -60,7 +61,7 @@ def create_conversation(
                 )
         conn.execute(
             "INSERT INTO conversation (id, channel, external_id, title, parent_id, fork_turn,"
-            " workspace, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " workspace, created_at, updated_at, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 conversation_id,
                 channel,
@@ -71,6 +72,7 @@ def create_conversation(
                 workspace,
                 now,
                 now,
+                owner,
             ),
         )
     return reads.get_conversation(conn, conversation_id)
