@@ -68,6 +68,7 @@ class Conversations:
         self.owner = new_owner_id()
         self.live = LiveCache(settings.max_live_environments, self._open_environment)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._handles: set[TurnHandle] = set()  # turns sent and not yet ended
         self._pool_started = False
         self._admission = asyncio.Lock()
         self._turn_queues: dict[str, TurnQueue] = {}
@@ -241,7 +242,9 @@ class Conversations:
         )
         handle.task = task
         self._tasks.add(task)
+        self._handles.add(handle)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: self._handles.discard(handle))
         return handle
 
     async def _run_turn(
@@ -333,6 +336,35 @@ class Conversations:
             finally:
                 del self._running[record.id]
                 handle.query = None
+        late = query.take_unshown_steering()
+        if late and not self._closed:  # came after the last iteration began: the next turn
+            self.send(record.id, "\n\n".join(late))
+
+    async def steer(
+        self, conversation_id: str, text: str, *, owner: str | None = None
+    ) -> TurnHandle | None:
+        """Fold a message from the person into the turn running now.
+
+        The next iteration shows it to the model in its context message, records it with that
+        iteration (``cove show``, replay) and emits ``SteerReceived``. With no turn running in
+        this process it is sent as a turn instead (queued like ``send``), and a message that
+        arrives after the last iteration began becomes the next turn.
+
+        Returns:
+            None when the running turn took it; else the handle of the turn it became.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s). CoveError: Empty message.
+        """
+        self._check_open()
+        if not text.strip():
+            raise CoveError("the message is empty")
+        record = await self.get(conversation_id, owner=owner)
+        query = self._running.get(record.id)
+        if query is not None:
+            query.steer(text)
+            return None
+        return self.send(record.id, text, owner=owner)
 
     # -- watching --------------------------------------------------------------------------
 
@@ -478,10 +510,16 @@ class Conversations:
             raise CoveError("Conversations is closed")
 
     async def aclose(self) -> None:
-        """Cancel running turns, stop every worker, close the database. Idempotent."""
+        """Withdraw queued turns, cancel running ones, stop every worker, close the database.
+
+        Idempotent.
+        """
         if self._closed:
             return
         self._closed = True
+        for handle in list(self._handles):
+            if not handle.started:
+                await handle.cancel()
         for query in list(self._running.values()):
             await query.cancel()
         if self._tasks:

@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 
-from cove.conversation.sequence import durable_seq
+from cove.conversation.sequence import durable_seq, steer_seq
 from cove.engine.protocol import ReplyParseError, parse_reply
 from cove.events import (
     FINAL_STATUSES,
@@ -22,6 +22,7 @@ from cove.events import (
     Event,
     IterationStarted,
     ModelReply,
+    SteerReceived,
     TurnFinished,
     TurnStarted,
     VarChange,
@@ -45,8 +46,15 @@ def rebuild(
         versions[(version.turn_position, version.iteration_position)].append(version)
     events: list[Event] = []
     for turn in transcript.turns:
+        steered = 0  # notes so far in the current iteration
         for event in _turn_events(turn, versions, cost_known):
-            seq = durable_seq(event, turn.position)
+            if isinstance(event, IterationStarted):
+                steered = 0
+            if isinstance(event, SteerReceived):
+                seq: int | None = steer_seq(turn.position, event.iteration, steered)
+                steered += 1
+            else:
+                seq = durable_seq(event, turn.position)
             assert seq is not None
             if seq > after:
                 events.append(_stamp(event, cid, seq))
@@ -96,6 +104,7 @@ def _iteration_events(
     header = _HEADER.match(iteration.context_message)
     budget = int(header[1]) if header else 0
     events: list[Event] = [IterationStarted(turn_id=turn.id, iteration=number, budget=budget)]
+    events += [SteerReceived(turn_id=turn.id, iteration=number, text=t) for t in iteration.steering]
     reply = _reply(turn, iteration)
     if reply is not None:
         events.append(reply)

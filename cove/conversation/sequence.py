@@ -21,6 +21,7 @@ from cove.events import (
     ModelReply,
     Nudge,
     SandboxRestarted,
+    SteerReceived,
     TurnFinished,
     TurnStarted,
     VarsChanged,
@@ -35,7 +36,8 @@ MAX_TURN_POSITION = (1 << 21) - 1  # keeps every seq below 2**53
 #: Steps inside an iteration's slot.
 NUDGE = 1
 ITERATION_STARTED = 64
-DELTA = 65
+STEER = 65  # the person's notes the iteration shows (up to 64)
+DELTA = 129
 DELTA_LIMIT = 1 << 20  # deltas past this many in one iteration are not streamed
 REPLY = DELTA + DELTA_LIMIT
 BLOCKS = 1 << 21
@@ -66,6 +68,11 @@ def iteration_slot(iteration: int) -> int:
 def block_step(index: int, offset: int = 0) -> int:
     """The step of 1-based block ``index`` (``offset`` 0 starts it, ``BLOCK_FINISHED`` ends it)."""
     return BLOCKS + index * BLOCK_SPAN + offset
+
+
+def steer_seq(turn_position: int, iteration: int, index: int) -> int:
+    """The seq of the ``index``-th (0-based) note shown by 1-based ``iteration``."""
+    return make_seq(turn_position, iteration_slot(iteration), STEER + min(index, DELTA - STEER - 1))
 
 
 def durable_seq(event: Event, turn_position: int) -> int | None:
@@ -102,13 +109,14 @@ class Sequencer:
         self._iteration = 0
         self._block = 0
         self._deltas = 0
+        self._steers = 0
 
     def stamp(self, event: Event) -> int | None:
         """The seq of ``event``; None when it is not streamed (a delta past the limit)."""
         if isinstance(event, TurnStarted):
             self._turn, self._iteration, self._block = event.position, 0, 0
         elif isinstance(event, IterationStarted):
-            self._iteration, self._block, self._deltas = event.iteration, 0, 0
+            self._iteration, self._block, self._deltas, self._steers = event.iteration, 0, 0, 0
         elif isinstance(event, BlockStarted):
             self._block = event.index
         seq = durable_seq(event, self._turn)
@@ -127,6 +135,9 @@ class Sequencer:
                 return None
             self._deltas += 1
             return make_seq(self._turn, slot, DELTA + self._deltas - 1)
+        if isinstance(event, SteerReceived):
+            self._steers += 1
+            return steer_seq(self._turn, event.iteration, self._steers - 1)
         if isinstance(event, Nudge):  # shown with the next iteration's context message
             return make_seq(self._turn, iteration_slot(self._iteration + 1), NUDGE)
         if isinstance(event, SandboxRestarted):

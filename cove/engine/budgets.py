@@ -75,6 +75,9 @@ NUDGES_CHARS: Final = 1_500
 MAX_NUDGES: Final = 6
 NUDGE_CHARS: Final = 240
 
+#: ``<from_the_user>``: messages the person sent while the turn ran (steering), all together.
+STEERING_CHARS: Final = 2_000
+
 #: Blank lines between the sections.
 CONTEXT_FRAMING_CHARS: Final = 16
 CONTEXT_CHARS: Final = (
@@ -83,6 +86,7 @@ CONTEXT_CHARS: Final = (
     + JOURNAL_CHARS
     + VAR_INDEX_CHARS
     + NUDGES_CHARS
+    + STEERING_CHARS
     + CONTEXT_FRAMING_CHARS
 )
 

@@ -156,6 +156,7 @@ def context_message(
     journal: Sequence[JournalEntry],
     var_index: Sequence[VarEntry],
     nudges: Sequence[str],
+    steering: Sequence[str] = (),
 ) -> str:
     """The third message: where the model stands, in at most ``CONTEXT_CHARS`` characters.
 
@@ -167,6 +168,8 @@ def context_message(
             do not all fit, the newest win and the oldest are dropped with a note.
         var_index: Every current user variable, in any order.
         nudges: Hint texts, most important first; at most ``MAX_NUDGES`` are shown.
+        steering: Messages the person sent while the turn ran, oldest first (shown last, so
+            the model reads them right before it replies).
     """
     sections = [cut(f"[iteration {iteration}/{budget}]", b.HEADER_CHARS, "")]
     if prior_thinking:
@@ -175,7 +178,18 @@ def context_message(
     sections.append(_var_index(var_index))
     if nudges:
         sections.append(_nudges(nudges))
+    if steering:
+        sections.append(_steering(steering))
     return "\n\n".join(sections)
+
+
+def _steering(notes: Sequence[str]) -> str:
+    open_tag = (
+        "<from_the_user>\nThe person added this while you were working; take it into account:\n"
+    )
+    close_tag = "\n</from_the_user>"
+    room = b.STEERING_CHARS - len(open_tag) - len(close_tag)
+    return open_tag + cut("\n---\n".join(n.strip() for n in notes), room, "") + close_tag
 
 
 def _prior_thinking(thinking: str) -> str:

@@ -62,6 +62,8 @@ class TurnControl:
     reasoning: Reasoning = "balanced"
     cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
     running_llm: asyncio.Task[Any] | None = None
+    steering: list[str] = field(default_factory=list)  # the person's notes, not yet shown
+    scheduled_steering: dict[int, list[str]] = field(default_factory=dict)  # replay: by position
     _extra_granted: int = 0
     _subquery_count: int = 0
     _semaphore: asyncio.Semaphore | None = None
@@ -84,6 +86,12 @@ class TurnControl:
         self._extra_granted += grant
         self.budget += grant
         return self.budget
+
+    def take_steering(self, position: int) -> list[str]:
+        """The notes iteration ``position`` shows the model: scheduled ones, then new ones."""
+        notes = self.scheduled_steering.pop(position, []) + self.steering
+        self.steering = []
+        return notes
 
     async def set_title(self, text: str) -> None:
         """Set the conversation's title (cut to a sensible length)."""

@@ -31,6 +31,7 @@ from cove.events import (
     ModelDelta,
     ModelReply,
     SandboxRestarted,
+    SteerReceived,
     VarChange,
     VarsChanged,
 )
@@ -103,6 +104,7 @@ class Iteration:
             if self.position == 0 and s.handover_message
             else (request_message(control.request, None))
         )
+        steering = control.take_steering(self.position)
         context_msg = context_message(
             iteration=self.position + 1,
             budget=control.budget,
@@ -110,6 +112,7 @@ class Iteration:
             journal=self.state.journal_entries,
             var_index=s.env.var_index.entries(),
             nudges=self.nudges,
+            steering=steering,
         )
         seed = s.inputs.iteration_seed(turn.position, self.position)
         iteration_id = await s.store.start_iteration(
@@ -120,7 +123,11 @@ class Iteration:
             context_message=context_msg,
             seed=seed,
         )
+        if steering:
+            await s.store.add_steering(iteration_id, steering)
         yield IterationStarted(turn_id=turn.id, iteration=self.position + 1, budget=control.budget)
+        for note in steering:
+            yield SteerReceived(turn_id=turn.id, iteration=self.position + 1, text=note)
         messages = [
             {"role": "system", "content": s.system_prompt},
             {"role": "user", "content": request_msg},

@@ -76,6 +76,7 @@ class Query:
         request: str,
         options: TurnOptions | None = None,
         inputs: BlockInputs | None = None,
+        steering: dict[int, list[str]] | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -87,6 +88,24 @@ class Query:
         self.inputs = inputs or LiveInputs()
         self.control: TurnControl | None = None
         self._cancelled_early = False
+        self._steering = steering or {}  # replay: recorded notes by iteration position
+        self._early_notes: list[str] = []
+
+    def steer(self, text: str) -> None:
+        """Show ``text`` from the person in the next iteration's context message."""
+        if self.control is None:
+            self._early_notes.append(text)
+        else:
+            self.control.steering.append(text)
+
+    def take_unshown_steering(self) -> list[str]:
+        """Notes no iteration showed (they came too late); the caller may start a turn."""
+        notes = self._early_notes
+        self._early_notes = []
+        if self.control is not None:
+            notes += self.control.steering
+            self.control.steering = []
+        return notes
 
     async def cancel(self) -> None:
         """Stop the turn: at the next boundary, killing running sandbox code at once."""
@@ -119,6 +138,8 @@ class Query:
             budget=self.options.max_iterations or self.settings.max_iterations,
             title=self.conversation.title,
         )
+        control.scheduled_steering = {k: list(v) for k, v in self._steering.items()}
+        control.steering, self._early_notes = self._early_notes, []
         self.control = control
         if self._cancelled_early:
             control.cancel_requested.set()

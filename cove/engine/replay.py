@@ -114,6 +114,7 @@ async def _replay_turn(
         request=turn.request,
         options=TurnOptions(max_iterations=max(len(iterations), 1)),
         inputs=inputs,
+        steering={it.position: list(it.steering) for it in iterations if it.steering},
     )
     replayed_status, position = "failed", turn.position
     async for event in query.run():
@@ -123,6 +124,7 @@ async def _replay_turn(
             replayed_status = event.status
     replayed = await store.transcript(conversation_id, turn=position)  # that turn only
     mismatches = _compare_blocks(turn, replayed.turns[0])
+    mismatches += _compare_steering(turn, replayed.turns[0])
     mismatches += _compare_versions(turn.position, versions, replayed.var_versions)
     blocks = sum(len(it.blocks) for it in iterations)
     return ReplayTurnChecked(
@@ -149,6 +151,16 @@ def _compare_blocks(recorded: TurnRecord, replayed: TurnRecord) -> list[str]:
             if diff:
                 mismatches.append(f"block {ref}: {diff}")
     return mismatches
+
+
+def _compare_steering(recorded: TurnRecord, replayed: TurnRecord) -> list[str]:
+    """The person's mid-turn messages must reach the same iterations again."""
+    new = {it.position: it.steering for it in replayed.iterations}
+    return [
+        f"steering of iteration {it.position + 1} (turn {recorded.position}) was not replayed"
+        for it in recorded.iterations
+        if it.steering and new.get(it.position) != it.steering
+    ]
 
 
 def _block_diff(recorded: BlockRecord, replayed: BlockRecord) -> str | None:

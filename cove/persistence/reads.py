@@ -143,12 +143,25 @@ def transcript(conn: sqlite3.Connection, conversation_id: str, turn: int | None)
         params,
     ):
         subqueries[row["iteration_id"]].append(rows.subquery(row))
+    steering: defaultdict[int, list[str]] = defaultdict(list)
+    for row in conn.execute(
+        f"{cte} SELECT s.iteration_id, s.text FROM steering s"
+        f" JOIN iteration i ON i.id = s.iteration_id {visible}"
+        " ORDER BY s.iteration_id, s.position",
+        params,
+    ):
+        steering[row[0]].append(row[1])
     iterations = defaultdict(list)
     for row in conn.execute(
         f"{cte} SELECT i.* FROM iteration i {visible} ORDER BY i.turn_id, i.position", params
     ):
         iterations[row["turn_id"]].append(
-            rows.iteration(row, tuple(blocks[row["id"]]), tuple(subqueries[row["id"]]))
+            rows.iteration(
+                row,
+                tuple(blocks[row["id"]]),
+                tuple(subqueries[row["id"]]),
+                tuple(steering[row["id"]]),
+            )
         )
     turn_records = tuple(
         rows.turn(row, tuple(iterations[row["id"]]))

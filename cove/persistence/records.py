@@ -136,6 +136,7 @@ class IterationRecord:
     started_at: float
     blocks: tuple[BlockRecord, ...] = ()
     subqueries: tuple[SubqueryRecord, ...] = ()
+    steering: tuple[str, ...] = ()  # the person's messages this iteration first showed
 
 
 @dataclass(frozen=True)

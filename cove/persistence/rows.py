@@ -98,6 +98,7 @@ def iteration(
     row: sqlite3.Row,
     blocks: tuple[BlockRecord, ...] = (),
     subqueries: tuple[SubqueryRecord, ...] = (),
+    steering: tuple[str, ...] = (),
 ) -> IterationRecord:
     """Build an ``IterationRecord`` from an ``iteration`` row."""
     return IterationRecord(
@@ -119,6 +120,7 @@ def iteration(
         started_at=row["started_at"],
         blocks=blocks,
         subqueries=subqueries,
+        steering=steering,
     )
 
 

@@ -307,6 +307,14 @@ class Store:
             seed,
         )
 
+    async def add_steering(self, iteration_id: int, texts: list[str]) -> None:
+        """Record the person's messages (steering) an iteration showed the model.
+
+        Raises:
+            NotFound: unknown iteration.
+        """
+        await self._run(writes.add_steering, self._clock(), iteration_id, texts)
+
     async def finish_iteration(self, iteration_id: int, result: IterationWrite) -> None:
         """Commit an iteration with its blocks, variable versions and sub-queries atomically.
 

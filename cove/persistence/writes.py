@@ -320,3 +320,18 @@ def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> None:
         # and search rows (whose trigger removes the FTS entries).
         conn.execute("DELETE FROM conversation WHERE id = ?", (conversation_id,))
         collect_blobs(conn, candidates)
+
+
+def add_steering(conn: sqlite3.Connection, now: float, iteration_id: int, texts: list[str]) -> None:
+    """Record the person's messages that iteration ``iteration_id`` showed the model."""
+    with immediate(conn):
+        if conn.execute("SELECT 1 FROM iteration WHERE id = ?", (iteration_id,)).fetchone() is None:
+            raise NotFound("iteration", str(iteration_id))
+        start = conn.execute(
+            "SELECT coalesce(max(position) + 1, 0) FROM steering WHERE iteration_id = ?",
+            (iteration_id,),
+        ).fetchone()[0]
+        conn.executemany(
+            "INSERT INTO steering (iteration_id, position, text, created_at) VALUES (?, ?, ?, ?)",
+            [(iteration_id, start + i, text, now) for i, text in enumerate(texts)],
+        )

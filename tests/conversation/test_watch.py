@@ -219,3 +219,20 @@ async def test_the_list_watch_reports_created_renamed_running_and_deleted(
     assert (started.conversation_id, started.running) == (existing.id, True)
     assert (ended.conversation_id, ended.running) == (existing.id, False)
     assert (deleted.kind, deleted.conversation_id) == ("deleted", conv.id)
+
+
+async def test_closing_withdraws_queued_turns_instead_of_running_them(tmp_path: Path) -> None:
+    model = GatedClient([reply([], "first"), reply([], "never")], gates=[0])
+    convs = await Conversations.open(settings_for(tmp_path), llm_factory=model.factory())
+    conv = await convs.create()
+    running = convs.send(conv.id, "one")
+    await model.reached[0].wait()
+    queued = convs.send(conv.id, "two")
+    assert isinstance(await anext(queued), TurnQueued)
+    closing = asyncio.create_task(convs.aclose())
+    await asyncio.sleep(0)
+    model.release(0)
+    await closing
+    assert (await queued.finished()).turn_id == 0
+    assert (await running.finished()).status in ("cancelled", "done")
+    assert model.calls == 1

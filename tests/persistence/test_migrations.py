@@ -39,6 +39,7 @@ TABLES = {
         "tokens_in", "tokens_out", "cost_usd", "duration_ms", "error",
     ],
     "search_doc": ["id", "turn_id", "kind"],
+    "steering": ["id", "iteration_id", "position", "text", "created_at"],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
     "search_fts": ["text"],
@@ -68,6 +69,7 @@ INDEXES = {
     "sqlite_autoindex_block_1": ("block", ["iteration_id", "position"]),
     "sqlite_autoindex_var_version_1": ("var_version", ["conversation_id", "name", "version"]),
     "sqlite_autoindex_subquery_1": ("subquery", ["iteration_id", "position"]),
+    "sqlite_autoindex_steering_1": ("steering", ["iteration_id", "position"]),
 }
 
 

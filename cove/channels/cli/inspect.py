@@ -127,6 +127,8 @@ def _show_turn(
             f"{it.tokens_in}+{it.tokens_out} tokens · model {it.llm_ms:.0f} ms · "
             f"seed {it.seed}[/dim]"
         )
+        for note in it.steering:
+            console.print(line(("you, while it ran: ", "yellow"), cut(note, 2000)))
         if prompts:
             console.print(
                 line((f"system prompt {it.system_prompt_hash[:12]}; request message:", "dim"))
