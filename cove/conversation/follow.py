@@ -27,8 +27,12 @@ from cove.persistence.connection import MEMORY, connect
 from cove.persistence.records import ConversationRecord
 from cove.persistence.store import Store
 
-#: How often the poller asks SQLite whether anything was committed.
+#: How often the poller asks SQLite whether anything was committed: often while commits come,
+#: less when the database has been quiet for ``QUIET_AFTER_S`` (a first commit still arrives
+#: well within 250 ms).
 POLL_INTERVAL_S = 0.05
+QUIET_POLL_INTERVAL_S = 0.15
+QUIET_AFTER_S = 2.0
 #: How often a follower checks that a running turn's process is still alive.
 LEASE_CHECK_S = 1.0
 
@@ -36,9 +40,15 @@ LEASE_CHECK_S = 1.0
 class CommitPoller:
     """Tells waiters that some connection committed to the database file."""
 
-    def __init__(self, path: str, interval_s: float = POLL_INTERVAL_S) -> None:
+    def __init__(
+        self,
+        path: str,
+        interval_s: float = POLL_INTERVAL_S,
+        quiet_interval_s: float = QUIET_POLL_INTERVAL_S,
+    ) -> None:
         self._path = path
         self._interval = interval_s
+        self._quiet_interval = quiet_interval_s
         self._changed = asyncio.Event()
         self._users = 0
         self._task: asyncio.Task[None] | None = None
@@ -80,6 +90,7 @@ class CommitPoller:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="cove-poll")
         last: int | None = None
+        changed_at = time.monotonic()
         while True:
             try:
                 version = await loop.run_in_executor(self._executor, self._data_version)
@@ -88,10 +99,12 @@ class CommitPoller:
             self.polls += 1
             if version is not None and version != last:
                 last = version
+                changed_at = time.monotonic()
                 self.version += 1
                 fired, self._changed = self._changed, asyncio.Event()
                 fired.set()
-            await asyncio.sleep(self._interval)
+            quiet = time.monotonic() - changed_at > QUIET_AFTER_S
+            await asyncio.sleep(self._quiet_interval if quiet else self._interval)
 
     def _data_version(self) -> int:
         if self._conn is None:

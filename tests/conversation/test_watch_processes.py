@@ -157,7 +157,7 @@ async def test_killing_the_driving_process_ends_the_watch_with_interrupted(
                 await until(stream, lambda e: isinstance(e, IterationStarted) and e.iteration == 2)
                 assert reached.wait(30)
                 process.send_signal(signal.SIGKILL)
-                await process.wait()  # reaped: its pid is gone
+                await process.communicate()  # reaped (its pid is gone) and its pipes closed
                 rest = await asyncio.wait_for(
                     until(stream, lambda e: isinstance(e, TurnFinished)), 60
                 )
@@ -165,7 +165,7 @@ async def test_killing_the_driving_process_ends_the_watch_with_interrupted(
                 gate.set()
                 if process.returncode is None:
                     process.kill()
-                await process.wait()
+                    await process.communicate()
         turns = await convs.store.turns(conv.id)
     finished = rest[-1]
     assert isinstance(finished, TurnFinished) and finished.status == "interrupted"
