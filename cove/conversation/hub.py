@@ -135,8 +135,14 @@ class ConversationHub:
         return self.sequencer.last
 
     def advance_to(self, seq: int) -> None:
-        """Note that everything up to ``seq`` already happened (read from the store)."""
-        self.sequencer.last = max(self.sequencer.last, seq)
+        """Note that everything up to ``seq`` already happened (read from the store).
+
+        Events skipped this way never passed through the ring, so it no longer covers a
+        contiguous stretch: it is emptied, and resuming watchers are served from the store.
+        """
+        if seq > self.sequencer.last:
+            self.ring.clear()
+            self.sequencer.last = seq
 
     def attach(self, watcher: Watcher) -> None:
         """Start delivering new events to ``watcher``."""

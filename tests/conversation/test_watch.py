@@ -236,3 +236,42 @@ async def test_closing_withdraws_queued_turns_instead_of_running_them(tmp_path: 
     assert (await queued.finished()).turn_id == 0
     assert (await running.finished()).status in ("cancelled", "done")
     assert model.calls == 1
+
+
+async def test_the_handle_cancels_its_running_turn(tmp_path: Path) -> None:
+    model = GatedClient([reply([], "never")], gates=[0])
+    async with Conversations.open(settings_for(tmp_path), llm_factory=model.factory()) as convs:
+        conv = await convs.create()
+        handle = convs.send(conv.id, "one")
+        await model.reached[0].wait()
+        assert await handle.cancel()
+        finished = await handle.finished()
+        assert not await handle.cancel()  # it has ended
+    assert finished.status == "cancelled" and finished.turn_id > 0
+
+
+async def test_resume_is_exact_after_turns_this_process_did_not_see(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    factory = scripted_factory([*three_iterations(), reply(["c = 3"], "{{c}}")])
+    async with Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create()
+        first = [e async for e in convs.send(conv.id, "one")]
+        # Another process runs a turn meanwhile: here the hub only learns the store moved on.
+        async with Conversations.open(settings, llm_factory=factory) as other:
+            second = [e async for e in other.send(conv.id, "two")]
+        after = first[2].seq  # a client that saw only the start of the first turn
+        resumed = await convs.watch(conv.id, after=after).start()
+        last_turn = second[-1].turn_id  # type: ignore[attr-defined]
+
+        async def read() -> list[Event]:
+            got: list[Event] = []
+            async for event in resumed:
+                got.append(event)
+                if isinstance(event, TurnFinished) and event.turn_id == last_turn:
+                    return got
+            return got
+
+        got = await asyncio.wait_for(read(), 60)  # a gap would leave it waiting
+        await resumed.aclose()
+    expected = [e for e in durable(first + second) if e.seq > after]
+    assert [(e.type, e.seq) for e in got] == [(e.type, e.seq) for e in expected]
