@@ -154,12 +154,20 @@ async def _follow(
     cid = hub.conversation_id
     title: str | None = None
     next_lease_check = 0.0
+    marker: tuple[object, ...] | None = None
+    running = False
     async with poller.use():
         seen = poller.version
         while hub.watchers:
-            running = False
             if hub.local_turns == 0:
                 try:
+                    # Most commits are to other conversations: a cheap check comes first.
+                    changed = await store.change_marker(cid)
+                    lease_due = running and time.monotonic() >= next_lease_check
+                    if changed == marker and not lease_due:
+                        seen = await poller.wait(seen, LEASE_CHECK_S if running else 5.0)
+                        continue
+                    marker = changed
                     transcript = await store.transcript_since(cid, turn_of(hub.last_seq))
                 except NotFound:
                     hub.close_watchers()

@@ -358,3 +358,31 @@ def conversation_scan(conn: sqlite3.Connection, since: float) -> ConversationSca
 def conversation_ids(conn: sqlite3.Connection) -> set[str]:
     """Every conversation id."""
     return {row[0] for row in conn.execute("SELECT id FROM conversation")}
+
+
+def change_marker(conn: sqlite3.Connection, conversation_id: str) -> tuple[Any, ...]:
+    """A value that changes whenever anything a watcher shows changes in the conversation.
+
+    The latest own turn's status, its iterations' progress, its block and steering counts, the
+    title and the lease: one indexed query, so a follower reads the transcript only when needed.
+    """
+    row = conn.execute(
+        """
+        SELECT c.title, c.lease_owner, t.id, t.status,
+               (SELECT group_concat(i.id || i.status || (i.raw_reply IS NULL), ',')
+                  FROM iteration i WHERE i.turn_id = t.id),
+               (SELECT count(*) FROM block b JOIN iteration i ON i.id = b.iteration_id
+                 WHERE i.turn_id = t.id),
+               (SELECT count(*) FROM steering s JOIN iteration i ON i.id = s.iteration_id
+                 WHERE i.turn_id = t.id),
+               (SELECT count(*) FROM var_version v WHERE v.conversation_id = c.id)
+        FROM conversation c
+        LEFT JOIN turn t ON t.conversation_id = c.id
+        WHERE c.id = ?
+        ORDER BY t.position DESC LIMIT 1
+        """,
+        (conversation_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFound("conversation", conversation_id)
+    return tuple(row)

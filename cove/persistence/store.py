@@ -380,6 +380,14 @@ class Store:
         """The turns at ``position`` and after, with all they wrote. Raises ``NotFound``."""
         return await self._run(reads.transcript_since, conversation_id, position)
 
+    async def change_marker(self, conversation_id: str) -> tuple[Any, ...]:
+        """A value that differs after any change a watcher of the conversation would see.
+
+        Raises:
+            NotFound: unknown conversation.
+        """
+        return await self._run(reads.change_marker, conversation_id)
+
     async def recent_blocks(
         self, conversation_id: str, limit: int
     ) -> list[tuple[int, int, BlockRecord]]:

@@ -16,7 +16,7 @@ import pytest
 from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
 from cove.errors import AmbiguousId, Busy, CoveError, NotFound
-from cove.events import Event, TurnFinished, TurnQueued
+from cove.events import BlockStarted, Event, TurnFinished, TurnQueued, TurnStarted
 
 
 def settings_for(tmp_path: Path, **changes: Any) -> Settings:
@@ -34,6 +34,18 @@ def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any
 
 async def run(convs: Conversations, cid: str, text: str, **kw: Any) -> list[Event]:
     return [event async for event in convs.send(cid, text, **kw)]
+
+
+async def started(
+    convs: Conversations, cid: str, text: str, until: type[Event] = TurnStarted
+) -> asyncio.Task[list[Event]]:
+    """Start a turn in a task; return once it emitted ``until`` (its lease is held by then)."""
+    async with convs.watch(cid) as stream:
+        task = asyncio.create_task(run(convs, cid, text))
+        async for event in stream:
+            if isinstance(event, until):
+                break
+    return task
 
 
 def final(events: list[Event]) -> TurnFinished:
@@ -201,8 +213,7 @@ async def test_a_live_lease_in_another_process_means_busy(tmp_path: Path) -> Non
     async with await Conversations.open(settings, llm_factory=slow) as first:
         conv = await first.create()
         async with await Conversations.open(settings, llm_factory=slow) as second:
-            running = asyncio.create_task(run(first, conv.id, "slow"))
-            await asyncio.sleep(0.4)
+            running = await started(first, conv.id, "slow")
             with pytest.raises(Busy, match="busy"):
                 await run(second, conv.id, "intrude")
             assert final(await running).status == "done"
@@ -213,8 +224,7 @@ async def test_cancel_stops_the_running_turn(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, block_timeout_s=60, block_timeout_max_s=60)
     async with await Conversations.open(settings, llm_factory=factory) as convs:
         conv = await convs.create()
-        task = asyncio.create_task(run(convs, conv.id, "spin"))
-        await asyncio.sleep(1.0)
+        task = await started(convs, conv.id, "spin", BlockStarted)
         assert await convs.cancel(conv.id)
         assert final(await task).status == "cancelled"
         assert not await convs.cancel(conv.id)
@@ -226,7 +236,7 @@ async def test_a_long_turn_keeps_renewing_its_lease(tmp_path: Path) -> None:
     async with await Conversations.open(settings, llm_factory=slow) as first:
         conv = await first.create()
         async with await Conversations.open(settings, llm_factory=slow) as second:
-            running = asyncio.create_task(run(first, conv.id, "slow"))
+            running = await started(first, conv.id, "slow")
             await asyncio.sleep(1.8)  # three lease lifetimes later
             with pytest.raises(Busy):
                 await run(second, conv.id, "intrude")
@@ -237,8 +247,7 @@ async def test_delete_is_refused_while_a_turn_runs(tmp_path: Path) -> None:
     slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=0.8)
     async with await Conversations.open(settings_for(tmp_path), llm_factory=slow) as convs:
         conv = await convs.create()
-        running = asyncio.create_task(run(convs, conv.id, "slow"))
-        await asyncio.sleep(0.3)
+        running = await started(convs, conv.id, "slow")
         with pytest.raises(Busy):
             await convs.delete(conv.id)
         assert final(await running).status == "done"
@@ -250,8 +259,7 @@ async def test_a_turn_whose_lease_is_taken_over_stops(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, lease_ttl_s=0.3)
     async with await Conversations.open(settings, llm_factory=slow) as convs:
         conv = await convs.create()
-        running = asyncio.create_task(run(convs, conv.id, "slow"))
-        await asyncio.sleep(0.3)
+        running = await started(convs, conv.id, "slow")
         with sqlite3.connect(settings.database) as db:  # another process takes the lease over
             db.execute(
                 "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ?",
