@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,29 @@ async def test_resume_is_exact_after_turns_this_process_did_not_see(tmp_path: Pa
         await resumed.aclose()
     expected = [e for e in durable(first + second) if e.seq > after]
     assert [(e.type, e.seq) for e in got] == [(e.type, e.seq) for e in expected]
+
+
+async def test_a_turn_whose_lease_lapsed_elsewhere_ends_interrupted_for_watchers(
+    tmp_path: Path,
+) -> None:
+    settings = settings_for(tmp_path)
+    async with Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
+        conv = await convs.create()
+        # Another host's process took the lease, started a turn, and went silent.
+        await convs.store.acquire_lease(conv.id, "elsewhere:1:x", 0.5)
+        turn = await convs.store.start_turn(conv.id, "abandoned")
+        stream = await convs.watch(conv.id, after=0).start()
+        events = [e async for e in _until_finished(stream)]
+        await stream.aclose()
+        stored = await convs.store.get_turn(turn.id)
+    assert [e.type for e in events] == ["turn_started", "turn_finished"]
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished) and finished.status == "interrupted"
+    assert stored.status == "interrupted"
+
+
+async def _until_finished(stream: object) -> AsyncIterator[Event]:
+    async for event in stream:  # type: ignore[attr-defined]
+        yield event
+        if isinstance(event, TurnFinished):
+            return
