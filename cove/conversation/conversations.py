@@ -17,13 +17,12 @@ from types import TracebackType
 from cove.config import Settings
 from cove.conversation.follow import CommitPoller
 from cove.conversation.handle import TurnHandle, withdrawn_event
-from cove.conversation.hub import WATCH_CAPACITY, ConversationHub, Watcher
+from cove.conversation.hub import ConversationHub
 from cove.conversation.lease import held_lease, new_owner_id, owner_is_dead
-from cove.conversation.list_watch import ListWatch
 from cove.conversation.live import LiveCache, LiveConversation
 from cove.conversation.opener import Opener
 from cove.conversation.turn_queue import TurnQueue
-from cove.conversation.watch_stream import WatchStream
+from cove.conversation.watch_api import WatchAPI
 from cove.conversation.watching import Watching
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnOptions
@@ -56,8 +55,8 @@ def _openai_factory(settings: Settings, model: str) -> LLMClient:
     return OpenAIClient(settings, model=model)
 
 
-class Conversations:
-    """Create, drive, inspect, fork and replay conversations. Use ``async with``."""
+class Conversations(WatchAPI):
+    """Create, drive, inspect, fork, replay and watch conversations. Use ``async with``."""
 
     def __init__(self, settings: Settings, store: Store, pool: WorkerPool, llm_factory: LLMFactory):
         self.settings = settings
@@ -320,12 +319,11 @@ class Conversations:
             request=text,
             options=TurnOptions(max_iterations=max_iterations),
         )
-        lost_tasks: set[asyncio.Task[None]] = set()
 
         def lost() -> None:
             task = asyncio.get_running_loop().create_task(query.cancel())
-            lost_tasks.add(task)  # held until done: no task without a reference
-            task.add_done_callback(lost_tasks.discard)
+            self._tasks.add(task)  # held until done: no task without a reference
+            task.add_done_callback(self._tasks.discard)
 
         async with held_lease(self.store, record.id, self.owner, self.settings.lease_ttl_s, lost):
             self._running[record.id] = query
@@ -339,81 +337,6 @@ class Conversations:
         late = query.take_unshown_steering()
         if late and not self._closed:  # came after the last iteration began: the next turn
             self.send(record.id, "\n\n".join(late))
-
-    async def steer(
-        self, conversation_id: str, text: str, *, owner: str | None = None
-    ) -> TurnHandle | None:
-        """Fold a message from the person into the turn running now.
-
-        The next iteration shows it to the model in its context message, records it with that
-        iteration (``cove show``, replay) and emits ``SteerReceived``. With no turn running in
-        this process it is sent as a turn instead (queued like ``send``), and a message that
-        arrives after the last iteration began becomes the next turn.
-
-        Returns:
-            None when the running turn took it; else the handle of the turn it became.
-
-        Raises:
-            NotFound: Unknown conversation (or not ``owner``'s). CoveError: Empty message.
-        """
-        self._check_open()
-        if not text.strip():
-            raise CoveError("the message is empty")
-        record = await self.get(conversation_id, owner=owner)
-        query = self._running.get(record.id)
-        if query is not None:
-            query.steer(text)
-            return None
-        return self.send(record.id, text, owner=owner)
-
-    # -- watching --------------------------------------------------------------------------
-
-    def watch(
-        self,
-        conversation_id: str,
-        after: int | None = None,
-        *,
-        capacity: int = WATCH_CAPACITY,
-        owner: str | None = None,
-    ) -> WatchStream:
-        """Follow a conversation's events, whoever runs its turns (this process or another).
-
-        ``async with convs.watch(cid) as events: async for event in events: ...`` — or iterate
-        it directly. With ``after=N`` the events after seq N come first (from the recent-event
-        ring, else rebuilt from the store), then live ones: no duplicates, no gaps. A watcher
-        whose ``capacity`` fills up gets one ``Resync`` instead of the events it missed.
-
-        Raises:
-            NotFound: Unknown conversation, or not ``owner``'s (when the stream starts).
-        """
-        self._check_open()
-        return WatchStream(
-            Watcher(capacity, after),
-            lambda watcher: self._start_watch(conversation_id, after, watcher, owner),
-        )
-
-    async def _start_watch(
-        self, conversation_id: str, after: int | None, watcher: Watcher, owner: str | None
-    ) -> None:
-        self._check_open()
-        record = await self.get(conversation_id, owner=owner)
-        await self.watching.attach(record.id, after, watcher, reap=self._reap)
-
-    def watch_list(self, *, owner: str | None = None) -> ListWatch:
-        """Follow the conversation list (only ``owner``'s conversations when given).
-
-        Yields ``ConversationChanged`` when a conversation is created, renamed, deleted, or
-        starts or ends a turn, in this process or another:
-        ``async with convs.watch_list() as changes: async for change in changes: ...``
-        """
-        self._check_open()
-        visible = None if owner is None else (lambda record: record.owner == owner)
-        return ListWatch(self.store, self.watching.poller, visible)
-
-    async def _reap(self, record: ConversationRecord) -> None:
-        """Interrupt the running turn of a conversation whose process is gone."""
-        if await self.store.reap_dead_leases(owner_is_dead) == 0:
-            await self.store.interrupt_orphans()
 
     def check_model(self, model: str | None = None) -> None:
         """Build the client for ``model`` now, so a missing endpoint fails before any turn.

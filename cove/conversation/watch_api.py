@@ -1,0 +1,110 @@
+"""Watching, steering and the conversation list: the part of ``Conversations`` channels use
+to follow what happens, wherever it runs (see ``watching.py`` for the machinery)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import TYPE_CHECKING
+
+from cove.conversation.handle import TurnHandle
+from cove.conversation.hub import WATCH_CAPACITY, Watcher
+from cove.conversation.lease import owner_is_dead
+from cove.conversation.list_watch import ListWatch
+from cove.conversation.watch_stream import WatchStream
+from cove.errors import CoveError
+from cove.persistence.records import ConversationRecord
+
+if TYPE_CHECKING:
+    from cove.conversation.watching import Watching
+    from cove.engine.query import Query
+    from cove.persistence.store import Store
+
+
+class WatchAPI:
+    """``watch``, ``watch_list`` and ``steer``, mixed into ``Conversations``."""
+
+    store: Store
+    watching: Watching
+    _running: dict[str, Query]
+
+    @abstractmethod
+    def _check_open(self) -> None: ...
+
+    @abstractmethod
+    async def get(self, id_or_prefix: str, *, owner: str | None = None) -> ConversationRecord: ...
+
+    @abstractmethod
+    def send(self, conversation_id: str, text: str, *, owner: str | None = None) -> TurnHandle: ...
+
+    async def steer(
+        self, conversation_id: str, text: str, *, owner: str | None = None
+    ) -> TurnHandle | None:
+        """Fold a message from the person into the turn running now.
+
+        The next iteration shows it to the model in its context message, records it with that
+        iteration (``cove show``, replay) and emits ``SteerReceived``. With no turn running in
+        this process it is sent as a turn instead (queued like ``send``), and a message that
+        arrives after the last iteration began becomes the next turn.
+
+        Returns:
+            None when the running turn took it; else the handle of the turn it became.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s). CoveError: Empty message.
+        """
+        self._check_open()
+        if not text.strip():
+            raise CoveError("the message is empty")
+        record = await self.get(conversation_id, owner=owner)
+        query = self._running.get(record.id)
+        if query is not None:
+            query.steer(text)
+            return None
+        return self.send(record.id, text, owner=owner)
+
+    def watch(
+        self,
+        conversation_id: str,
+        after: int | None = None,
+        *,
+        capacity: int = WATCH_CAPACITY,
+        owner: str | None = None,
+    ) -> WatchStream:
+        """Follow a conversation's events, whoever runs its turns (this process or another).
+
+        ``async with convs.watch(cid) as events: async for event in events: ...`` — or iterate
+        it directly. With ``after=N`` the events after seq N come first (from the recent-event
+        ring, else rebuilt from the store), then live ones: no duplicates, no gaps. A watcher
+        whose ``capacity`` fills up gets one ``Resync`` instead of the events it missed.
+
+        Raises:
+            NotFound: Unknown conversation, or not ``owner``'s (when the stream starts).
+        """
+        self._check_open()
+        return WatchStream(
+            Watcher(capacity, after),
+            lambda watcher: self._start_watch(conversation_id, after, watcher, owner),
+        )
+
+    async def _start_watch(
+        self, conversation_id: str, after: int | None, watcher: Watcher, owner: str | None
+    ) -> None:
+        self._check_open()
+        record = await self.get(conversation_id, owner=owner)
+        await self.watching.attach(record.id, after, watcher, reap=self._reap)
+
+    def watch_list(self, *, owner: str | None = None) -> ListWatch:
+        """Follow the conversation list (only ``owner``'s conversations when given).
+
+        Yields ``ConversationChanged`` when a conversation is created, renamed, deleted, or
+        starts or ends a turn, in this process or another:
+        ``async with convs.watch_list() as changes: async for change in changes: ...``
+        """
+        self._check_open()
+        visible = None if owner is None else (lambda record: record.owner == owner)
+        return ListWatch(self.store, self.watching.poller, visible)
+
+    async def _reap(self, record: ConversationRecord) -> None:
+        """Interrupt the running turn of a conversation whose process is gone."""
+        if await self.store.reap_dead_leases(owner_is_dead) == 0:
+            await self.store.interrupt_orphans()
