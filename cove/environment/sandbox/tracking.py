@@ -1,7 +1,18 @@
 """Variable tracking inside the worker: which user variables a block created, changed or deleted.
 
-After every block each user variable is encoded with the codec and fingerprinted, so mutation in
-place (``xs.append(1)``) counts as a change. Functions and classes defined at the top level of a
+A variable's snapshot is its codec encoding, fingerprinted, so mutation in place (``xs.append(1)``)
+counts as a change. After a block only the variables it could have touched are checked, so a
+block's cost follows what it touched, not what the sandbox holds:
+
+- the names its code objects use, and, transitively, the names used by the code of every
+  function, method, class or generator reachable from those names' values (``reach.py``);
+- every variable whose value shares an object with what the block reached (an alias, an element
+  held in two containers), found through an index of which variables hold which objects;
+- when a checked variable changed, every variable sharing an object with its old or new value.
+
+A checked value is the same when it is the same immutable object (an int, a str...), else when its
+encoding's fingerprint is unchanged. If the namespace holds a binding no name led to, every name
+is compared once. Functions and classes defined at the top level of a
 block keep the source of their definition (looked up by object, so ``g = f`` keeps ``f``'s source)
 and are reported as ``kind="function"``. Values the codec refuses or that exceed the snapshot limit
 are ``opaque``. Curated modules, their members and builtins (extension functions included) bound to
@@ -13,14 +24,16 @@ from __future__ import annotations
 import contextlib
 import inspect
 import weakref
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from fractions import Fraction
-from types import FunctionType
+from types import CodeType, FunctionType
 from typing import Any
 
 from cove.environment.sandbox.modules import ModuleTable
+from cove.environment.sandbox.reach import Reach
 from cove.persistence import codec
 
 MAX_DEPTH = 100
@@ -44,6 +57,48 @@ _IMMUTABLE = frozenset(
 class _Tracked:
     value: object
     fingerprint: str
+    ids: frozenset[int] = frozenset()  # the objects the value is made of
+
+
+class _Owners:
+    """Which variables' values hold each object (by id): how a change is traced to aliases."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, str | set[str]] = {}  # one owner is the common case: no set
+
+    def names_of(self, key: int) -> tuple[str, ...] | set[str]:
+        found = self._by_id.get(key)
+        if found is None:
+            return ()
+        return (found,) if isinstance(found, str) else found
+
+    def add(self, name: str, ids: Iterable[int]) -> None:
+        by_id = self._by_id
+        for key in ids:
+            found = by_id.setdefault(key, name)
+            if found is name or found == name:
+                continue
+            if isinstance(found, str):
+                by_id[key] = {found, name}
+            else:
+                found.add(name)
+
+    def remove(self, name: str, ids: Iterable[int]) -> None:
+        by_id = self._by_id
+        for key in ids:
+            found = by_id.get(key)
+            if found is None:
+                continue
+            if isinstance(found, str):
+                if found == name:
+                    del by_id[key]
+            else:
+                found.discard(name)
+                if len(found) == 1:
+                    by_id[key] = next(iter(found))
+
+    def clear(self) -> None:
+        self._by_id.clear()
 
 
 def deleted(name: str) -> dict[str, Any]:
@@ -54,13 +109,28 @@ def deleted(name: str) -> dict[str, Any]:
 class VariableTracker:
     """The worker's record of user variables, definition sources and import bindings."""
 
-    def __init__(self, *, snapshot_limit: int, modules: ModuleTable, builtins: dict[str, Any]):
+    def __init__(
+        self,
+        *,
+        snapshot_limit: int,
+        modules: ModuleTable,
+        builtins: dict[str, Any],
+        namespace: dict[str, Any] | None = None,
+    ):
         self.snapshot_limit = snapshot_limit
         self.modules = modules
         self.builtins = builtins
+        self.namespace: dict[str, Any] = {} if namespace is None else namespace
         self.sources: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self.state: dict[str, _Tracked] = {}
         self.imports: dict[str, ImportRef] = {}
+        self.encodes = 0
+        """How many snapshots were encoded: a check's cost, observable by tests."""
+        self._owners = _Owners()
+        self._hidden: int | None = None  # names starting with "_"; None: count on the next check
+        self._budget = REPORT_BUDGET_BYTES
+        self._index: dict[int, ImportRef] = {}
+        self._index_key: tuple[int, int] | None = None
 
     def source_of(self, value: object) -> str | None:
         """The source of a function or class defined in the sandbox (the codec's ``source_of``)."""
@@ -90,46 +160,105 @@ class VariableTracker:
         namespace = self.modules.get(module)
         return namespace if member is None else getattr(namespace, member)
 
-    def changes(self, namespace: dict[str, Any]) -> list[dict[str, Any]]:
-        """Snapshots of the variables created, changed or deleted since the last call."""
-        index = self._import_index()
-        imports: dict[str, ImportRef] = {}
-        current: dict[str, Any] = {}
-        for name, value in namespace.items():
-            if name.startswith("_"):
-                continue
-            ref = index.get(id(value))
-            if ref is not None:
-                imports[name] = ref
-            else:
-                current[name] = value
-        self.imports = imports
+    def changes(
+        self, namespace: dict[str, Any], codes: Sequence[CodeType] | None = None
+    ) -> list[dict[str, Any]]:
+        """Snapshots of the variables created, changed or deleted since the last call.
+
+        Args:
+            namespace: The sandbox's globals.
+            codes: The code objects run since the last call (the block's). Only the variables
+                they can reach are checked (see ``reach.py``); None checks every variable.
+        """
+        self.namespace = namespace
+        reach = Reach(namespace, self.builtins, self._is_sandbox_class)
+        if codes is None or self._hidden is None:
+            candidates = dict.fromkeys(n for n in namespace if not n.startswith("_"))
+        else:
+            reach.from_code(codes)
+            candidates = dict.fromkeys(reach.names)
+            for key in reach.ids:  # aliases: other variables holding a reached object
+                for owner in self._owners.names_of(key):
+                    candidates.setdefault(owner)
         found: list[dict[str, Any]] = []
-        budget = REPORT_BUDGET_BYTES
-        for name, value in current.items():
-            old = self.state.get(name)
-            if old is not None and old.value is value and type(value) in _IMMUTABLE:
+        self._budget = REPORT_BUDGET_BYTES
+        pending = list(candidates)
+        checked: set[str] = set()
+        for name in pending:  # grows while it runs: co-owners of changed values are appended
+            if name in checked or name.startswith("_"):
                 continue
-            snapshot, fingerprint = self.snapshot(name, value)
-            if old is None or old.fingerprint != fingerprint:
-                budget -= len(snapshot["encoded"] or "")
-                if budget < 0:  # too much changed at once to carry: keep the report sendable
-                    snapshot.update(kind="opaque", encoded=None, signature=None)
-                found.append(snapshot)
-            self.state[name] = _Tracked(value, fingerprint)
-        for name in [name for name in self.state if name not in current]:
-            del self.state[name]
-            found.append(deleted(name))
+            checked.add(name)
+            changed = self._check(namespace, name, found)
+            for key in changed:  # a changed value may be shared: its co-owners are checked too
+                pending.extend(n for n in self._owners.names_of(key) if n not in checked)
+        expected = -1
+        if self._hidden is not None:
+            expected = self._hidden + len(self.state) + len(self.imports)
+        if len(namespace) != expected:  # a binding no name led to: compare every name once
+            for name in [n for n in namespace if not n.startswith("_") and n not in checked]:
+                if name not in self.state and name not in self.imports:
+                    self._check(namespace, name, found)
+            for name in [n for n in (*self.state, *self.imports) if n not in namespace]:
+                self._check(namespace, name, found)
+            self._hidden = sum(1 for n in namespace if n.startswith("_"))
         return found
+
+    def _check(self, namespace: dict[str, Any], name: str, found: list[dict[str, Any]]) -> set[int]:
+        """Bring ``name``'s tracking up to date; the object ids of its old value if it changed."""
+        old = self.state.get(name)
+        if name not in namespace:
+            self.imports.pop(name, None)
+            if old is not None:
+                del self.state[name]
+                self._owners.remove(name, old.ids)
+                found.append(deleted(name))
+                return set(old.ids)
+            return set()
+        value = namespace[name]
+        if old is not None and old.value is value and type(value) in _IMMUTABLE:
+            return set()
+        if old is None or old.value is not value:
+            ref = self._import_ref(value)
+            if ref is not None:
+                self.imports[name] = ref
+                if old is not None:
+                    del self.state[name]
+                    self._owners.remove(name, old.ids)
+                    found.append(deleted(name))
+                return set()
+            self.imports.pop(name, None)
+        snapshot, fingerprint = self.snapshot(name, value)
+        if old is not None and old.value is value and old.fingerprint == fingerprint:
+            return set()
+        if old is None or old.fingerprint != fingerprint:
+            self._budget -= len(snapshot["encoded"] or "")
+            if self._budget < 0:  # too much changed at once to carry: keep the report sendable
+                snapshot.update(kind="opaque", encoded=None, signature=None)
+            found.append(snapshot)
+        self._track(name, value, fingerprint)
+        return set(old.ids) | self.state[name].ids if old is not None else set(self.state[name].ids)
+
+    def _track(self, name: str, value: object, fingerprint: str) -> None:
+        old = self.state.get(name)
+        if old is not None:
+            self._owners.remove(name, old.ids)
+        ids: frozenset[int] = frozenset()
+        if type(value) not in _IMMUTABLE:
+            reach = Reach(self.namespace, self.builtins, self._is_sandbox_class)
+            ids = frozenset(reach.objects_of(value))
+        self.state[name] = _Tracked(value, fingerprint, ids)
+        self._owners.add(name, ids)
 
     def adopt(self, name: str, value: object, encoded: str) -> None:
         """Take a restored variable as unchanged."""
-        self.state[name] = _Tracked(value, codec.fingerprint(encoded))
+        self._track(name, value, codec.fingerprint(encoded))
 
     def forget_all(self) -> None:
         """Drop every tracked variable and import binding (before a full restore)."""
         self.state.clear()
         self.imports.clear()
+        self._owners.clear()
+        self._hidden = None
 
     def encode(self, value: object) -> str:
         """Encode ``value`` within the snapshot limits.
@@ -143,6 +272,7 @@ class VariableTracker:
 
     def snapshot(self, name: str, value: object) -> tuple[dict[str, Any], str]:
         """The wire form of ``value``'s snapshot and its fingerprint."""
+        self.encodes += 1
         try:
             encoded: str | None = self.encode(value)
         except MemoryError:
@@ -165,6 +295,18 @@ class VariableTracker:
             snapshot["kind"] = "function"
             snapshot["signature"] = snapshot["preview"] = signature_of(name, value)
         return snapshot, codec.fingerprint(encoded)
+
+    def _is_sandbox_class(self, cls: type) -> bool:
+        # Read through ``type`` so a class cannot answer for itself.
+        return bool(type.__dict__["__module__"].__get__(cls) == "sandbox")
+
+    def _import_ref(self, value: object) -> ImportRef | None:
+        """The import binding ``value`` is, if it is a curated module, member or builtin."""
+        # Extension proxies are rebound every turn and modules load on import: re-index then.
+        key = (len(self.modules.loaded()), sum(map(id, self.builtins.values())))
+        if key != self._index_key:
+            self._index, self._index_key = self._import_index(), key
+        return self._index.get(id(value))
 
     def _import_index(self) -> dict[int, ImportRef]:
         index: dict[int, ImportRef] = {}

@@ -1,0 +1,143 @@
+"""Change detection checks only what a block can reach, and still sees every in-place mutation."""
+
+from __future__ import annotations
+
+import pytest
+
+from cove.environment.sandbox.client import SandboxClient
+from cove.environment.sandbox.runtime import Runtime
+from cove.persistence import codec
+from tests.environment.conftest import ok
+
+BIG = "rows = list(range(100_000))"
+
+# (setup blocks, the block that mutates, the variables that must get a new version)
+MUTATIONS = {
+    "alias": ([BIG, "alias = rows"], "alias.append(-1)", {"rows", "alias"}),
+    "function": ([BIG, "def add(v):\n    rows.append(v)"], "add(-1)", {"rows"}),
+    "function calling a function": (
+        [BIG, "def add(v):\n    rows.append(v)", "def twice(v):\n    add(v)\n    add(v)"],
+        "twice(-1)",
+        {"rows"},
+    ),
+    "container element": ([BIG, "box = {'r': rows}"], "box['r'].append(-1)", {"rows", "box"}),
+    "element mutated after leaving its container": (
+        ["inner = [1]", "box = [inner]"],
+        "box.pop().append(2)",
+        {"inner", "box"},
+    ),
+    "method of a sandbox class": (
+        [
+            BIG,
+            "class Log:\n    def add(self, v):\n        rows.append(v)",
+            "log = Log()",
+        ],
+        "log.add(-1)",
+        {"rows"},
+    ),
+    "closure": (
+        [
+            BIG,
+            "def make():\n    xs = rows\n    def push(v):\n        xs.append(v)\n    return push",
+        ],
+        "push = make()\npush(-1)",
+        {"rows", "push"},
+    ),
+    "bound method held in a variable": (
+        [BIG, "put = rows.append"],
+        "put(-1)",
+        {"rows"},
+    ),
+    "default argument": (
+        [BIG, "def add(v, into=rows):\n    into.append(v)"],
+        "add(-1)",
+        {"rows"},
+    ),
+    "extension-returned object": (
+        ["got = echo([1, 2])", "inner = got['args'][0]"],
+        "inner.append(3)",
+        {"got", "inner"},
+    ),
+    "generator": (
+        [BIG, "def drain():\n    while rows:\n        yield rows.pop()", "gen = drain()"],
+        "next(gen)",
+        {"rows"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MUTATIONS))
+async def test_each_mutation_path_yields_a_new_version(client: SandboxClient, case: str) -> None:
+    setup, mutate, expected = MUTATIONS[case]
+    for code in setup:
+        await ok(client, code)
+    outcome = await ok(client, mutate)
+    changed = {c.name for c in outcome.changes}
+    assert expected <= changed, (case, changed)
+    assert not changed - expected - {"gen", "push"}, (case, changed)  # nothing untouched
+
+
+async def test_the_new_version_holds_the_mutated_value(client: SandboxClient) -> None:
+    await ok(client, "rows = [1, 2]\ndef add(v):\n    rows.append(v)")
+    outcome = await ok(client, "add(3)")
+    assert [(c.name, codec.decode(c.encoded or "")) for c in outcome.changes] == [
+        ("rows", [1, 2, 3])
+    ]
+
+
+async def test_an_untouched_big_list_yields_no_version(client: SandboxClient) -> None:
+    await ok(client, BIG + "\nx = 1")
+    assert (await ok(client, "x = 1\nx + 1")).changes == ()
+    assert [c.name for c in (await ok(client, "y = [x]")).changes] == ["y"]
+
+
+def runtime() -> Runtime:
+    return Runtime(request=lambda m: m, output_limit=1_000, snapshot_limit=10_000_000)
+
+
+def changed(rt: Runtime, code: str) -> set[str]:
+    reply = rt.execute(code, 1, 0.0)
+    assert reply["ok"], reply["error"]
+    return {c["name"] for c in reply["changes"]}
+
+
+def test_an_untouched_big_list_is_not_encoded_again() -> None:
+    rt = runtime()
+    assert changed(rt, BIG + "\nrows_by_key = {i: [i] for i in range(1000)}") == {
+        "rows",
+        "rows_by_key",
+    }
+    before = rt.tracker.encodes
+    for _ in range(5):
+        assert changed(rt, "x = 1\nx + 1") <= {"x"}
+    assert rt.tracker.encodes - before == 1  # x, once: it is the same int afterwards
+    assert changed(rt, "rows.append(1)") == {"rows"}
+    assert rt.tracker.encodes - before == 2
+
+
+def test_a_function_is_followed_only_to_the_globals_it_names() -> None:
+    rt = runtime()
+    changed(rt, BIG + "\nother = [1]\ndef inc(v):\n    return v + 1")
+    before = rt.tracker.encodes
+    assert changed(rt, "z = inc(1)") == {"z"}
+    assert rt.tracker.encodes - before == 2  # z and inc: rows and other are not reachable
+
+
+def test_a_failing_block_reports_what_it_changed_before_failing() -> None:
+    rt = runtime()
+    changed(rt, "xs = []")
+    reply = rt.execute("xs.append(1)\n1 / 0", 1, 0.0)
+    assert not reply["ok"]
+    assert [c["name"] for c in reply["changes"]] == ["xs"]
+
+
+def test_imports_and_rebinding_stay_tracked() -> None:
+    rt = runtime()
+    assert changed(rt, "import math\nfrom re import sub") == set()
+    assert rt.tracker.imports == {"math": ("math", None), "sub": ("re", "sub")}
+    assert changed(rt, "math = 3") == {"math"}
+    assert "math" not in rt.tracker.imports
+    assert changed(rt, "import math") == {"math"}  # the value is deleted; the import is back
+    assert rt.tracker.imports["math"] == ("math", None)
+    assert changed(rt, "del sub") == set()
+    assert "sub" not in rt.tracker.imports
