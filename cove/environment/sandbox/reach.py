@@ -3,29 +3,37 @@
 A block can only get at a user variable by naming it (its code's ``co_names``), by calling code
 that names it (a function or method defined in the sandbox, whose own ``co_names`` count), or by
 holding an object that is also part of another variable's value (an alias, a container element,
-a closure cell, a bound method's ``self``). ``Reach`` follows all three from the block's code
+a closure cell, a bound method's ``self``). ``Reach`` follows the first two from the block's code
 objects: names lead to the namespace's values, values lead to the objects they reference (through
 ``gc.get_referents``, which runs no Python code, so a hostile object cannot steer the walk), and
-every code object met adds its names. The walk never enters the namespace itself, the builtins,
-curated module namespaces, classes or functions not made in the sandbox, or the frames of host
-code: they hold no user value that a name would not also lead to.
+every code object met adds its names. It returns, per name, the ids of the objects its value is
+made of; the tracker's index of which variable holds which object supplies the third path.
+
+The walk never enters the namespace itself, the builtins, curated module namespaces, classes or
+functions not made in the sandbox, or the frames of host code: they hold no user value that a name
+would not also lead to.
 """
 
 from __future__ import annotations
 
 import gc
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from types import CodeType, FrameType, FunctionType, ModuleType, TracebackType
+from types import CodeType, FrameType, FunctionType, MethodType, ModuleType, TracebackType
 from typing import Any
 
 from cove.environment.sandbox.guards import ReadOnlyNamespace
 
-# Types whose instances reference nothing a block could change (no ids worth recording).
+# Types whose instances reference nothing a block could change: never walked, never recorded.
 _LEAVES: frozenset[type] = frozenset({int, float, complex, str, bytes, bool, type(None), CodeType})
+# Containers whose referents are exactly their contents: walked in bulk, level by level.
+_PLAIN: frozenset[type] = frozenset(
+    {list, dict, tuple, set, frozenset, deque, OrderedDict, bytearray, MethodType}
+)
 
 
 class Reach:
-    """A walk over objects reachable from sandbox code.
+    """Walks over the objects sandbox code can reach.
 
     Args:
         namespace: The sandbox's globals (never walked: names lead into it).
@@ -43,77 +51,80 @@ class Reach:
         self.builtins = builtins
         self.is_sandbox_class = is_sandbox_class
         self.names: list[str] = []  # in the order met: the block's own names come first
+        self.walked: dict[str, tuple[object, frozenset[int]]] = {}  # name -> (value, its ids)
         self._named: set[str] = set()
-        self.ids: set[int] = set()
-        self.visited = 0
-        self._seen: set[int] = set()
-        self._stack: list[object] = []
+        self._codes: set[int] = set()
 
     def from_code(self, codes: Iterable[CodeType]) -> None:
-        """Walk everything the given code objects can reach, names transitively included."""
-        self._stack.extend(codes)
-        self._drain()
-        walked = 0
-        while walked < len(self.names):  # walking a value may name more (a function's globals)
-            name = self.names[walked]
-            walked += 1
-            if not name.startswith("_") and name in self.namespace:
-                self._stack.append(self.namespace[name])
-                self._drain()
+        """Collect every name the given code can reach, walking each name's value once."""
+        for code in codes:
+            self._add_code(code)
+        index = 0
+        while index < len(self.names):  # walking a value may name more (a function's globals)
+            name = self.names[index]
+            index += 1
+            if name.startswith("_") or name not in self.namespace:
+                continue
+            value = self.namespace[name]
+            ids, found = self.objects_of(value)
+            self.walked[name] = (value, ids)
+            for code in found:
+                self._add_code(code)
 
-    def objects_of(self, value: object) -> set[int]:
-        """The ids of the objects (``value`` included) that make up ``value``."""
-        self._stack.append(value)
-        self._drain()
-        return self.ids
+    def objects_of(self, value: object) -> tuple[frozenset[int], list[CodeType]]:
+        """The ids of the objects ``value`` is made of, and the sandbox code objects among them."""
+        seen: set[int] = {id(self.namespace), id(self.builtins)}
+        ids: set[int] = set()
+        codes: list[CodeType] = []
+        level: list[object] = [value]
+        while level:
+            found = {id(o): o for o in level if type(o) not in _LEAVES}
+            fresh = found.keys() - seen
+            if not fresh:
+                break
+            seen |= fresh
+            objects = [found[key] for key in fresh] if len(fresh) < len(found) else found.values()
+            plain = [o for o in objects if type(o) in _PLAIN]
+            ids.update(map(id, plain))
+            level = gc.get_referents(*plain) if plain else []
+            for obj in objects:
+                if type(obj) not in _PLAIN and self._special(obj, level, codes):
+                    ids.add(id(obj))
+        return frozenset(ids), codes
 
-    def _drain(self) -> None:
-        stack, seen, ids = self._stack, self._seen, self.ids
+    def _special(self, obj: object, level: list[object], codes: list[CodeType]) -> bool:
+        """Queue what ``obj`` (not a plain container) leads to; whether it is worth recording."""
+        kind = type(obj)
+        if isinstance(obj, ModuleType | ReadOnlyNamespace):
+            return False
+        if kind is FunctionType:
+            if obj.__globals__ is not self.namespace:  # type: ignore[attr-defined]
+                return False  # host code: an extension proxy, a curated function
+            codes.append(obj.__code__)  # type: ignore[attr-defined]
+        elif issubclass(kind, type):
+            if not self.is_sandbox_class(obj):  # type: ignore[arg-type]
+                return False
+        elif kind is FrameType:
+            frame: FrameType = obj  # type: ignore[assignment]
+            if frame.f_globals is self.namespace:  # a sandbox frame; its host caller is not
+                codes.append(frame.f_code)
+                level.extend(frame.f_locals.values())
+            return False
+        elif kind is TracebackType:
+            level.extend((obj.tb_frame, obj.tb_next))  # type: ignore[attr-defined]
+            return False
+        level.extend(gc.get_referents(obj))
+        return True
+
+    def _add_code(self, code: CodeType) -> None:
+        stack = [code]
         while stack:
-            obj = stack.pop()
-            kind = type(obj)
-            if kind in _LEAVES:
-                if kind is CodeType:
-                    self._code(obj)  # type: ignore[arg-type]
+            current = stack.pop()
+            if id(current) in self._codes:
                 continue
-            key = id(obj)
-            if key in seen:
-                continue
-            seen.add(key)
-            self.visited += 1
-            if obj is self.namespace or obj is self.builtins:
-                continue
-            if isinstance(obj, ModuleType | ReadOnlyNamespace):
-                continue
-            if kind is FunctionType:
-                if obj.__globals__ is not self.namespace:  # type: ignore[attr-defined]
-                    continue  # host code (an extension proxy, a curated function)
-            elif issubclass(kind, type):
-                if not self.is_sandbox_class(obj):  # type: ignore[arg-type]
-                    continue
-            elif kind is FrameType:
-                self._frame(obj)  # type: ignore[arg-type]
-                continue
-            elif kind is TracebackType:
-                stack.extend((obj.tb_frame, obj.tb_next))  # type: ignore[attr-defined]
-                continue
-            ids.add(key)
-            stack.extend(gc.get_referents(obj))
-
-    def _code(self, code: CodeType) -> None:
-        key = id(code)
-        if key in self._seen:
-            return
-        self._seen.add(key)
-        for name in code.co_names:
-            if name not in self._named:
-                self._named.add(name)
-                self.names.append(name)
-        self._stack.extend(c for c in code.co_consts if type(c) is CodeType)
-
-    def _frame(self, frame: FrameType) -> None:
-        # Only a sandbox frame's locals; its caller (host code) is not followed.
-        if frame.f_globals is not self.namespace:
-            return
-        self._code(frame.f_code)
-        self._stack.extend(frame.f_locals.values())
+            self._codes.add(id(current))
+            for name in current.co_names:
+                if name not in self._named:
+                    self._named.add(name)
+                    self.names.append(name)
+            stack.extend(c for c in current.co_consts if type(c) is CodeType)

@@ -65,12 +65,22 @@ class _Owners:
 
     def __init__(self) -> None:
         self._by_id: dict[int, str | set[str]] = {}  # one owner is the common case: no set
+        self.shared: set[int] = set()
+        """Ids of objects held by more than one variable."""
 
-    def names_of(self, key: int) -> tuple[str, ...] | set[str]:
-        found = self._by_id.get(key)
-        if found is None:
-            return ()
-        return (found,) if isinstance(found, str) else found
+    def names_for(self, keys: Iterable[int]) -> set[str]:
+        """Every variable holding one of the objects ``keys``."""
+        names: set[str] = set()
+        by_id = self._by_id
+        for key in keys:
+            found = by_id.get(key)
+            if found is None:
+                continue
+            if isinstance(found, str):
+                names.add(found)
+            else:
+                names.update(found)
+        return names
 
     def add(self, name: str, ids: Iterable[int]) -> None:
         by_id = self._by_id
@@ -80,6 +90,7 @@ class _Owners:
                 continue
             if isinstance(found, str):
                 by_id[key] = {found, name}
+                self.shared.add(key)
             else:
                 found.add(name)
 
@@ -96,9 +107,11 @@ class _Owners:
                 found.discard(name)
                 if len(found) == 1:
                     by_id[key] = next(iter(found))
+                    self.shared.discard(key)
 
     def clear(self) -> None:
         self._by_id.clear()
+        self.shared.clear()
 
 
 def deleted(name: str) -> dict[str, Any]:
@@ -168,51 +181,58 @@ class VariableTracker:
         Args:
             namespace: The sandbox's globals.
             codes: The code objects run since the last call (the block's). Only the variables
-                they can reach are checked (see ``reach.py``); None checks every variable.
+                they can reach are checked (see the module docstring); None checks every one.
         """
         self.namespace = namespace
-        reach = Reach(namespace, self.builtins, self._is_sandbox_class)
+        reach = self._reach()
         if codes is None or self._hidden is None:
             candidates = dict.fromkeys(n for n in namespace if not n.startswith("_"))
         else:
             reach.from_code(codes)
             candidates = dict.fromkeys(reach.names)
-            for key in reach.ids:  # aliases: other variables holding a reached object
-                for owner in self._owners.names_of(key):
-                    candidates.setdefault(owner)
+            for name, (_, ids) in reach.walked.items():
+                old = self.state.get(name)
+                # Other holders of a reached object: shared ones, and any the value newly holds.
+                keys = ids & self._owners.shared
+                if old is None or old.value is not reach.namespace.get(name) or ids != old.ids:
+                    keys |= ids - (old.ids if old is not None else frozenset())
+                candidates.update(dict.fromkeys(sorted(self._owners.names_for(keys))))
         found: list[dict[str, Any]] = []
         self._budget = REPORT_BUDGET_BYTES
         pending = list(candidates)
         checked: set[str] = set()
-        for name in pending:  # grows while it runs: co-owners of changed values are appended
+        for name in pending:  # grows while it runs: co-holders of changed values are appended
             if name in checked or name.startswith("_"):
                 continue
             checked.add(name)
-            changed = self._check(namespace, name, found)
-            for key in changed:  # a changed value may be shared: its co-owners are checked too
-                pending.extend(n for n in self._owners.names_of(key) if n not in checked)
+            also = self._check(namespace, name, found, reach.walked.get(name))
+            pending.extend(sorted(also - checked))
         expected = -1
         if self._hidden is not None:
             expected = self._hidden + len(self.state) + len(self.imports)
         if len(namespace) != expected:  # a binding no name led to: compare every name once
             for name in [n for n in namespace if not n.startswith("_") and n not in checked]:
                 if name not in self.state and name not in self.imports:
-                    self._check(namespace, name, found)
+                    self._check(namespace, name, found, None)
             for name in [n for n in (*self.state, *self.imports) if n not in namespace]:
-                self._check(namespace, name, found)
+                self._check(namespace, name, found, None)
             self._hidden = sum(1 for n in namespace if n.startswith("_"))
         return found
 
-    def _check(self, namespace: dict[str, Any], name: str, found: list[dict[str, Any]]) -> set[int]:
-        """Bring ``name``'s tracking up to date; the object ids of its old value if it changed."""
+    def _check(
+        self,
+        namespace: dict[str, Any],
+        name: str,
+        found: list[dict[str, Any]],
+        walked: tuple[object, frozenset[int]] | None,
+    ) -> set[str]:
+        """Bring ``name``'s tracking up to date; if it changed, the variables sharing with it."""
         old = self.state.get(name)
         if name not in namespace:
             self.imports.pop(name, None)
             if old is not None:
-                del self.state[name]
-                self._owners.remove(name, old.ids)
                 found.append(deleted(name))
-                return set(old.ids)
+                return self._untrack(name)
             return set()
         value = namespace[name]
         if old is not None and old.value is value and type(value) in _IMMUTABLE:
@@ -222,9 +242,8 @@ class VariableTracker:
             if ref is not None:
                 self.imports[name] = ref
                 if old is not None:
-                    del self.state[name]
-                    self._owners.remove(name, old.ids)
                     found.append(deleted(name))
+                    return self._untrack(name)
                 return set()
             self.imports.pop(name, None)
         snapshot, fingerprint = self.snapshot(name, value)
@@ -235,19 +254,38 @@ class VariableTracker:
             if self._budget < 0:  # too much changed at once to carry: keep the report sendable
                 snapshot.update(kind="opaque", encoded=None, signature=None)
             found.append(snapshot)
-        self._track(name, value, fingerprint)
-        return set(old.ids) | self.state[name].ids if old is not None else set(self.state[name].ids)
+        ids = walked[1] if walked is not None and walked[0] is value else None
+        return self._track(name, value, fingerprint, ids)
 
-    def _track(self, name: str, value: object, fingerprint: str) -> None:
+    def _track(
+        self, name: str, value: object, fingerprint: str, ids: frozenset[int] | None = None
+    ) -> set[str]:
+        """Record ``name``'s value; the other variables holding objects it held or now holds."""
+        if ids is None:
+            ids = frozenset()
+            if type(value) not in _IMMUTABLE:
+                ids = self._reach().objects_of(value)[0]
         old = self.state.get(name)
-        if old is not None:
-            self._owners.remove(name, old.ids)
-        ids: frozenset[int] = frozenset()
-        if type(value) not in _IMMUTABLE:
-            reach = Reach(self.namespace, self.builtins, self._is_sandbox_class)
-            ids = frozenset(reach.objects_of(value))
+        before = old.ids if old is not None else frozenset()
+        # Before the index changes: holders of what it shared, and of what it newly holds.
+        shared = self._owners.shared  # small: intersections cost its size, not the value's
+        added = ids - before
+        others = self._owners.names_for((before & shared) | (ids & shared) | added)
+        others.discard(name)
+        self._owners.remove(name, before - ids)  # only the difference: a big value that
+        self._owners.add(name, added)  # grew by one row costs one index entry
         self.state[name] = _Tracked(value, fingerprint, ids)
-        self._owners.add(name, ids)
+        return others
+
+    def _untrack(self, name: str) -> set[str]:
+        old = self.state.pop(name)
+        others = self._owners.names_for(old.ids & self._owners.shared)
+        others.discard(name)
+        self._owners.remove(name, old.ids)
+        return others
+
+    def _reach(self) -> Reach:
+        return Reach(self.namespace, self.builtins, self._is_sandbox_class)
 
     def adopt(self, name: str, value: object, encoded: str) -> None:
         """Take a restored variable as unchanged."""
