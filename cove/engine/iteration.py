@@ -14,6 +14,7 @@ from typing import Literal
 
 from cove.config import Settings
 from cove.engine.answer import AnswerRefused, fill_answer
+from cove.engine.budgets import VAR_INDEX_ROWS
 from cove.engine.context import JournalEntry, context_message, request_message
 from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs
@@ -108,8 +109,9 @@ class Iteration:
             budget=control.budget,
             prior_thinking=self.state.prior_thinking,
             journal=self.state.journal_entries,
-            var_index=s.env.var_index.entries(),
+            var_index=s.env.var_index.recent(VAR_INDEX_ROWS),
             nudges=self.nudges,
+            var_count=len(s.env.var_index),
         )
         seed = s.inputs.iteration_seed(turn.position, self.position)
         iteration_id = await s.store.start_iteration(

@@ -165,22 +165,22 @@ class Query:
         )
 
     async def _previous_turn(self) -> TurnRecord | None:
-        turns = await self.store.turns(self.conversation.id)
-        return turns[-1] if turns else None
+        # One indexed lookup: a turn's start must not read what grows with the conversation.
+        return await self.store.last_turn(self.conversation.id)
 
     async def _loop(
         self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None, end: TurnEnd
     ) -> AsyncIterator[Event]:
         journal = Journal.from_records(
             JOURNAL_ITERATIONS,
-            await self.store.recent_blocks(self.conversation.id, JOURNAL_ITERATIONS * 8),
+            await self.store.last_blocks(self.conversation.id, JOURNAL_ITERATIONS * 8),
         )
         handover = None
         if previous is not None:
             handover = Handover(
                 request=previous.request,
                 answer=previous.answer,
-                thinking=await self._last_thinking(previous),
+                thinking=await self.store.last_thinking(previous.id),
             )
         setup = IterationSetup(
             settings=self.settings,
@@ -257,14 +257,6 @@ class Query:
                 nudge_state.error_streak = 0
                 nudge_state.strategy_restart = True
             control.reasoning = _next_reasoning(result.next_reasoning, errors, restarts)
-
-    async def _last_thinking(self, previous: TurnRecord) -> str | None:
-        transcript = await self.store.transcript(self.conversation.id, turn=previous.position)
-        for turn in reversed(transcript.turns):
-            for iteration in reversed(turn.iterations):
-                if iteration.thinking:
-                    return iteration.thinking
-        return None
 
 
 def _next_reasoning(requested: str | None, errors: int, restarts: int) -> Reasoning:
