@@ -13,8 +13,9 @@ The model answers with ONE JSON object::
 ```` ```json ```` block, then the first balanced ``{...}`` object in the text, then fenced
 ```` ```python ```` blocks as code, and last the ``json-repair`` library on the first complete
 ``{...}`` (trailing commas, single quotes, unquoted keys...). Every JSON attempt accepts raw
-newlines and tabs inside strings, which real models send. A reply that still cannot be read raises ``ReplyParseError``,
-whose message is written for the model: it is shown to it in the next context message.
+newlines and tabs inside strings, which real models send. A reply that still cannot be read
+raises ``ReplyParseError``, whose message is written for the model: it is shown to it in the next
+context message.
 
 ``ReplyParseError`` derives from ``CoveError`` but deliberately not from ``ModelError``: an
 unreadable reply is an error *iteration* (the model gets another try), whereas a ``ModelError`` is
