@@ -64,6 +64,7 @@ class IterationResult:
     next_reasoning: str | None = None
     restart_reason: str | None = None
     restarted_lost: tuple[str, ...] = ()
+    parse_problem: str | None = None  # why the reply could not be used (status parse_error)
 
 
 @dataclass
@@ -184,7 +185,10 @@ class Iteration:
                 ),
             )
             self.result = IterationResult(
-                status="parse_error", journal=[entry], signature=f"parse:{exc}"
+                status="parse_error",
+                journal=[entry],
+                signature=f"parse:{exc}",
+                parse_problem=exc.problem,
             )
             return
         yield ModelReply(

@@ -29,6 +29,8 @@ from cove.persistence.store import Store
 MAX_REQUEST_CHARS = 1_000_000
 #: Consecutive failed iterations after which the model is asked to reason harder.
 ESCALATE_AFTER_ERRORS = 2
+#: Unusable replies in a row that end the turn, in error budgets (a strategy restart between).
+UNUSABLE_BUDGETS = 2
 
 
 @dataclass
@@ -196,7 +198,7 @@ class Query:
         state = LoopState(journal_entries=journal.entries())
         nudge_state = NudgeState(error_budget=self.settings.error_budget)
         signatures: list[str] = []
-        errors = restarts = 0
+        errors = restarts = unusable = 0
         last: IterationResult | None = None
         position = 0
         while True:
@@ -243,6 +245,18 @@ class Query:
             nudge_state.strategy_restart = False
             errors = errors + 1 if result.status in ("error", "parse_error") else 0
             nudge_state.error_streak = errors
+            # A strategy restart forgives failing code, not replies that cannot be read: those
+            # get one restart's worth of chances, then end the turn.
+            unusable = unusable + 1 if result.status == "parse_error" else 0
+            if unusable >= UNUSABLE_BUDGETS * self.settings.error_budget:
+                end.set(
+                    "error_budget",
+                    position,
+                    answer=_fallback(last),
+                    error=f"{unusable} replies in a row could not be used; the last: "
+                    + (result.parse_problem or "unreadable"),
+                )
+                return
             if errors >= self.settings.error_budget:
                 if restarts >= self.settings.max_restarts:
                     end.set(
