@@ -141,3 +141,22 @@ def test_imports_and_rebinding_stay_tracked() -> None:
     assert rt.tracker.imports["math"] == ("math", None)
     assert changed(rt, "del sub") == set()
     assert "sub" not in rt.tracker.imports
+
+
+def test_restored_variables_are_not_encoded_again_by_the_next_block() -> None:
+    rt = runtime()
+    encoded = codec.encode(list(range(100_000)))
+    snapshot = {"name": "rows", "kind": "value", "encoded": encoded}
+    reply = rt.restore({"math": ["math", None]}, [snapshot], reset=True)
+    assert reply["restored"] == ["rows"]
+    before = rt.tracker.encodes
+    assert changed(rt, "x = 1") == {"x"}
+    assert rt.tracker.encodes - before == 1
+    assert changed(rt, "rows.append(math.pi)") == {"rows"}
+
+
+def test_a_full_check_still_sees_everything() -> None:
+    rt = runtime()
+    changed(rt, "xs = [1]\nys = [2]")
+    rt.namespace["xs"].append(5)  # behind the tracker's back: only a full check can see it
+    assert [c["name"] for c in rt.tracker.changes(rt.namespace)] == ["xs"]

@@ -185,7 +185,7 @@ class VariableTracker:
         """
         self.namespace = namespace
         reach = self._reach()
-        if codes is None or self._hidden is None:
+        if codes is None:
             candidates = dict.fromkeys(n for n in namespace if not n.startswith("_"))
         else:
             reach.from_code(codes)
@@ -336,7 +336,8 @@ class VariableTracker:
 
     def _is_sandbox_class(self, cls: type) -> bool:
         # Read through ``type`` so a class cannot answer for itself.
-        return bool(type.__dict__["__module__"].__get__(cls) == "sandbox")
+        module = type.__dict__["__module__"].__get__(cls)
+        return type(module) is str and module == "sandbox"
 
     def _import_ref(self, value: object) -> ImportRef | None:
         """The import binding ``value`` is, if it is a curated module, member or builtin."""
