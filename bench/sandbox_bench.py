@@ -152,7 +152,8 @@ async def holding_report(pool: WorkerPool, root: Path) -> None:
         client = await pool.acquire(workspace=root / f"h{index}", on_call=no_calls)
         try:
             if setup:
-                await client.execute(setup, timeout_s=60, seed=1, clock=0.0)
+                made = await client.execute(setup, timeout_s=60, seed=1, clock=0.0)
+                assert made.ok and made.changes, made.error
             samples = await block_samples(client, TRIVIAL, HOLDING_ROUNDS)
             p50 = statistics.median(samples)
             empty_p50 = empty_p50 or p50
