@@ -108,7 +108,9 @@ class Reach:
             frame: FrameType = obj  # type: ignore[assignment]
             if frame.f_globals is self.namespace:  # a sandbox frame; its host caller is not
                 codes.append(frame.f_code)
-                level.extend(frame.f_locals.values())
+                scope = frame.f_locals
+                if scope is not self.namespace:  # a block's own frame: its names say enough
+                    level.extend(scope.values())
             return False
         elif kind is TracebackType:
             level.extend((obj.tb_frame, obj.tb_next))  # type: ignore[attr-defined]
