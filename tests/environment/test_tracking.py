@@ -160,3 +160,30 @@ def test_a_full_check_still_sees_everything() -> None:
     changed(rt, "xs = [1]\nys = [2]")
     rt.namespace["xs"].append(5)  # behind the tracker's back: only a full check can see it
     assert [c["name"] for c in rt.tracker.changes(rt.namespace)] == ["xs"]
+
+
+def test_reading_a_list_or_dict_of_scalars_encodes_nothing() -> None:
+    rt = runtime()
+    changed(rt, BIG + "\nbook = {'a': 1, 'b': 2.5, 'c': 'x'}\npair = (1, 'a')")
+    before = rt.tracker.encodes
+    assert changed(rt, "n = len(rows) + rows[5] + len(book) + len(pair)") == {"n"}
+    assert changed(rt, "rows[5] = rows[5]\nbook['a'] = book['a']") == set()
+    assert rt.tracker.encodes - before == 1  # n only
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        "rows[5] = -5",
+        "rows[5] = 5.0",  # equal, but not the same value
+        "rows.sort(reverse=True)",
+        "rows.append(rows.pop(0))",
+        "book['a'] = 1.0",
+        "book['d'] = book.pop('a')",  # same values, a key renamed
+        "book.update(a=book.pop('a'))",  # same items, another order
+    ],
+)
+def test_changes_to_a_list_or_dict_of_scalars_are_seen(mutation: str) -> None:
+    rt = runtime()
+    changed(rt, BIG + "\nbook = {'a': 1, 'b': 2.5, 'c': 'x'}")
+    assert changed(rt, mutation) == ({"book"} if "book" in mutation else {"rows"})

@@ -10,8 +10,9 @@ block's cost follows what it touched, not what the sandbox holds:
   held in two containers), found through an index of which variables hold which objects;
 - when a checked variable changed, every variable sharing an object with its old or new value.
 
-A checked value is the same when it is the same immutable object (an int, a str...), else when its
-encoding's fingerprint is unchanged. If the namespace holds a binding no name led to, every name
+A checked value is the same when it is the same immutable object (an int, a str...), or the same
+list, dict or tuple of scalars still holding the very objects of a shallow copy taken at its last
+encode, else when its encoding's fingerprint is unchanged. If the namespace holds a binding no name led to, every name
 is compared once. Functions and classes defined at the top level of a
 block keep the source of their definition (looked up by object, so ``g = f`` keeps ``f``'s source)
 and are reported as ``kind="function"``. Values the codec refuses or that exceed the snapshot limit
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import operator
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -42,6 +44,9 @@ MAX_DEPTH = 100
 REPORT_BUDGET_BYTES = 24 * 1024 * 1024
 """Encoded snapshots one report may carry (a frame holds 64 MiB); past it, changes are opaque."""
 
+FLAT_COPY_LIMIT = 1_000_000
+"""The most elements of a list or dict of scalars that is kept as a shallow copy (8 MB)."""
+
 ImportRef = tuple[str, str | None]
 """``(module, member)``: ``("math", None)`` is ``import math``; module ``"builtins"`` names a
 builtin or an extension function bound to another name."""
@@ -58,6 +63,44 @@ class _Tracked:
     value: object
     fingerprint: str
     ids: frozenset[int] = frozenset()  # the objects the value is made of
+    # A list, dict or tuple holding only immutable scalars: a shallow copy (the tuple itself)
+    # taken when it was encoded, so "same elements, same order" is checked without encoding.
+    flat: list[Any] | dict[Any, Any] | tuple[Any, ...] | None = None
+
+    def unchanged(self, value: object) -> bool:
+        """Whether ``value`` (the tracked object) provably still holds what it held."""
+        flat = self.flat
+        if flat is None or value is not self.value:
+            return False
+        if type(flat) is tuple:
+            return True
+        if type(flat) is list:
+            held: list[Any] = value  # type: ignore[assignment]
+            return len(held) == len(flat) and all(map(operator.is_, held, flat))
+        mapping: dict[Any, Any] = value  # type: ignore[assignment]
+        return (
+            len(mapping) == len(flat)
+            and all(map(operator.is_, mapping, flat))
+            and all(map(operator.is_, mapping.values(), flat.values()))  # type: ignore[union-attr]
+        )
+
+
+def _flat(
+    value: object, ids: frozenset[int]
+) -> list[Any] | dict[Any, Any] | tuple[Any, ...] | None:
+    # Reach records no scalar, so a container whose only recorded object is itself holds none
+    # but scalars (ints, floats, strs, bytes, bools, None). Exact types: a subclass may hide state.
+    if ids != {id(value)}:
+        return None
+    if isinstance(value, list | dict) and len(value) > FLAT_COPY_LIMIT:
+        return None
+    if isinstance(value, list) and type(value) is list:
+        return list(value)
+    if isinstance(value, dict) and type(value) is dict:
+        return dict(value)
+    if isinstance(value, tuple) and type(value) is tuple:
+        return value
+    return None
 
 
 class _Owners:
@@ -235,8 +278,9 @@ class VariableTracker:
                 return self._untrack(name)
             return set()
         value = namespace[name]
-        if old is not None and old.value is value and type(value) in _IMMUTABLE:
-            return set()
+        if old is not None and old.value is value:
+            if type(value) in _IMMUTABLE or old.unchanged(value):
+                return set()  # the same object, provably holding the same: nothing to encode
         if old is None or old.value is not value:
             ref = self._import_ref(value)
             if ref is not None:
@@ -274,7 +318,7 @@ class VariableTracker:
         others.discard(name)
         self._owners.remove(name, before - ids)  # only the difference: a big value that
         self._owners.add(name, added)  # grew by one row costs one index entry
-        self.state[name] = _Tracked(value, fingerprint, ids)
+        self.state[name] = _Tracked(value, fingerprint, ids, _flat(value, ids))
         return others
 
     def _untrack(self, name: str) -> set[str]:
