@@ -12,8 +12,8 @@ block's cost follows what it touched, not what the sandbox holds:
 
 A checked value is the same when it is the same immutable object (an int, a str...), or the same
 list, dict or tuple of scalars still holding the very objects of a shallow copy taken at its last
-encode, else when its encoding's fingerprint is unchanged. If the namespace holds a binding no name led to, every name
-is compared once. Functions and classes defined at the top level of a
+encode, else when its encoding's fingerprint is unchanged. If the namespace holds a binding no
+name led to, every name is compared once. Functions and classes defined at the top level of a
 block keep the source of their definition (looked up by object, so ``g = f`` keeps ``f``'s source)
 and are reported as ``kind="function"``. Values the codec refuses or that exceed the snapshot limit
 are ``opaque``. Curated modules, their members and builtins (extension functions included) bound to
@@ -278,9 +278,12 @@ class VariableTracker:
                 return self._untrack(name)
             return set()
         value = namespace[name]
-        if old is not None and old.value is value:
-            if type(value) in _IMMUTABLE or old.unchanged(value):
-                return set()  # the same object, provably holding the same: nothing to encode
+        if (
+            old is not None
+            and old.value is value
+            and (type(value) in _IMMUTABLE or old.unchanged(value))
+        ):
+            return set()  # the same object, provably holding the same: nothing to encode
         if old is None or old.value is not value:
             ref = self._import_ref(value)
             if ref is not None:
