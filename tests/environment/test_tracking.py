@@ -53,6 +53,11 @@ MUTATIONS = {
         "add(-1)",
         {"rows"},
     ),
+    "element swapped for an equal object, then changed": (
+        ["shared = {'k': 1}", "rows = [{'k': 1}]", "rows[0] = shared", "other = 1"],
+        "shared['k'] = 2",
+        {"shared", "rows"},
+    ),
     "extension-returned object": (
         ["got = echo([1, 2])", "inner = got['args'][0]"],
         "inner.append(3)",

@@ -294,14 +294,18 @@ class VariableTracker:
                 return set()
             self.imports.pop(name, None)
         snapshot, fingerprint = self.snapshot(name, value)
+        ids = walked[1] if walked is not None and walked[0] is value else None
         if old is not None and old.value is value and old.fingerprint == fingerprint:
-            return set()
+            # Same content; but an element may have been swapped for an equal object, which
+            # the index of held objects must learn (a later change to it concerns this value).
+            if ids is None:
+                ids = self._objects_of(value)
+            return self._track(name, value, fingerprint, ids) if ids != old.ids else set()
         if old is None or old.fingerprint != fingerprint:
             self._budget -= len(snapshot["encoded"] or "")
             if self._budget < 0:  # too much changed at once to carry: keep the report sendable
                 snapshot.update(kind="opaque", encoded=None, signature=None)
             found.append(snapshot)
-        ids = walked[1] if walked is not None and walked[0] is value else None
         return self._track(name, value, fingerprint, ids)
 
     def _track(
@@ -309,9 +313,7 @@ class VariableTracker:
     ) -> set[str]:
         """Record ``name``'s value; the other variables holding objects it held or now holds."""
         if ids is None:
-            ids = frozenset()
-            if type(value) not in _IMMUTABLE:
-                ids = self._reach().objects_of(value)[0]
+            ids = self._objects_of(value)
         old = self.state.get(name)
         before = old.ids if old is not None else frozenset()
         # Before the index changes: holders of what it shared, and of what it newly holds.
@@ -330,6 +332,11 @@ class VariableTracker:
         others.discard(name)
         self._owners.remove(name, old.ids)
         return others
+
+    def _objects_of(self, value: object) -> frozenset[int]:
+        if type(value) in _IMMUTABLE:
+            return frozenset()
+        return self._reach().objects_of(value)[0]
 
     def _reach(self) -> Reach:
         return Reach(self.namespace, self.builtins, self._is_sandbox_class)
