@@ -192,3 +192,55 @@ def test_changes_to_a_list_or_dict_of_scalars_are_seen(mutation: str) -> None:
     rt = runtime()
     changed(rt, BIG + "\nbook = {'a': 1, 'b': 2.5, 'c': 'x'}")
     assert changed(rt, mutation) == ({"book"} if "book" in mutation else {"rows"})
+
+
+ROWS = "rows = [{'id': i, 'name': f'row {i}', 'score': i * 0.5} for i in range(1000)]"
+LISTS = "lists = [list(range(10)) for _ in range(100)]"
+
+
+def test_reading_a_table_encodes_nothing() -> None:
+    rt = runtime()
+    changed(rt, ROWS + "\n" + LISTS + "\npairs = [(i, str(i)) for i in range(10)]")
+    before = rt.tracker.encodes
+    code = "n = len(rows) + sum(r['score'] for r in rows) + len(lists[3]) + pairs[2][0]"
+    assert changed(rt, code) == {"n"}
+    assert rt.tracker.encodes - before == 1
+
+
+@pytest.mark.parametrize(
+    ("mutation", "name"),
+    [
+        ("rows[3]['score'] = 1.0", "rows"),
+        ("rows[3]['score'] = rows[3]['score'] + 0", "rows"),  # an equal float, a new object
+        ("rows[3]['extra'] = 1", "rows"),
+        ("del rows[3]['id']", "rows"),
+        ("rows[3]['key'] = rows[3].pop('id')", "rows"),
+        ("rows[2], rows[3] = rows[3], rows[2]", "rows"),
+        ("rows.append(rows.pop(0))", "rows"),
+        ("lists[3][4] = -1", "lists"),
+        ("lists[3].append(lists[4].pop())", "lists"),
+        ("lists[3] = lists[3] + [1]", "lists"),
+    ],
+)
+def test_changes_to_a_table_are_seen(mutation: str, name: str) -> None:
+    rt = runtime()
+    changed(rt, ROWS + "\n" + LISTS)
+    result = changed(rt, mutation)
+    if mutation == "rows[3]['score'] = rows[3]['score'] + 0":
+        assert result <= {"rows"}  # the same value: a new version is not required
+    else:
+        assert result == {name}
+
+
+def test_a_row_held_by_another_variable_is_seen_when_changed_through_it() -> None:
+    rt = runtime()
+    changed(rt, ROWS + "\nthird = rows[3]")
+    assert changed(rt, "third['score'] = -1") == {"third", "rows"}
+    assert changed(rt, "rows[3]['score'] = -2") == {"third", "rows"}
+
+
+def test_a_row_swapped_for_an_equal_copy_is_followed_afterwards() -> None:
+    rt = runtime()
+    changed(rt, LISTS)
+    assert changed(rt, "copy = lists[3] + []\nlists[3] = copy") == {"copy"}
+    assert changed(rt, "copy.append(1)") == {"copy", "lists"}

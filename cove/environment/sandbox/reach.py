@@ -39,6 +39,8 @@ class Reach:
         namespace: The sandbox's globals (never walked: names lead into it).
         builtins: The sandbox's builtins (never walked).
         is_sandbox_class: Whether a class was defined in the sandbox (its body is walked).
+        known: The ids of a variable's value when it is provably unchanged and holds no code
+            (a container of scalars): such a value is not walked again.
     """
 
     def __init__(
@@ -46,8 +48,10 @@ class Reach:
         namespace: dict[str, Any],
         builtins: dict[str, Any],
         is_sandbox_class: Callable[[type], bool],
+        known: Callable[[str, object], frozenset[int] | None] = lambda name, value: None,
     ) -> None:
         self.namespace = namespace
+        self.known = known
         self.builtins = builtins
         self.is_sandbox_class = is_sandbox_class
         self.names: list[str] = []  # in the order met: the block's own names come first
@@ -66,6 +70,10 @@ class Reach:
             if name.startswith("_") or name not in self.namespace:
                 continue
             value = self.namespace[name]
+            known = self.known(name, value)
+            if known is not None:
+                self.walked[name] = (value, known)
+                continue
             ids, found = self.objects_of(value)
             self.walked[name] = (value, ids)
             for code in found:

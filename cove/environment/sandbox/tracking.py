@@ -11,8 +11,8 @@ block's cost follows what it touched, not what the sandbox holds:
 - when a checked variable changed, every variable sharing an object with its old or new value.
 
 A checked value is the same when it is the same immutable object (an int, a str...), or the same
-list, dict or tuple of scalars still holding the very objects of a shallow copy taken at its last
-encode, else when its encoding's fingerprint is unchanged. If the namespace holds a binding no
+container of scalars (or table of them) still holding the very objects recorded at its last encode
+(``shallow.py``), else when its encoding's fingerprint is unchanged. If the namespace holds a binding no
 name led to, every name is compared once. Functions and classes defined at the top level of a
 block keep the source of their definition (looked up by object, so ``g = f`` keeps ``f``'s source)
 and are reported as ``kind="function"``. Values the codec refuses or that exceed the snapshot limit
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import operator
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import Any
 
 from cove.environment.sandbox.modules import ModuleTable
 from cove.environment.sandbox.reach import Reach
+from cove.environment.sandbox.shallow import Shallow
 from cove.persistence import codec
 
 MAX_DEPTH = 100
@@ -43,9 +43,6 @@ MAX_DEPTH = 100
 
 REPORT_BUDGET_BYTES = 24 * 1024 * 1024
 """Encoded snapshots one report may carry (a frame holds 64 MiB); past it, changes are opaque."""
-
-FLAT_COPY_LIMIT = 1_000_000
-"""The most elements of a list or dict of scalars that is kept as a shallow copy (8 MB)."""
 
 ImportRef = tuple[str, str | None]
 """``(module, member)``: ``("math", None)`` is ``import math``; module ``"builtins"`` names a
@@ -63,44 +60,13 @@ class _Tracked:
     value: object
     fingerprint: str
     ids: frozenset[int] = frozenset()  # the objects the value is made of
-    # A list, dict or tuple holding only immutable scalars: a shallow copy (the tuple itself)
-    # taken when it was encoded, so "same elements, same order" is checked without encoding.
-    flat: list[Any] | dict[Any, Any] | tuple[Any, ...] | None = None
+    shallow: Shallow | None = None  # for a container of scalars: what it held, by identity
 
     def unchanged(self, value: object) -> bool:
-        """Whether ``value`` (the tracked object) provably still holds what it held."""
-        flat = self.flat
-        if flat is None or value is not self.value:
+        """Whether ``value`` is the tracked object, provably holding what it held (no encode)."""
+        if value is not self.value:
             return False
-        if type(flat) is tuple:
-            return True
-        if type(flat) is list:
-            held: list[Any] = value  # type: ignore[assignment]
-            return len(held) == len(flat) and all(map(operator.is_, held, flat))
-        mapping: dict[Any, Any] = value  # type: ignore[assignment]
-        return (
-            len(mapping) == len(flat)
-            and all(map(operator.is_, mapping, flat))
-            and all(map(operator.is_, mapping.values(), flat.values()))  # type: ignore[union-attr]
-        )
-
-
-def _flat(
-    value: object, ids: frozenset[int]
-) -> list[Any] | dict[Any, Any] | tuple[Any, ...] | None:
-    # Reach records no scalar, so a container whose only recorded object is itself holds none
-    # but scalars (ints, floats, strs, bytes, bools, None). Exact types: a subclass may hide state.
-    if ids != {id(value)}:
-        return None
-    if isinstance(value, list | dict) and len(value) > FLAT_COPY_LIMIT:
-        return None
-    if isinstance(value, list) and type(value) is list:
-        return list(value)
-    if isinstance(value, dict) and type(value) is dict:
-        return dict(value)
-    if isinstance(value, tuple) and type(value) is tuple:
-        return value
-    return None
+        return type(value) in _IMMUTABLE or (self.shallow is not None and self.shallow.holds(value))
 
 
 class _Owners:
@@ -185,6 +151,7 @@ class VariableTracker:
         self._owners = _Owners()
         self._hidden: int | None = None  # names starting with "_"; None: count on the next check
         self._budget = REPORT_BUDGET_BYTES
+        self._proven: set[str] = set()  # reached this check, shown unchanged without an encode
         self._index: dict[int, ImportRef] = {}
         self._index_key: tuple[int, int] | None = None
 
@@ -227,6 +194,7 @@ class VariableTracker:
                 they can reach are checked (see the module docstring); None checks every one.
         """
         self.namespace = namespace
+        self._proven.clear()
         reach = self._reach()
         if codes is None:
             candidates = dict.fromkeys(n for n in namespace if not n.startswith("_"))
@@ -278,11 +246,7 @@ class VariableTracker:
                 return self._untrack(name)
             return set()
         value = namespace[name]
-        if (
-            old is not None
-            and old.value is value
-            and (type(value) in _IMMUTABLE or old.unchanged(value))
-        ):
+        if name in self._proven or (old is not None and old.unchanged(value)):
             return set()  # the same object, provably holding the same: nothing to encode
         if old is None or old.value is not value:
             ref = self._import_ref(value)
@@ -323,7 +287,7 @@ class VariableTracker:
         others.discard(name)
         self._owners.remove(name, before - ids)  # only the difference: a big value that
         self._owners.add(name, added)  # grew by one row costs one index entry
-        self.state[name] = _Tracked(value, fingerprint, ids, _flat(value, ids))
+        self.state[name] = _Tracked(value, fingerprint, ids, Shallow.take(value, ids))
         return others
 
     def _untrack(self, name: str) -> set[str]:
@@ -339,7 +303,15 @@ class VariableTracker:
         return self._reach().objects_of(value)[0]
 
     def _reach(self) -> Reach:
-        return Reach(self.namespace, self.builtins, self._is_sandbox_class)
+        return Reach(self.namespace, self.builtins, self._is_sandbox_class, self._known)
+
+    def _known(self, name: str, value: object) -> frozenset[int] | None:
+        """The held objects of a variable provably unchanged (no walk, no encode needed)."""
+        old = self.state.get(name)
+        if old is None or not old.unchanged(value):
+            return None
+        self._proven.add(name)
+        return old.ids
 
     def adopt(self, name: str, value: object, encoded: str) -> None:
         """Take a restored variable as unchanged."""
