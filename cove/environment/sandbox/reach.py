@@ -19,6 +19,7 @@ from __future__ import annotations
 import gc
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
+from itertools import chain
 from types import CodeType, FrameType, FunctionType, MethodType, ModuleType, TracebackType
 from typing import Any
 
@@ -81,6 +82,9 @@ class Reach:
 
     def objects_of(self, value: object) -> tuple[frozenset[int], list[CodeType]]:
         """The ids of the objects ``value`` is made of, and the sandbox code objects among them."""
+        flat = _table_objects(value)
+        if flat is not None:
+            return flat, []
         seen: set[int] = {id(self.namespace), id(self.builtins)}
         ids: set[int] = set()
         codes: list[CodeType] = []
@@ -138,3 +142,33 @@ class Reach:
                     self._named.add(name)
                     self.names.append(name)
             stack.extend(c for c in current.co_consts if type(c) is CodeType)
+
+
+_SCALARS: frozenset[type] = _LEAVES - {CodeType}
+
+
+def _table_objects(value: object) -> frozenset[int] | None:
+    """The objects of a container of scalars, or of a table of them, found at C speed; else None.
+
+    The common shapes of data (a list of numbers, rows of a CSV) need no object-by-object walk:
+    a few passes over their contents' types prove there is nothing else to find.
+    """
+    if type(value) is dict:
+        rows: Any = value
+        if set(map(type, rows)) <= _SCALARS and set(map(type, rows.values())) <= _SCALARS:
+            return frozenset((id(value),))
+        return None
+    if type(value) is not list:
+        return None
+    items: list[Any] = value
+    kinds = set(map(type, items))
+    if kinds <= _SCALARS:
+        return frozenset((id(value),))
+    if kinds == {dict}:
+        keys = set(map(type, chain.from_iterable(items)))
+        values = set(map(type, chain.from_iterable(map(dict.values, items))))
+        if not (keys <= _SCALARS and values <= _SCALARS):
+            return None
+    elif not (kinds <= {list, tuple} and set(map(type, chain.from_iterable(items))) <= _SCALARS):
+        return None
+    return frozenset((id(value), *map(id, items)))
