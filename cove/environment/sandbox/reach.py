@@ -106,8 +106,8 @@ class Reach:
 
     def _special(self, obj: object, level: list[object], codes: list[CodeType]) -> bool:
         """Queue what ``obj`` (not a plain container) leads to; whether it is worth recording."""
-        kind = type(obj)
-        if isinstance(obj, ModuleType | ReadOnlyNamespace):
+        kind = type(obj)  # by type, never ``__class__``: a hostile object cannot pose as another
+        if issubclass(kind, ModuleType | ReadOnlyNamespace):
             return False
         if kind is FunctionType:
             if obj.__globals__ is not self.namespace:  # type: ignore[attr-defined]
