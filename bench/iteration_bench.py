@@ -11,6 +11,15 @@ The breakdown then times the pieces on their own, through cove's public function
 ``Environment.run_block`` round-trip, a bare ``Store.start_iteration`` + ``finish_iteration``,
 ``context_message``, ``parse_reply`` and the scripted model call.
 
+Two scaling checks follow (``--scaling-only`` runs just these):
+
+- a turn's start (from ``Query.run()`` to its first ``IterationStarted``: the previous turn, the
+  handover, the journal, the first context message) in a conversation of 10 turns vs 1,000
+  turns; target: within 1.3x;
+- a turn whose state grows every iteration (two new variables per iteration, one of them a 5 KB
+  string; 100 iterations): the harness time of iterations 5-15 vs 85-95 (p50 of each window);
+  target: within 1.3x.
+
 Run: ``.venv/bin/python bench/iteration_bench.py [--iterations 300] [--warmup 30]``
 """
 
@@ -25,7 +34,7 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-from stack import bench_stack
+from stack import BenchStack, bench_stack
 
 from cove.config import Settings
 from cove.engine.context import JOURNAL_ITERATIONS, context_message, request_message, system_prompt
@@ -222,13 +231,151 @@ async def run(iterations: int, warmup: int) -> None:
     print(f"\ntarget: p50 <= {TARGET_P50_MS:.1f} ms per iteration: {verdict} ({p50:.3f} ms)")
 
 
+SCALING_TARGET = 1.3
+START_ROUNDS = 60
+GROWING_ITERATIONS = 100
+GROWING_RUNS = 3
+
+
+async def fill_turns(store: Store, conversation_id: str, count: int) -> None:
+    """``count`` finished turns, each one iteration of six blocks, written through the store.
+
+    Ten such turns already fill the journal, so 10 and 1,000 turns differ only in length.
+    """
+    system = system_prompt("")
+    for k in range(count):
+        turn = await store.start_turn(conversation_id, f"question {k}: " + "words " * 30)
+        iteration_id = await store.start_iteration(
+            turn.id, 0, system_prompt=system, request_message="request", context_message="ctx"
+        )
+        await store.finish_iteration(
+            iteration_id,
+            IterationWrite(
+                status="ok",
+                raw_reply=json.dumps(replies(1)[0]),
+                thinking=f"thinking about question {k} " * 10,
+                blocks=tuple(
+                    BlockWrite(position=p, code=f"v{k}_{p} = {k}", ok=True, duration_ms=0.3)
+                    for p in range(6)
+                ),
+            ),
+        )
+        await store.finish_turn(
+            turn.id,
+            status="done",
+            answer=f"answer {k}",
+            confidence="high",
+            tokens_in=100,
+            tokens_out=20,
+            cost_usd=0.0,
+        )
+
+
+async def turn_start(stack: BenchStack) -> float:
+    """Milliseconds from ``Query.run()`` to the first ``IterationStarted`` of one new turn."""
+    query = Query(
+        settings=stack.settings,
+        store=stack.store,
+        env=stack.env,
+        llm=ScriptedClient([{"thinking": "nothing to run", "code": [], "answer": "done"}]),
+        conversation=await stack.store.get_conversation(stack.conversation.id),
+        request=REQUEST,
+    )
+    started = time.perf_counter()
+    mark = None
+    async for event in query.run():
+        if isinstance(event, IterationStarted) and mark is None:
+            mark = time.perf_counter()
+    assert mark is not None
+    return (mark - started) * 1000
+
+
+async def turn_starts(short: int, long: int) -> tuple[list[float], list[float]]:
+    """Turn starts after ``short`` and ``long`` turns, alternated so load hits both alike."""
+    async with bench_stack() as small, bench_stack() as big:
+        await fill_turns(small.store, small.conversation.id, short)
+        await fill_turns(big.store, big.conversation.id, long)
+        samples: tuple[list[float], list[float]] = ([], [])
+        for _ in range(START_ROUNDS):
+            samples[0].append(await turn_start(small))
+            samples[1].append(await turn_start(big))
+    return samples
+
+
+def growing_replies(count: int) -> list[dict[str, object]]:
+    """Replies adding two variables per iteration (one a 5 KB string); the last one answers."""
+    out: list[dict[str, object]] = [
+        {"thinking": f"step {i}", "code": [f"text_{i} = 'x' * 5_000 + '{i}'\nn_{i} = {i}"]}
+        for i in range(count)
+    ]
+    out[-1]["answer"] = "done"
+    return out
+
+
+async def growing_state() -> list[float]:
+    """Per-iteration wall time of one turn whose state grows every iteration."""
+    async with bench_stack(max_iterations=GROWING_ITERATIONS) as stack:
+        await run_turn(stack.settings, stack.store, stack.env, stack.conversation, 10)  # warm-up
+        query = Query(
+            settings=stack.settings,
+            store=stack.store,
+            env=stack.env,
+            llm=ScriptedClient(growing_replies(GROWING_ITERATIONS)),
+            conversation=await stack.store.get_conversation(stack.conversation.id),
+            request=REQUEST,
+            options=TurnOptions(max_iterations=GROWING_ITERATIONS),
+        )
+        marks = []
+        async for event in query.run():
+            if isinstance(event, (IterationStarted, TurnFinished)):
+                marks.append(time.perf_counter())
+            if isinstance(event, TurnFinished) and event.status != "done":
+                raise RuntimeError(f"the growing turn ended {event.status}: {event.error}")
+    return [(b - a) * 1000 for a, b in itertools.pairwise(marks)]
+
+
+async def scaling() -> None:
+    """The two scaling checks: turn start vs conversation length, iteration vs state size."""
+    short, long = await turn_starts(10, 1_000)
+    ratio = percentile(long, 50) / percentile(short, 50)
+    print("\nturn start (Query.run() to the first IterationStarted)")
+    print(f"  after    10 turns  {summary(short)}")
+    print(f"  after 1,000 turns  {summary(long)}")
+    verdict = "met" if ratio <= SCALING_TARGET else "NOT met"
+    floor = min(long) / min(short)  # the least disturbed sample of each: load noise aside
+    print(
+        f"  target 1,000 / 10 p50 <= {SCALING_TARGET}x: {verdict} ({ratio:.2f}x; min {floor:.2f}x)"
+    )
+
+    early: list[float] = []
+    late: list[float] = []
+    ratios = []
+    for _ in range(GROWING_RUNS):  # one run is sequential: repeat it so a load spike averages out
+        per_iteration = await growing_state()
+        early += per_iteration[5:16]
+        late += per_iteration[85:96]
+        ratios.append(percentile(per_iteration[85:96], 50) / percentile(per_iteration[5:16], 50))
+    ratio = percentile(late, 50) / percentile(early, 50)
+    print(
+        f"\nstate growing every iteration ({GROWING_ITERATIONS} iterations, 2 variables each; "
+        f"{GROWING_RUNS} runs, ratio per run: {', '.join(f'{r:.2f}' for r in ratios)})"
+    )
+    print(f"  iterations  5-15   {summary(early)}")
+    print(f"  iterations 85-95   {summary(late)}")
+    verdict = "met" if ratio <= SCALING_TARGET else "NOT met"
+    print(f"  target 85-95 / 5-15 p50 <= {SCALING_TARGET}x: {verdict} ({ratio:.2f}x)")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse arguments and run the benchmark."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--scaling-only", action="store_true")
     args = parser.parse_args(argv)
-    asyncio.run(run(args.iterations, args.warmup))
+    if not args.scaling_only:
+        asyncio.run(run(args.iterations, args.warmup))
+    asyncio.run(scaling())
 
 
 if __name__ == "__main__":

@@ -157,6 +157,7 @@ def context_message(
     var_index: Sequence[VarEntry],
     nudges: Sequence[str],
     steering: Sequence[str] = (),
+    var_count: int | None = None,
 ) -> str:
     """The third message: where the model stands, in at most ``CONTEXT_CHARS`` characters.
 
@@ -166,16 +167,18 @@ def context_message(
         prior_thinking: The previous iteration's thinking (None at the first iteration).
         journal: Blocks of the last ``JOURNAL_ITERATIONS`` iterations, oldest first. When they
             do not all fit, the newest win and the oldest are dropped with a note.
-        var_index: Every current user variable, in any order.
+        var_index: Every current user variable, in any order — or only the most recently
+            written ones (at least ``VAR_INDEX_ROWS``), with ``var_count`` saying how many exist.
         nudges: Hint texts, most important first; at most ``MAX_NUDGES`` are shown.
         steering: Messages the person sent while the turn ran, oldest first (shown last, so
             the model reads them right before it replies).
+        var_count: How many current variables exist (default: ``len(var_index)``).
     """
     sections = [cut(f"[iteration {iteration}/{budget}]", b.HEADER_CHARS, "")]
     if prior_thinking:
         sections.append(_prior_thinking(prior_thinking))
     sections.append(_journal(journal))
-    sections.append(_var_index(var_index))
+    sections.append(_var_index(var_index, len(var_index) if var_count is None else var_count))
     if nudges:
         sections.append(_nudges(nudges))
     if steering:
@@ -256,7 +259,7 @@ def _field(label: str, text: str) -> str:
     return f"{label}\n{text}" if "\n" in text else f"{label} {text}"
 
 
-def _var_index(entries: Sequence[VarEntry]) -> str:
+def _var_index(entries: Sequence[VarEntry], total: int) -> str:
     open_tag, close_tag = "<var_index>\n", "\n</var_index>"
     if not entries:
         return open_tag + "(no variables yet)" + close_tag
@@ -270,7 +273,7 @@ def _var_index(entries: Sequence[VarEntry]) -> str:
             break
         lines.append(line)
         used += len(line) + 1
-    hidden = len(ordered) - len(lines)
+    hidden = max(total, len(ordered)) - len(lines)
     if hidden:
         noun = "variable" if hidden == 1 else "variables"
         lines.append(f"… {hidden:,} more {noun}, written earlier; {_OVERFLOW_HINT}")

@@ -14,6 +14,7 @@ from typing import Literal
 
 from cove.config import Settings
 from cove.engine.answer import AnswerRefused, fill_answer
+from cove.engine.budgets import VAR_INDEX_ROWS
 from cove.engine.context import JournalEntry, context_message, request_message
 from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs
@@ -64,6 +65,7 @@ class IterationResult:
     next_reasoning: str | None = None
     restart_reason: str | None = None
     restarted_lost: tuple[str, ...] = ()
+    parse_problem: str | None = None  # why the reply could not be used (status parse_error)
 
 
 @dataclass
@@ -110,9 +112,10 @@ class Iteration:
             budget=control.budget,
             prior_thinking=self.state.prior_thinking,
             journal=self.state.journal_entries,
-            var_index=s.env.var_index.entries(),
+            var_index=s.env.var_index.recent(VAR_INDEX_ROWS),
             nudges=self.nudges,
             steering=steering,
+            var_count=len(s.env.var_index),
         )
         seed = s.inputs.iteration_seed(turn.position, self.position)
         iteration_id = await s.store.start_iteration(
@@ -189,7 +192,10 @@ class Iteration:
                 ),
             )
             self.result = IterationResult(
-                status="parse_error", journal=[entry], signature=f"parse:{exc}"
+                status="parse_error",
+                journal=[entry],
+                signature=f"parse:{exc}",
+                parse_problem=exc.problem,
             )
             return
         yield ModelReply(

@@ -9,10 +9,13 @@ The model answers with ONE JSON object::
      "title": "3-7 word conversation title",
      "next_reasoning": "quick|balanced|deep"}
 
-``parse_reply`` is tolerant because models are not: it tries strict JSON, then a fenced
+``parse_reply`` is tolerant because models are not: it tries JSON, then a fenced
 ```` ```json ```` block, then the first balanced ``{...}`` object in the text, then fenced
-```` ```python ```` blocks as code. A reply that still cannot be read raises ``ReplyParseError``,
-whose message is written for the model: it is shown to it in the next context message.
+```` ```python ```` blocks as code, and last the ``json-repair`` library on the first complete
+``{...}`` (trailing commas, single quotes, unquoted keys...). Every JSON attempt accepts raw
+newlines and tabs inside strings, which real models send. A reply that still cannot be read
+raises ``ReplyParseError``, whose message is written for the model: it is shown to it in the next
+context message.
 
 ``ReplyParseError`` derives from ``CoveError`` but deliberately not from ``ModelError``: an
 unreadable reply is an error *iteration* (the model gets another try), whereas a ``ModelError`` is
@@ -28,6 +31,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+import json_repair
 
 from cove.errors import CoveError
 
@@ -145,14 +150,14 @@ def parse_reply(text: str) -> Reply:
         raise ReplyParseError("the reply was empty")
     decode_error: str | None = None
     try:
-        return _from_json_value(json.loads(stripped), depth=0)
+        return _from_json_value(_loads(stripped), depth=0)
     except json.JSONDecodeError as exc:
         decode_error = _describe(exc)
     fences = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
     for lang, body in fences:
         if _looks_like_json(lang, body):
             try:
-                return _from_json_value(json.loads(body), depth=0)
+                return _from_json_value(_loads(body), depth=0)
             except json.JSONDecodeError as exc:
                 decode_error = _describe(exc)
     found, known = _first_object(text)
@@ -164,9 +169,38 @@ def parse_reply(text: str) -> Reply:
         return _from_object({"thinking": thinking, "code": code})
     if found is not None:
         return _from_object(found)
+    repaired = _repaired(text)
+    if repaired is not None:
+        return _from_object(repaired)
     if decode_error is not None and "{" in text:
         raise ReplyParseError(f"the JSON object is invalid ({decode_error})")
     raise ReplyParseError("no JSON object was found in the reply")
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` that also takes raw control characters (newlines, tabs) inside strings."""
+    return json.loads(text, strict=False)
+
+
+def _repaired(text: str) -> Mapping[str, Any] | None:
+    """The last resort: ``json-repair`` on the first complete ``{...}``, if that gives a reply.
+
+    An object cut short (a reply that hit the token limit) is not completed: its code may be cut
+    mid-statement, so the model is asked to send it again.
+    """
+    start = text.find("{")
+    end = _matching_brace(text, start) if start != -1 else None
+    if end is None:
+        return None
+    try:
+        value = json_repair.loads(text[start : end + 1])
+    except Exception:  # a repair library failing is one more unreadable reply, not a crash
+        return None
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, Mapping) and _KNOWN_KEYS & value.keys():
+        return value
+    return None
 
 
 def _looks_like_json(lang: str, body: str) -> bool:
@@ -183,7 +217,7 @@ def _from_json_value(value: Any, depth: int) -> Reply:
     # Some models double-encode (a JSON string holding the object) or wrap it in a list.
     if isinstance(value, str) and depth == 0:
         try:
-            return _from_json_value(json.loads(value), depth=1)
+            return _from_json_value(_loads(value), depth=1)
         except json.JSONDecodeError:
             pass
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping):
@@ -206,7 +240,7 @@ def _first_object(text: str) -> tuple[Mapping[str, Any] | None, bool]:
         value = None
         if end is not None:
             try:
-                value = json.loads(text[start : end + 1])
+                value = _loads(text[start : end + 1])
             except json.JSONDecodeError:
                 value = None
         if isinstance(value, Mapping):

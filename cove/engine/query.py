@@ -29,6 +29,8 @@ from cove.persistence.store import Store
 MAX_REQUEST_CHARS = 1_000_000
 #: Consecutive failed iterations after which the model is asked to reason harder.
 ESCALATE_AFTER_ERRORS = 2
+#: Unusable replies in a row that end the turn, in error budgets (a strategy restart between).
+UNUSABLE_BUDGETS = 2
 
 
 @dataclass
@@ -186,22 +188,22 @@ class Query:
         )
 
     async def _previous_turn(self) -> TurnRecord | None:
-        turns = await self.store.turns(self.conversation.id)
-        return turns[-1] if turns else None
+        # One indexed lookup: a turn's start must not read what grows with the conversation.
+        return await self.store.last_turn(self.conversation.id)
 
     async def _loop(
         self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None, end: TurnEnd
     ) -> AsyncIterator[Event]:
         journal = Journal.from_records(
             JOURNAL_ITERATIONS,
-            await self.store.recent_blocks(self.conversation.id, JOURNAL_ITERATIONS * 8),
+            await self.store.last_blocks(self.conversation.id, JOURNAL_ITERATIONS * 8),
         )
         handover = None
         if previous is not None:
             handover = Handover(
                 request=previous.request,
                 answer=previous.answer,
-                thinking=await self._last_thinking(previous),
+                thinking=await self.store.last_thinking(previous.id),
             )
         setup = IterationSetup(
             settings=self.settings,
@@ -217,7 +219,7 @@ class Query:
         state = LoopState(journal_entries=journal.entries())
         nudge_state = NudgeState(error_budget=self.settings.error_budget)
         signatures: list[str] = []
-        errors = restarts = 0
+        errors = restarts = unusable = 0
         last: IterationResult | None = None
         position = 0
         while True:
@@ -264,6 +266,18 @@ class Query:
             nudge_state.strategy_restart = False
             errors = errors + 1 if result.status in ("error", "parse_error") else 0
             nudge_state.error_streak = errors
+            # A strategy restart forgives failing code, not replies that cannot be read: those
+            # get one restart's worth of chances, then end the turn.
+            unusable = unusable + 1 if result.status == "parse_error" else 0
+            if unusable >= UNUSABLE_BUDGETS * self.settings.error_budget:
+                end.set(
+                    "error_budget",
+                    position,
+                    answer=_fallback(last),
+                    error=f"{unusable} replies in a row could not be used; the last: "
+                    + (result.parse_problem or "unreadable"),
+                )
+                return
             if errors >= self.settings.error_budget:
                 if restarts >= self.settings.max_restarts:
                     end.set(
@@ -278,14 +292,6 @@ class Query:
                 nudge_state.error_streak = 0
                 nudge_state.strategy_restart = True
             control.reasoning = _next_reasoning(result.next_reasoning, errors, restarts)
-
-    async def _last_thinking(self, previous: TurnRecord) -> str | None:
-        transcript = await self.store.transcript(self.conversation.id, turn=previous.position)
-        for turn in reversed(transcript.turns):
-            for iteration in reversed(turn.iterations):
-                if iteration.thinking:
-                    return iteration.thinking
-        return None
 
 
 def _next_reasoning(requested: str | None, errors: int, restarts: int) -> Reasoning:

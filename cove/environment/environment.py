@@ -287,8 +287,8 @@ class Environment:
         self, timeout_s: float, seed: int, clock: float
     ) -> dict[str, VarSnapshot]:
         names, self._forget = list(dict.fromkeys(self._forget)), []
-        current = self._live().snapshots()
-        names = [n for n in names if n in current and current[n].kind != "deleted"]
+        client = self._live()
+        names = [n for n in names if (snap := client.snapshot(n)) and snap.kind != "deleted"]
         if not names:
             return {}
         outcome = await self._live().execute(
@@ -331,7 +331,7 @@ class Environment:
 
     def value_text(self, name: str) -> str | None:
         """The text of variable ``name``'s current value (for ``{{name}}``), None if undefined."""
-        snap = self._live().snapshots().get(name)
+        snap = self._live().snapshot(name)
         if snap is None or snap.kind == "deleted":
             return None
         if snap.kind != "value" or not snap.encoded or not codec.is_restorable(snap.encoded):

@@ -7,6 +7,7 @@ included), so a new version continues where the store's numbering left off.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class VarIndex:
     """The current variables of one environment, most recently written first."""
 
     def __init__(self) -> None:
+        # Kept in write order (a rewritten name moves to the end), so the most recent few are
+        # read from the end without sorting every variable.
         self._entries: dict[str, VarEntry] = {}
         self._latest: dict[str, int] = {}
         self._seq = 0
@@ -42,7 +45,11 @@ class VarIndex:
 
     def entries(self) -> list[VarEntry]:
         """The current variables, most recently written first."""
-        return sorted(self._entries.values(), key=lambda e: e.updated_seq, reverse=True)
+        return list(reversed(self._entries.values()))
+
+    def recent(self, limit: int) -> list[VarEntry]:
+        """The ``limit`` most recently written variables, most recent first (costs ``limit``)."""
+        return list(islice(reversed(self._entries.values()), max(0, limit)))
 
     def get(self, name: str) -> VarEntry | None:
         """The current entry of ``name``, or None when it does not exist (or was deleted)."""
@@ -73,8 +80,8 @@ class VarIndex:
         if version < self._latest.get(name, 0):
             return
         self._latest[name] = version
+        self._entries.pop(name, None)
         if kind == "deleted":
-            self._entries.pop(name, None)
             return
         self._seq += 1
         self._entries[name] = VarEntry(

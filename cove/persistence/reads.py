@@ -12,7 +12,7 @@ from typing import Any, Literal, cast
 
 from cove.errors import AmbiguousId, NotFound
 from cove.persistence import rows
-from cove.persistence.chain import chain_cte
+from cove.persistence.chain import chain, chain_cte
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
@@ -386,3 +386,62 @@ def change_marker(conn: sqlite3.Connection, conversation_id: str) -> tuple[Any, 
     if row is None:
         raise NotFound("conversation", conversation_id)
     return tuple(row)
+
+
+# -- bounded reads for a turn's start: their cost does not grow with the conversation ----------
+
+
+def last_turn(conn: sqlite3.Connection, conversation_id: str) -> TurnRecord | None:
+    """The latest turn the conversation sees (a fork's parent's if it has none of its own)."""
+    for cid, limit in chain(conn, conversation_id):
+        row = conn.execute(
+            f"SELECT {rows.TURN_COLUMNS} FROM turn t WHERE t.conversation_id = ?"
+            " AND t.position <= ? ORDER BY t.position DESC LIMIT 1",
+            (cid, limit),
+        ).fetchone()
+        if row is not None:
+            return rows.turn(row)
+    return None
+
+
+def last_thinking(conn: sqlite3.Connection, turn_id: int) -> str | None:
+    """The thinking of a turn's last iteration that recorded any."""
+    row = conn.execute(
+        "SELECT thinking FROM iteration WHERE turn_id = ? AND thinking IS NOT NULL"
+        " AND thinking <> '' ORDER BY position DESC LIMIT 1",
+        (turn_id,),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def last_blocks(
+    conn: sqlite3.Connection, conversation_id: str, limit: int
+) -> list[tuple[int, int, BlockRecord]]:
+    """The last ``limit`` blocks of the last ``limit`` turns the conversation sees, oldest first.
+
+    Like ``recent_blocks``, but read turn by turn from the newest, so the cost follows ``limit``,
+    not the conversation's length: blocks older than the ``limit`` latest turns are not looked for.
+    """
+    found: list[tuple[int, int, BlockRecord]] = []
+    turns_left = limit
+    for cid, lim in chain(conn, conversation_id):
+        if len(found) >= limit or turns_left <= 0:
+            break
+        newest = conn.execute(
+            "SELECT id, position FROM turn WHERE conversation_id = ? AND position <= ?"
+            " ORDER BY position DESC LIMIT ?",
+            (cid, lim, turns_left),
+        ).fetchall()
+        for turn_id, position in newest:
+            turns_left -= 1
+            for row in conn.execute(
+                f"SELECT i.position AS iteration_position, {rows.BLOCK_COLUMNS} FROM block b"
+                f" JOIN iteration i ON i.id = b.iteration_id {rows.BLOCK_BLOB_JOIN}"
+                " WHERE i.turn_id = ? ORDER BY i.position DESC, b.position DESC LIMIT ?",
+                (turn_id, limit - len(found)),
+            ):
+                found.append((position, row["iteration_position"], rows.block(row)))
+            if len(found) >= limit:
+                break
+    found.reverse()
+    return found

@@ -453,6 +453,35 @@ class Store:
         """
         return await self._run(reads.search, text, conversation_id, limit, owner)
 
+    # -- bounded reads for a turn's start ---------------------------------------------------------
+
+    async def last_turn(self, conversation_id: str) -> TurnRecord | None:
+        """The latest turn the conversation sees, or None (one indexed lookup per fork level).
+
+        Raises:
+            NotFound: unknown conversation.
+        """
+        return await self._run(reads.last_turn, conversation_id)
+
+    async def last_thinking(self, turn_id: int) -> str | None:
+        """The thinking of the turn's last iteration that recorded any, or None."""
+        return await self._run(reads.last_thinking, turn_id)
+
+    async def last_blocks(
+        self, conversation_id: str, limit: int
+    ) -> list[tuple[int, int, BlockRecord]]:
+        """The last ``limit`` blocks of the last ``limit`` turns, oldest first (fork-aware).
+
+        Costs what it returns, not the conversation's length (``recent_blocks`` scans it all).
+
+        Returns:
+            ``(turn position, iteration position, block)`` tuples.
+
+        Raises:
+            NotFound: unknown conversation.
+        """
+        return await self._run(reads.last_blocks, conversation_id, limit)
+
 
 class StoreOpener:
     """What ``Store.open`` returns: ``await`` it, or use it with ``async with``."""

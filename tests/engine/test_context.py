@@ -267,6 +267,12 @@ def test_var_index_overflow_line_counts_the_rest_and_says_how_to_reach_them() ->
     assert "var_history(" in index and "shape(" in index
 
 
+def test_var_index_of_only_the_recent_entries_counts_the_rest_from_var_count() -> None:
+    variables = [var(f"v{i}", i) for i in range(500)]
+    recent = variables[-b.VAR_INDEX_ROWS :]
+    assert context(var_index=recent, var_count=500) == context(var_index=variables)
+
+
 def test_var_index_previews_are_one_bounded_line() -> None:
     variables = [var("x" * 500, 1, type_name="T" * 500, preview="line\n" * 10_000)]
     index = section(context(var_index=variables), "var_index")

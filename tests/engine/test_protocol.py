@@ -121,6 +121,48 @@ def test_thinking_given_as_a_list_of_lines_is_joined() -> None:
     assert parse_reply('{"thinking": ["a", "b"], "answer": "x"}').thinking == "a\nb"
 
 
+# -- what real models send -----------------------------------------------------------------------
+
+
+def test_trailing_commas_are_accepted() -> None:
+    reply = parse_reply('{"code": ["x = 1",],}')
+    assert reply.blocks == (CodeBlock("x = 1"),)
+    reply = parse_reply('{"thinking": "t", "code": [{"code": "y()", "timeout_s": 5,},], }')
+    assert (reply.thinking, reply.blocks) == ("t", (CodeBlock("y()", 5.0),))
+
+
+def test_raw_newlines_and_tabs_inside_strings_are_accepted() -> None:
+    reply = parse_reply('{"thinking": "first\nsecond", "code": ["for i in r:\n\tprint(i)"]}')
+    assert reply.thinking == "first\nsecond"
+    assert reply.blocks == (CodeBlock("for i in r:\n\tprint(i)"),)
+
+
+def test_raw_newlines_inside_a_fenced_or_embedded_object_are_accepted() -> None:
+    fenced = '```json\n{"code": ["a = 1\nb = 2"]}\n```'
+    assert parse_reply(fenced).blocks == (CodeBlock("a = 1\nb = 2"),)
+    embedded = 'Here you go: {"answer": "line one\nline two"} — done.'
+    assert parse_reply(embedded).answer == "line one\nline two"
+
+
+def test_trailing_comma_and_raw_newline_inside_prose_are_repaired() -> None:
+    text = 'Sure. {"thinking": "sum\tit", "code": ["total = sum(xs)\ntotal",],} Let me know.'
+    reply = parse_reply(text)
+    assert (reply.thinking, reply.blocks) == ("sum\tit", (CodeBlock("total = sum(xs)\ntotal"),))
+
+
+def test_single_quoted_object_is_repaired_as_the_last_resort() -> None:
+    assert parse_reply("{'code': ['x = 1'], 'answer': None}").blocks == (CodeBlock("x = 1"),)
+
+
+def test_python_fences_still_win_over_a_repairable_object() -> None:
+    text = "Use {this, one,} pattern.\n```python\nx = 1\n```"
+    assert parse_reply(text).blocks == (CodeBlock("x = 1\n"),)
+
+
+def test_a_reply_cut_short_is_not_completed() -> None:
+    assert _problem('{"thinking": "t", "code": ["x = fo').startswith("the JSON object is invalid")
+
+
 # -- errors the model sees ---------------------------------------------------------------------
 
 

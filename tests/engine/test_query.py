@@ -361,3 +361,32 @@ async def test_the_api_key_never_reaches_the_database_or_events(
 
 def files_containing(directory: Path, pattern: str, needle: bytes) -> list[Path]:
     return [path for path in directory.glob(pattern) if needle in path.read_bytes()]
+
+
+async def test_ten_unusable_replies_in_a_row_end_the_turn_as_error_budget(
+    fake_openai: FakeOpenAI, openai_settings: Settings, tmp_path: Path
+) -> None:
+    # Defaults: error budget 5, 2 restarts, 10 iterations. A restart does not forgive them.
+    settings = openai_settings.replace(error_budget=5, max_restarts=2, max_iterations=10)
+    fake_openai.add_replies(*[""] * 5)
+    fake_openai.respond_with("I would rather explain this in words.")
+    async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
+        events, final = await stack.turn("compute")
+    assert final.status == "error_budget"
+    assert final.iterations == 10
+    assert final.error == (
+        "10 replies in a row could not be used; the last: no JSON object was found in the reply"
+    )
+    nudges = [e.text for e in events if isinstance(e, Nudge)]
+    assert any("start over" in text for text in nudges)  # one strategy restart came first
+
+
+async def test_a_readable_reply_resets_the_unusable_streak(
+    fake_openai: FakeOpenAI, openai_settings: Settings, tmp_path: Path
+) -> None:
+    settings = openai_settings.replace(error_budget=2, max_restarts=5, max_iterations=8)
+    fake_openai.add_replies("prose", "prose", "prose", reply(["x = 1"]), "prose", "prose")
+    fake_openai.respond_with(reply(["x"], "{{x}}"))
+    async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
+        _, final = await stack.turn("go")
+    assert final.status == "done" and final.answer == "1"

@@ -36,3 +36,14 @@ def test_reserve_advances_numbering_only() -> None:
     assert index.get("x") is None
     index.record("x", 6, "value", "int", "6")
     assert index.get("x") == VarEntry("x", 6, "value", "int", None, "6", None, updated_seq=1)
+
+
+def test_recent_gives_the_latest_few_without_the_rest() -> None:
+    index = VarIndex()
+    for i in range(100):
+        index.record(f"v{i}", 1, "value", "int", str(i))
+    index.record("v3", 2, "value", "int", "33")
+    index.record("v99", 2, "deleted", "int", "deleted")
+    assert [e.name for e in index.recent(3)] == ["v3", "v98", "v97"]
+    assert index.recent(3) == index.entries()[:3]
+    assert index.recent(0) == [] and len(index.recent(1000)) == 99

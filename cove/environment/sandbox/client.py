@@ -86,8 +86,15 @@ class SandboxClient:
         return self._worker.confinement if self._worker is not None else None
 
     def snapshots(self) -> dict[str, VarSnapshot]:
-        """The latest snapshot of each live user variable, as tracked from the worker's reports."""
+        """The latest snapshot of each live user variable, as tracked from the worker's reports.
+
+        A copy of all of them: for one name use ``snapshot``.
+        """
         return dict(self._snapshots)
+
+    def snapshot(self, name: str) -> VarSnapshot | None:
+        """The latest snapshot of user variable ``name``, or None when it is not live."""
+        return self._snapshots.get(name)
 
     async def execute(
         self, code: str, *, timeout_s: float, seed: int, clock: float

@@ -12,7 +12,7 @@ import re
 import sys
 import traceback
 from collections.abc import Callable
-from types import ModuleType, TracebackType
+from types import CodeType, ModuleType, TracebackType
 from typing import Any
 
 from cove.environment.sandbox.guards import BlockClock, Guards
@@ -93,7 +93,10 @@ class Runtime:
         # Classes made in the sandbox live in module "sandbox"; dataclasses looks it up.
         sys.modules.setdefault("sandbox", ModuleType("sandbox"))
         self.tracker = VariableTracker(
-            snapshot_limit=snapshot_limit, modules=self.modules, builtins=self.builtins
+            snapshot_limit=snapshot_limit,
+            modules=self.modules,
+            builtins=self.builtins,
+            namespace=self.namespace,
         )
 
     def handle(self, message: Frame) -> Frame:
@@ -124,6 +127,7 @@ class Runtime:
         self.namespace["_print"] = PrintScope(self.output)
         value: Any = None
         error: tuple[str, str] | None = None
+        ran: list[CodeType] = []  # what the block ran: the tracker checks only what it reaches
         try:
             block = compile_block(code)
         except BlockSyntaxError as exc:
@@ -132,6 +136,7 @@ class Runtime:
         except BaseException as exc:  # compile can hit RecursionError/MemoryError on deep nesting
             error = describe(exc)
         else:
+            ran = [c for c in (block.body, block.tail) if c is not None]
             try:
                 if block.body is not None:
                     exec(block.body, self.namespace)
@@ -163,7 +168,7 @@ class Runtime:
             except Exception:
                 pass
         value = None
-        reply["changes"] = self.tracker.changes(self.namespace)
+        reply["changes"] = self.tracker.changes(self.namespace, ran)
         reply["imports"] = self.tracker.imports
         return reply
 
