@@ -107,6 +107,7 @@ def worker_config(settings: Settings) -> dict[str, object]:
         "output_limit": settings.output_limit_chars,
         "snapshot_limit": settings.snapshot_limit_bytes,
         "confine": settings.sandbox_confine,
+        "owner": os.getpid(),  # the process it must not outlive (``lifeline.py``)
     }
 
 

@@ -29,6 +29,7 @@ from cove.environment.sandbox.confine import (
     will_drop_user,
 )
 from cove.environment.sandbox.frames import FrameChannel, ProtocolError
+from cove.environment.sandbox.lifeline import die_with_parent, watch_pipe
 
 if TYPE_CHECKING:  # imported lazily: a failing import is reported in a "fatal" frame
     from cove.environment.sandbox.runtime import Runtime
@@ -129,6 +130,8 @@ def main() -> int:
         close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})
         # Before the limits: with RLIMIT_NPROC already 0, older kernels refuse the setuid.
         confinement = confine(confining)
+        die_with_parent(int(config["owner"]))  # after confine: a change of user disarms it
+        watch_pipe(channel.read_fd)  # a thread: before the limits forbid one
         apply_limits(config)
     except BaseException:
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})

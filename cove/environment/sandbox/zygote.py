@@ -16,7 +16,8 @@ message per packet:
 - zygote -> host, unasked: ``{"op": "exited", "pid": N, "returncode": R}`` when it reaped a
   worker (``R`` as ``subprocess`` reports it: negative for a signal).
 
-The host closing the socket ends the zygote; workers already forked live on.
+The host closing the socket ends the zygote. The zygote dies with the host and every worker dies
+with the zygote (``lifeline.py``): when a zygote is lost, so are the workers it forked.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any
 
 from cove.environment.sandbox.confine import Confinement, confine, will_drop_user
 from cove.environment.sandbox.frames import FrameChannel
+from cove.environment.sandbox.lifeline import die_with_parent, watch_pipe
 from cove.environment.sandbox.worker import (
     apply_limits,
     close_other_descriptors,
@@ -78,6 +80,7 @@ def main() -> int:
         close_other_descriptors({0, 1, 2, control.fileno(), wake_read, wake_write})
         confinement = confine(confining)
         apply_limits(config, forking=True)
+        die_with_parent(int(config["owner"]))  # last: a change of user would disarm it
         gc.freeze()  # what exists now stays shared with every worker (copy-on-write)
     except BaseException:
         send(control, {"op": "fatal", "error": traceback.format_exc(limit=5)})
@@ -130,6 +133,7 @@ def fork_worker(
     except OSError as exc:
         send(control, {"op": "error", "error": f"no pipes for a worker: {exc}"})
         return
+    zygote = os.getpid()
     try:
         pid = os.fork()
     except OSError as exc:
@@ -141,7 +145,7 @@ def fork_worker(
         code = 1
         try:
             code = become_worker(
-                FrameChannel(to_worker[0], from_worker[1]), config, confinement, cwd
+                FrameChannel(to_worker[0], from_worker[1]), config, confinement, cwd, zygote
             )
         finally:
             os._exit(code)  # never back into the zygote's loop
@@ -161,9 +165,13 @@ def fork_worker(
 
 
 def become_worker(
-    channel: FrameChannel, config: dict[str, Any], confinement: Confinement, cwd: int
+    channel: FrameChannel, config: dict[str, Any], confinement: Confinement, cwd: int, zygote: int
 ) -> int:
-    """In the forked child: leave the zygote behind and serve as a worker; the exit code."""
+    """In the forked child: leave the zygote behind and serve as a worker; the exit code.
+
+    The worker dies with the zygote (which dies with the host), and when the host's end of its
+    input closes (``lifeline.py``).
+    """
     try:
         os.setsid()  # its own session and process group: the host kills the group, never us
         signal.set_wakeup_fd(-1)
@@ -181,6 +189,8 @@ def become_worker(
             if confinement.enabled:
                 confinement = replace(confinement, notes=(*confinement.notes, _CLOSED_WORKSPACE))
         runtime = make_runtime(channel, config)
+        die_with_parent(zygote)
+        watch_pipe(channel.read_fd)  # a thread: before the limits forbid one
         apply_limits(config)
     except BaseException:
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
