@@ -31,8 +31,17 @@ class WorkerPool:
     zygote.
     """
 
-    def __init__(self, settings: Settings, *, size: int | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, size: int | None = None, assume_breach: bool = False
+    ) -> None:
+        """A pool for ``settings``, pre-starting ``size`` workers (default: the setting).
+
+        ``assume_breach`` is for tests only, never reachable from settings: every block runs as
+        plain, unrestricted Python in a worker confined exactly as usual, as if the guards had
+        been escaped (``tests/environment/test_breach.py``).
+        """
         self._settings = settings
+        self._unrestricted = assume_breach
         self._size = settings.worker_pool_size if size is None else size
         self._idle: deque[WorkerProcess] = deque()
         self._starting: set[asyncio.Task[None]] = set()
@@ -128,7 +137,7 @@ class WorkerPool:
                 return await WorkerProcess.attach(await zygote.fork(cwd))
             except SandboxError as exc:
                 log.warning("no worker from the zygote, starting one cold: %s", exc)
-        return await WorkerProcess.start(self._settings, cwd=cwd)
+        return await WorkerProcess.start(self._settings, cwd=cwd, unrestricted=self._unrestricted)
 
     async def _zygote_for_fork(self) -> ForkServer | None:
         """The live zygote; None means: start this worker cold.
@@ -158,7 +167,9 @@ class WorkerPool:
             if lost is not None:
                 await lost.aclose()  # reap it
             try:
-                zygote: ForkServer | None = await ForkServer.start(self._settings)
+                zygote: ForkServer | None = await ForkServer.start(
+                    self._settings, unrestricted=self._unrestricted
+                )
             except SandboxError as exc:
                 log.warning("sandbox zygote unavailable, starting workers cold: %s", exc)
                 self._zygote_failed_at = time.monotonic()
