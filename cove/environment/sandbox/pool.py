@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cove.config import Settings
 from cove.environment.sandbox.client import CallHandler, SandboxClient
+from cove.environment.sandbox.confine import Confinement
 from cove.environment.sandbox.forkserver import ForkServer
 from cove.environment.sandbox.frames import ProtocolError
 from cove.environment.sandbox.process import WorkerGone, WorkerProcess, make_host_undumpable
@@ -19,6 +20,23 @@ _CHDIR_TIMEOUT_S = 5.0
 _ZYGOTE_RETRY_S = 5.0  # after a zygote failed to start, cold starts only for this long
 
 log = logging.getLogger("cove.environment.sandbox")
+
+
+def unconfined_warning(confinement: Confinement) -> str | None:
+    """The warning for a host where confinement was asked for but nothing real took hold.
+
+    The network namespace, ``no_new_privs`` and the death signal alone keep sandbox code that
+    escaped RestrictedPython from nothing the host's user may do: with neither a user of its
+    own, nor Landlock, nor seccomp, the worker is the user.
+    """
+    if not confinement.enabled or {"uid", "landlock", "seccomp"} & set(confinement.layers):
+        return None
+    why = "; ".join(confinement.notes) or "no reason given"
+    return (
+        "WARNING: the sandbox cannot confine its workers on this host (no separate user, no "
+        f"Landlock, no seccomp: {why}). Code that escapes the Python guards would run with this "
+        "user's rights; see `cove doctor`."
+    )
 
 
 class WorkerPool:
@@ -51,6 +69,7 @@ class WorkerPool:
         self._zygote: ForkServer | None = None
         self._zygote_starting: asyncio.Task[ForkServer | None] | None = None
         self._zygote_failed_at: float | None = None
+        self._warned = False
 
     async def start(self) -> None:
         """Make the host non-dumpable, start the zygote and pre-start ``size`` workers.
@@ -132,12 +151,22 @@ class WorkerPool:
             SandboxError: Not even a cold start gives a worker.
         """
         zygote = await self._zygote_for_fork()
+        worker: WorkerProcess | None = None
         if zygote is not None:
             try:
-                return await WorkerProcess.attach(await zygote.fork(cwd))
+                worker = await WorkerProcess.attach(await zygote.fork(cwd))
             except SandboxError as exc:
                 log.warning("no worker from the zygote, starting one cold: %s", exc)
-        return await WorkerProcess.start(self._settings, cwd=cwd, unrestricted=self._unrestricted)
+        if worker is None:
+            worker = await WorkerProcess.start(
+                self._settings, cwd=cwd, unrestricted=self._unrestricted
+            )
+        if not self._warned:
+            weakness = unconfined_warning(worker.confinement)
+            if weakness is not None:
+                self._warned = True
+                log.warning("%s", weakness)
+        return worker
 
     async def _zygote_for_fork(self) -> ForkServer | None:
         """The live zygote; None means: start this worker cold.
