@@ -7,6 +7,7 @@ import json
 import os
 import pwd
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -154,8 +155,19 @@ async def test_a_pooled_worker_enters_a_workspace_open_to_it(
     pool: WorkerPool, open_directory: Path
 ) -> None:
     workspace = open_directory / "ws"
+    workspace.mkdir(mode=0o755)
     sandbox = await pool.acquire(workspace=workspace, on_call=Extensions())
     assert os.readlink(f"/proc/{sandbox.pid}/cwd") == str(workspace)
+
+
+@root_only
+async def test_a_workspace_the_pool_creates_is_private_to_the_host(
+    pool: WorkerPool, open_directory: Path
+) -> None:
+    workspace = open_directory / "new"
+    sandbox = await pool.acquire(workspace=workspace, on_call=Extensions())
+    assert stat.S_IMODE(workspace.stat().st_mode) == 0o700
+    assert os.readlink(f"/proc/{sandbox.pid}/cwd") == "/"  # which Landlock keeps it from reading
 
 
 @root_only

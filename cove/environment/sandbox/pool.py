@@ -99,7 +99,8 @@ class WorkerPool:
         if not self._host_protected:
             make_host_undumpable()
             self._host_protected = True
-        await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
+        # Private to the host's user when created here: the worker needs no file of it.
+        await asyncio.to_thread(workspace.mkdir, mode=0o700, parents=True, exist_ok=True)
         worker = await self._take(workspace)
         client = SandboxClient(
             self, worker, workspace=workspace, on_call=on_call, settings=self._settings
