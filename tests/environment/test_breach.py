@@ -110,7 +110,8 @@ ATTACKS = {
         "held = []\n"
         "    for _ in range(3):\n"
         "        fd = check(libc.memfd_create(b'x', 0))\n"
-        "        os.write(fd, bytes(60 << 20))\n"
+        "        for _ in range(15):\n"
+        "            os.write(fd, bytes(4 << 20))\n"
         "        held.append(fd)"
     ),
 }
