@@ -62,6 +62,8 @@ async def acquire(pool: WorkerPool, workspace: Path) -> SandboxClient:
 async def test_workers_are_forked_into_sessions_of_their_own(
     cold_pool: WorkerPool, tmp_path: Path
 ) -> None:
+    for i in range(3):  # open to the workers' users, so that they enter them
+        (tmp_path / f"w{i}").mkdir(mode=0o755)
     clients = [await acquire(cold_pool, tmp_path / f"w{i}") for i in range(3)]
     zygote = zygote_of(cold_pool)
     pids = [client.pid for client in clients]

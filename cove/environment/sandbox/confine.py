@@ -40,6 +40,7 @@ from typing import Any, Literal, get_args
 from cove.environment.sandbox import seccomp
 from cove.environment.sandbox.frames import ProtocolError
 from cove.environment.sandbox.landlock import Ruleset, runtime_paths
+from cove.environment.sandbox.libc import libc
 from cove.environment.sandbox.lifeline import die_with_parent
 
 Network = Literal["isolated", "host"]
@@ -205,7 +206,11 @@ def seal(preparation: Preparation, *, parent: int, uid: int | None) -> Confineme
             layers.append("uid")
     elif not preparation.root:
         notes.append("uid: the host is not root: the worker runs as the host's user")
-    user, current = _current_user()  # while the user database can still be read
+    # While the user database can still be read; an id of the reserved range has no account.
+    if uid is not None and "uid" in layers:
+        user, current = f"uid {uid}", uid
+    else:
+        user, current = _current_user()
     # A change of user resets both of these: set them (again) after it.
     _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", notes)
     armed = die_with_parent(parent)
@@ -301,9 +306,9 @@ def _current_user() -> tuple[str, int]:
 
 def _libc(notes: list[str]) -> ctypes.CDLL | None:
     try:
-        return ctypes.CDLL(None, use_errno=True)
+        return libc()
     except OSError as exc:
-        notes.append(f"no C library to call: {exc}")
+        notes.append(f"confinement: no C library to call: {exc}")
         return None
 
 

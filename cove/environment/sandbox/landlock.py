@@ -25,6 +25,8 @@ import os
 import sys
 from collections.abc import Iterable
 
+from cove.environment.sandbox.libc import libc
+
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same on x86_64 and arm64
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
@@ -49,17 +51,11 @@ class _PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def _libc() -> ctypes.CDLL:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return libc
-
-
 def abi_version() -> int:
     """The Landlock ABI this kernel offers; 0 when it has none (or not Linux)."""
     if not sys.platform.startswith("linux") or os.uname().machine not in ("x86_64", "aarch64"):
         return 0
-    version = _libc().syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
+    version = libc().syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
     return max(int(version), 0)
 
 
@@ -104,8 +100,8 @@ class Ruleset:
             scoped=(_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0,
         )
         size = 8 if abi < 4 else 16 if abi < 6 else 24
-        libc = _libc()
-        fd = int(libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0))
+        c = libc()
+        fd = int(c.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0))
         if fd < 0:
             raise OSError(ctypes.get_errno(), f"landlock: {os.strerror(ctypes.get_errno())}")
         # Out of the way of the descriptors a forked worker settles its pipes on (3 and 4).
@@ -117,7 +113,7 @@ class Ruleset:
                 beneath = os.open(path, os.O_PATH | os.O_CLOEXEC)
                 try:
                     rule = _PathBeneathAttr(_FS_READ_FILE | _FS_READ_DIR, beneath)
-                    if libc.syscall(_ADD_RULE, fd, _RULE_PATH_BENEATH, ctypes.byref(rule), 0):
+                    if c.syscall(_ADD_RULE, fd, _RULE_PATH_BENEATH, ctypes.byref(rule), 0):
                         error = ctypes.get_errno()
                         raise OSError(error, f"landlock rule for {path}: {os.strerror(error)}")
                 finally:
@@ -134,7 +130,7 @@ class Ruleset:
             OSError: The kernel refused (e.g. without ``no_new_privs``).
         """
         try:
-            if _libc().syscall(_RESTRICT_SELF, self.fd, 0):
+            if libc().syscall(_RESTRICT_SELF, self.fd, 0):
                 error = ctypes.get_errno()
                 raise OSError(error, f"landlock: {os.strerror(error)}")
         finally:

@@ -24,6 +24,8 @@ import signal
 import sys
 import threading
 
+from cove.environment.sandbox.libc import libc
+
 _PR_SET_PDEATHSIG = 1
 ORPHANED_EXIT = 70  # the exit code of a process whose owner was already gone
 
@@ -40,10 +42,10 @@ def die_with_parent(parent: int) -> str | None:
     if not sys.platform.startswith("linux"):
         return f"not available on {sys.platform}"
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
+        c = libc()
     except OSError as exc:
         return f"no C library to call: {exc}"
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+    if c.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         return os.strerror(ctypes.get_errno())
     if os.getppid() != parent:  # the parent died before the signal was armed: no one to serve
         os._exit(ORPHANED_EXIT)

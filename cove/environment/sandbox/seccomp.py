@@ -23,6 +23,8 @@ import errno
 import os
 import tempfile
 
+from cove.environment.sandbox.libc import libc
+
 DENIED = (
     "socket", "socketpair", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
     "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "kill", "tkill", "tgkill",
@@ -94,7 +96,6 @@ def load(program: bytes) -> None:
         raise OSError("an empty or malformed seccomp program")
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    if libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"seccomp: {os.strerror(error)}")
