@@ -305,3 +305,23 @@ def test_every_attack_fails_under_an_unprivileged_host() -> None:
         assert confined.startswith("blocked "), f"{attack}: {confined}"
         if attack not in _OUT_OF_REACH_UNPRIVILEGED:
             assert unconfined == "escaped", f"{attack} is no real attack: {unconfined}"
+
+
+async def test_a_cold_started_worker_is_sealed_the_same_way(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, sandbox_fork_server=False)
+    pool = WorkerPool(settings, size=0, assume_breach=True)
+    try:
+        attacker = await pool.acquire(workspace=tmp_path / "ws", on_call=Extensions())
+        assert pool._zygote is None and attacker.confinement is not None
+        if ROOT:
+            assert attacker.confinement.layers == LAYERS
+        names: dict[str, object] = {
+            "CHECKOUT": str(Path(cove.__file__).parents[1] / "pyproject.toml"),
+            "HOST": os.getpid(),
+        }
+        scene = Scene(pool, attacker, names)
+        for name in ("read the project checkout", "signal the host", "open a netlink socket"):
+            verdict = await scene.run(ATTACKS[name])
+            assert verdict.startswith("blocked "), f"{name}: {verdict}"
+    finally:
+        await pool.aclose()

@@ -315,3 +315,23 @@ def test_a_process_whose_owner_is_already_gone_exits_at_once() -> None:
     code = "from cove.environment.sandbox.lifeline import die_with_parent; die_with_parent(1)"
     done = subprocess.run([sys.executable, "-c", code], timeout=60)
     assert done.returncode == ORPHANED_EXIT
+
+
+def test_a_busy_process_ends_when_its_input_pipe_closes() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from cove.environment.sandbox.lifeline import watch_pipe\n"
+        "watch_pipe(0)\n"
+        "print('watching', flush=True)\n"
+        "while True:\n"
+        "    pass\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as busy:
+        assert busy.stdin is not None and busy.stdout is not None
+        assert busy.stdout.readline() == b"watching\n"
+        busy.stdin.close()  # as when the host dies: the worker's input hangs up
+        assert busy.wait(timeout=60) == 0
