@@ -11,7 +11,8 @@ Two signals, so that neither a lost race nor a busy interpreter lets a process l
 
 The zygote arms the first with the host as parent; each worker forked from it arms it with the
 zygote as parent, so the death of the host takes the zygote and with it every worker. A cold
-worker arms it with the host as parent.
+worker arms it with the host as parent. For the kernel the parent is the *thread* that forked:
+the host starts both from its event loop's thread, which lives as long as the pool.
 """
 
 from __future__ import annotations
