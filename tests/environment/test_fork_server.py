@@ -235,7 +235,11 @@ from cove.config import Settings
 from cove.environment.sandbox.pool import WorkerPool
 
 async def main():
-    settings = Settings(data_dir=Path(sys.argv[1]), sandbox_fork_server=sys.argv[2] == "fork")
+    settings = Settings(
+        data_dir=Path(sys.argv[1]),
+        sandbox_fork_server=sys.argv[2].startswith("fork"),
+        sandbox_confine=not sys.argv[2].endswith("unconfined"),
+    )
     pool = WorkerPool(settings, size=0)
     running = asyncio.Event()
 
@@ -280,7 +284,7 @@ def wait_gone(pids: list[int]) -> list[int]:
             os.close(fd)
 
 
-@pytest.mark.parametrize("start", ["fork", "cold"])
+@pytest.mark.parametrize("start", ["fork", "cold", "fork-unconfined", "cold-unconfined"])
 def test_killing_the_owner_mid_block_kills_its_worker_and_zygote(
     tmp_path: Path, start: str
 ) -> None:
@@ -297,7 +301,8 @@ def test_killing_the_owner_mid_block_kills_its_worker_and_zygote(
             line = host.stdout.readline()
             assert line, host.stderr.read()
             pids = json.loads(line)
-            survivors = [pids["worker"]] + ([pids["zygote"]] if start == "fork" else [])
+            forked = start.startswith("fork")
+            survivors = [pids["worker"]] + ([pids["zygote"]] if forked else [])
             assert None not in survivors
             for pid in survivors:
                 os.kill(pid, 0)  # alive, mid-block
