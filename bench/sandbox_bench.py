@@ -8,11 +8,13 @@ Run with ``.venv/bin/python bench/sandbox_bench.py``. Prints:
 - time to restore 500 variables (250 values, 250 functions) into a fresh worker;
 - trivial block p50 with the sandbox holding data it does not touch (nothing; one 100,000-int
   list; 50,000 dict rows; 1,000 lists of 100 ints; 10 MB of strings), and a block that does touch
-  the data (``len(...)``, ``.append(...)``), reported without a target.
+  the data (``len(...)``, ``.append(...)``), reported without a target;
+- the cost of confinement (``confinement_costs``): a worker forked from the zygote and a trivial
+  block, each with confinement on (own user, Landlock, seccomp...) and off.
 
 Targets: trivial block p50 <= 2 ms; worker from pool <= 10 ms; from the fork server <= 10 ms;
 restore of 500 variables <= 300 ms; trivial block next to untouched data <= 2x the empty sandbox
-and <= 1 ms p50.
+and <= 1 ms p50; confined fork <= 10 ms and trivial block <= 1 ms.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ async def main() -> None:
             await holding_report(pool, root)
         finally:
             await pool.aclose()
+        await confinement_costs(root / "confinement")
 
 
 async def report(pool: WorkerPool, root: Path) -> None:
@@ -200,6 +203,30 @@ async def unpooled(settings: Settings, root: Path, *, rounds: int) -> list[float
     finally:
         await pool.aclose()
     return samples
+
+
+async def confinement_costs(root: Path) -> None:
+    """Fork-from-zygote and trivial-block p50, with confinement on and off."""
+    for confined in (True, False):
+        settings = Settings(data_dir=root, sandbox_confine=confined)
+        forked_ms = await unpooled(settings, root / f"fork-{confined}", rounds=30)
+        pool = WorkerPool(settings, size=0)
+        try:
+            client = await pool.acquire(workspace=root / f"block-{confined}", on_call=no_calls)
+            for _ in range(20):
+                await client.execute(TRIVIAL, timeout_s=5, seed=1, clock=0.0)
+            block_ms = []
+            for _ in range(ROUNDS):
+                started = time.perf_counter()
+                await client.execute(TRIVIAL, timeout_s=5, seed=1, clock=0.0)
+                block_ms.append((time.perf_counter() - started) * 1000)
+            layers = ", ".join(client.confinement.layers) if client.confinement else "?"
+        finally:
+            await pool.aclose()
+        label = "on " if confined else "off"
+        print(f"confinement {label}: fork from zygote {percentiles(forked_ms)}")
+        print(f"confinement {label}: trivial block    {percentiles(block_ms)}")
+        print(f"confinement {label}: layers           {layers or 'none'}")
 
 
 async def wait_for_idle(pool: WorkerPool) -> None:

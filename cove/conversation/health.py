@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cove.config import Settings
+from cove.environment.sandbox.confine import LAYERS, Confinement
 from cove.environment.sandbox.pool import WorkerPool
 from cove.errors import CoveError
 from cove.persistence.store import Store
@@ -15,12 +16,20 @@ from cove.persistence.store import Store
 
 @dataclass(frozen=True)
 class Check:
-    """One check's verdict; ``fix`` says what to do when it failed."""
+    """One check's verdict; ``fix`` says what to do when it failed; ``items`` details it."""
 
     name: str
     ok: bool
     detail: str
     fix: str | None = None
+    items: tuple[str, ...] = ()
+
+
+def confinement_items(confinement: Confinement | None) -> tuple[str, ...]:
+    """One line per layer of the sandbox's confinement: ``"seccomp: active"`` or why not."""
+    if confinement is None:
+        return tuple(f"{layer}: not reported" for layer in LAYERS)
+    return tuple(f"{layer}: {confinement.layer(layer)}" for layer in LAYERS)
 
 
 async def run_checks(settings: Settings) -> list[Check]:
@@ -99,8 +108,12 @@ async def _sandbox(settings: Settings) -> Check:
         )
     confined = "not confined (sandbox_confine is off)"
     if confinement is not None and confinement.enabled:
-        confined = f"runs as {confinement.user}, network {confinement.network}"
-    return Check("sandbox", True, f"worker started and ran a block in {elapsed:.0f} ms; {confined}")
+        active = len(confinement.layers)
+        confined = (
+            f"runs as {confinement.user}, {active} of {len(LAYERS)} confinement layers active"
+        )
+    detail = f"worker started and ran a block in {elapsed:.0f} ms; {confined}"
+    return Check("sandbox", True, detail, items=confinement_items(confinement))
 
 
 async def _endpoint(settings: Settings) -> Check:

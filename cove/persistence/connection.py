@@ -5,7 +5,9 @@ Everything here is synchronous and runs on the store's connection thread.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -41,6 +43,28 @@ def check_header(path: str) -> None:
         header = handle.read(len(SQLITE_HEADER))
     if header != SQLITE_HEADER:
         raise NotADatabase(path)
+
+
+def create_private(path: str) -> None:
+    """Make the database private to its user before SQLite opens it.
+
+    A missing directory is created ``0700`` and a missing database file ``0600`` (an empty file
+    is an empty database); an existing database file, its WAL and SHM files are tightened to
+    ``0600`` when they are this user's. SQLite gives the WAL and SHM files it creates the mode
+    of the database file, so no other user (and no sandbox worker) can read them either.
+    """
+    if path == MEMORY:
+        return
+    directory = Path(path).parent
+    if not directory.exists():
+        directory.mkdir(parents=True, mode=0o700)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        with contextlib.suppress(OSError):
+            info = os.stat(name)
+            if info.st_uid == os.geteuid() and info.st_mode & 0o077:
+                os.chmod(name, info.st_mode & 0o700)
 
 
 def configure(conn: sqlite3.Connection) -> None:

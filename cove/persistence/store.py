@@ -15,7 +15,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Generator
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
@@ -23,7 +22,12 @@ import aiosqlite
 
 from cove.errors import CoveError, StoreError
 from cove.persistence import leases, reads, writes
-from cove.persistence.connection import MEMORY, check_header, configure, enable_wal
+from cove.persistence.connection import (
+    check_header,
+    configure,
+    create_private,
+    enable_wal,
+)
 from cove.persistence.migrate import check_supported, migrate
 from cove.persistence.records import (
     BlockRecord,
@@ -494,9 +498,8 @@ class StoreOpener:
     async def _open(self) -> Store:
         check_header(self._path)
         try:
-            if self._path != MEMORY:
-                # A first run points at a data directory that may not exist yet.
-                Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+            # A first run points at a data directory that may not exist yet.
+            create_private(self._path)
             db = await aiosqlite.connect(self._path, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open database {self._path}: {exc}") from exc

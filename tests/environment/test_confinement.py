@@ -7,6 +7,7 @@ import json
 import os
 import pwd
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -18,10 +19,11 @@ import pytest
 
 from cove.config import Settings
 from cove.environment.sandbox.client import SandboxClient
-from cove.environment.sandbox.confine import Confinement
+from cove.environment.sandbox.confine import LAYERS, Confinement
 from cove.environment.sandbox.frames import ProtocolError
 from cove.environment.sandbox.modules import ALLOWED_MODULES
 from cove.environment.sandbox.pool import WorkerPool
+from cove.environment.sandbox.uids import in_range
 from cove.errors import ConfigError
 from tests.environment.conftest import Extensions, ok, read_proc
 
@@ -55,15 +57,23 @@ def confinement_of(client: SandboxClient) -> Confinement:
 
 
 @root_only
-async def test_a_root_host_runs_its_workers_as_nobody(client: SandboxClient) -> None:
-    assert client.pid is not None
-    ids = status_ids(client.pid)
-    assert ids["Uid"] == [NOBODY] * 4  # real, effective, saved, filesystem
-    assert ids["Gid"] == [pwd.getpwnam("nobody").pw_gid] * 4
-    assert ids["Groups"] == []
-    confinement = confinement_of(client)
-    assert (confinement.enabled, confinement.user, confinement.uid) == (True, "nobody", NOBODY)
-    assert not any("root" in note for note in confinement.notes)
+async def test_a_root_host_gives_each_worker_a_user_of_its_own(
+    client: SandboxClient, pool: WorkerPool, tmp_path: Path
+) -> None:
+    other = await pool.acquire(workspace=tmp_path / "other", on_call=Extensions())
+    seen = set()
+    for sandbox in (client, other):
+        assert sandbox.pid is not None
+        ids = status_ids(sandbox.pid)
+        uid = ids["Uid"][0]
+        assert in_range(uid) and ids["Uid"] == [uid] * 4  # real, effective, saved, filesystem
+        assert ids["Gid"] == [uid] * 4 and ids["Groups"] == []
+        confinement = confinement_of(sandbox)
+        assert (confinement.enabled, confinement.uid) == (True, uid)
+        assert confinement.layers == LAYERS  # every layer in force as root on this kernel
+        assert not any("root" in note for note in confinement.notes)
+        seen.add(uid)
+    assert len(seen) == 2
 
 
 async def test_the_worker_has_a_network_namespace_of_its_own(client: SandboxClient) -> None:
@@ -121,10 +131,14 @@ async def test_blocks_run_normally_in_a_confined_worker(client: SandboxClient) -
     )
     codecs = await ok(client, "'é'.encode('cp1252'), 'mü.de'.encode('idna'), 'x'.encode('utf-16')")
     assert codecs.value_preview == "(b'\\xe9', b'xn--m-eha.de', b'\\xff\\xfex\\x00')"
-    before = client.confinement
+    before = confinement_of(client)
     old_pid = client.pid
     await client.kill()
-    assert client.pid != old_pid and client.confinement == before
+    after = confinement_of(client)
+    assert client.pid != old_pid and (after.layers, after.network) == (
+        before.layers,
+        before.network,
+    )
     again = await ok(client, "import statistics\n(total * 2, rows[1][1], statistics.mean([1, 2]))")
     assert again.value_preview == "(Decimal('6.20'), '2,3', 1.5)"
 
@@ -141,8 +155,19 @@ async def test_a_pooled_worker_enters_a_workspace_open_to_it(
     pool: WorkerPool, open_directory: Path
 ) -> None:
     workspace = open_directory / "ws"
+    workspace.mkdir(mode=0o755)
     sandbox = await pool.acquire(workspace=workspace, on_call=Extensions())
     assert os.readlink(f"/proc/{sandbox.pid}/cwd") == str(workspace)
+
+
+@root_only
+async def test_a_workspace_the_pool_creates_is_private_to_the_host(
+    pool: WorkerPool, open_directory: Path
+) -> None:
+    workspace = open_directory / "new"
+    sandbox = await pool.acquire(workspace=workspace, on_call=Extensions())
+    assert stat.S_IMODE(workspace.stat().st_mode) == 0o700
+    assert os.readlink(f"/proc/{sandbox.pid}/cwd") == "/"  # which Landlock keeps it from reading
 
 
 @root_only
@@ -177,6 +202,7 @@ async def test_a_cold_start_in_a_closed_workspace_moves_to_the_root(
 # root and a root-only file. ``become`` first takes the ids of nobody, as an unprivileged host.
 PROBE = """
 import ctypes, encodings.idna, json, os, socket, sys
+import pyseccomp  # an unprivileged host can read its own Python; this one lives under /root
 from cove.environment.sandbox.confine import confine
 from cove.environment.sandbox.worker import apply_limits
 
@@ -185,7 +211,11 @@ if become != "-":
     os.setgroups([])
     os.setresgid(int(become), int(become), int(become))
     os.setresuid(int(become), int(become), int(become))
-report = confine(True).as_frame()
+uid = None
+if os.geteuid() == 0:
+    from cove.environment.sandbox.uids import UidPool
+    uid = UidPool().pick()
+report = confine(True, parent=os.getppid(), uid=uid).as_frame()
 apply_limits({"memory_mb": 512, "cpu_s": 10, "file_size_mb": 1, "open_files": 64})
 
 def attempt(action):
@@ -203,7 +233,7 @@ report["fork"] = attempt(fork)
 report["connect"] = attempt(lambda: socket.create_connection(("127.0.0.1", port), timeout=5))
 report["setuid"] = attempt(lambda: os.setuid(0))
 report["secret"] = attempt(lambda: open(secret).read())
-report["dumpable"] = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+report["prctl"] = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE: refused
 print(json.dumps(report))
 """
 
@@ -230,11 +260,12 @@ def test_a_confined_process_can_neither_fork_nor_connect_nor_regain_root(tmp_pat
     report = probe(tmp_path)
     assert report["fork"] == "BlockingIOError"  # RLIMIT_NPROC binds once it is not root
     assert report["setuid"] == "PermissionError"
-    if report["network"] == "isolated":
-        assert report["connect"] == "OSError"  # unreachable: not even the host's loopback
+    assert report["connect"] == "PermissionError"  # seccomp: no socket at all
+    assert report["secret"] == "PermissionError"  # Landlock: no file outside the runtime
+    assert report["prctl"] == -1  # seccomp: the death signal and dumpable flag stay as set
+    assert set(report["layers"]) >= {"landlock", "seccomp", "no_new_privs", "pdeathsig"}
     if ROOT:
-        assert report["user"] == "nobody" and report["secret"] == "PermissionError"
-        assert report["dumpable"] == 0  # no other worker (all are nobody) may trace it
+        assert in_range(report["uid"]) and "uid" in report["layers"]
 
 
 @root_only
@@ -242,9 +273,11 @@ def test_an_unprivileged_process_gets_a_user_and_network_namespace(tmp_path: Pat
     report = probe(tmp_path, become=NOBODY)
     assert (report["user"], report["uid"], report["fork"]) == ("nobody", NOBODY, "BlockingIOError")
     assert report["setuid"] in {"PermissionError", "OSError"}  # EINVAL: 0 is unmapped in there
-    if report["network"] == "isolated":
-        assert report["connect"] == "OSError"
-    else:  # a kernel without unprivileged user namespaces: the reason is on record
+    assert report["connect"] == "PermissionError"
+    assert report["secret"] == "PermissionError"
+    assert set(report["layers"]) >= {"landlock", "seccomp", "no_new_privs", "pdeathsig"}
+    assert "uid" not in report["layers"]
+    if report["network"] != "isolated":  # a kernel without unprivileged user namespaces
         assert any("user+network namespace" in note for note in report["notes"])
 
 
@@ -259,6 +292,8 @@ def test_an_unprivileged_process_gets_a_user_and_network_namespace(tmp_path: Pat
         {"enabled": True, "user": "nobody", "uid": 1, "network": "open"},
         {"enabled": True, "user": "nobody", "uid": 1, "network": "host", "notes": "x"},
         {"enabled": True, "user": "nobody", "uid": 1, "network": "host", "notes": [1]},
+        {"enabled": True, "user": "nobody", "uid": 1, "network": "host", "layers": ["x"]},
+        {"enabled": True, "user": "nobody", "uid": 1, "network": "host", "layers": "uid"},
     ],
 )
 def test_a_malformed_confinement_report_is_a_protocol_error(report: object) -> None:
@@ -267,8 +302,13 @@ def test_a_malformed_confinement_report_is_a_protocol_error(report: object) -> N
 
 
 def test_a_report_survives_the_wire() -> None:
-    confinement = Confinement(True, "nobody", NOBODY, "isolated", ("no no_new_privs: EINVAL",))
+    confinement = Confinement(
+        True, "nobody", NOBODY, "isolated", ("landlock: ENOSYS",), ("network", "seccomp")
+    )
     assert Confinement.from_frame(json.loads(json.dumps(confinement.as_frame()))) == confinement
+    assert confinement.layer("seccomp") == "active"
+    assert confinement.layer("landlock") == "ENOSYS"
+    assert confinement.layer("uid") == "not in force"
 
 
 def test_the_setting_reads_from_the_environment_and_is_checked() -> None:

@@ -62,6 +62,8 @@ async def acquire(pool: WorkerPool, workspace: Path) -> SandboxClient:
 async def test_workers_are_forked_into_sessions_of_their_own(
     cold_pool: WorkerPool, tmp_path: Path
 ) -> None:
+    for i in range(3):  # open to the workers' users, so that they enter them
+        (tmp_path / f"w{i}").mkdir(mode=0o755)
     clients = [await acquire(cold_pool, tmp_path / f"w{i}") for i in range(3)]
     zygote = zygote_of(cold_pool)
     pids = [client.pid for client in clients]
@@ -158,10 +160,12 @@ async def test_a_lost_zygote_means_cold_starts_then_a_new_zygote(
     forked = await acquire(cold_pool, tmp_path / "f")
     assert forked.pid is not None and parent_of(forked.pid) == new.pid != old.pid
     assert (await ok(forked, "6 * 7")).value_preview == "42"
-    # A worker of the dead zygote goes on serving, and is replaced as usual when killed.
-    assert (await ok(running, "kept")).value_preview == "1"
+    # A worker of the dead zygote died with it (its death signal): the next block finds it
+    # gone and it is replaced as after any crash, its variables restored.
     orphan = running.pid
-    await running.kill()
+    assert orphan is not None and wait_gone([orphan]) == []
+    crashed = await run(running, "kept")
+    assert crashed.restart is not None and crashed.restart.restored == ("kept",)
     assert running.pid not in (None, orphan)
     assert (await ok(running, "kept + 1")).value_preview == "2"
 
@@ -220,3 +224,119 @@ async def test_the_switch_off_means_cold_starts(tmp_path: Path) -> None:
         assert (await ok(client, "6 * 7")).value_preview == "42"
     finally:
         await pool.aclose()
+
+
+# A host of its own, killed by the test: it starts a pool, runs a block that never ends, prints
+# the pids of its worker and zygote once the block runs, and waits to be killed.
+OWNER = """
+import asyncio, json, os, sys, tempfile
+from pathlib import Path
+from cove.config import Settings
+from cove.environment.sandbox.pool import WorkerPool
+
+async def main():
+    settings = Settings(
+        data_dir=Path(sys.argv[1]),
+        sandbox_fork_server=sys.argv[2].startswith("fork"),
+        sandbox_confine=not sys.argv[2].endswith("unconfined"),
+    )
+    pool = WorkerPool(settings, size=0)
+    running = asyncio.Event()
+
+    async def on_call(name, args, kwargs):
+        running.set()
+        return None
+
+    client = await pool.acquire(workspace=Path(sys.argv[1]) / "ws", on_call=on_call)
+    await client.configure(functions=["started"], constants={})
+    block = asyncio.create_task(
+        client.execute("started()\\nwhile True:\\n    pass", timeout_s=60, seed=0, clock=0.0)
+    )
+    await running.wait()
+    zygote = pool._zygote.pid if pool._zygote is not None else None
+    print(json.dumps({"worker": client.pid, "zygote": zygote}), flush=True)
+    await block
+
+asyncio.run(main())
+"""
+
+
+def wait_gone(pids: list[int]) -> list[int]:
+    """Wait (at most 10 s) for every process in ``pids`` to end; those still running."""
+    import select
+
+    fds = {}
+    for pid in pids:
+        try:
+            fds[pid] = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+    try:
+        pending = dict(fds)
+        while pending:
+            ready, _, _ = select.select(list(pending.values()), [], [], 10.0)
+            if not ready:
+                break
+            pending = {pid: fd for pid, fd in pending.items() if fd not in ready}
+        return sorted(pending)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+@pytest.mark.parametrize("start", ["fork", "cold", "fork-unconfined", "cold-unconfined"])
+def test_killing_the_owner_mid_block_kills_its_worker_and_zygote(
+    tmp_path: Path, start: str
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    with subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(tmp_path), start],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    ) as host:  # fmt: skip
+        try:
+            assert host.stdout is not None and host.stderr is not None
+            line = host.stdout.readline()
+            assert line, host.stderr.read()
+            pids = json.loads(line)
+            forked = start.startswith("fork")
+            survivors = [pids["worker"]] + ([pids["zygote"]] if forked else [])
+            assert None not in survivors
+            for pid in survivors:
+                os.kill(pid, 0)  # alive, mid-block
+        finally:
+            host.kill()
+    assert wait_gone(survivors) == []
+
+
+def test_a_process_whose_owner_is_already_gone_exits_at_once() -> None:
+    import subprocess
+    import sys
+
+    from cove.environment.sandbox.lifeline import ORPHANED_EXIT
+
+    code = "from cove.environment.sandbox.lifeline import die_with_parent; die_with_parent(1)"
+    done = subprocess.run([sys.executable, "-c", code], timeout=60)
+    assert done.returncode == ORPHANED_EXIT
+
+
+def test_a_busy_process_ends_when_its_input_pipe_closes() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from cove.environment.sandbox.lifeline import watch_pipe\n"
+        "watch_pipe(0)\n"
+        "print('watching', flush=True)\n"
+        "while True:\n"
+        "    pass\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as busy:
+        assert busy.stdin is not None and busy.stdout is not None
+        assert busy.stdout.readline() == b"watching\n"
+        busy.stdin.close()  # as when the host dies: the worker's input hangs up
+        assert busy.wait(timeout=60) == 0

@@ -26,6 +26,8 @@ async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     for check in checks:
         mark = ("OK  ", "green") if check.ok else ("FAIL", "red")
         console.print(line(mark, f" {check.name}: {check.detail}"))
+        for item in check.items:
+            console.print(f"       {item}", markup=False, highlight=False)
         if not check.ok and check.fix:
             console.print(line(("     fix: ", "yellow"), check.fix))
     return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED

@@ -1,16 +1,23 @@
-"""Confining a worker: another user, no network — defence in depth behind RestrictedPython.
+"""Confining a worker: the operating-system boundary behind RestrictedPython.
 
-The worker calls ``confine`` once, after its imports and before it serves the first frame. Every
-step is best effort: a step the host does not allow is recorded in the returned ``Confinement``
-(which the worker reports in its ``ready`` frame) and the worker carries on.
+Every layer is best effort: a layer the host does not allow is left out, recorded in the returned
+``Confinement`` (which the worker reports in its ``ready`` frame, and ``cove doctor`` shows) and
+the worker carries on. Confinement comes in two steps, so that a zygote does the costly part once
+and each forked worker only the part that must be its own:
 
-- As root: a new, empty network namespace (``unshare(CLONE_NEWNET)``; not even the host's loopback
-  services are reachable from it), then the ids of ``nobody`` with no supplementary groups. The
-  drop is then checked: ``setuid(0)`` must fail.
-- Otherwise (or when the root-only namespace was refused): a new user namespace holding a new
-  network namespace, where the kernel allows unprivileged ones.
-- Always ``no_new_privs``. Once it is nobody, the worker is also made non-dumpable: every worker
-  is nobody, and none may trace another or read its memory through ``/proc``.
+``prepare`` (the zygote, or a cold worker, before any sandbox code exists):
+    - as root, a new, empty network namespace (not even the host's loopback is reachable);
+      otherwise, or when refused, a user namespace holding a new network namespace;
+    - ``no_new_privs`` and non-dumpable (no one of the same user reads its memory or environ);
+    - a Landlock ruleset (``landlock.py``) and a seccomp program (``seccomp.py``), built once.
+
+``seal`` (each worker, after the fork):
+    - as root, the ids of a user of its own (``uids.py``) with no supplementary groups, checked
+      (``setuid(0)`` must fail) — the zygote stays root to do this, but never runs sandbox code;
+    - non-dumpable again (a change of user resets it), the death signal (``lifeline.py``);
+    - the Landlock ruleset enforced (no file but the Python runtime, read-only; no TCP; no signal
+      or abstract socket out of its own domain), then the seccomp filter (no socket, no ptrace,
+      no namespaces, no prctl...).
 
 Once the ids are dropped the interpreter's own files may be out of reach (a Python installed under
 ``/root``), so the worker imports what it could need lazily beforehand (``preload_codecs``).
@@ -26,16 +33,22 @@ import pkgutil
 import pwd
 import stat
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from cove.environment.sandbox import seccomp
 from cove.environment.sandbox.frames import ProtocolError
+from cove.environment.sandbox.landlock import Ruleset, runtime_paths
+from cove.environment.sandbox.libc import libc
+from cove.environment.sandbox.lifeline import die_with_parent
 
 Network = Literal["isolated", "host"]
 
+LAYERS = ("uid", "network", "landlock", "seccomp", "no_new_privs", "pdeathsig")
+"""Every layer of confinement, in the order ``cove doctor`` lists them."""
+
 UNPRIVILEGED_USER = "nobody"
-_NOBODY_ID = 65534  # the conventional id of nobody, when the user database has no entry
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 _PR_SET_DUMPABLE = 4
@@ -49,10 +62,12 @@ class Confinement:
 
     Attributes:
         enabled: Whether confinement was asked for (``Settings.sandbox_confine``).
-        user: The name of the user the worker runs as (``"nobody"`` once root dropped its ids).
+        user: The name of the user the worker runs as (``uid N`` for an id of no account).
         uid: That user's id as the host sees it.
         network: ``"isolated"`` in a network namespace of its own, else ``"host"``.
-        notes: The steps that did not happen and why, and fallbacks taken.
+        notes: The steps that did not happen and why (each starts with its layer's name), and
+            fallbacks taken.
+        layers: The layers (of ``LAYERS``) in force.
     """
 
     enabled: bool
@@ -60,11 +75,13 @@ class Confinement:
     uid: int
     network: Network
     notes: tuple[str, ...] = ()
+    layers: tuple[str, ...] = ()
 
     def as_frame(self) -> dict[str, Any]:
         """The wire form, for the worker's ``ready`` frame."""
         frame = asdict(self)
         frame["notes"] = list(self.notes)
+        frame["layers"] = list(self.layers)
         return frame
 
     @classmethod
@@ -78,6 +95,7 @@ class Confinement:
             raise ProtocolError("malformed confinement report")
         enabled, user, uid = data.get("enabled"), data.get("user"), data.get("uid")
         network, notes = data.get("network"), data.get("notes", [])
+        layers = data.get("layers", [])
         if (
             type(enabled) is not bool
             or not isinstance(user, str)
@@ -85,58 +103,159 @@ class Confinement:
             or network not in get_args(Network)
             or not isinstance(notes, list)
             or not all(isinstance(note, str) for note in notes)
+            or not isinstance(layers, list)
+            or not all(isinstance(layer, str) and layer in LAYERS for layer in layers)
         ):
             raise ProtocolError("malformed confinement report")
         checked: Network = "isolated" if network == "isolated" else "host"
-        return cls(enabled, user[:200], uid, checked, tuple(note[:500] for note in notes[:20]))
+        return cls(
+            enabled,
+            user[:200],
+            uid,
+            checked,
+            tuple(note[:500] for note in notes[:20]),
+            tuple(layer for layer in LAYERS if layer in layers),
+        )
+
+    def layer(self, name: str) -> str:
+        """``"active"``, or why the layer ``name`` is not in force."""
+        if name in self.layers:
+            return "active"
+        if not self.enabled:
+            return "switched off (sandbox_confine)"
+        reasons = [note.partition(": ")[2] for note in self.notes if note.startswith(f"{name}: ")]
+        return "; ".join(reasons) or "not in force"
 
 
 NOT_REPORTED = Confinement(False, "unknown", -1, "host", ("the worker did not report",))
 """The confinement of a worker that has not said yet."""
 
 
-def confine(enabled: bool) -> Confinement:
-    """Confine the calling process as far as the host allows (see the module docstring).
+@dataclass
+class Preparation:
+    """What ``prepare`` achieved, for ``seal`` to finish in each worker."""
+
+    enabled: bool
+    root: bool = False
+    network: Network = "host"
+    ruleset: Ruleset | None = None
+    program: bytes | None = None
+    layers: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def keep_fds(self) -> set[int]:
+        """The descriptors ``seal`` still needs (closing every other one is safe)."""
+        return {self.ruleset.fd} if self.ruleset is not None else set()
+
+
+def prepare(enabled: bool) -> Preparation:
+    """The first step of confinement, shared by all workers of a zygote (module docstring).
 
     Args:
-        enabled: False leaves the process as it is and reports that.
+        enabled: False leaves the process as it is.
     """
-    user, uid = _current_user()
     if not enabled:
-        return Confinement(False, user, uid, "host", ("switched off (sandbox_confine)",))
+        return Preparation(False)
     if not sys.platform.startswith("linux"):
-        return Confinement(True, user, uid, "host", (f"not available on {sys.platform}",))
-    notes: list[str] = []
-    libc = _libc(notes)
+        return Preparation(True, notes=[f"confinement: not available on {sys.platform}"])
+    done = Preparation(True, root=os.geteuid() == 0)
+    libc = _libc(done.notes)
     host_network = _network_namespace()
-    isolated = False
-    if os.geteuid() == 0:
-        isolated = _unshare(libc, _CLONE_NEWNET, "network namespace", notes)
-        dropped = _drop_to_nobody(notes)
-        if dropped is not None:
-            user, uid = dropped
-            # Whatever fs.suid_dumpable says: every worker is nobody, none may trace another.
-            _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", notes)
+    isolated = done.root and _unshare(libc, _CLONE_NEWNET, "network namespace", done.notes)
     if not isolated:
-        isolated = _unshare(libc, _CLONE_NEWUSER | _CLONE_NEWNET, "user+network namespace", notes)
-    _prctl(libc, _PR_SET_NO_NEW_PRIVS, 1, "no_new_privs", notes)
-    if _can_become_root():
-        notes.append("the worker can still become root")
-        user, uid = "root", 0
-    if not os.access(".", os.X_OK):
-        os.chdir("/")
-        notes.append("working directory not accessible: moved to /")
+        isolated = _unshare(
+            libc, _CLONE_NEWUSER | _CLONE_NEWNET, "user+network namespace", done.notes
+        )
     if isolated and _network_namespace() == host_network:
         isolated = False
-        notes.append("network namespace unchanged after unshare")
-    return Confinement(True, user, uid, "isolated" if isolated else "host", tuple(notes))
+        done.notes.append("network: namespace unchanged after unshare")
+    if isolated:
+        done.network = "isolated"
+        done.layers.append("network")
+    if _prctl(libc, _PR_SET_NO_NEW_PRIVS, 1, "no_new_privs", done.notes):
+        done.layers.append("no_new_privs")
+    _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", done.notes)
+    try:
+        done.ruleset = Ruleset.prepare(runtime_paths())
+    except OSError as exc:
+        done.notes.append(f"landlock: {exc.strerror or exc}")
+    try:
+        done.program = seccomp.build()
+    except OSError as exc:
+        done.notes.append(f"seccomp: {exc.strerror or exc}")
+    return done
+
+
+def seal(preparation: Preparation, *, parent: int, uid: int | None) -> Confinement:
+    """The second step, in each worker: its own user, the death signal, Landlock, seccomp.
+
+    Args:
+        preparation: What ``prepare`` achieved in this process or the zygote it was forked from.
+        parent: The process this one must not outlive (armed even when confinement is off).
+        uid: The worker's own user id when the process is root (``uids.py``).
+    """
+    notes = list(preparation.notes)
+    layers = list(preparation.layers)
+    if not preparation.enabled:
+        die_with_parent(parent)
+        user, current = _current_user()
+        return Confinement(False, user, current, "host", ("switched off (sandbox_confine)",))
+    libc = _libc(notes)
+    if preparation.root and uid is not None:
+        if _drop_to(uid, notes):
+            layers.append("uid")
+    elif not preparation.root:
+        notes.append("uid: the host is not root: the worker runs as the host's user")
+    # While the user database can still be read; an id of the reserved range has no account.
+    if uid is not None and "uid" in layers:
+        user, current = f"uid {uid}", uid
+    else:
+        user, current = _current_user()
+    # A change of user resets both of these: set them (again) after it.
+    _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", notes)
+    armed = die_with_parent(parent)
+    if armed is None:
+        layers.append("pdeathsig")
+    else:
+        notes.append(f"pdeathsig: {armed}")
+    if preparation.ruleset is not None:
+        try:
+            preparation.ruleset.restrict()
+            layers.append("landlock")
+        except OSError as exc:
+            notes.append(f"landlock: {exc.strerror or exc}")
+    if preparation.program is not None:
+        try:
+            seccomp.load(preparation.program)
+            layers.append("seccomp")
+        except OSError as exc:
+            notes.append(f"seccomp: {exc.strerror or exc}")
+    if _can_become_root():
+        notes.append("uid: the worker can still become root")
+        user, current = "root", 0
+        if "uid" in layers:
+            layers.remove("uid")
+    return Confinement(
+        True,
+        user,
+        current,
+        preparation.network,
+        tuple(notes),
+        tuple(layer for layer in LAYERS if layer in layers),
+    )
+
+
+def confine(enabled: bool, *, parent: int, uid: int | None = None) -> Confinement:
+    """Both steps at once, for a cold-started worker (module docstring)."""
+    return seal(prepare(enabled), parent=parent, uid=uid)
 
 
 def enter_directory(path: str) -> str:
     """Change to ``path``, or to ``/`` when this (dropped) process may not enter it.
 
     The worker needs no file access (files are handled by the host), so a workspace closed to
-    ``nobody`` is no reason to fail.
+    the worker's user is no reason to fail; and once Landlock is in force, ``/`` gives access to
+    nothing either.
 
     Returns:
         The directory entered.
@@ -187,9 +306,9 @@ def _current_user() -> tuple[str, int]:
 
 def _libc(notes: list[str]) -> ctypes.CDLL | None:
     try:
-        return ctypes.CDLL(None, use_errno=True)
+        return libc()
     except OSError as exc:
-        notes.append(f"no C library to call: {exc}")
+        notes.append(f"confinement: no C library to call: {exc}")
         return None
 
 
@@ -198,30 +317,28 @@ def _unshare(libc: ctypes.CDLL | None, flags: int, what: str, notes: list[str]) 
         return False
     if libc.unshare(flags) == 0:
         return True
-    notes.append(f"no {what}: {os.strerror(ctypes.get_errno())}")
+    notes.append(f"network: no {what}: {os.strerror(ctypes.get_errno())}")
     return False
 
 
-def _drop_to_nobody(notes: list[str]) -> tuple[str, int] | None:
-    """Take the ids of ``nobody``, with no supplementary groups; None when refused."""
-    try:
-        entry = pwd.getpwnam(UNPRIVILEGED_USER)
-        uid, gid = entry.pw_uid, entry.pw_gid
-    except KeyError:
-        uid = gid = _NOBODY_ID
+def _drop_to(uid: int, notes: list[str]) -> bool:
+    """Take ``uid`` as every user id and group id, with no supplementary groups."""
     try:
         os.setgroups([])
-        os.setresgid(gid, gid, gid)
+        os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)  # real, effective and saved: no way back
     except OSError as exc:
-        notes.append(f"still root: cannot take the ids of {UNPRIVILEGED_USER}: {exc}")
-        return None
-    return UNPRIVILEGED_USER, uid
+        notes.append(f"uid: still root: cannot take the ids {uid}: {exc}")
+        return False
+    return True
 
 
-def _prctl(libc: ctypes.CDLL | None, option: int, value: int, what: str, notes: list[str]) -> None:
-    if libc is not None and libc.prctl(option, value, 0, 0, 0) != 0:
-        notes.append(f"no {what}: {os.strerror(ctypes.get_errno())}")
+def _prctl(libc: ctypes.CDLL | None, option: int, value: int, what: str, notes: list[str]) -> bool:
+    if libc is not None and libc.prctl(option, value, 0, 0, 0) == 0:
+        return True
+    if libc is not None:
+        notes.append(f"{what}: {os.strerror(ctypes.get_errno())}")
+    return False
 
 
 def _can_become_root() -> bool:

@@ -130,8 +130,10 @@ class ForkServer:
         self._lost = False
 
     @classmethod
-    async def start(cls, settings: Settings) -> ForkServer:
+    async def start(cls, settings: Settings, *, unrestricted: bool = False) -> ForkServer:
         """Start a zygote and wait until it is ready to fork.
+
+        ``unrestricted`` is for tests only (``process.worker_config``).
 
         Raises:
             SandboxError: It cannot be started or fails to get ready.
@@ -140,7 +142,7 @@ class ForkServer:
         try:
             process = await asyncio.create_subprocess_exec(
                 sys.executable, "-P", "-s", "-m", ZYGOTE_MODULE,
-                json.dumps(worker_config(settings)),
+                json.dumps(worker_config(settings, unrestricted=unrestricted)),
                 stdin=theirs.fileno(),
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,

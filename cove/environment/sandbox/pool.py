@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cove.config import Settings
 from cove.environment.sandbox.client import CallHandler, SandboxClient
+from cove.environment.sandbox.confine import Confinement
 from cove.environment.sandbox.forkserver import ForkServer
 from cove.environment.sandbox.frames import ProtocolError
 from cove.environment.sandbox.process import WorkerGone, WorkerProcess, make_host_undumpable
@@ -19,6 +20,23 @@ _CHDIR_TIMEOUT_S = 5.0
 _ZYGOTE_RETRY_S = 5.0  # after a zygote failed to start, cold starts only for this long
 
 log = logging.getLogger("cove.environment.sandbox")
+
+
+def unconfined_warning(confinement: Confinement) -> str | None:
+    """The warning for a host where confinement was asked for but nothing real took hold.
+
+    The network namespace, ``no_new_privs`` and the death signal alone keep sandbox code that
+    escaped RestrictedPython from nothing the host's user may do: with neither a user of its
+    own, nor Landlock, nor seccomp, the worker is the user.
+    """
+    if not confinement.enabled or {"uid", "landlock", "seccomp"} & set(confinement.layers):
+        return None
+    why = "; ".join(confinement.notes) or "no reason given"
+    return (
+        "WARNING: the sandbox cannot confine its workers on this host (no separate user, no "
+        f"Landlock, no seccomp: {why}). Code that escapes the Python guards would run with this "
+        "user's rights; see `cove doctor`."
+    )
 
 
 class WorkerPool:
@@ -31,8 +49,17 @@ class WorkerPool:
     zygote.
     """
 
-    def __init__(self, settings: Settings, *, size: int | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, size: int | None = None, assume_breach: bool = False
+    ) -> None:
+        """A pool for ``settings``, pre-starting ``size`` workers (default: the setting).
+
+        ``assume_breach`` is for tests only, never reachable from settings: every block runs as
+        plain, unrestricted Python in a worker confined exactly as usual, as if the guards had
+        been escaped (``tests/environment/test_breach.py``).
+        """
         self._settings = settings
+        self._unrestricted = assume_breach
         self._size = settings.worker_pool_size if size is None else size
         self._idle: deque[WorkerProcess] = deque()
         self._starting: set[asyncio.Task[None]] = set()
@@ -42,6 +69,7 @@ class WorkerPool:
         self._zygote: ForkServer | None = None
         self._zygote_starting: asyncio.Task[ForkServer | None] | None = None
         self._zygote_failed_at: float | None = None
+        self._warned = False
 
     async def start(self) -> None:
         """Make the host non-dumpable, start the zygote and pre-start ``size`` workers.
@@ -71,7 +99,8 @@ class WorkerPool:
         if not self._host_protected:
             make_host_undumpable()
             self._host_protected = True
-        await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
+        # Private to the host's user when created here: the worker needs no file of it.
+        await asyncio.to_thread(workspace.mkdir, mode=0o700, parents=True, exist_ok=True)
         worker = await self._take(workspace)
         client = SandboxClient(
             self, worker, workspace=workspace, on_call=on_call, settings=self._settings
@@ -123,12 +152,22 @@ class WorkerPool:
             SandboxError: Not even a cold start gives a worker.
         """
         zygote = await self._zygote_for_fork()
+        worker: WorkerProcess | None = None
         if zygote is not None:
             try:
-                return await WorkerProcess.attach(await zygote.fork(cwd))
+                worker = await WorkerProcess.attach(await zygote.fork(cwd))
             except SandboxError as exc:
                 log.warning("no worker from the zygote, starting one cold: %s", exc)
-        return await WorkerProcess.start(self._settings, cwd=cwd)
+        if worker is None:
+            worker = await WorkerProcess.start(
+                self._settings, cwd=cwd, unrestricted=self._unrestricted
+            )
+        if not self._warned:
+            weakness = unconfined_warning(worker.confinement)
+            if weakness is not None:
+                self._warned = True
+                log.warning("%s", weakness)
+        return worker
 
     async def _zygote_for_fork(self) -> ForkServer | None:
         """The live zygote; None means: start this worker cold.
@@ -158,7 +197,9 @@ class WorkerPool:
             if lost is not None:
                 await lost.aclose()  # reap it
             try:
-                zygote: ForkServer | None = await ForkServer.start(self._settings)
+                zygote: ForkServer | None = await ForkServer.start(
+                    self._settings, unrestricted=self._unrestricted
+                )
             except SandboxError as exc:
                 log.warning("sandbox zygote unavailable, starting workers cold: %s", exc)
                 self._zygote_failed_at = time.monotonic()

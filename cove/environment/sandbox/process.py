@@ -97,8 +97,14 @@ class ProcessHandle(Protocol):
         """Send SIGKILL to the process itself."""
 
 
-def worker_config(settings: Settings) -> dict[str, object]:
-    """The configuration a worker (or the zygote) gets as its command-line argument."""
+def worker_config(settings: Settings, *, unrestricted: bool = False) -> dict[str, object]:
+    """The configuration a worker (or the zygote) gets as its command-line argument.
+
+    Args:
+        settings: The limits and switches.
+        unrestricted: Tests only (``WorkerPool(assume_breach=True)``): blocks run as plain,
+            unrestricted Python, in a worker confined as usual.
+    """
     return {
         "memory_mb": settings.worker_memory_mb,
         "cpu_s": settings.worker_cpu_s,
@@ -107,6 +113,8 @@ def worker_config(settings: Settings) -> dict[str, object]:
         "output_limit": settings.output_limit_chars,
         "snapshot_limit": settings.snapshot_limit_bytes,
         "confine": settings.sandbox_confine,
+        "owner": os.getpid(),  # the process it must not outlive (``lifeline.py``)
+        "unrestricted": unrestricted,
     }
 
 
@@ -118,13 +126,17 @@ class WorkerProcess:
         self._confinement = NOT_REPORTED
 
     @classmethod
-    async def start(cls, settings: Settings, *, cwd: Path) -> WorkerProcess:
+    async def start(
+        cls, settings: Settings, *, cwd: Path, unrestricted: bool = False
+    ) -> WorkerProcess:
         """Start a worker in ``cwd`` (a cold start) and wait until it reports ready.
+
+        ``unrestricted`` is for tests only (``worker_config``).
 
         Raises:
             SandboxError: The interpreter cannot be started or the worker fails to get ready.
         """
-        config = json.dumps(worker_config(settings))
+        config = json.dumps(worker_config(settings, unrestricted=unrestricted))
         try:
             process = await asyncio.create_subprocess_exec(
                 sys.executable, "-P", "-s", "-m", WORKER_MODULE, config,

@@ -2,11 +2,12 @@
 
 Start-up order matters. The two pipe ends are first moved to private descriptors and 0/1/2 are
 pointed at /dev/null, so nothing printed by any means can reach the frame channel. Then the heavy
-imports run, every other descriptor is closed, the worker confines itself (``confine.py``: another
-user, no network, where the host allows it) and the resource limits (address space, CPU seconds,
-file size, open files, no core dumps, no child processes) are applied. Only then does the worker
-announce ``{"op": "ready"}`` with the confinement it achieved and serve requests, one at a time,
-until the host closes the pipe.
+imports run, every other descriptor is closed, the worker confines itself (``confine.py``: its
+own user, no network, Landlock, seccomp, the death signal — as far as the host allows), starts the
+thread that ends it when the host's pipe closes (``lifeline.py``) and applies the resource limits
+(address space, CPU seconds, file size, open files, no core dumps, no child processes). Only then
+does the worker announce ``{"op": "ready"}`` with the confinement it achieved and serve requests,
+one at a time, until the host closes the pipe.
 
 The host starts the worker in its own session with an empty environment (see ``process.py``).
 """
@@ -20,6 +21,7 @@ import resource  # at the top: once the worker dropped to nobody, the stdlib may
 import signal
 import sys
 import traceback
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cove.environment.sandbox.confine import (
@@ -29,6 +31,10 @@ from cove.environment.sandbox.confine import (
     will_drop_user,
 )
 from cove.environment.sandbox.frames import FrameChannel, ProtocolError
+from cove.environment.sandbox.lifeline import watch_pipe
+from cove.environment.sandbox.uids import UidPool
+
+CLOSED_WORKSPACE = "working directory not accessible: moved to /"
 
 if TYPE_CHECKING:  # imported lazily: a failing import is reported in a "fatal" frame
     from cove.environment.sandbox.runtime import Runtime
@@ -128,17 +134,27 @@ def main() -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})
         # Before the limits: with RLIMIT_NPROC already 0, older kernels refuse the setuid.
-        confinement = confine(confining)
+        uid = UidPool().pick() if will_drop_user(confining) else None
+        confinement = confine(confining, parent=int(config["owner"]), uid=uid)
+        if not os.access(".", os.X_OK):  # a workspace closed to its user: it needs no files
+            os.chdir("/")
+            confinement = replace(confinement, notes=(*confinement.notes, CLOSED_WORKSPACE))
+        watch_pipe(channel.read_fd)  # a thread: after seccomp (it inherits it), before NPROC 0
         apply_limits(config)
     except BaseException:
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
     channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
-    return serve(channel, runtime)
+    return serve(channel, runtime, config)
 
 
-def serve(channel: FrameChannel, runtime: Runtime) -> int:
-    """Answer the host's requests, one at a time, until it closes the pipe; the exit code."""
+def serve(channel: FrameChannel, runtime: Runtime, config: dict[str, Any]) -> int:
+    """Answer the host's requests, one at a time, until it closes the pipe; the exit code.
+
+    With ``config["unrestricted"]`` (tests only: ``WorkerPool(assume_breach=True)``) blocks run
+    as plain Python (``run_unrestricted``).
+    """
+    unrestricted = bool(config.get("unrestricted", False))
     while True:
         try:
             message = channel.receive()
@@ -149,7 +165,9 @@ def serve(channel: FrameChannel, runtime: Runtime) -> int:
             return 0
         try:
             reply: dict[str, Any]
-            if message.get("op") == "chdir":
+            if unrestricted and message.get("op") == "execute":
+                reply = run_unrestricted(runtime, message)
+            elif message.get("op") == "chdir":
                 # Dropped to nobody, the worker may be unable to enter the workspace.
                 reply = {"op": "ok", "cwd": enter_directory(str(message["path"]))}
             else:
@@ -162,6 +180,21 @@ def serve(channel: FrameChannel, runtime: Runtime) -> int:
             channel.send(reply)
         except ProtocolError as exc:  # the reply would not fit in a frame
             channel.send({"op": "error", "error": str(exc)})
+
+
+def run_unrestricted(runtime: Runtime, message: dict[str, Any]) -> dict[str, Any]:
+    """Run a block as plain, unrestricted Python: what escaped code could do (tests only).
+
+    The block leaves its finding in ``result``; the reply is that of a block whose value is
+    ``str(result)``, or the exception it raised.
+    """
+    namespace: dict[str, Any] = {"__name__": "__breach__"}
+    try:
+        exec(compile(str(message["code"]), "<breach>", "exec"), namespace)
+        result = str(namespace.get("result"))
+    except BaseException as exc:  # what escaped code raises is its finding too
+        result = f"raised {type(exc).__name__}: {exc}"
+    return runtime.execute(repr(result[:400]), int(message["seed"]), float(message["clock"]))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 """The zygote: ``python -m cove.environment.sandbox.zygote CONFIG_JSON``, a worker kept unborn.
 
-It does everything a worker does before serving its first frame — imports, warm-up, confinement
-(another user, no network), the resource limits that suit a long-lived forking process — but never
-runs sandbox code. Then it forks one worker per request of the host, so a worker costs a fork
-instead of an interpreter start. Every worker is forked from the pristine zygote, never from
+It does everything a worker does before serving its first frame — imports, warm-up, the shared
+part of confinement (``confine.prepare``: no network, no_new_privs, the Landlock ruleset and the
+seccomp program built once), the resource limits that suit a long-lived forking process — but
+never runs sandbox code. As root it stays root, to give each worker a user of its own
+(``uids.py``); each forked worker then seals itself (``confine.seal``) before it serves. The
+zygote forks one worker per request of the host, so a worker costs a fork instead of an
+interpreter start. Every worker is forked from the pristine zygote, never from
 another worker: nothing a worker changes can reach the next one.
 
 The control channel is a ``SOCK_SEQPACKET`` Unix socket on the zygote's descriptor 0, one JSON
@@ -16,7 +19,8 @@ message per packet:
 - zygote -> host, unasked: ``{"op": "exited", "pid": N, "returncode": R}`` when it reaped a
   worker (``R`` as ``subprocess`` reports it: negative for a signal).
 
-The host closing the socket ends the zygote; workers already forked live on.
+The host closing the socket ends the zygote. The zygote dies with the host and every worker dies
+with the zygote (``lifeline.py``): when a zygote is lost, so are the workers it forked.
 """
 
 from __future__ import annotations
@@ -34,9 +38,12 @@ import traceback
 from dataclasses import replace
 from typing import Any
 
-from cove.environment.sandbox.confine import Confinement, confine, will_drop_user
+from cove.environment.sandbox.confine import Preparation, prepare, seal, will_drop_user
 from cove.environment.sandbox.frames import FrameChannel
+from cove.environment.sandbox.lifeline import die_with_parent, watch_pipe
+from cove.environment.sandbox.uids import UidPool
 from cove.environment.sandbox.worker import (
+    CLOSED_WORKSPACE,
     apply_limits,
     close_other_descriptors,
     make_runtime,
@@ -45,7 +52,6 @@ from cove.environment.sandbox.worker import (
 )
 
 _MESSAGE_BYTES = 64 * 1024
-_CLOSED_WORKSPACE = "working directory not accessible: moved to /"
 
 
 def send(control: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
@@ -76,34 +82,36 @@ def main() -> int:
         signal.set_wakeup_fd(wake_write)
         signal.signal(signal.SIGCHLD, lambda number, frame: None)
         close_other_descriptors({0, 1, 2, control.fileno(), wake_read, wake_write})
-        confinement = confine(confining)
+        preparation = prepare(confining)
         apply_limits(config, forking=True)
+        die_with_parent(int(config["owner"]))  # last: a change of user would disarm it
         gc.freeze()  # what exists now stays shared with every worker (copy-on-write)
     except BaseException:
         send(control, {"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
-    send(control, {"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
+    uids = UidPool()
+    send(control, {"op": "ready", "pid": os.getpid()})
     while True:
         readable, _, _ = select.select([control.fileno(), wake_read], [], [])
         if wake_read in readable:
             with contextlib.suppress(BlockingIOError):
                 while os.read(wake_read, 512):
                     pass
-            reap(control)
+            reap(control, uids)
         if control.fileno() in readable:
             data, fds, _, _ = socket.recv_fds(control, _MESSAGE_BYTES, 1)
             if not data:
                 return 0  # the host is done with us
             request = json.loads(data)
             if request.get("op") == "fork" and len(fds) == 1:
-                fork_worker(control, config, confinement, fds[0])
+                fork_worker(control, config, preparation, fds[0], uids)
             else:
                 send(control, {"op": "error", "error": f"bad request {request.get('op')!r}"})
             for fd in fds:
                 os.close(fd)
 
 
-def reap(control: socket.socket) -> None:
+def reap(control: socket.socket, uids: UidPool) -> None:
     """Collect every worker that has exited and tell the host how it ended."""
     while True:
         try:
@@ -113,11 +121,16 @@ def reap(control: socket.socket) -> None:
         if pid == 0:
             return
         code = os.waitstatus_to_exitcode(status)
+        uids.release(pid)
         send(control, {"op": "exited", "pid": pid, "returncode": code})
 
 
 def fork_worker(
-    control: socket.socket, config: dict[str, Any], confinement: Confinement, cwd: int
+    control: socket.socket,
+    config: dict[str, Any],
+    preparation: Preparation,
+    cwd: int,
+    uids: UidPool,
 ) -> None:
     """Fork one worker in the directory open as ``cwd``; hand the host its pipe ends and a pidfd.
 
@@ -130,6 +143,8 @@ def fork_worker(
     except OSError as exc:
         send(control, {"op": "error", "error": f"no pipes for a worker: {exc}"})
         return
+    zygote = os.getpid()
+    uid = uids.pick() if preparation.root else None
     try:
         pid = os.fork()
     except OSError as exc:
@@ -140,11 +155,12 @@ def fork_worker(
     if pid == 0:
         code = 1
         try:
-            code = become_worker(
-                FrameChannel(to_worker[0], from_worker[1]), config, confinement, cwd
-            )
+            channel = FrameChannel(to_worker[0], from_worker[1])
+            code = become_worker(channel, config, preparation, cwd, (zygote, uid))
         finally:
             os._exit(code)  # never back into the zygote's loop
+    if uid is not None:
+        uids.claim(pid, uid)
     os.close(to_worker[0])
     os.close(from_worker[1])
     handed = [to_worker[1], from_worker[0]]
@@ -161,16 +177,27 @@ def fork_worker(
 
 
 def become_worker(
-    channel: FrameChannel, config: dict[str, Any], confinement: Confinement, cwd: int
+    channel: FrameChannel,
+    config: dict[str, Any],
+    preparation: Preparation,
+    cwd: int,
+    identity: tuple[int, int | None],
 ) -> int:
-    """In the forked child: leave the zygote behind and serve as a worker; the exit code."""
+    """In the forked child: leave the zygote behind and serve as a worker; the exit code.
+
+    ``identity`` is the zygote's pid (the worker dies with it, which dies with the host:
+    ``lifeline.py``) and the worker's own user id on a root host.
+    """
+    zygote, uid = identity
     try:
         os.setsid()  # its own session and process group: the host kills the group, never us
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd, cwd})
+        keep = {0, 1, 2, channel.read_fd, channel.write_fd, cwd} | preparation.keep_fds()
+        close_other_descriptors(keep)
         channel = settle_channel(channel)
-        try:
+        confinement = seal(preparation, parent=zygote, uid=uid)
+        try:  # as its own user: a workspace closed to it is not entered
             os.fchdir(cwd)
             entered = os.access(".", os.X_OK)
         except OSError:
@@ -179,14 +206,15 @@ def become_worker(
         if not entered:  # as a cold start in a closed directory: it needs no file access
             os.chdir("/")
             if confinement.enabled:
-                confinement = replace(confinement, notes=(*confinement.notes, _CLOSED_WORKSPACE))
+                confinement = replace(confinement, notes=(*confinement.notes, CLOSED_WORKSPACE))
         runtime = make_runtime(channel, config)
+        watch_pipe(channel.read_fd)  # a thread: after seccomp (it inherits it), before NPROC 0
         apply_limits(config)
     except BaseException:
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
     channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
-    return serve(channel, runtime)
+    return serve(channel, runtime, config)
 
 
 def settle_channel(channel: FrameChannel) -> FrameChannel:
