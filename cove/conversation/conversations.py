@@ -11,7 +11,9 @@ import asyncio
 import builtins
 import contextlib
 import shutil
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
@@ -26,6 +28,7 @@ from cove.environment.environment import Environment
 from cove.environment.sandbox.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event, TurnQueued
+from cove.persistence.leases import INTERRUPTED
 from cove.persistence.records import (
     ConversationRecord,
     SearchHit,
@@ -70,17 +73,20 @@ class Conversations:
 
     @classmethod
     async def open(
-        cls, settings: Settings, *, llm_factory: LLMFactory | None = None
+        cls, settings: Settings, *, llm_factory: LLMFactory | None = None, read_only: bool = False
     ) -> Conversations:
         """Open (and migrate) the database; the worker pool starts with the first turn.
 
         Args:
             settings: The configuration.
             llm_factory: Builds the LLM client for a model name; default ``OpenAIClient``.
+            read_only: Only inspect: the database is opened for reading, nothing is created
+                or written (no migration, no lease reaping); a missing database reads as empty.
         """
-        store = await Store.open(settings.database)
+        store = await Store.open(settings.database, read_only=read_only)
         try:
-            await store.reap_dead_leases(owner_is_dead)
+            if not read_only:
+                await store.reap_dead_leases(owner_is_dead)
         except BaseException:
             await store.aclose()
             raise
@@ -167,7 +173,8 @@ class Conversations:
         if record.id in self._turn_queues:
             raise Busy(record.id, message=f"conversation {record.id} is running a turn")
         await self.live.drop(record.id)
-        await self.store.delete_conversation(record.id)
+        # The store refuses while another process holds the lease (its turn is running).
+        await self.store.delete_conversation(record.id, owner=self.owner)
         shutil.rmtree(self._workspace(record.id), ignore_errors=True)
 
     # -- turns -----------------------------------------------------------------------------
@@ -285,7 +292,16 @@ class Conversations:
     async def inspect(self, conversation_id: str, turn: int | None = None) -> Transcript:
         """The transcript: turns → iterations → blocks, variable versions, usage."""
         record = await self.get(conversation_id)
-        return await self.store.transcript(record.id, turn=turn)
+        transcript = await self.store.transcript(record.id, turn=turn)
+        if turn is not None and not transcript.turns:
+            positions = [t.position for t in await self.store.turns(record.id)]
+            shown = f"{positions[0]}..{positions[-1]}" if positions else "none yet"
+            raise NotFound(
+                "turn", str(turn), f"conversation {record.id} has no turn {turn} (turns: {shown})"
+            )
+        if self.store.read_only:
+            return _as_recovered(transcript)
+        return transcript
 
     async def system_prompt(self, digest: str) -> str:
         """The system prompt stored under ``digest`` (an iteration's ``system_prompt_hash``)."""
@@ -370,6 +386,32 @@ class Conversations:
             await client.aclose()
         await self.pool.aclose()
         await self.store.aclose()
+
+
+def _as_recovered(transcript: Transcript) -> Transcript:
+    """Show a dead process's running turns as crash recovery would record them.
+
+    A read-only open cannot run recovery, so a turn whose process died would still read as
+    ``running``; it is shown ``interrupted`` (nothing is written).
+    """
+    conv = transcript.conversation
+    live = (
+        conv.lease_owner is not None
+        and (conv.lease_until or 0) > time.time()
+        and not owner_is_dead(conv.lease_owner)
+    )
+    if live or not any(t.status == "running" for t in transcript.turns):
+        return transcript
+    turns = []
+    for turn in transcript.turns:
+        if turn.status == "running" and turn.conversation_id == conv.id:
+            iterations = tuple(
+                replace(it, status="interrupted") if it.status == "running" else it
+                for it in turn.iterations
+            )
+            turn = replace(turn, status="interrupted", error=INTERRUPTED, iterations=iterations)
+        turns.append(turn)
+    return replace(transcript, turns=tuple(turns))
 
 
 async def _drain(queue: asyncio.Queue[Event | BaseException | None]) -> AsyncIterator[Event]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from cove.errors import Busy, NotFound
 from cove.persistence.connection import immediate
 
-_INTERRUPTED = "the process running this turn stopped before it finished"
+INTERRUPTED = "the process running this turn stopped before it finished"
 
 
 def _interrupt(
@@ -32,7 +32,7 @@ def _interrupt(
     cursor = conn.execute(
         "UPDATE turn SET status = 'interrupted', finished_at = ?, error = coalesce(error, ?)"
         f" WHERE status = 'running' AND conversation_id IN ({conversations})",
-        [now, _INTERRUPTED, *params],
+        [now, INTERRUPTED, *params],
     )
     return cursor.rowcount
 

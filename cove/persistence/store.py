@@ -1,7 +1,7 @@
 """The store: cove's one SQLite database behind an async API.
 
-``Store`` owns a single aiosqlite connection (the process's one writer). Every public method is
-one synchronous function from ``writes``, ``reads`` or ``leases`` run on that connection's
+``Store`` owns a single sqlite3 connection on its own thread (the process's one writer). Every
+public method is one synchronous function from ``writes``, ``reads`` or ``leases`` run on that
 thread, and every write method is exactly one ``BEGIN IMMEDIATE`` transaction::
 
     async with Store.open(path) as store:
@@ -14,17 +14,23 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
-
-import aiosqlite
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cove.errors import CoveError, StoreError
 from cove.persistence import leases, reads, writes
-from cove.persistence.connection import MEMORY, check_header, configure, enable_wal
-from cove.persistence.migrate import check_supported, migrate
+from cove.persistence.connection import MEMORY
+from cove.persistence.dbthread import DbThread
+from cove.persistence.migrate import latest_version
+from cove.persistence.opening import (
+    PathKind,
+    SchemaTooOld,
+    classify,
+    open_for_reading,
+    open_for_writing,
+)
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
@@ -41,17 +47,6 @@ T = TypeVar("T")
 Clock = Callable[[], float]
 
 
-def _prepare(conn: sqlite3.Connection, path: str, now: float) -> int:
-    """Check, migrate and recover a freshly opened database; return its schema version."""
-    configure(conn)
-    # Version check before any write: a database from a newer cove stays untouched.
-    check_supported(conn, path)
-    enable_wal(conn, path)
-    version = migrate(conn, path)
-    leases.recover(conn, now)
-    return version
-
-
 class Store:
     """cove's database: conversations, turns, iterations, blocks and variable versions.
 
@@ -59,35 +54,53 @@ class Store:
     Times are seconds since the epoch from ``clock`` (a seam for lease-expiry tests).
     """
 
-    def __init__(self, db: aiosqlite.Connection, path: str, clock: Clock) -> None:
-        self._db = db
+    def __init__(self, thread: DbThread, path: str, clock: Clock) -> None:
+        self._thread = thread
         self._path = path
         self._clock = clock
         self._closed = False
         self._schema_version = 0
+        self._created = False
+        self._read_only = False
 
     @staticmethod
-    def open(path: str | os.PathLike[str], *, clock: Clock = time.time) -> StoreOpener:
+    def open(
+        path: str | os.PathLike[str], *, clock: Clock = time.time, read_only: bool = False
+    ) -> StoreOpener:
         """Open (creating and migrating if needed) the database at ``path``.
 
         Args:
             path: a file path, or ``":memory:"`` for a private in-memory database.
             clock: the time source for timestamps and leases.
+            read_only: open for reading only: nothing is created or written (no migration, no
+                crash recovery); a missing or empty file reads as an empty database. A schema
+                older than this cove's is upgraded first when the file is writable.
 
         Returns:
             An awaitable that is also an async context manager closing the store on exit.
 
         Raises:
-            NotADatabase: the file exists and is not a SQLite database (it is not modified).
+            NotADatabase: the path is a directory, not SQLite, or another application's
+                SQLite database (it is not modified).
             SchemaTooNew: the database was written by a newer cove (it is not modified).
             StoreError: the database cannot be opened or migrated.
         """
-        return StoreOpener(os.fspath(path), clock)
+        return StoreOpener(os.fspath(path), clock, read_only)
 
     @property
     def path(self) -> str:
         """The database path this store was opened with."""
         return self._path
+
+    @property
+    def created(self) -> bool:
+        """True when this open created the database file (it did not exist or was empty)."""
+        return self._created
+
+    @property
+    def read_only(self) -> bool:
+        """True when the store was opened for reading only; writes then fail."""
+        return self._read_only
 
     @property
     def schema_version(self) -> int:
@@ -97,19 +110,15 @@ class Store:
     async def _run(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run ``fn(connection, ...)`` on the connection's thread in ONE hop.
+        """Run ``fn(connection, ...)`` on the database thread in ONE hop.
 
-        aiosqlite's public methods hop to its thread once per statement; a write unit of a dozen
-        statements would pay a dozen hops. ``Connection._execute`` (aiosqlite 0.22) queues one
-        callable on that thread, so a whole transaction runs there as one synchronous function.
-        This is the only place the private method is used.
+        A write unit of a dozen statements is one function, so it costs one hand-off to the
+        thread and one commit.
         """
         if self._closed:
             raise StoreError(f"the store for {self._path} is closed")
-        execute = cast(Callable[..., Awaitable[T]], self._db._execute)
-        connection = self._db._conn
         try:
-            return await execute(fn, connection, *args, **kwargs)
+            return await self._thread.call(fn, *args, **kwargs)
         except CoveError:
             raise
         except sqlite3.Error as exc:
@@ -120,7 +129,7 @@ class Store:
         if self._closed:
             return
         self._closed = True
-        await self._db.close()
+        await self._thread.close()
 
     async def __aenter__(self) -> Store:
         return self
@@ -196,14 +205,19 @@ class Store:
         """Set a conversation's title. Raises ``NotFound``."""
         await self._run(writes.set_title, self._clock(), conversation_id, title)
 
-    async def delete_conversation(self, conversation_id: str) -> None:
+    async def delete_conversation(self, conversation_id: str, *, owner: str | None = None) -> None:
         """Delete a conversation with all it wrote; blobs nothing else uses are collected.
+
+        Args:
+            conversation_id: the conversation.
+            owner: the caller's lease owner id; a live lease held by anyone else refuses.
 
         Raises:
             NotFound: unknown conversation.
+            Busy: another owner holds a live lease (a turn is running there).
             CoveError: the conversation has forks (named in the message); delete them first.
         """
-        await self._run(writes.delete_conversation, conversation_id)
+        await self._run(writes.delete_conversation, self._clock(), conversation_id, owner)
 
     # --- leases --------------------------------------------------------------------------
 
@@ -402,26 +416,66 @@ class Store:
 class StoreOpener:
     """What ``Store.open`` returns: ``await`` it, or use it with ``async with``."""
 
-    def __init__(self, path: str, clock: Clock) -> None:
+    def __init__(self, path: str, clock: Clock, read_only: bool) -> None:
         self._path = path
         self._clock = clock
+        self._read_only = read_only
         self._store: Store | None = None
 
     async def _open(self) -> Store:
-        check_header(self._path)
+        path = self._path
+        kind = classify(path)
+        target = path
+        if self._read_only and kind in (PathKind.MISSING, PathKind.EMPTY):
+            # Nothing to read, and nothing may be created: an empty private database answers.
+            target = MEMORY
+        read_only = self._read_only and target != MEMORY
+        if read_only:
+            try:
+                return await self._start(path, read_only=True)
+            except SchemaTooOld as too_old:
+                # Reads need the current schema: upgrade the file if it can be written.
+                try:
+                    store = await self._start(path, read_only=False)
+                except StoreError as exc:
+                    raise SchemaTooOld(path, too_old.found) from exc
+                await store.aclose()
+                return await self._start(path, read_only=True)
+        if kind is PathKind.MISSING and target != MEMORY:
+            # A first run points at a data directory that may not exist yet.
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot open database {path}: {exc.strerror}") from exc
+        store = await self._start(target, read_only=False)
+        store._path = path
+        store._created = kind in (PathKind.MISSING, PathKind.EMPTY) and target != MEMORY
+        return store
+
+    async def _start(self, target: str, *, read_only: bool) -> Store:
+        version = latest_version()
+        now = self._clock()
+
+        def opener() -> sqlite3.Connection:
+            nonlocal version
+            if read_only:
+                return open_for_reading(target)
+            conn, version = open_for_writing(target, now)
+            return conn
+
         try:
-            if self._path != MEMORY:
-                # A first run points at a data directory that may not exist yet.
-                Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-            db = await aiosqlite.connect(self._path, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open database {self._path}: {exc}") from exc
-        store = Store(db, self._path, self._clock)
-        try:
-            store._schema_version = await store._run(_prepare, self._path, self._clock())
-        except BaseException:
-            await store.aclose()
+            thread = await DbThread.start(opener, name=f"cove-db {Path(target).name}")
+        except CoveError:
             raise
+        except (OSError, sqlite3.Error) as exc:
+            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+                exc, sqlite3.OperationalError
+            ):
+                raise StoreError(f"database error in {target}: {exc}") from exc
+            raise StoreError(f"cannot open database {target}: {exc}") from exc
+        store = Store(thread, target, self._clock)
+        store._schema_version = version
+        store._read_only = read_only
         return store
 
     def __await__(self) -> Generator[Any, None, Store]:

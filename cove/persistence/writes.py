@@ -282,10 +282,23 @@ def finish_turn(
     return reads.get_turn(conn, turn_id)
 
 
-def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> None:
-    """Delete a conversation with everything it wrote, then the blobs nobody uses any more."""
+def delete_conversation(
+    conn: sqlite3.Connection, now: float, conversation_id: str, owner: str | None
+) -> None:
+    """Delete a conversation with everything it wrote, then the blobs nobody uses any more.
+
+    Refused while another owner holds a live lease on it: a turn is running there.
+    """
     with immediate(conn):
-        reads.get_conversation(conn, conversation_id)
+        record = reads.get_conversation(conn, conversation_id)
+        holder, until = record.lease_owner, record.lease_until
+        if holder is not None and holder != owner and until is not None and until > now:
+            raise Busy(
+                conversation_id,
+                holder,
+                message=f"conversation {conversation_id} cannot be deleted: another cove process "
+                f"is running a turn in it (lease held by {holder}); try again when it finishes",
+            )
         forks = [
             row[0]
             for row in conn.execute(

@@ -59,7 +59,7 @@ def register(sub: Any) -> None:
 
 
 async def _list(args: argparse.Namespace, settings: Settings) -> int:
-    async with await Conversations.open(settings) as convs:
+    async with await Conversations.open(settings, read_only=True) as convs:
         records = await convs.list(channel=args.channel, limit=args.limit)
     if args.json:
         print_json(jsonable(records))
@@ -86,7 +86,7 @@ async def _list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _show(args: argparse.Namespace, settings: Settings) -> int:
-    async with await Conversations.open(settings) as convs:
+    async with await Conversations.open(settings, read_only=True) as convs:
         transcript = await convs.inspect(args.id, turn=args.turn)
         digests = {it.system_prompt_hash for t in transcript.turns for it in t.iterations}
         prompts = {d: await convs.system_prompt(d) for d in digests} if args.prompts else {}
@@ -173,7 +173,7 @@ def _show_turn(
 
 
 async def _vars(args: argparse.Namespace, settings: Settings) -> int:
-    async with await Conversations.open(settings) as convs:
+    async with await Conversations.open(settings, read_only=True) as convs:
         if args.name:
             rows = await convs.var_history(args.id, args.name)
         else:
@@ -198,7 +198,7 @@ async def _vars(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
-    async with await Conversations.open(settings) as convs:
+    async with await Conversations.open(settings, read_only=True) as convs:
         hits = await convs.search(args.text, conversation_id=args.conversation)
     if args.json:
         print_json(jsonable(hits))
@@ -212,7 +212,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _export(args: argparse.Namespace, settings: Settings) -> int:
-    async with await Conversations.open(settings) as convs:
+    async with await Conversations.open(settings, read_only=True) as convs:
         transcript = await convs.inspect(args.id)
     if args.format == "json":
         print_json(jsonable(transcript))
