@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from cove.config import Settings
 from cove.conversation.lease import held_lease, new_owner_id, owner_is_dead
@@ -31,6 +32,7 @@ from cove.events import Event, TurnQueued
 from cove.persistence.leases import INTERRUPTED
 from cove.persistence.records import (
     ConversationRecord,
+    IterationRecord,
     SearchHit,
     Transcript,
     VarVersionRecord,
@@ -409,9 +411,24 @@ def _as_recovered(transcript: Transcript) -> Transcript:
                 replace(it, status="interrupted") if it.status == "running" else it
                 for it in turn.iterations
             )
-            turn = replace(turn, status="interrupted", error=INTERRUPTED, iterations=iterations)
+            turn = replace(
+                turn,
+                status="interrupted",
+                error=INTERRUPTED,
+                iterations=iterations,
+                tokens_in=max(turn.tokens_in, _recorded(iterations, "tokens_in")),
+                tokens_out=max(turn.tokens_out, _recorded(iterations, "tokens_out")),
+                cost_usd=max(turn.cost_usd, _recorded(iterations, "cost_usd")),
+            )
         turns.append(turn)
     return replace(transcript, turns=tuple(turns))
+
+
+def _recorded(iterations: tuple[IterationRecord, ...], field: str) -> Any:
+    """A total over iterations and their sub-queries, as crash recovery sums it."""
+    return sum(getattr(it, field) for it in iterations) + sum(
+        getattr(sq, field) for it in iterations for sq in it.subqueries
+    )
 
 
 async def _drain(queue: asyncio.Queue[Event | BaseException | None]) -> AsyncIterator[Event]:

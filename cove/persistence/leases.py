@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from cove.errors import Busy, NotFound
 from cove.persistence.connection import immediate
+from cove.persistence.totals import RECORDED_TOTALS
 
 INTERRUPTED = "the process running this turn stopped before it finished"
 
@@ -30,7 +31,8 @@ def _interrupt(
         params,
     )
     cursor = conn.execute(
-        "UPDATE turn SET status = 'interrupted', finished_at = ?, error = coalesce(error, ?)"
+        "UPDATE turn SET status = 'interrupted', finished_at = ?, error = coalesce(error, ?),"
+        f" {RECORDED_TOTALS}"
         f" WHERE status = 'running' AND conversation_id IN ({conversations})",
         [now, INTERRUPTED, *params],
     )

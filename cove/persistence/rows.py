@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any, cast
 
@@ -118,6 +119,8 @@ def iteration(
         started_at=row["started_at"],
         blocks=blocks,
         subqueries=subqueries,
+        planned_blocks=tuple(json.loads(row["planned_blocks"] or "[]")),
+        cost_usd=row["cost_usd"],
     )
 
 

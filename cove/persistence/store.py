@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -33,13 +33,17 @@ from cove.persistence.opening import (
 )
 from cove.persistence.records import (
     BlockRecord,
+    BlockWrite,
     ConversationRecord,
     IterationWrite,
+    ReplyWrite,
     SearchHit,
     SubqueryRecord,
+    SubqueryWrite,
     Transcript,
     TurnRecord,
     VarVersionRecord,
+    VarVersionWrite,
 )
 
 P = ParamSpec("P")
@@ -292,8 +296,43 @@ class Store:
             seed,
         )
 
+    async def record_reply(self, iteration_id: int, reply: ReplyWrite) -> None:
+        """Record the model's reply (with its usage and planned blocks) as soon as it arrives.
+
+        Raises:
+            NotFound: unknown iteration.
+            Busy: the iteration or its turn is no longer running.
+        """
+        await self._run(writes.record_reply, iteration_id, reply)
+
+    async def record_block(
+        self,
+        iteration_id: int,
+        block: BlockWrite,
+        versions: Sequence[VarVersionWrite] = (),
+        subqueries: Sequence[SubqueryWrite] = (),
+    ) -> None:
+        """Record one finished block with its variable versions and sub-queries, atomically.
+
+        Raises:
+            NotFound: unknown iteration.
+            Busy: the iteration or its turn is no longer running.
+            StoreError: a version names another block, or a number is reused; nothing is written.
+        """
+        await self._run(
+            writes.record_block,
+            self._clock(),
+            iteration_id,
+            block,
+            tuple(versions),
+            tuple(subqueries),
+        )
+
     async def finish_iteration(self, iteration_id: int, result: IterationWrite) -> None:
-        """Commit an iteration with its blocks, variable versions and sub-queries atomically.
+        """Close an iteration with what it has not recorded yet (blocks, versions, sub-queries).
+
+        Blocks already recorded with ``record_block`` are not repeated; ``result.var_versions``
+        may name them.
 
         Encoded values larger than 4 KB are stored as blobs; reads return them as text.
 

@@ -8,6 +8,7 @@ import pytest
 
 from cove.errors import NotADatabase, SchemaTooNew, StoreError
 from cove.persistence.migrate import latest_version, migrations, split_statements
+from cove.persistence.opening import APPLICATION_ID
 from cove.persistence.store import Store
 from tests.persistence.store_helpers import count, file_bytes, file_names, raw, write_file
 
@@ -24,7 +25,7 @@ TABLES = {
     "iteration": [
         "id", "turn_id", "position", "status", "system_prompt_hash", "request_message",
         "context_message", "raw_reply", "thinking", "parse_error", "tokens_in", "tokens_out",
-        "llm_ms", "duration_ms", "seed", "started_at",
+        "llm_ms", "duration_ms", "seed", "started_at", "planned_blocks", "cost_usd",
     ],
     "block": [
         "id", "iteration_id", "position", "code", "ok", "result_preview", "result_encoded",
@@ -70,6 +71,11 @@ INDEXES = {
 }
 
 
+def conn_application_id(path: Path) -> int:
+    with raw(path) as conn:
+        return int(conn.execute("PRAGMA application_id").fetchone()[0])
+
+
 async def test_an_empty_database_migrates_to_exactly_the_documented_schema(db_path: Path) -> None:
     async with Store.open(db_path):
         pass
@@ -95,7 +101,8 @@ async def test_an_empty_database_migrates_to_exactly_the_documented_schema(db_pa
     assert indexes == INDEXES
     assert triggers == {("search_doc_delete", "search_doc")}
     assert {kind for kind, _, _ in entries} == {"table", "index", "trigger"}
-    assert applied == [(1, "init")]
+    assert applied[:2] == [(1, "init"), (2, "incremental_iterations")]
+    assert conn_application_id(db_path) == APPLICATION_ID
     assert pragmas == ("wal", [])
 
 
@@ -105,7 +112,7 @@ async def test_reopening_applies_nothing_twice_and_keeps_data(db_path: Path) -> 
     async with Store.open(db_path) as store:
         assert (await store.get_conversation(conversation.id)).title == "kept"
         assert store.schema_version == latest_version()
-    assert count(db_path, "schema_migrations") == latest_version() == 1
+    assert count(db_path, "schema_migrations") == latest_version()
 
 
 async def test_an_empty_file_is_a_new_database(db_path: Path) -> None:
@@ -127,8 +134,9 @@ async def test_a_newer_schema_is_refused_naming_both_versions_and_left_untouched
     with pytest.raises(SchemaTooNew) as raised:
         await Store.open(db_path)
 
-    assert (raised.value.found, raised.value.supported) == (7, 1)
-    assert "version 7" in str(raised.value) and "up to version 1" in str(raised.value)
+    supported = latest_version()
+    assert (raised.value.found, raised.value.supported) == (7, supported)
+    assert "version 7" in str(raised.value) and f"up to version {supported}" in str(raised.value)
     assert file_bytes(db_path) == before
 
 

@@ -147,6 +147,17 @@ def _show_turn(
                     console.print(f"→ {cut(block.result_preview)}", markup=False)
             else:
                 console.print(line(("✗ " + cut(block.error or "failed"), "red")))
+        if it.running_block is not None:
+            console.print(
+                line(
+                    (
+                        f"block {it.running_block + 1} of {len(it.planned_blocks)} was running "
+                        "when the turn stopped:",
+                        "yellow",
+                    )
+                )
+            )
+            console.print(Syntax(it.planned_blocks[it.running_block], "python", theme="ansi_dark"))
         for sq in it.subqueries:
             answer = cut(sq.reply or sq.error or "", 200)
             console.print(line((f"llm_query: {cut(sq.prompt, 200)} → {answer}", "dim")))
