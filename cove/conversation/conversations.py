@@ -251,7 +251,7 @@ class Conversations:
         queue: asyncio.Queue[Event | BaseException | None],
     ) -> None:
         record = await self.store.get_conversation(conversation_id)
-        self._save_attachments(record.id, attachments)
+        saved = self._save_attachments(record.id, attachments)
         query = Query(
             settings=self.settings,
             store=self.store,
@@ -260,6 +260,7 @@ class Conversations:
             conversation=record,
             request=text,
             options=TurnOptions(max_iterations=max_iterations),
+            attachments=saved,
         )
 
         def lost() -> None:
@@ -341,14 +342,18 @@ class Conversations:
 
     def _save_attachments(
         self, conversation_id: str, attachments: Sequence[tuple[str, bytes]]
-    ) -> None:
+    ) -> tuple[tuple[str, int], ...]:
+        """Write the files into the workspace; return their (name, size) for the request."""
         workspace = self._workspace(conversation_id)
         workspace.mkdir(parents=True, exist_ok=True)
+        saved: dict[str, int] = {}
         for name, data in attachments:
             safe = Path(name).name
             if not safe or safe.startswith("."):
                 raise CoveError(f"attachment name {name!r} is not allowed")
             (workspace / safe).write_bytes(data)
+            saved[safe] = len(data)
+        return tuple(saved.items())
 
     def _llm(self, model: str) -> LLMClient:
         client = self._llms.get(model)

@@ -81,6 +81,7 @@ class IterationSetup:
     turn: TurnRecord
     system_prompt: str
     handover_message: str | None  # the request message with handover, for iteration 0
+    request_message: str = ""  # the request message of every other iteration
 
 
 class Iteration:
@@ -104,7 +105,7 @@ class Iteration:
         request_msg = (
             s.handover_message
             if self.position == 0 and s.handover_message
-            else (request_message(control.request, None))
+            else (s.request_message or request_message(control.request, None))
         )
         context_msg = context_message(
             iteration=self.position + 1,

@@ -114,6 +114,7 @@ async def _replay_turn(
         request=turn.request,
         options=TurnOptions(max_iterations=max(len(iterations), 1)),
         inputs=inputs,
+        attachments=turn.attachments,
     )
     replayed_status, position = "failed", turn.position
     async for event in query.run():

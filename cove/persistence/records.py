@@ -190,6 +190,7 @@ class TurnRecord:
     finished_at: float | None
     error: str | None
     iterations: tuple[IterationRecord, ...] = ()
+    attachments: tuple[tuple[str, int], ...] = ()  # (file name, size in bytes)
 
 
 @dataclass(frozen=True)

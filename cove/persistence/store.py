@@ -259,13 +259,21 @@ class Store:
     # --- turns and iterations ------------------------------------------------------------
 
     async def start_turn(
-        self, conversation_id: str, request: str, *, model: str | None = None
+        self,
+        conversation_id: str,
+        request: str,
+        *,
+        model: str | None = None,
+        attachments: Sequence[tuple[str, int]] = (),
     ) -> TurnRecord:
         """Record a ``running`` turn after the last turn the conversation sees.
 
-        A fork's first own turn is ``fork_turn + 1``. Raises ``NotFound``.
+        A fork's first own turn is ``fork_turn + 1``. ``attachments`` are the ``(name, size)``
+        of the files attached to the request. Raises ``NotFound``.
         """
-        return await self._run(writes.start_turn, self._clock(), conversation_id, request, model)
+        return await self._run(
+            writes.start_turn, self._clock(), conversation_id, request, model, tuple(attachments)
+        )
 
     async def start_iteration(
         self,

@@ -99,15 +99,21 @@ def set_title(conn: sqlite3.Connection, now: float, conversation_id: str, title:
 
 
 def start_turn(
-    conn: sqlite3.Connection, now: float, conversation_id: str, request: str, model: str | None
+    conn: sqlite3.Connection,
+    now: float,
+    conversation_id: str,
+    request: str,
+    model: str | None,
+    attachments: Sequence[tuple[str, int]] = (),
 ) -> TurnRecord:
     """Record a new ``running`` turn after the last one the conversation sees."""
+    files = json.dumps([list(item) for item in attachments]) if attachments else None
     with immediate(conn):
         position = last_position(conn, conversation_id) + 1
         cursor = conn.execute(
-            "INSERT INTO turn (conversation_id, position, request, status, model, started_at)"
-            " VALUES (?, ?, ?, 'running', ?, ?)",
-            (conversation_id, position, request, model, now),
+            "INSERT INTO turn (conversation_id, position, request, status, model, started_at,"
+            " attachments) VALUES (?, ?, ?, 'running', ?, ?, ?)",
+            (conversation_id, position, request, model, now, files),
         )
         turn_id = int(cursor.lastrowid or 0)
         _index(conn, turn_id, "request", request)

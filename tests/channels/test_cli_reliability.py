@@ -404,3 +404,30 @@ def test_kill_9_during_a_block_keeps_the_reply_finished_blocks_and_totals(
     assert recovered["status"] == "interrupted"
     assert recovered["tokens_in"] == turn["tokens_in"]
     assert recovered["iterations"][1]["blocks"] == second["blocks"]
+
+
+# --- item 13: attachments are announced to the model -----------------------------------------
+
+
+def test_attached_files_are_announced_recorded_and_replayed(
+    tmp_path: Path, cli: Cli, server: FakeOpenAI
+) -> None:
+    sales = tmp_path / "sales.csv"
+    sales.write_text("month,units\nJan,3\nFeb,9\n")
+    size = len(sales.read_bytes())
+    server.add_replies(
+        reply(["rows = read_file('sales.csv').splitlines()[1:]"]),
+        reply(["best = max(rows, key=lambda r: int(r.split(',')[1]))"], "{{best}}"),
+    )
+    result = cli("run", "--attach", str(sales), "Which month sold most?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Feb,9"
+    for request in server.requests:
+        said = "\n".join(m["content"] for m in request["messages"])
+        assert f"- sales.csv ({size:,} bytes)" in said
+    [conv] = cli.json("list")
+    turn = cli.json("show", conv["id"])["turns"][0]
+    assert turn["attachments"] == [["sales.csv", size]]
+    assert all("sales.csv" in it["request_message"] for it in turn["iterations"])
+    replayed = cli("replay", conv["id"])
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
