@@ -87,7 +87,9 @@ def open_for_writing(path: str, now: float) -> tuple[sqlite3.Connection, int]:
         NotADatabase, SchemaTooNew: the database is refused; it is not modified.
         sqlite3.Error: the file cannot be opened or written.
     """
-    conn = sqlite3.connect(path, isolation_level=None)
+    # Not bound to one thread: the store runs short writes on the event loop's thread while its
+    # database thread is idle (never both at once).
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         configure(conn)
         # Identity and version are checked before any write: what is refused stays untouched.
@@ -96,6 +98,9 @@ def open_for_writing(path: str, now: float) -> tuple[sqlite3.Connection, int]:
         enable_wal(conn, path)
         version = migrate(conn, path, before_commit=tag)
         leases.recover(conn, now)
+        # Checkpoints (which fsync) are run by the store on its own thread, never inside a
+        # commit that may run on the event loop's thread.
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
     except BaseException:
         conn.close()
         raise

@@ -26,18 +26,13 @@ from cove.persistence.records import (
     TurnRecord,
     VarVersionWrite,
 )
+from cove.persistence.search_index import index_blocks, index_text
 from cove.persistence.totals import RECORDED_TOTALS
 
 TURN_END_STATUSES = frozenset(
     {"done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"}
 )
 ITERATION_END_STATUSES = frozenset({"ok", "error", "parse_error", "interrupted", "cancelled"})
-
-
-def _index(conn: sqlite3.Connection, turn_id: int, kind: str, text: str) -> None:
-    """Add one searchable text; the search_doc id doubles as the FTS rowid."""
-    cursor = conn.execute("INSERT INTO search_doc (turn_id, kind) VALUES (?, ?)", (turn_id, kind))
-    conn.execute("INSERT INTO search_fts (rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
 
 
 def create_conversation(
@@ -116,7 +111,7 @@ def start_turn(
             (conversation_id, position, request, model, now, files),
         )
         turn_id = int(cursor.lastrowid or 0)
-        _index(conn, turn_id, "request", request)
+        index_text(conn, turn_id, "request", request)
         conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
     return reads.get_turn(conn, turn_id)
 
@@ -219,6 +214,17 @@ def finish_iteration(
         raise StoreError(f"{result.status!r} is not a finished iteration status")
     with immediate(conn):
         turn_id, conversation_id = _running_iteration(conn, iteration_id)
+        _insert_units(
+            conn,
+            now,
+            iteration_id,
+            turn_id,
+            conversation_id,
+            result.blocks,
+            result.var_versions,
+            result.subqueries,
+        )
+        index_blocks(conn, "?", [iteration_id])  # while it still reads as running
         conn.execute(
             "UPDATE iteration SET status = ?, raw_reply = coalesce(?, raw_reply),"
             " thinking = coalesce(?, thinking), parse_error = ?, tokens_in = ?, tokens_out = ?,"
@@ -236,16 +242,6 @@ def finish_iteration(
                 iteration_id,
             ),
         )
-        _insert_units(
-            conn,
-            now,
-            iteration_id,
-            turn_id,
-            conversation_id,
-            result.blocks,
-            result.var_versions,
-            result.subqueries,
-        )
 
 
 def _insert_units(
@@ -258,7 +254,11 @@ def _insert_units(
     versions: Sequence[VarVersionWrite],
     subqueries: Sequence[SubqueryWrite],
 ) -> None:
-    """Insert blocks, the variable versions they made and sub-queries of one iteration."""
+    """Insert blocks, the variable versions they made and sub-queries of one iteration.
+
+    Block code is not indexed for search here: ``finish_iteration`` (or whatever closes the
+    iteration) indexes all its blocks at once (see ``search_index``).
+    """
     block_ids: dict[int, int] = {}
     for block in blocks:
         inline, digest = put_encoded(conn, block.result_encoded)
@@ -284,7 +284,6 @@ def _insert_units(
             ),
         )
         block_ids[block.position] = int(cursor.lastrowid or 0)
-        _index(conn, turn_id, "code", block.code)
     for var in versions:
         block_id = block_ids.get(var.block_position)
         if block_id is None:
@@ -366,12 +365,13 @@ def finish_turn(
         # failed or cancelled turn included), the same sums crash recovery writes.
         conn.execute(f"UPDATE turn SET {RECORDED_TOTALS} WHERE id = ?", (turn_id,))
         leftover = "cancelled" if status == "cancelled" else "interrupted"
+        index_blocks(conn, "SELECT id FROM iteration WHERE turn_id = ?", [turn_id])
         conn.execute(
             "UPDATE iteration SET status = ? WHERE turn_id = ? AND status = 'running'",
             (leftover, turn_id),
         )
         if answer:
-            _index(conn, turn_id, "answer", answer)
+            index_text(conn, turn_id, "answer", answer)
         conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
     return reads.get_turn(conn, turn_id)
 

@@ -183,8 +183,7 @@ def test_writers_killed_between_units_of_an_iteration_lose_no_unit(tmp_path: Pat
     for kill in range(KILLS):
         db = tmp_path / f"units-{kill}.db"
         lines = _kill_writer(db, rng, early=False, command="unit-writer")
-        reported = _check_units(db, lines)
-        assert reported or kill % 4 == 0
+        _check_units(db, lines)
         mid_iteration += asyncio.run(_check_interrupted_iterations(db))
     # Kills must land inside iterations too (after the reply, before the last block).
     assert mid_iteration >= 3

@@ -5,6 +5,8 @@ Also the totals of turns that did not finish normally: the sum of what they reco
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -66,8 +68,8 @@ async def test_reply_and_blocks_are_readable_before_the_iteration_ends(store: St
     assert it.planned_blocks == ("x = 1", "y = 2")
     assert it.running_block == 1  # the second block is the one running now
     assert list(await store.vars_as_of(conversation_id)) == ["x"]
-    [hit] = await store.search("x", conversation_id=conversation_id)
-    assert hit.kind == "code"
+    # Code is indexed for search when the iteration closes (one FTS segment per iteration).
+    assert await store.search("x", conversation_id=conversation_id) == []
 
     await store.record_block(iteration_id, block(1, "y = 2"), [version("y", 1, 1)])
     await store.finish_iteration(
@@ -76,6 +78,8 @@ async def test_reply_and_blocks_are_readable_before_the_iteration_ends(store: St
     [it] = (await store.transcript(conversation_id)).turns[0].iterations
     assert it.status == "ok" and it.raw_reply and it.thinking == "two steps"
     assert [b.position for b in it.blocks] == [0, 1]
+    hits = await store.search("y", conversation_id=conversation_id)
+    assert [h.kind for h in hits] == ["code"]
     await store.finish_turn(
         turn_id, status="done", answer="a", confidence=None, tokens_in=100, tokens_out=20,
         cost_usd=0.5,
@@ -152,3 +156,26 @@ async def test_crash_recovery_sums_the_recorded_usage(
         assert turn.cost_usd == pytest.approx(0.10)
         [_, cut] = (await store.transcript(conversation_id)).turns[0].iterations
         assert cut.status == "interrupted" and cut.running_block == 1
+        # Recovery indexes the blocks the dead process recorded but never closed.
+        hits = await store.search("a", conversation_id=conversation_id)
+        assert [h.kind for h in hits] == ["code"]
+
+
+async def test_a_unit_waits_for_a_write_lock_held_elsewhere_instead_of_failing(
+    store: Store, db_path: Path
+) -> None:
+    conversation_id, _, iteration_id = await start(store)
+    other = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process is writing
+        task = asyncio.create_task(
+            store.record_reply(iteration_id, ReplyWrite(raw_reply="late but kept"))
+        )
+        await asyncio.sleep(0)  # let it try: the lock is taken, so it must be waiting, not done
+        assert not task.done()
+        other.execute("COMMIT")
+        await task
+    finally:
+        other.close()
+    [it] = (await store.transcript(conversation_id)).turns[0].iterations
+    assert it.raw_reply == "late but kept"
