@@ -113,8 +113,11 @@ def test_sigterm_in_chat_cancels_the_turn_and_leaves_with_5(cli: Cli, server: Fa
     proc.stdin.flush()
     wait_for_requests(server, 1)
     [conv] = cli.json("list")
-    while not cli.json("show", conv["id"])["turns"][0]["iterations"][0]["raw_reply"]:
-        pass  # the reply is recorded when it arrives (item 8): the block is about to run
+    for _ in range(600):  # the reply is recorded when it arrives (item 8): the block runs next
+        if cli.json("show", conv["id"])["turns"][0]["iterations"][0]["raw_reply"]:
+            break
+    else:
+        raise AssertionError("the reply was never recorded")
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 5, err
