@@ -398,6 +398,8 @@ def test_kill_9_during_a_block_keeps_the_reply_finished_blocks_and_totals(
     shown = cli("show", cid)
     assert "block 2 of 2 was running when the turn stopped" in shown.stdout
     assert "while True:" in shown.stdout
+    exported = cli("export", cid)
+    assert "Block 2 of 2 was running when the turn stopped" in exported.stdout
     # A writing open runs crash recovery: it records the same totals the read-only view showed.
     server.add_replies(reply(["len(kept)"], "{{more}}"))
     resumed = cli("run", "-c", cid, "continue")
