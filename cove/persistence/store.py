@@ -22,6 +22,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cove.errors import CoveError, StoreError
 from cove.persistence import leases, reads, writes
+from cove.persistence.checkpoint import Checkpointer
 from cove.persistence.connection import MEMORY, WriteLockBusy, without_waiting
 from cove.persistence.dbthread import DbThread
 from cove.persistence.migrate import latest_version
@@ -49,7 +50,7 @@ from cove.persistence.records import (
 
 #: Write units up to this many bytes may run on the event loop's thread (see ``Store._write``).
 INLINE_WRITE_BYTES = 64 * 1024
-#: Write units between two WAL checkpoints (the store's connection does not checkpoint itself).
+#: Write units between two requests for a WAL checkpoint (run off the store's connection).
 CHECKPOINT_EVERY = 200
 
 P = ParamSpec("P")
@@ -73,6 +74,10 @@ class Store:
         self._created = False
         self._read_only = False
         self._writes = 0
+        self._checkpointer: Checkpointer | None = None
+        self._file: str | None = (
+            None  # the file written, when it is one (not memory, not read-only)
+        )
 
     @staticmethod
     def open(
@@ -171,15 +176,19 @@ class Store:
         return result
 
     def _checkpoint(self) -> None:
-        """Fold the WAL back into the file on the database thread, without waiting for it."""
-        future = self._thread.submit(_checkpoint)
-        future.add_done_callback(_ignore_result)
+        """Have the WAL folded back into the file, off this connection (see ``checkpoint``)."""
+        if self._checkpointer is None and self._file is not None:
+            self._checkpointer = Checkpointer(self._file)
+        if self._checkpointer is not None:
+            self._checkpointer.request()
 
     async def aclose(self) -> None:
         """Close the database connection; later calls raise ``StoreError``. Idempotent."""
         if self._closed:
             return
         self._closed = True
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.close)
         await self._thread.close()
 
     async def __aenter__(self) -> Store:
@@ -517,16 +526,6 @@ def _block_size(block: BlockWrite) -> int:
     return len(block.code) + len(block.result_encoded or "") + len(block.stdout) + len(block.stderr)
 
 
-def _checkpoint(conn: sqlite3.Connection) -> None:
-    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-
-
-def _ignore_result(future: asyncio.Future[None]) -> None:
-    # A checkpoint that cannot run now (a reader holds old pages) is simply tried again later.
-    if not future.cancelled():
-        future.exception()
-
-
 class StoreOpener:
     """What ``Store.open`` returns: ``await`` it, or use it with ``async with``."""
 
@@ -590,6 +589,7 @@ class StoreOpener:
         store = Store(thread, target, self._clock)
         store._schema_version = version
         store._read_only = read_only
+        store._file = None if read_only or target == MEMORY else target
         return store
 
     def __await__(self) -> Generator[Any, None, Store]:
