@@ -78,10 +78,10 @@ class StoreError(CoveError):
 
 
 class NotADatabase(StoreError):
-    """Raised when the database path points at a file that is not a SQLite database."""
+    """Raised when the database path is not a cove database (not SQLite, foreign, a folder)."""
 
-    def __init__(self, path: str) -> None:
-        super().__init__(f"{path} is not a cove database (not a SQLite file); it was not modified")
+    def __init__(self, path: str, reason: str = "not a SQLite file") -> None:
+        super().__init__(f"{path} is not a cove database ({reason}); it was not modified")
         self.path = path
 
 

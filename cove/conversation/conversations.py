@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import shutil
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from cove.config import Settings
 from cove.conversation.follow import CommitPoller
@@ -31,8 +34,10 @@ from cove.environment.environment import Environment
 from cove.environment.sandbox.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event, TurnQueued
+from cove.persistence.leases import INTERRUPTED
 from cove.persistence.records import (
     ConversationRecord,
+    IterationRecord,
     SearchHit,
     Transcript,
     VarVersionRecord,
@@ -80,7 +85,9 @@ class Conversations(WatchAPI):
         )
 
     @staticmethod
-    def open(settings: Settings, *, llm_factory: LLMFactory | None = None) -> Opener[Conversations]:
+    def open(
+        settings: Settings, *, llm_factory: LLMFactory | None = None, read_only: bool = False
+    ) -> Opener[Conversations]:
         """Open (and migrate) the database; the worker pool starts with the first turn.
 
         ``await`` the result, or use it directly: ``async with Conversations.open(s) as convs``.
@@ -88,14 +95,21 @@ class Conversations(WatchAPI):
         Args:
             settings: The configuration.
             llm_factory: Builds the LLM client for a model name; default ``OpenAIClient``.
+            read_only: Only inspect: the database is opened for reading, nothing is created
+                or written (no migration, no lease reaping); a missing database reads as empty.
         """
-        return Opener(lambda: Conversations._open(settings, llm_factory), Conversations.aclose)
+        return Opener(
+            lambda: Conversations._open(settings, llm_factory, read_only), Conversations.aclose
+        )
 
     @classmethod
-    async def _open(cls, settings: Settings, llm_factory: LLMFactory | None) -> Conversations:
-        store = await Store.open(settings.database)
+    async def _open(
+        cls, settings: Settings, llm_factory: LLMFactory | None, read_only: bool
+    ) -> Conversations:
+        store = await Store.open(settings.database, read_only=read_only)
         try:
-            await store.reap_dead_leases(owner_is_dead)
+            if not read_only:
+                await store.reap_dead_leases(owner_is_dead)
         except BaseException:
             await store.aclose()
             raise
@@ -207,7 +221,8 @@ class Conversations(WatchAPI):
         if record.id in self._turn_queues:
             raise Busy(record.id, message=f"conversation {record.id} is running a turn")
         await self.live.drop(record.id)
-        await self.store.delete_conversation(record.id)
+        # The store refuses while another process holds the lease (its turn is running).
+        await self.store.delete_conversation(record.id, lease_owner=self.owner)
         self.watching.forget(record.id)
         shutil.rmtree(self._workspace(record.id), ignore_errors=True)
 
@@ -309,7 +324,7 @@ class Conversations(WatchAPI):
         handle: TurnHandle,
     ) -> None:
         record = await self.store.get_conversation(conversation_id)
-        self._save_attachments(record.id, attachments)
+        saved = self._save_attachments(record.id, attachments)
         query = Query(
             settings=self.settings,
             store=self.store,
@@ -318,6 +333,7 @@ class Conversations(WatchAPI):
             conversation=record,
             request=text,
             options=TurnOptions(max_iterations=max_iterations),
+            attachments=saved,
         )
 
         def lost() -> None:
@@ -361,7 +377,16 @@ class Conversations(WatchAPI):
     ) -> Transcript:
         """The transcript: turns → iterations → blocks, variable versions, usage."""
         record = await self.get(conversation_id, owner=owner)
-        return await self.store.transcript(record.id, turn=turn)
+        transcript = await self.store.transcript(record.id, turn=turn)
+        if turn is not None and not transcript.turns:
+            positions = [t.position for t in await self.store.turns(record.id)]
+            shown = f"{positions[0]}..{positions[-1]}" if positions else "none yet"
+            raise NotFound(
+                "turn", str(turn), f"conversation {record.id} has no turn {turn} (turns: {shown})"
+            )
+        if self.store.read_only:
+            return _as_recovered(transcript)
+        return transcript
 
     async def system_prompt(self, digest: str) -> str:
         """The system prompt stored under ``digest`` (an iteration's ``system_prompt_hash``)."""
@@ -399,14 +424,18 @@ class Conversations(WatchAPI):
 
     def _save_attachments(
         self, conversation_id: str, attachments: Sequence[tuple[str, bytes]]
-    ) -> None:
+    ) -> tuple[tuple[str, int], ...]:
+        """Write the files into the workspace; return their (name, size) for the request."""
         workspace = self._workspace(conversation_id)
         workspace.mkdir(parents=True, exist_ok=True)
+        saved: dict[str, int] = {}
         for name, data in attachments:
             safe = Path(name).name
             if not safe or safe.startswith("."):
                 raise CoveError(f"attachment name {name!r} is not allowed")
             (workspace / safe).write_bytes(data)
+            saved[safe] = len(data)
+        return tuple(saved.items())
 
     def _llm(self, model: str) -> LLMClient:
         client = self._llms.get(model)
@@ -453,3 +482,44 @@ class Conversations(WatchAPI):
             await client.aclose()
         await self.pool.aclose()
         await self.store.aclose()
+
+
+def _as_recovered(transcript: Transcript) -> Transcript:
+    """Show a dead process's running turns as crash recovery would record them.
+
+    A read-only open cannot run recovery, so a turn whose process died would still read as
+    ``running``; it is shown ``interrupted`` (nothing is written).
+    """
+    conv = transcript.conversation
+    live = (
+        conv.lease_owner is not None
+        and (conv.lease_until or 0) > time.time()
+        and not owner_is_dead(conv.lease_owner)
+    )
+    if live or not any(t.status == "running" for t in transcript.turns):
+        return transcript
+    turns = []
+    for turn in transcript.turns:
+        if turn.status == "running" and turn.conversation_id == conv.id:
+            iterations = tuple(
+                replace(it, status="interrupted") if it.status == "running" else it
+                for it in turn.iterations
+            )
+            turn = replace(
+                turn,
+                status="interrupted",
+                error=INTERRUPTED,
+                iterations=iterations,
+                tokens_in=max(turn.tokens_in, _recorded(iterations, "tokens_in")),
+                tokens_out=max(turn.tokens_out, _recorded(iterations, "tokens_out")),
+                cost_usd=max(turn.cost_usd, _recorded(iterations, "cost_usd")),
+            )
+        turns.append(turn)
+    return replace(transcript, turns=tuple(turns))
+
+
+def _recorded(iterations: tuple[IterationRecord, ...], field: str) -> Any:
+    """A total over iterations and their sub-queries, as crash recovery sums it."""
+    return sum(getattr(it, field) for it in iterations) + sum(
+        getattr(sq, field) for it in iterations for sq in it.subqueries
+    )

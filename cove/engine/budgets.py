@@ -25,6 +25,8 @@ HANDOVER_REQUEST_CHARS: Final = 600
 #: The previous answer; the full text stays in the sandbox as ``LAST_ANSWER``.
 HANDOVER_ANSWER_CHARS: Final = 2_000
 HANDOVER_THINKING_CHARS: Final = 1_000
+#: The files attached to the turn (names and sizes; the files are in the workspace).
+ATTACHMENTS_CHARS: Final = 1_000
 #: Tags and labels around the pieces of the request message.
 REQUEST_FRAMING_CHARS: Final = 200
 REQUEST_MESSAGE_CHARS: Final = (
@@ -32,6 +34,7 @@ REQUEST_MESSAGE_CHARS: Final = (
     + HANDOVER_REQUEST_CHARS
     + HANDOVER_ANSWER_CHARS
     + HANDOVER_THINKING_CHARS
+    + ATTACHMENTS_CHARS
     + REQUEST_FRAMING_CHARS
 )
 

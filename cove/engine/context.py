@@ -110,20 +110,25 @@ def _marker(removed: int, hint: str, middle: bool) -> str:
     return f"…[cut {removed:,} chars{note}]" + ("…" if middle else "")
 
 
-def request_message(request: str, handover: Handover | None) -> str:
+def request_message(
+    request: str, handover: Handover | None, attachments: Sequence[tuple[str, int]] = ()
+) -> str:
     """The second message: the turn's request, with the previous turn's handover when given.
 
     Args:
         request: The user's request of this turn (cut to ``REQUEST_CHARS``; the sandbox keeps
             the full text as ``REQUEST``).
         handover: The previous turn, passed at the first iteration of a later turn.
+        attachments: ``(file name, size in bytes)`` of the files attached to this turn; they
+            are announced so the model knows to read them from the workspace.
 
     Returns:
         Text of at most ``REQUEST_MESSAGE_CHARS`` characters.
     """
     shown = cut(request, b.REQUEST_CHARS, "the full request is in REQUEST", keep_tail=True)
+    files = attachments_note(attachments)
     if handover is None:
-        return shown
+        return f"{shown}\n\n{files}" if files else shown
     answer = (
         cut(handover.answer, b.HANDOVER_ANSWER_CHARS, "the full answer is in LAST_ANSWER")
         if handover.answer is not None
@@ -145,7 +150,33 @@ def request_message(request: str, handover: Handover | None) -> str:
             "</last_thinking>",
         ]
     parts += ["</previous_turn>", "", "<request>", shown, "</request>"]
+    if files:
+        parts += ["", files]
     return "\n".join(parts)
+
+
+def attachments_note(attachments: Sequence[tuple[str, int]]) -> str:
+    """The ``<attachments>`` section listing the turn's files, or "" when there are none.
+
+    At most ``ATTACHMENTS_CHARS`` characters: names are cut, and files past the budget are
+    counted instead of listed (``list_files()`` shows them all).
+    """
+    if not attachments:
+        return ""
+    head = "<attachments> files attached to this request, in the workspace (read_file(name)):"
+    tail = "</attachments>"
+    room = b.ATTACHMENTS_CHARS - len(head) - len(tail) - 2
+    lines: list[str] = []
+    for index, (name, size) in enumerate(attachments):
+        entry = f"- {cut(name, 120, 'list_files()')} ({size:,} bytes)"
+        more = len(attachments) - index - 1
+        reserve = len(f"- and {more} more: list_files()") + 1 if more else 0
+        if len(entry) + 1 + reserve > room:
+            lines.append(f"- and {len(attachments) - index} more: list_files()")
+            break
+        lines.append(entry)
+        room -= len(entry) + 1
+    return "\n".join([head, *lines, tail])
 
 
 def context_message(

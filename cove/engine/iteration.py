@@ -1,7 +1,10 @@
-"""One iteration: one LLM round-trip, its blocks, and one atomic commit.
+"""One iteration: one LLM round-trip and its blocks, recorded as they happen.
 
-build context → record the iteration start → call the model (streaming ``ModelDelta``) → parse →
-run the blocks → snapshot variables → commit the iteration with its exact prompt and raw reply.
+build context → record the iteration start (its exact prompt) → call the model (streaming
+``ModelDelta``) → record the reply as soon as it arrives → parse → run the blocks, recording each
+with its variable versions as it finishes → close the iteration. Each record is one atomic
+write, so a process killed mid-block leaves the reply, the finished blocks and (from the reply's
+planned blocks) which block was running.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from cove.events import (
     VarChange,
     VarsChanged,
 )
-from cove.persistence.records import BlockWrite, IterationWrite, TurnRecord, VarVersionWrite
+from cove.persistence.records import BlockWrite, IterationWrite, ReplyWrite, TurnRecord
 from cove.persistence.store import Store
 
 IterationOutcome = Literal["ok", "error", "parse_error", "cancelled", "failed"]
@@ -81,6 +84,7 @@ class IterationSetup:
     turn: TurnRecord
     system_prompt: str
     handover_message: str | None  # the request message with handover, for iteration 0
+    request_message: str = ""  # the request message of every other iteration
 
 
 class Iteration:
@@ -104,7 +108,7 @@ class Iteration:
         request_msg = (
             s.handover_message
             if self.position == 0 and s.handover_message
-            else (request_message(control.request, None))
+            else (s.request_message or request_message(control.request, None))
         )
         steering = control.take_steering(self.position)
         context_msg = context_message(
@@ -158,7 +162,9 @@ class Iteration:
             )
             self.result = IterationResult(status=ending, failure=None if cancelled else str(exc))
             return
-        control.usage.add(s.settings, completion.model, completion.tokens_in, completion.tokens_out)
+        cost = control.usage.add(
+            s.settings, completion.model, completion.tokens_in, completion.tokens_out
+        )
         try:
             reply = parse_reply(completion.text)
         except ReplyParseError as exc:
@@ -187,6 +193,7 @@ class Iteration:
                     parse_error=str(exc),
                     tokens_in=completion.tokens_in,
                     tokens_out=completion.tokens_out,
+                    cost_usd=cost,
                     llm_ms=completion.duration_ms,
                     duration_ms=_ms(started),
                 ),
@@ -198,6 +205,18 @@ class Iteration:
                 parse_problem=exc.problem,
             )
             return
+        await s.store.record_reply(
+            iteration_id,
+            ReplyWrite(
+                raw_reply=completion.text,
+                thinking=reply.thinking,
+                tokens_in=completion.tokens_in,
+                tokens_out=completion.tokens_out,
+                cost_usd=cost,
+                llm_ms=completion.duration_ms,
+                planned_blocks=tuple(b.code for b in reply.blocks),
+            ),
+        )
         yield ModelReply(
             turn_id=turn.id,
             iteration=self.position + 1,
@@ -211,10 +230,10 @@ class Iteration:
             yield event
 
         blocks: list[BlockWrite] = []
-        versions: list[VarVersionWrite] = []
+        unrecorded: list[BlockWrite] = []
         outcomes: list[BlockOutcome] = []
         async for event in self._run_blocks(
-            reply.blocks, iteration_id, seed, blocks, versions, outcomes
+            reply.blocks, iteration_id, seed, blocks, unrecorded, outcomes
         ):
             yield event
 
@@ -240,10 +259,10 @@ class Iteration:
                 thinking=reply.thinking,
                 tokens_in=completion.tokens_in,
                 tokens_out=completion.tokens_out,
+                cost_usd=cost,
                 llm_ms=completion.duration_ms,
                 duration_ms=_ms(started),
-                blocks=tuple(blocks),
-                var_versions=tuple(versions),
+                blocks=tuple(unrecorded),
                 subqueries=control.take_subqueries(),
             ),
         )
@@ -308,9 +327,14 @@ class Iteration:
         iteration_id: int,
         seed: int,
         blocks: list[BlockWrite],
-        versions: list[VarVersionWrite],
+        unrecorded: list[BlockWrite],
         outcomes: list[BlockOutcome],
     ) -> AsyncIterator[Event]:
+        """Run the reply's blocks in order, recording each with its versions as it finishes.
+
+        Blocks that do not run (after a failure or a cancellation) land in ``unrecorded``, for
+        the iteration's closing write.
+        """
         s, control, turn = self.setup, self.setup.control, self.setup.turn
         stop_reason: str | None = None
         changes: list[VarChange] = []
@@ -318,9 +342,9 @@ class Iteration:
             if stop_reason is None and control.cancel_requested.is_set():
                 stop_reason = "not run: the turn was cancelled"
             if stop_reason is not None:
-                blocks.append(
-                    BlockWrite(position=index, code=block.code, ok=False, error=stop_reason)
-                )
+                skipped = BlockWrite(position=index, code=block.code, ok=False, error=stop_reason)
+                blocks.append(skipped)
+                unrecorded.append(skipped)
                 continue
             yield BlockStarted(
                 turn_id=turn.id, iteration=self.position + 1, index=index + 1, code=block.code
@@ -337,28 +361,30 @@ class Iteration:
             )
             control.current_block = None
             outcomes.append(outcome)
-            versions.extend(new_versions)
             changes.extend(
                 VarChange(
                     name=v.name, version=v.version, type=v.type_name, preview=v.preview, kind=v.kind
                 )
                 for v in new_versions
             )
-            blocks.append(
-                BlockWrite(
-                    position=index,
-                    code=block.code,
-                    ok=outcome.ok,
-                    result_preview=outcome.value_preview,
-                    result_encoded=outcome.value_encoded,
-                    stdout=outcome.stdout,
-                    stderr=outcome.stderr,
-                    error=outcome.error,
-                    duration_ms=outcome.duration_ms,
-                    timed_out=outcome.timed_out,
-                    seed=block_seed,
-                    clock=clock,
-                )
+            finished = BlockWrite(
+                position=index,
+                code=block.code,
+                ok=outcome.ok,
+                result_preview=outcome.value_preview,
+                result_encoded=outcome.value_encoded,
+                stdout=outcome.stdout,
+                stderr=outcome.stderr,
+                error=outcome.error,
+                duration_ms=outcome.duration_ms,
+                timed_out=outcome.timed_out,
+                seed=block_seed,
+                clock=clock,
+            )
+            blocks.append(finished)
+            # Recorded now, so a crash in a later block cannot lose this one.
+            await s.store.record_block(
+                iteration_id, finished, new_versions, control.take_subqueries()
             )
             for event in control.take_events():
                 yield event

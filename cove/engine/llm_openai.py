@@ -19,6 +19,7 @@ import contextlib
 import email.utils
 import json
 import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,12 @@ JSON_SCHEMA_FORMAT: Final[dict[str, Any]] = {
 }
 _RETRYABLE_STATUS: Final = frozenset({408, 409, 429})
 _REDACTED: Final = "[redacted]"
+#: Keys shorter than this are placeholders ("x", "none"), not secrets: never redacted, so an
+#: error message keeps its words.
+MIN_SECRET_CHARS: Final = 8
+#: Keys at least this long are redacted wherever they occur: a random string this long cannot
+#: turn up inside other text by chance. Shorter keys only as whole tokens.
+ANYWHERE_SECRET_CHARS: Final = 20
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
 
@@ -102,6 +109,7 @@ class OpenAIClient:
         self.model = model or settings.model
         self._settings = settings
         self._secret = settings.api_key or None
+        self._secret_pattern = secret_pattern(self._secret)
         self._url = _without_userinfo(settings.base_url or DEFAULT_BASE_URL)
         self._retry_after_cap_s = retry_after_cap_s
         self._support = _Support()
@@ -343,15 +351,32 @@ class OpenAIClient:
 
     def _clean(self, text: str) -> str:
         """``text`` with the API key blanked out, however the endpoint echoed it."""
-        if self._secret:
-            text = text.replace(self._secret, _REDACTED)
-        return text
+        return redact(text, self._secret_pattern)
 
     def _leaks(self, exc: BaseException) -> bool:
-        if not self._secret:
+        if self._secret_pattern is None:
             return False
         body = getattr(exc, "body", None)
-        return self._secret in f"{exc} {body!r} {exc.__cause__}"
+        return self._secret_pattern.search(f"{exc} {body!r} {exc.__cause__}") is not None
+
+
+def secret_pattern(secret: str | None) -> re.Pattern[str] | None:
+    """What finds ``secret`` in text, or None for a key too short to be a secret.
+
+    A key of ``ANYWHERE_SECRET_CHARS`` or more matches anywhere; a shorter one only as a whole
+    token (not next to a letter or digit), so a key like ``hunter22`` never blanks out part of
+    another word. Keys shorter than ``MIN_SECRET_CHARS`` match nothing.
+    """
+    if not secret or len(secret) < MIN_SECRET_CHARS:
+        return None
+    if len(secret) >= ANYWHERE_SECRET_CHARS:
+        return re.compile(re.escape(secret))
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])")
+
+
+def redact(text: str, pattern: re.Pattern[str] | None) -> str:
+    """``text`` with every match of ``pattern`` (see ``secret_pattern``) replaced."""
+    return text if pattern is None else pattern.sub(_REDACTED, text)
 
 
 def _retry_after(headers: Mapping[str, str], cap_s: float) -> float | None:

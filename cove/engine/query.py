@@ -8,7 +8,7 @@ cancellation, error budget) the turn is finalized with a status and nothing comm
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -79,6 +79,7 @@ class Query:
         options: TurnOptions | None = None,
         inputs: BlockInputs | None = None,
         steering: dict[int, list[str]] | None = None,
+        attachments: Sequence[tuple[str, int]] = (),
     ) -> None:
         self.settings = settings
         self.store = store
@@ -88,6 +89,7 @@ class Query:
         self.request = request
         self.options = options or TurnOptions()
         self.inputs = inputs or LiveInputs()
+        self.attachments = tuple(attachments)  # (name, size) of the files attached to the request
         self.control: TurnControl | None = None
         self._cancelled_early = False
         self._steering = steering or {}  # replay: recorded notes by iteration position
@@ -128,7 +130,9 @@ class Query:
         if len(request) > MAX_REQUEST_CHARS:
             raise CoveError(f"the request is longer than {MAX_REQUEST_CHARS:,} characters")
         previous = await self._previous_turn()
-        turn = await self.store.start_turn(self.conversation.id, request, model=self.llm.model)
+        turn = await self.store.start_turn(
+            self.conversation.id, request, model=self.llm.model, attachments=self.attachments
+        )
         started = time.perf_counter()
         control = TurnControl(
             settings=self.settings,
@@ -214,7 +218,10 @@ class Query:
             inputs=self.inputs,
             turn=turn,
             system_prompt=system_prompt(self.env.system_prompt_docs()),
-            handover_message=request_message(control.request, handover) if handover else None,
+            handover_message=(
+                request_message(control.request, handover, self.attachments) if handover else None
+            ),
+            request_message=request_message(control.request, None, self.attachments),
         )
         state = LoopState(journal_entries=journal.entries())
         nudge_state = NudgeState(error_budget=self.settings.error_budget)

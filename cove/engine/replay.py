@@ -115,6 +115,7 @@ async def _replay_turn(
         options=TurnOptions(max_iterations=max(len(iterations), 1)),
         inputs=inputs,
         steering={it.position: list(it.steering) for it in iterations if it.steering},
+        attachments=turn.attachments,
     )
     replayed_status, position = "failed", turn.position
     async for event in query.run():

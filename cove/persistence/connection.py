@@ -10,11 +10,14 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from cove.errors import NotADatabase
+
+T = TypeVar("T")
 
 MEMORY = ":memory:"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -67,6 +70,22 @@ def create_private(path: str) -> None:
                 os.chmod(name, info.st_mode & 0o700)
 
 
+class WriteLockBusy(sqlite3.OperationalError):
+    """``BEGIN IMMEDIATE`` found the write lock taken for longer than the busy timeout.
+
+    Raised before the transaction began, so nothing was written: the unit may be retried.
+    """
+
+
+def without_waiting(conn: sqlite3.Connection, fn: Callable[..., T], *args: object) -> T:
+    """Run ``fn(conn, *args)`` with no busy wait: a held write lock raises ``WriteLockBusy``."""
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        return fn(conn, *args)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
 def configure(conn: sqlite3.Connection) -> None:
     """Apply cove's per-connection pragmas and row factory."""
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -81,7 +100,7 @@ def connect(path: str) -> sqlite3.Connection:
     ``isolation_level=None`` stops the sqlite3 module from opening transactions behind our back,
     so every write unit is exactly the ``BEGIN IMMEDIATE`` ... ``COMMIT`` we issue.
     """
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         configure(conn)
     except BaseException:
@@ -123,7 +142,12 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     IMMEDIATE takes the write lock up front, so a concurrent writer waits (``busy_timeout``)
     at BEGIN instead of failing half-way through with a lock upgrade error.
     """
-    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise WriteLockBusy(str(exc)) from exc
+        raise
     try:
         yield conn
     except BaseException:

@@ -13,8 +13,10 @@ from collections.abc import Callable
 
 from cove.errors import Busy, NotFound
 from cove.persistence.connection import immediate
+from cove.persistence.search_index import index_blocks
+from cove.persistence.totals import RECORDED_TOTALS
 
-_INTERRUPTED = "the process running this turn stopped before it finished"
+INTERRUPTED = "the process running this turn stopped before it finished"
 
 
 def _interrupt(
@@ -24,15 +26,17 @@ def _interrupt(
 
     ``conversations`` is a subquery selecting conversation ids. Returns the number of turns.
     """
-    conn.execute(
-        "UPDATE iteration SET status = 'interrupted' WHERE status = 'running' AND turn_id IN"
-        f" (SELECT id FROM turn WHERE status = 'running' AND conversation_id IN ({conversations}))",
-        params,
+    running = (
+        "SELECT id FROM iteration WHERE status = 'running' AND turn_id IN"
+        f" (SELECT id FROM turn WHERE status = 'running' AND conversation_id IN ({conversations}))"
     )
+    index_blocks(conn, running, params)  # their blocks were never indexed for search
+    conn.execute(f"UPDATE iteration SET status = 'interrupted' WHERE id IN ({running})", params)
     cursor = conn.execute(
-        "UPDATE turn SET status = 'interrupted', finished_at = ?, error = coalesce(error, ?)"
+        "UPDATE turn SET status = 'interrupted', finished_at = ?, error = coalesce(error, ?),"
+        f" {RECORDED_TOTALS}"
         f" WHERE status = 'running' AND conversation_id IN ({conversations})",
-        [now, _INTERRUPTED, *params],
+        [now, INTERRUPTED, *params],
     )
     return cursor.rowcount
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -107,11 +108,18 @@ def check_supported(conn: sqlite3.Connection, path: str) -> int:
     return found
 
 
-def migrate(conn: sqlite3.Connection, path: str) -> int:
+def migrate(
+    conn: sqlite3.Connection,
+    path: str,
+    *,
+    before_commit: Callable[[sqlite3.Connection], None] | None = None,
+) -> int:
     """Bring the schema up to date; return the resulting version.
 
     Each pending migration runs in its own transaction that first re-reads the current
     version, so two processes opening a fresh database at once cannot apply one twice.
+    ``before_commit`` runs inside every one of those transactions, the last one included (the
+    store tags the database as cove's there, together with its first tables).
 
     Raises:
         SchemaTooNew: the database was written by a newer cove; nothing is changed.
@@ -125,6 +133,8 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
             if current > supported:
                 raise SchemaTooNew(path, current, supported)
             pending = [m for m in known if m.version not in applied]
+            if before_commit is not None:
+                before_commit(conn)
             if not pending:
                 return current
             migration = pending[0]

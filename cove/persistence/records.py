@@ -82,8 +82,26 @@ class SubqueryWrite:
 
 
 @dataclass(frozen=True)
+class ReplyWrite:
+    """The model's reply to an iteration, recorded as soon as it arrives (``record_reply``)."""
+
+    raw_reply: str
+    thinking: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    llm_ms: float = 0.0
+    planned_blocks: tuple[str, ...] = ()  # the code of each block the reply asks to run
+
+
+@dataclass(frozen=True)
 class IterationWrite:
-    """Everything an iteration produced; committed in one transaction by ``finish_iteration``."""
+    """How an iteration ended; committed in one transaction by ``finish_iteration``.
+
+    ``blocks``, ``var_versions`` and ``subqueries`` are what was not recorded yet (blocks
+    recorded as they finished are not repeated). ``raw_reply`` and ``thinking`` left None keep
+    what ``record_reply`` recorded.
+    """
 
     status: IterationStatus
     raw_reply: str | None
@@ -96,6 +114,7 @@ class IterationWrite:
     blocks: tuple[BlockWrite, ...] = ()
     var_versions: tuple[VarVersionWrite, ...] = ()
     subqueries: tuple[SubqueryWrite, ...] = ()
+    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -137,6 +156,21 @@ class IterationRecord:
     blocks: tuple[BlockRecord, ...] = ()
     subqueries: tuple[SubqueryRecord, ...] = ()
     steering: tuple[str, ...] = ()  # the person's messages this iteration first showed
+    planned_blocks: tuple[str, ...] = ()
+    cost_usd: float = 0.0
+
+    @property
+    def running_block(self) -> int | None:
+        """The position of the block running now, or running when the iteration stopped.
+
+        Set for a running or interrupted (crash, lost process) iteration whose reply's blocks
+        have not all been recorded; None otherwise.
+        """
+        if self.status in ("running", "interrupted") and len(self.blocks) < len(
+            self.planned_blocks
+        ):
+            return len(self.blocks)
+        return None
 
 
 @dataclass(frozen=True)
@@ -158,6 +192,7 @@ class TurnRecord:
     finished_at: float | None
     error: str | None
     iterations: tuple[IterationRecord, ...] = ()
+    attachments: tuple[tuple[str, int], ...] = ()  # (file name, size in bytes)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any, cast
 
@@ -25,7 +26,8 @@ FROM conversation c
 
 TURN_COLUMNS = (
     "t.id, t.conversation_id, t.position, t.request, t.status, t.answer, t.confidence, t.model,"
-    " t.tokens_in, t.tokens_out, t.cost_usd, t.started_at, t.finished_at, t.error"
+    " t.tokens_in, t.tokens_out, t.cost_usd, t.started_at, t.finished_at, t.error,"
+    " t.attachments"
 )
 
 BLOCK_COLUMNS = "b.*, bb.data AS blob_data"
@@ -91,6 +93,7 @@ def turn(row: sqlite3.Row, iterations: tuple[IterationRecord, ...] = ()) -> Turn
         finished_at=row["finished_at"],
         error=row["error"],
         iterations=iterations,
+        attachments=tuple((str(n), int(z)) for n, z in json.loads(row["attachments"] or "[]")),
     )
 
 
@@ -121,6 +124,8 @@ def iteration(
         blocks=blocks,
         subqueries=subqueries,
         steering=steering,
+        planned_blocks=tuple(json.loads(row["planned_blocks"] or "[]")),
+        cost_usd=row["cost_usd"],
     )
 
 

@@ -1,7 +1,7 @@
 """The store: cove's one SQLite database behind an async API.
 
-``Store`` owns a single aiosqlite connection (the process's one writer). Every public method is
-one synchronous function from ``writes``, ``reads`` or ``leases`` run on that connection's
+``Store`` owns a single sqlite3 connection on its own thread (the process's one writer). Every
+public method is one synchronous function from ``writes``, ``reads`` or ``leases`` run on that
 thread, and every write method is exactly one ``BEGIN IMMEDIATE`` transaction::
 
     async with Store.open(path) as store:
@@ -11,50 +11,43 @@ thread, and every write method is exactly one ``BEGIN IMMEDIATE`` transaction::
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
-
-import aiosqlite
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cove.errors import CoveError, StoreError
 from cove.persistence import leases, reads, writes
-from cove.persistence.connection import (
-    check_header,
-    configure,
-    create_private,
-    enable_wal,
-)
-from cove.persistence.migrate import check_supported, migrate
+from cove.persistence.checkpoint import Checkpointer
+from cove.persistence.connection import WriteLockBusy, without_waiting
+from cove.persistence.dbthread import DbThread
 from cove.persistence.records import (
     BlockRecord,
+    BlockWrite,
     ConversationRecord,
     ConversationScan,
     IterationWrite,
+    ReplyWrite,
     SearchHit,
     SubqueryRecord,
+    SubqueryWrite,
     Transcript,
     TurnRecord,
     VarVersionRecord,
+    VarVersionWrite,
 )
+
+#: Write units up to this many bytes may run on the event loop's thread (see ``Store._write``).
+INLINE_WRITE_BYTES = 64 * 1024
+#: Write units between two requests for a WAL checkpoint (run off the store's connection).
+CHECKPOINT_EVERY = 200
 
 P = ParamSpec("P")
 T = TypeVar("T")
 Clock = Callable[[], float]
-
-
-def _prepare(conn: sqlite3.Connection, path: str, now: float) -> int:
-    """Check, migrate and recover a freshly opened database; return its schema version."""
-    configure(conn)
-    # Version check before any write: a database from a newer cove stays untouched.
-    check_supported(conn, path)
-    enable_wal(conn, path)
-    version = migrate(conn, path)
-    leases.recover(conn, now)
-    return version
 
 
 class Store:
@@ -64,35 +57,58 @@ class Store:
     Times are seconds since the epoch from ``clock`` (a seam for lease-expiry tests).
     """
 
-    def __init__(self, db: aiosqlite.Connection, path: str, clock: Clock) -> None:
-        self._db = db
+    def __init__(self, thread: DbThread, path: str, clock: Clock) -> None:
+        self._thread = thread
         self._path = path
         self._clock = clock
         self._closed = False
         self._schema_version = 0
+        self._created = False
+        self._read_only = False
+        self._writes = 0
+        self._checkpointer: Checkpointer | None = None
+        self._file: str | None = (
+            None  # the file written, when it is one (not memory, not read-only)
+        )
 
     @staticmethod
-    def open(path: str | os.PathLike[str], *, clock: Clock = time.time) -> StoreOpener:
+    def open(
+        path: str | os.PathLike[str], *, clock: Clock = time.time, read_only: bool = False
+    ) -> StoreOpener:
         """Open (creating and migrating if needed) the database at ``path``.
 
         Args:
             path: a file path, or ``":memory:"`` for a private in-memory database.
             clock: the time source for timestamps and leases.
+            read_only: open for reading only: nothing is created or written (no migration, no
+                crash recovery); a missing or empty file reads as an empty database. A schema
+                older than this cove's is upgraded first when the file is writable.
 
         Returns:
             An awaitable that is also an async context manager closing the store on exit.
 
         Raises:
-            NotADatabase: the file exists and is not a SQLite database (it is not modified).
+            NotADatabase: the path is a directory, not SQLite, or another application's
+                SQLite database (it is not modified).
             SchemaTooNew: the database was written by a newer cove (it is not modified).
             StoreError: the database cannot be opened or migrated.
         """
-        return StoreOpener(os.fspath(path), clock)
+        return StoreOpener(os.fspath(path), clock, read_only)
 
     @property
     def path(self) -> str:
         """The database path this store was opened with."""
         return self._path
+
+    @property
+    def created(self) -> bool:
+        """True when this open created the database file (it did not exist or was empty)."""
+        return self._created
+
+    @property
+    def read_only(self) -> bool:
+        """True when the store was opened for reading only; writes then fail."""
+        return self._read_only
 
     @property
     def schema_version(self) -> int:
@@ -102,30 +118,70 @@ class Store:
     async def _run(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run ``fn(connection, ...)`` on the connection's thread in ONE hop.
+        """Run ``fn(connection, ...)`` on the database thread in ONE hop.
 
-        aiosqlite's public methods hop to its thread once per statement; a write unit of a dozen
-        statements would pay a dozen hops. ``Connection._execute`` (aiosqlite 0.22) queues one
-        callable on that thread, so a whole transaction runs there as one synchronous function.
-        This is the only place the private method is used.
+        A write unit of a dozen statements is one function, so it costs one hand-off to the
+        thread and one commit.
         """
         if self._closed:
             raise StoreError(f"the store for {self._path} is closed")
-        execute = cast(Callable[..., Awaitable[T]], self._db._execute)
-        connection = self._db._conn
         try:
-            return await execute(fn, connection, *args, **kwargs)
+            return await self._thread.call(fn, *args, **kwargs)
         except CoveError:
             raise
         except sqlite3.Error as exc:
             raise StoreError(f"database error in {self._path}: {exc}") from exc
+
+    async def _write(
+        self,
+        size: int,
+        fn: Callable[Concatenate[sqlite3.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Run a one-transaction write unit of about ``size`` bytes, as cheaply as is safe.
+
+        While the database thread is idle, a small unit runs right here on the event loop's
+        thread: it commits in tens of microseconds, less than the two thread wake-ups of a
+        hand-off cost on a busy machine, and it is just as durable (committed before this
+        returns). It never waits there: if another process holds the write lock, the unit (not
+        begun, so nothing written) goes to the thread, which waits up to the busy timeout.
+        ``fn`` must be exactly one ``immediate`` transaction with nothing written before it.
+        """
+        if self._closed:
+            raise StoreError(f"the store for {self._path} is closed")
+        result: T
+        if size <= INLINE_WRITE_BYTES and self._thread.idle and not self._read_only:
+            try:
+                result = self._thread.run_here(without_waiting, lambda c: fn(c, *args, **kwargs))
+            except WriteLockBusy:
+                result = await self._run(fn, *args, **kwargs)
+            except CoveError:
+                raise
+            except sqlite3.Error as exc:
+                raise StoreError(f"database error in {self._path}: {exc}") from exc
+        else:
+            result = await self._run(fn, *args, **kwargs)
+        self._writes += 1
+        if self._writes % CHECKPOINT_EVERY == 0:
+            self._checkpoint()
+        return result
+
+    def _checkpoint(self) -> None:
+        """Have the WAL folded back into the file, off this connection (see ``checkpoint``)."""
+        if self._checkpointer is None and self._file is not None:
+            self._checkpointer = Checkpointer(self._file)
+        if self._checkpointer is not None:
+            self._checkpointer.request()
 
     async def aclose(self) -> None:
         """Close the database connection; later calls raise ``StoreError``. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        await self._db.close()
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.close)
+        await self._thread.close()
 
     async def __aenter__(self) -> Store:
         return self
@@ -221,14 +277,21 @@ class Store:
         """Set a conversation's title. Raises ``NotFound``."""
         await self._run(writes.set_title, self._clock(), conversation_id, title)
 
-    async def delete_conversation(self, conversation_id: str) -> None:
+    async def delete_conversation(
+        self, conversation_id: str, *, lease_owner: str | None = None
+    ) -> None:
         """Delete a conversation with all it wrote; blobs nothing else uses are collected.
+
+        Args:
+            conversation_id: the conversation.
+            lease_owner: the caller's lease owner id; a live lease held by anyone else refuses.
 
         Raises:
             NotFound: unknown conversation.
+            Busy: another owner holds a live lease (a turn is running there).
             CoveError: the conversation has forks (named in the message); delete them first.
         """
-        await self._run(writes.delete_conversation, conversation_id)
+        await self._run(writes.delete_conversation, self._clock(), conversation_id, lease_owner)
 
     # --- leases --------------------------------------------------------------------------
 
@@ -274,13 +337,21 @@ class Store:
     # --- turns and iterations ------------------------------------------------------------
 
     async def start_turn(
-        self, conversation_id: str, request: str, *, model: str | None = None
+        self,
+        conversation_id: str,
+        request: str,
+        *,
+        model: str | None = None,
+        attachments: Sequence[tuple[str, int]] = (),
     ) -> TurnRecord:
         """Record a ``running`` turn after the last turn the conversation sees.
 
-        A fork's first own turn is ``fork_turn + 1``. Raises ``NotFound``.
+        A fork's first own turn is ``fork_turn + 1``. ``attachments`` are the ``(name, size)``
+        of the files attached to the request. Raises ``NotFound``.
         """
-        return await self._run(writes.start_turn, self._clock(), conversation_id, request, model)
+        return await self._run(
+            writes.start_turn, self._clock(), conversation_id, request, model, tuple(attachments)
+        )
 
     async def start_iteration(
         self,
@@ -300,7 +371,8 @@ class Store:
             NotFound: unknown turn.
             Busy: the turn is no longer running (another process took the conversation over).
         """
-        return await self._run(
+        return await self._write(
+            len(system_prompt) + len(request_message) + len(context_message),
             writes.start_iteration,
             self._clock(),
             turn_id,
@@ -319,8 +391,46 @@ class Store:
         """
         await self._run(writes.add_steering, self._clock(), iteration_id, texts)
 
+    async def record_reply(self, iteration_id: int, reply: ReplyWrite) -> None:
+        """Record the model's reply (with its usage and planned blocks) as soon as it arrives.
+
+        Raises:
+            NotFound: unknown iteration.
+            Busy: the iteration or its turn is no longer running.
+        """
+        size = len(reply.raw_reply) + sum(len(code) for code in reply.planned_blocks)
+        await self._write(size, writes.record_reply, iteration_id, reply)
+
+    async def record_block(
+        self,
+        iteration_id: int,
+        block: BlockWrite,
+        versions: Sequence[VarVersionWrite] = (),
+        subqueries: Sequence[SubqueryWrite] = (),
+    ) -> None:
+        """Record one finished block with its variable versions and sub-queries, atomically.
+
+        Raises:
+            NotFound: unknown iteration.
+            Busy: the iteration or its turn is no longer running.
+            StoreError: a version names another block, or a number is reused; nothing is written.
+        """
+        size = _block_size(block) + sum(len(v.encoded or "") for v in versions)
+        await self._write(
+            size,
+            writes.record_block,
+            self._clock(),
+            iteration_id,
+            block,
+            tuple(versions),
+            tuple(subqueries),
+        )
+
     async def finish_iteration(self, iteration_id: int, result: IterationWrite) -> None:
-        """Commit an iteration with its blocks, variable versions and sub-queries atomically.
+        """Close an iteration with what it has not recorded yet (blocks, versions, sub-queries).
+
+        Blocks already recorded with ``record_block`` are not repeated; ``result.var_versions``
+        may name them.
 
         Encoded values larger than 4 KB are stored as blobs; reads return them as text.
 
@@ -330,7 +440,9 @@ class Store:
             StoreError: the write is inconsistent (e.g. a variable version names a block the
                 iteration does not have, or a version number is reused); nothing is written.
         """
-        await self._run(writes.finish_iteration, self._clock(), iteration_id, result)
+        size = sum(_block_size(b) for b in result.blocks) + len(result.raw_reply or "")
+        size += sum(len(v.encoded or "") for v in result.var_versions)
+        await self._write(size, writes.finish_iteration, self._clock(), iteration_id, result)
 
     async def finish_turn(
         self,
@@ -487,42 +599,9 @@ class Store:
         return await self._run(reads.last_blocks, conversation_id, limit)
 
 
-class StoreOpener:
-    """What ``Store.open`` returns: ``await`` it, or use it with ``async with``."""
+def _block_size(block: BlockWrite) -> int:
+    return len(block.code) + len(block.result_encoded or "") + len(block.stdout) + len(block.stderr)
 
-    def __init__(self, path: str, clock: Clock) -> None:
-        self._path = path
-        self._clock = clock
-        self._store: Store | None = None
 
-    async def _open(self) -> Store:
-        check_header(self._path)
-        try:
-            # A first run points at a data directory that may not exist yet.
-            create_private(self._path)
-            db = await aiosqlite.connect(self._path, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open database {self._path}: {exc}") from exc
-        store = Store(db, self._path, self._clock)
-        try:
-            store._schema_version = await store._run(_prepare, self._path, self._clock())
-        except BaseException:
-            await store.aclose()
-            raise
-        return store
-
-    def __await__(self) -> Generator[Any, None, Store]:
-        return self._open().__await__()
-
-    async def __aenter__(self) -> Store:
-        self._store = await self._open()
-        return self._store
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._store is not None:
-            await self._store.aclose()
+# At the end: the opener builds Stores, so it imports this module (``Store.open`` returns one).
+from cove.persistence.store_open import StoreOpener  # noqa: E402

@@ -7,26 +7,32 @@ thread and one commit.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from cove.errors import Busy, CoveError, NotFound, StoreError
 from cove.persistence import reads
 from cove.persistence.chain import last_position
 from cove.persistence.connection import collect_blobs, immediate, put_blob, put_encoded
-from cove.persistence.records import ConversationRecord, IterationWrite, TurnRecord
+from cove.persistence.records import (
+    BlockWrite,
+    ConversationRecord,
+    IterationWrite,
+    ReplyWrite,
+    SubqueryWrite,
+    TurnRecord,
+    VarVersionWrite,
+)
+from cove.persistence.search_index import index_blocks, index_text
+from cove.persistence.totals import RECORDED_TOTALS
 
 TURN_END_STATUSES = frozenset(
     {"done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"}
 )
 ITERATION_END_STATUSES = frozenset({"ok", "error", "parse_error", "interrupted", "cancelled"})
-
-
-def _index(conn: sqlite3.Connection, turn_id: int, kind: str, text: str) -> None:
-    """Add one searchable text; the search_doc id doubles as the FTS rowid."""
-    cursor = conn.execute("INSERT INTO search_doc (turn_id, kind) VALUES (?, ?)", (turn_id, kind))
-    conn.execute("INSERT INTO search_fts (rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
 
 
 def create_conversation(
@@ -90,18 +96,24 @@ def set_title(conn: sqlite3.Connection, now: float, conversation_id: str, title:
 
 
 def start_turn(
-    conn: sqlite3.Connection, now: float, conversation_id: str, request: str, model: str | None
+    conn: sqlite3.Connection,
+    now: float,
+    conversation_id: str,
+    request: str,
+    model: str | None,
+    attachments: Sequence[tuple[str, int]] = (),
 ) -> TurnRecord:
     """Record a new ``running`` turn after the last one the conversation sees."""
+    files = json.dumps([list(item) for item in attachments]) if attachments else None
     with immediate(conn):
         position = last_position(conn, conversation_id) + 1
         cursor = conn.execute(
-            "INSERT INTO turn (conversation_id, position, request, status, model, started_at)"
-            " VALUES (?, ?, ?, 'running', ?, ?)",
-            (conversation_id, position, request, model, now),
+            "INSERT INTO turn (conversation_id, position, request, status, model, started_at,"
+            " attachments) VALUES (?, ?, ?, 'running', ?, ?, ?)",
+            (conversation_id, position, request, model, now, files),
         )
         turn_id = int(cursor.lastrowid or 0)
-        _index(conn, turn_id, "request", request)
+        index_text(conn, turn_id, "request", request)
         conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
     return reads.get_turn(conn, turn_id)
 
@@ -146,25 +158,79 @@ def start_iteration(
         return int(cursor.lastrowid or 0)
 
 
+def _running_iteration(conn: sqlite3.Connection, iteration_id: int) -> tuple[int, str]:
+    """Return (turn id, conversation id) of a running iteration of a running turn."""
+    row = conn.execute(
+        "SELECT turn_id, status FROM iteration WHERE id = ?", (iteration_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFound("iteration", str(iteration_id))
+    turn_id, status = row
+    conversation_id = _running_turn(conn, turn_id)
+    if status != "running":
+        raise Busy(conversation_id, message=f"iteration {iteration_id} is already {status}")
+    return int(turn_id), conversation_id
+
+
+def record_reply(conn: sqlite3.Connection, iteration_id: int, reply: ReplyWrite) -> None:
+    """Record the model's reply the moment it arrives, before any of its blocks runs."""
+    with immediate(conn):
+        _running_iteration(conn, iteration_id)
+        conn.execute(
+            "UPDATE iteration SET raw_reply = ?, thinking = ?, tokens_in = ?, tokens_out = ?,"
+            " cost_usd = ?, llm_ms = ?, planned_blocks = ? WHERE id = ?",
+            (
+                reply.raw_reply,
+                reply.thinking,
+                reply.tokens_in,
+                reply.tokens_out,
+                reply.cost_usd,
+                reply.llm_ms,
+                json.dumps(list(reply.planned_blocks)),
+                iteration_id,
+            ),
+        )
+
+
+def record_block(
+    conn: sqlite3.Connection,
+    now: float,
+    iteration_id: int,
+    block: BlockWrite,
+    versions: Sequence[VarVersionWrite],
+    subqueries: Sequence[SubqueryWrite],
+) -> None:
+    """Record one finished block with the variable versions and sub-queries it made."""
+    with immediate(conn):
+        turn_id, conversation_id = _running_iteration(conn, iteration_id)
+        _insert_units(
+            conn, now, iteration_id, turn_id, conversation_id, (block,), versions, subqueries
+        )
+
+
 def finish_iteration(
     conn: sqlite3.Connection, now: float, iteration_id: int, result: IterationWrite
 ) -> None:
-    """Commit everything an iteration produced, atomically."""
+    """Close an iteration with whatever it has not recorded yet, atomically."""
     if result.status not in ITERATION_END_STATUSES:
         raise StoreError(f"{result.status!r} is not a finished iteration status")
     with immediate(conn):
-        row = conn.execute(
-            "SELECT turn_id, status FROM iteration WHERE id = ?", (iteration_id,)
-        ).fetchone()
-        if row is None:
-            raise NotFound("iteration", str(iteration_id))
-        turn_id, status = row
-        conversation_id = _running_turn(conn, turn_id)
-        if status != "running":
-            raise Busy(conversation_id, message=f"iteration {iteration_id} is already {status}")
+        turn_id, conversation_id = _running_iteration(conn, iteration_id)
+        _insert_units(
+            conn,
+            now,
+            iteration_id,
+            turn_id,
+            conversation_id,
+            result.blocks,
+            result.var_versions,
+            result.subqueries,
+        )
+        index_blocks(conn, "?", [iteration_id])  # while it still reads as running
         conn.execute(
-            "UPDATE iteration SET status = ?, raw_reply = ?, thinking = ?, parse_error = ?,"
-            " tokens_in = ?, tokens_out = ?, llm_ms = ?, duration_ms = ? WHERE id = ?",
+            "UPDATE iteration SET status = ?, raw_reply = coalesce(?, raw_reply),"
+            " thinking = coalesce(?, thinking), parse_error = ?, tokens_in = ?, tokens_out = ?,"
+            " cost_usd = ?, llm_ms = ?, duration_ms = ? WHERE id = ?",
             (
                 result.status,
                 result.raw_reply,
@@ -172,83 +238,107 @@ def finish_iteration(
                 result.parse_error,
                 result.tokens_in,
                 result.tokens_out,
+                result.cost_usd,
                 result.llm_ms,
                 result.duration_ms,
                 iteration_id,
             ),
         )
-        block_ids: dict[int, int] = {}
-        for block in result.blocks:
-            inline, digest = put_encoded(conn, block.result_encoded)
-            cursor = conn.execute(
-                "INSERT INTO block (iteration_id, position, code, ok, result_preview,"
-                " result_encoded, result_blob, stdout, stderr, error, duration_ms, timed_out,"
-                " seed, clock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    iteration_id,
-                    block.position,
-                    block.code,
-                    block.ok,
-                    block.result_preview,
-                    inline,
-                    digest,
-                    block.stdout,
-                    block.stderr,
-                    block.error,
-                    block.duration_ms,
-                    block.timed_out,
-                    block.seed,
-                    block.clock,
-                ),
-            )
-            block_ids[block.position] = int(cursor.lastrowid or 0)
-            _index(conn, turn_id, "code", block.code)
-        for var in result.var_versions:
-            if var.block_position not in block_ids:
+
+
+def _insert_units(
+    conn: sqlite3.Connection,
+    now: float,
+    iteration_id: int,
+    turn_id: int,
+    conversation_id: str,
+    blocks: Sequence[BlockWrite],
+    versions: Sequence[VarVersionWrite],
+    subqueries: Sequence[SubqueryWrite],
+) -> None:
+    """Insert blocks, the variable versions they made and sub-queries of one iteration.
+
+    Block code is not indexed for search here: ``finish_iteration`` (or whatever closes the
+    iteration) indexes all its blocks at once (see ``search_index``).
+    """
+    block_ids: dict[int, int] = {}
+    for block in blocks:
+        inline, digest = put_encoded(conn, block.result_encoded)
+        cursor = conn.execute(
+            "INSERT INTO block (iteration_id, position, code, ok, result_preview,"
+            " result_encoded, result_blob, stdout, stderr, error, duration_ms, timed_out,"
+            " seed, clock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                iteration_id,
+                block.position,
+                block.code,
+                block.ok,
+                block.result_preview,
+                inline,
+                digest,
+                block.stdout,
+                block.stderr,
+                block.error,
+                block.duration_ms,
+                block.timed_out,
+                block.seed,
+                block.clock,
+            ),
+        )
+        block_ids[block.position] = int(cursor.lastrowid or 0)
+    for var in versions:
+        block_id = block_ids.get(var.block_position)
+        if block_id is None:
+            row = conn.execute(
+                "SELECT id FROM block WHERE iteration_id = ? AND position = ?",
+                (iteration_id, var.block_position),
+            ).fetchone()
+            if row is None:
                 raise StoreError(
                     f"variable {var.name!r} v{var.version} names block {var.block_position}, "
                     f"which is not part of iteration {iteration_id}"
                 )
-            inline, digest = put_encoded(conn, var.encoded)
-            conn.execute(
-                "INSERT INTO var_version (conversation_id, name, version, block_id, kind,"
-                " encoded, encoded_blob, type_name, preview, size, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    conversation_id,
-                    var.name,
-                    var.version,
-                    block_ids[var.block_position],
-                    var.kind,
-                    inline,
-                    digest,
-                    var.type_name,
-                    var.preview,
-                    var.size,
-                    now,
-                ),
-            )
-        conn.executemany(
-            "INSERT INTO subquery (iteration_id, block_position, position, prompt, reply, model,"
-            " tokens_in, tokens_out, cost_usd, duration_ms, error)"
+            block_id = block_ids[var.block_position] = int(row[0])
+        inline, digest = put_encoded(conn, var.encoded)
+        conn.execute(
+            "INSERT INTO var_version (conversation_id, name, version, block_id, kind,"
+            " encoded, encoded_blob, type_name, preview, size, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    iteration_id,
-                    sub.block_position,
-                    sub.position,
-                    sub.prompt,
-                    sub.reply,
-                    sub.model,
-                    sub.tokens_in,
-                    sub.tokens_out,
-                    sub.cost_usd,
-                    sub.duration_ms,
-                    sub.error,
-                )
-                for sub in result.subqueries
-            ],
+            (
+                conversation_id,
+                var.name,
+                var.version,
+                block_id,
+                var.kind,
+                inline,
+                digest,
+                var.type_name,
+                var.preview,
+                var.size,
+                now,
+            ),
         )
+    conn.executemany(
+        "INSERT INTO subquery (iteration_id, block_position, position, prompt, reply, model,"
+        " tokens_in, tokens_out, cost_usd, duration_ms, error)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                iteration_id,
+                sub.block_position,
+                sub.position,
+                sub.prompt,
+                sub.reply,
+                sub.model,
+                sub.tokens_in,
+                sub.tokens_out,
+                sub.cost_usd,
+                sub.duration_ms,
+                sub.error,
+            )
+            for sub in subqueries
+        ],
+    )
 
 
 def finish_turn(
@@ -273,21 +363,38 @@ def finish_turn(
             " tokens_out = ?, cost_usd = ?, finished_at = ?, error = ? WHERE id = ?",
             (status, answer, confidence, tokens_in, tokens_out, cost_usd, now, error, turn_id),
         )
+        # Totals are never less than what the recorded iterations and sub-queries used (a
+        # failed or cancelled turn included), the same sums crash recovery writes.
+        conn.execute(f"UPDATE turn SET {RECORDED_TOTALS} WHERE id = ?", (turn_id,))
         leftover = "cancelled" if status == "cancelled" else "interrupted"
+        index_blocks(conn, "SELECT id FROM iteration WHERE turn_id = ?", [turn_id])
         conn.execute(
             "UPDATE iteration SET status = ? WHERE turn_id = ? AND status = 'running'",
             (leftover, turn_id),
         )
         if answer:
-            _index(conn, turn_id, "answer", answer)
+            index_text(conn, turn_id, "answer", answer)
         conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
     return reads.get_turn(conn, turn_id)
 
 
-def delete_conversation(conn: sqlite3.Connection, conversation_id: str) -> None:
-    """Delete a conversation with everything it wrote, then the blobs nobody uses any more."""
+def delete_conversation(
+    conn: sqlite3.Connection, now: float, conversation_id: str, lease_owner: str | None
+) -> None:
+    """Delete a conversation with everything it wrote, then the blobs nobody uses any more.
+
+    Refused while another owner holds a live lease on it: a turn is running there.
+    """
     with immediate(conn):
-        reads.get_conversation(conn, conversation_id)
+        record = reads.get_conversation(conn, conversation_id)
+        holder, until = record.lease_owner, record.lease_until
+        if holder is not None and holder != lease_owner and until is not None and until > now:
+            raise Busy(
+                conversation_id,
+                holder,
+                message=f"conversation {conversation_id} cannot be deleted: another cove process "
+                f"is running a turn in it (lease held by {holder}); try again when it finishes",
+            )
         forks = [
             row[0]
             for row in conn.execute(

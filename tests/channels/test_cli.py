@@ -335,9 +335,16 @@ def test_a_file_that_is_not_a_database_is_refused_and_left_alone(cli: Cli) -> No
 
 
 def test_a_database_from_a_newer_cove_is_refused(cli: Cli) -> None:
+    import asyncio
     import sqlite3
 
-    assert cli("list").returncode == 0
+    from cove.persistence.store import Store
+
+    async def make() -> None:
+        async with Store.open(cli.db):
+            pass
+
+    asyncio.run(make())
     with sqlite3.connect(cli.db) as db:
         db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'x', 0)")
     result = cli("list")

@@ -399,3 +399,15 @@ def test_context_never_exceeds_its_ceiling(
         nudges=nudges,
     )
     assert len(text) <= b.CONTEXT_CHARS
+
+
+def test_the_request_message_announces_attached_files_within_its_budget() -> None:
+    text = request_message("Which month sold most?", None, [("sales.csv", 12_345)])
+    assert text.startswith("Which month sold most?")
+    assert "- sales.csv (12,345 bytes)" in text and "read_file" in text
+    assert request_message("q", None) == "q"
+    many = [(f"file-{n:04d}-" + "x" * 100 + ".csv", n) for n in range(500)]
+    crowded = request_message("q", Handover("r" * 5000, "a" * 5000, "t" * 5000), many)
+    assert len(crowded) <= b.REQUEST_MESSAGE_CHARS
+    assert "more: list_files()" in crowded
+    assert crowded.index("<request>\nq") < crowded.index("<attachments>")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cove.config import Settings
-from cove.engine.llm_openai import JSON_SCHEMA_FORMAT, OpenAIClient
+from cove.engine.llm_openai import JSON_SCHEMA_FORMAT, OpenAIClient, redact, secret_pattern
 from cove.engine.protocol import parse_reply
 from cove.errors import ModelError
 from tests.conftest import FAKE_API_KEY
@@ -406,3 +406,47 @@ async def test_standalone_fake_server_serves_a_script(tmp_path: Path) -> None:
     finally:
         process.terminate()
         await process.wait()
+
+
+# -- redaction keeps text whole ------------------------------------------------------------------
+
+
+async def test_a_short_key_never_mangles_an_error_message(
+    openai_settings: Settings, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.add_faults(Fault.error(404, "The model `fake-model` does not exist"))
+    llm = OpenAIClient(openai_settings.replace(api_key="x"))
+    try:
+        with pytest.raises(ModelError) as info:
+            await llm.complete(MESSAGES)
+    finally:
+        await llm.aclose()
+    assert "does not exist" in str(info.value)
+    assert "[redacted]" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "expected"),
+    [
+        ("x", "does not exist", "does not exist"),
+        ("none", "none of these, key none", "none of these, key none"),
+        ("hunter22", "key hunter22 refused", "key [redacted] refused"),
+        ("hunter22", "hunter222 and xhunter22 are other words", None),
+        ("hunter22", "https://h/v1?key=hunter22&x=1", "https://h/v1?key=[redacted]&x=1"),
+        (
+            "sk-" + "a1" * 20,
+            "Incorrect API key provided: sk-" + "a1" * 20 + ".",
+            "Incorrect API key provided: [redacted].",
+        ),
+        (
+            "sk-" + "a1" * 20,
+            "GET https://user:sk-" + "a1" * 20 + "@host/v1?api_key=sk-" + "a1" * 20,
+            "GET https://user:[redacted]@host/v1?api_key=[redacted]",
+        ),
+        ("sk-" + "a1" * 20, "glued:sk-" + "a1" * 20 + "zz", "glued:[redacted]zz"),
+    ],
+    ids=["one-char", "short-word", "medium", "medium-in-words", "medium-in-url", "long",
+         "long-in-url", "long-glued"],
+)  # fmt: skip
+def test_redaction_takes_whole_secrets_only(key: str, text: str, expected: str | None) -> None:
+    assert redact(text, secret_pattern(key)) == (text if expected is None else expected)

@@ -3,6 +3,8 @@
 Usage (run with the project's Python)::
 
     store_worker.py crash-writer DB      write iterations forever, print each committed id
+    store_worker.py unit-writer DB       the same, one unit at a time as the engine does (start,
+                                         reply, each block, finish), printing each unit
     store_worker.py writer DB COUNT      write COUNT iterations into a new conversation
     store_worker.py lease DB ID OWNER    print "ready", wait for a line on stdin, then try to
                                          take the conversation's lease: print "won" or "busy"
@@ -18,7 +20,7 @@ import os
 import sys
 
 from cove.errors import Busy
-from cove.persistence.records import BlockWrite, IterationWrite, VarVersionWrite
+from cove.persistence.records import BlockWrite, IterationWrite, ReplyWrite, VarVersionWrite
 from cove.persistence.store import Store
 
 SYSTEM_PROMPT = "You answer by writing Python code."
@@ -43,6 +45,36 @@ async def write(store: Store, turn_id: int, n: int) -> int:
     )
     await store.finish_iteration(iteration_id, iteration(n))
     return iteration_id
+
+
+async def write_units(store: Store, turn_id: int, n: int) -> None:
+    """One iteration the engine's way, printing "ID reply", "ID block K", "ID done" per unit."""
+    iteration_id = await store.start_iteration(
+        turn_id, n, system_prompt=SYSTEM_PROMPT, request_message="r", context_message=f"c{n}"
+    )
+    whole = iteration(n)
+    await store.record_reply(
+        iteration_id,
+        ReplyWrite(raw_reply=f"reply {n}", planned_blocks=tuple(b.code for b in whole.blocks)),
+    )
+    print(iteration_id, "reply", flush=True)
+    for block in whole.blocks:
+        versions = [v for v in whole.var_versions if v.block_position == block.position]
+        await store.record_block(iteration_id, block, versions)
+        print(iteration_id, "block", block.position, flush=True)
+    await store.finish_iteration(iteration_id, IterationWrite(status="ok", raw_reply=None))
+    print(iteration_id, "done", flush=True)
+
+
+async def unit_writer(path: str) -> None:
+    async with Store.open(path) as store:
+        conversation = await store.create_conversation(channel="crash")
+        turn = await store.start_turn(conversation.id, "write until killed")
+        print("conversation", conversation.id, flush=True)
+        n = 0
+        while True:
+            await write_units(store, turn.id, n)
+            n += 1
 
 
 async def crash_writer(path: str) -> None:
@@ -92,6 +124,8 @@ def main(argv: list[str]) -> None:
     command, path, *rest = argv
     if command == "crash-writer":
         asyncio.run(crash_writer(path))
+    elif command == "unit-writer":
+        asyncio.run(unit_writer(path))
     elif command == "writer":
         asyncio.run(writer(path, int(rest[0])))
     elif command == "lease":

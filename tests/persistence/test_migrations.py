@@ -8,6 +8,7 @@ import pytest
 
 from cove.errors import NotADatabase, SchemaTooNew, StoreError
 from cove.persistence.migrate import latest_version, migrations, split_statements
+from cove.persistence.opening import APPLICATION_ID
 from cove.persistence.store import Store
 from tests.persistence.store_helpers import count, file_bytes, file_names, raw, write_file
 
@@ -20,11 +21,12 @@ TABLES = {
     "turn": [
         "id", "conversation_id", "position", "request", "status", "answer", "confidence",
         "model", "tokens_in", "tokens_out", "cost_usd", "started_at", "finished_at", "error",
+        "attachments",
     ],
     "iteration": [
         "id", "turn_id", "position", "status", "system_prompt_hash", "request_message",
         "context_message", "raw_reply", "thinking", "parse_error", "tokens_in", "tokens_out",
-        "llm_ms", "duration_ms", "seed", "started_at",
+        "llm_ms", "duration_ms", "seed", "started_at", "planned_blocks", "cost_usd",
     ],
     "block": [
         "id", "iteration_id", "position", "code", "ok", "result_preview", "result_encoded",
@@ -73,6 +75,11 @@ INDEXES = {
 }
 
 
+def conn_application_id(path: Path) -> int:
+    with raw(path) as conn:
+        return int(conn.execute("PRAGMA application_id").fetchone()[0])
+
+
 async def test_an_empty_database_migrates_to_exactly_the_documented_schema(db_path: Path) -> None:
     async with Store.open(db_path):
         pass
@@ -99,6 +106,7 @@ async def test_an_empty_database_migrates_to_exactly_the_documented_schema(db_pa
     assert triggers == {("search_doc_delete", "search_doc")}
     assert {kind for kind, _, _ in entries} == {"table", "index", "trigger"}
     assert applied == [(m.version, m.name) for m in migrations()]
+    assert conn_application_id(db_path) == APPLICATION_ID
     assert pragmas == ("wal", [])
 
 

@@ -32,6 +32,16 @@ def to_markdown(transcript: Transcript) -> str:
                     lines += [f"→ `{block.result_preview}`", ""]
                 elif not block.ok:
                     lines += [f"**Error:** {block.error}", ""]
+            if it.running_block is not None:
+                lines += [
+                    f"**Block {it.running_block + 1} of {len(it.planned_blocks)} was running "
+                    "when the turn stopped:**",
+                    "",
+                    "```python",
+                    it.planned_blocks[it.running_block],
+                    "```",
+                    "",
+                ]
         if turn.answer:
             lines += ["**Answer:**", "", turn.answer, ""]
         if turn.error:

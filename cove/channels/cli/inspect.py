@@ -59,7 +59,7 @@ def register(sub: Any) -> None:
 
 
 async def _list(args: argparse.Namespace, settings: Settings) -> int:
-    async with await Conversations.open(settings) as convs:
+    async with await Conversations.open(settings, read_only=True) as convs:
         records = await convs.list(channel=args.channel, limit=args.limit)
     if args.json:
         print_json(jsonable(records))
@@ -86,7 +86,7 @@ async def _list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _show(args: argparse.Namespace, settings: Settings) -> int:
-    async with await Conversations.open(settings) as convs:
+    async with await Conversations.open(settings, read_only=True) as convs:
         transcript = await convs.inspect(args.id, turn=args.turn)
         digests = {it.system_prompt_hash for t in transcript.turns for it in t.iterations}
         prompts = {d: await convs.system_prompt(d) for d in digests} if args.prompts else {}
@@ -149,6 +149,17 @@ def _show_turn(
                     console.print(f"→ {cut(block.result_preview)}", markup=False)
             else:
                 console.print(line(("✗ " + cut(block.error or "failed"), "red")))
+        if it.running_block is not None:
+            console.print(
+                line(
+                    (
+                        f"block {it.running_block + 1} of {len(it.planned_blocks)} was running "
+                        "when the turn stopped:",
+                        "yellow",
+                    )
+                )
+            )
+            console.print(Syntax(it.planned_blocks[it.running_block], "python", theme="ansi_dark"))
         for sq in it.subqueries:
             answer = cut(sq.reply or sq.error or "", 200)
             console.print(line((f"llm_query: {cut(sq.prompt, 200)} → {answer}", "dim")))
@@ -175,7 +186,7 @@ def _show_turn(
 
 
 async def _vars(args: argparse.Namespace, settings: Settings) -> int:
-    async with await Conversations.open(settings) as convs:
+    async with await Conversations.open(settings, read_only=True) as convs:
         if args.name:
             rows = await convs.var_history(args.id, args.name)
         else:
@@ -200,7 +211,7 @@ async def _vars(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _search(args: argparse.Namespace, settings: Settings) -> int:
-    async with await Conversations.open(settings) as convs:
+    async with await Conversations.open(settings, read_only=True) as convs:
         hits = await convs.search(args.text, conversation_id=args.conversation)
     if args.json:
         print_json(jsonable(hits))
@@ -214,7 +225,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _export(args: argparse.Namespace, settings: Settings) -> int:
-    async with await Conversations.open(settings) as convs:
+    async with await Conversations.open(settings, read_only=True) as convs:
         transcript = await convs.inspect(args.id)
     if args.format == "json":
         print_json(jsonable(transcript))

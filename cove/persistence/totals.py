@@ -1,0 +1,20 @@
+"""A turn's totals summed from what it recorded, for turns that did not finish normally.
+
+Used in an ``UPDATE turn SET ...`` both when a turn is closed (``writes.finish_turn``) and when
+crash recovery interrupts it (``leases``), so an interrupted or failed turn reports the tokens
+and cost its recorded iterations and sub-queries used, never less.
+"""
+
+from __future__ import annotations
+
+_ITERATIONS = "(SELECT coalesce(sum(i.{col}), 0) FROM iteration i WHERE i.turn_id = turn.id)"
+_SUBQUERIES = (
+    "(SELECT coalesce(sum(s.{col}), 0) FROM subquery s"
+    " JOIN iteration i ON i.id = s.iteration_id WHERE i.turn_id = turn.id)"
+)
+
+#: The SET clause: each total becomes at least the sum of the recorded ones.
+RECORDED_TOTALS = ", ".join(
+    f"{col} = max({col}, {_ITERATIONS.format(col=col)} + {_SUBQUERIES.format(col=col)})"
+    for col in ("tokens_in", "tokens_out", "cost_usd")
+)

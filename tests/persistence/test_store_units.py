@@ -1,0 +1,181 @@
+"""Recording an iteration unit by unit: the reply on arrival, each block as it finishes.
+
+Also the totals of turns that did not finish normally: the sum of what they recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cove.errors import Busy, StoreError
+from cove.persistence.records import (
+    BlockWrite,
+    IterationWrite,
+    ReplyWrite,
+    SubqueryWrite,
+    VarVersionWrite,
+)
+from cove.persistence.store import Store, StoreOpener
+from tests.persistence.store_helpers import SYSTEM_PROMPT, count
+
+
+async def start(store: Store, position: int = 0) -> tuple[str, int, int]:
+    conversation = await store.create_conversation(channel="cli")
+    turn = await store.start_turn(conversation.id, "question")
+    iteration_id = await store.start_iteration(
+        turn.id, position, system_prompt=SYSTEM_PROMPT, request_message="r", context_message="c"
+    )
+    return conversation.id, turn.id, iteration_id
+
+
+def block(position: int, code: str = "x = 1") -> BlockWrite:
+    return BlockWrite(position=position, code=code, ok=True, result_preview="1")
+
+
+def version(name: str, number: int, position: int) -> VarVersionWrite:
+    return VarVersionWrite(name, number, position, "value", "1", "int", "1")
+
+
+async def test_reply_and_blocks_are_readable_before_the_iteration_ends(store: Store) -> None:
+    conversation_id, turn_id, iteration_id = await start(store)
+    await store.record_reply(
+        iteration_id,
+        ReplyWrite(
+            raw_reply='{"code": ["x = 1", "y = 2"]}',
+            thinking="two steps",
+            tokens_in=100,
+            tokens_out=20,
+            cost_usd=0.5,
+            planned_blocks=("x = 1", "y = 2"),
+        ),
+    )
+    await store.record_block(iteration_id, block(0), [version("x", 1, 0)])
+    transcript = await store.transcript(conversation_id)
+    [it] = transcript.turns[0].iterations
+    assert it.status == "running"
+    assert (it.raw_reply, it.thinking, it.tokens_in, it.cost_usd) == (
+        '{"code": ["x = 1", "y = 2"]}',
+        "two steps",
+        100,
+        0.5,
+    )
+    assert [b.code for b in it.blocks] == ["x = 1"]
+    assert it.planned_blocks == ("x = 1", "y = 2")
+    assert it.running_block == 1  # the second block is the one running now
+    assert list(await store.vars_as_of(conversation_id)) == ["x"]
+    # Code is indexed for search when the iteration closes (one FTS segment per iteration).
+    assert await store.search("x", conversation_id=conversation_id) == []
+
+    await store.record_block(iteration_id, block(1, "y = 2"), [version("y", 1, 1)])
+    await store.finish_iteration(
+        iteration_id, IterationWrite(status="ok", raw_reply=None, tokens_in=100, tokens_out=20)
+    )
+    [it] = (await store.transcript(conversation_id)).turns[0].iterations
+    assert it.status == "ok" and it.raw_reply and it.thinking == "two steps"
+    assert [b.position for b in it.blocks] == [0, 1]
+    hits = await store.search("y", conversation_id=conversation_id)
+    assert [h.kind for h in hits] == ["code"]
+    await store.finish_turn(
+        turn_id, status="done", answer="a", confidence=None, tokens_in=100, tokens_out=20,
+        cost_usd=0.5,
+    )  # fmt: skip
+
+
+async def test_a_block_unit_is_atomic(store: Store, db_path: Path) -> None:
+    _, _, iteration_id = await start(store)
+    await store.record_reply(iteration_id, ReplyWrite(raw_reply="r", planned_blocks=("x = 1",)))
+    with pytest.raises(StoreError, match="names block 5"):
+        await store.record_block(iteration_id, block(0), [version("x", 1, 5)])
+    assert count(db_path, "block") == 0 and count(db_path, "var_version") == 0
+
+
+async def test_units_of_an_iteration_no_longer_running_are_refused(
+    open_store: Callable[[], StoreOpener],
+) -> None:
+    async with open_store() as store:
+        _, turn_id, iteration_id = await start(store)
+        await store.finish_turn(
+            turn_id, status="cancelled", answer=None, confidence=None, tokens_in=0,
+            tokens_out=0, cost_usd=0,
+        )  # fmt: skip
+        with pytest.raises(Busy):
+            await store.record_reply(iteration_id, ReplyWrite(raw_reply="late"))
+        with pytest.raises(Busy):
+            await store.record_block(iteration_id, block(0))
+
+
+async def test_a_failed_turn_reports_what_its_iterations_recorded(store: Store) -> None:
+    _, turn_id, iteration_id = await start(store)
+    await store.record_reply(
+        iteration_id, ReplyWrite(raw_reply="r", tokens_in=300, tokens_out=40, cost_usd=0.25)
+    )
+    sub = SubqueryWrite(
+        position=0, block_position=0, prompt="p", reply="q", model="m", tokens_in=10,
+        tokens_out=5, cost_usd=0.01,
+    )  # fmt: skip
+    await store.record_block(iteration_id, block(0), subqueries=[sub])
+    record = await store.finish_turn(
+        turn_id, status="failed", answer=None, confidence=None, tokens_in=0, tokens_out=0,
+        cost_usd=0, error="the model endpoint went away",
+    )  # fmt: skip
+    assert (record.tokens_in, record.tokens_out) == (310, 45)
+    assert record.cost_usd == pytest.approx(0.26)
+
+
+async def test_crash_recovery_sums_the_recorded_usage(
+    open_store: Callable[[], StoreOpener],
+) -> None:
+    async with open_store() as store:
+        conversation_id, turn_id, iteration_id = await start(store)
+        await store.record_reply(
+            iteration_id, ReplyWrite(raw_reply="r", tokens_in=70, tokens_out=7, cost_usd=0.07)
+        )
+        await store.finish_iteration(
+            iteration_id,
+            IterationWrite(status="ok", raw_reply=None, tokens_in=70, tokens_out=7, cost_usd=0.07),
+        )
+        second = await store.start_iteration(
+            turn_id, 1, system_prompt=SYSTEM_PROMPT, request_message="r", context_message="c"
+        )
+        await store.record_reply(
+            second,
+            ReplyWrite(raw_reply="r2", tokens_in=30, tokens_out=3, cost_usd=0.03,
+                       planned_blocks=("a = 1", "b = 2")),
+        )  # fmt: skip
+        await store.record_block(second, block(0, "a = 1"))
+    # The process "died": its turn is still running. Reopening recovers it.
+    async with open_store() as store:
+        turn = await store.get_turn(turn_id)
+        assert turn.status == "interrupted"
+        assert (turn.tokens_in, turn.tokens_out) == (100, 10)
+        assert turn.cost_usd == pytest.approx(0.10)
+        [_, cut] = (await store.transcript(conversation_id)).turns[0].iterations
+        assert cut.status == "interrupted" and cut.running_block == 1
+        # Recovery indexes the blocks the dead process recorded but never closed.
+        hits = await store.search("a", conversation_id=conversation_id)
+        assert [h.kind for h in hits] == ["code"]
+
+
+async def test_a_unit_waits_for_a_write_lock_held_elsewhere_instead_of_failing(
+    store: Store, db_path: Path
+) -> None:
+    conversation_id, _, iteration_id = await start(store)
+    other = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process is writing
+        task = asyncio.create_task(
+            store.record_reply(iteration_id, ReplyWrite(raw_reply="late but kept"))
+        )
+        await asyncio.sleep(0)  # let it try: the lock is taken, so it must be waiting, not done
+        assert not task.done()
+        other.execute("COMMIT")
+        await task
+    finally:
+        other.close()
+    [it] = (await store.transcript(conversation_id)).turns[0].iterations
+    assert it.raw_reply == "late but kept"
