@@ -22,7 +22,7 @@ from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from cove.environment.sandbox import guards as g
 
-BLOCK_FILENAME = "<block>"
+BLOCK_FILENAME = g.BLOCK_FILENAME
 """The file name of every code object compiled from sandbox code (how tracebacks find them)."""
 
 SAFE_BUILTINS = (
@@ -190,7 +190,8 @@ def make_builtins(
     table.update(
         {
             "__build_class__": builtins.__build_class__,
-            "__name__": "sandbox",
+            "__name__": g.SANDBOX_MODULE,
+            # RestrictedPython gives every class statement ``metaclass=__metaclass__``.
             "__metaclass__": type,
             "__import__": importer,
             "_getattr_": guards.getattr,

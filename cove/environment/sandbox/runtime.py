@@ -15,7 +15,7 @@ from collections.abc import Callable
 from types import ModuleType, TracebackType
 from typing import Any
 
-from cove.environment.sandbox.guards import BlockClock, Guards
+from cove.environment.sandbox.guards import SANDBOX_MODULE, BlockClock, Guards
 from cove.environment.sandbox.modules import BlockRandom, ModuleTable
 from cove.environment.sandbox.output import BlockOutput, PrintScope
 from cove.environment.sandbox.policy import (
@@ -90,8 +90,11 @@ class Runtime:
         self._original = dict(self.builtins)
         self._configured: set[str] = set()
         self.namespace: dict[str, Any] = {"__builtins__": self.builtins}
-        # Classes made in the sandbox live in module "sandbox"; dataclasses looks it up.
-        sys.modules.setdefault("sandbox", ModuleType("sandbox"))
+        # Classes made in the sandbox live in module "sandbox"; dataclasses runs the code it
+        # generates for them with that module's globals, which therefore hold the sandbox's
+        # builtins (exec would otherwise put the real ones there).
+        module = sys.modules.setdefault(SANDBOX_MODULE, ModuleType(SANDBOX_MODULE))
+        vars(module)["__builtins__"] = self.builtins
         self.tracker = VariableTracker(
             snapshot_limit=snapshot_limit, modules=self.modules, builtins=self.builtins
         )
