@@ -20,6 +20,7 @@ from cove.environment.sandbox.modules import BlockRandom, ModuleTable
 from cove.environment.sandbox.output import BlockOutput, PrintScope
 from cove.environment.sandbox.policy import (
     BLOCK_FILENAME,
+    DEFINE_HOOK,
     BlockSyntaxError,
     compile_block,
     compile_definition,
@@ -85,8 +86,9 @@ class Runtime:
             Guards(self.clock),
             print_factory=self._print_scope,
             importer=self.modules.importer(),
-            extras={"ExtensionError": ExtensionError},
+            extras={"ExtensionError": ExtensionError, DEFINE_HOOK: self._define_hook},
         )
+        self._defined: list[tuple[object, int]] = []  # (object, definition index) of this block
         self._original = dict(self.builtins)
         self._configured: set[str] = set()
         self.namespace: dict[str, Any] = {"__builtins__": self.builtins}
@@ -135,6 +137,7 @@ class Runtime:
         except BaseException as exc:  # compile can hit RecursionError/MemoryError on deep nesting
             error = describe(exc)
         else:
+            self._defined = []
             try:
                 if block.body is not None:
                     exec(block.body, self.namespace)
@@ -143,7 +146,9 @@ class Runtime:
             except BaseException as exc:  # SystemExit and friends are block errors, too
                 error = describe(exc)
             finally:
-                self.tracker.remember(self.namespace, block.definitions)
+                made, self._defined = self._defined, []
+                sources = [(obj, block.definitions[k][1]) for obj, k in made]
+                self.tracker.remember([(obj, text) for obj, text in sources if text])
         reply: Frame = {
             "op": "done",
             "ok": error is None,
@@ -169,6 +174,15 @@ class Runtime:
         reply["changes"] = self.tracker.changes(self.namespace)
         reply["imports"] = self.tracker.imports
         return reply
+
+    def _define_hook(self, index: int) -> Callable[[Any], Any]:
+        """``_define_(k)``: note that definition ``k`` of the running block made ``value``."""
+
+        def record(value: Any) -> Any:
+            self._defined.append((value, index))
+            return value
+
+        return record
 
     def _print_scope(self, _getattr_: Any = None) -> PrintScope:
         return PrintScope(self.output)
@@ -266,9 +280,18 @@ class Runtime:
         return {"op": "restored", "restored": restored, "lost": lost}
 
     def _make_definition(self, definition: Definition) -> Any:
+        """Run a recorded definition again, under the policy of live code (``compile_definition``).
+
+        Its hook reports go to a list of their own: this may run in the middle of a block (a
+        ``restore_var`` result), whose own reports must stay as they are.
+        """
         code = compile_definition(definition.source)
         scope: dict[str, Any] = {}
-        exec(code, self.namespace, scope)
+        running, self._defined = self._defined, []
+        try:
+            exec(code, self.namespace, scope)
+        finally:
+            self._defined = running
         name = definition.name if definition.name in scope else defined_name(definition.source)
         value = scope[name or definition.name]
         with contextlib.suppress(TypeError):
