@@ -21,6 +21,7 @@ from cove.environment.extensions.base import (
 from cove.environment.extensions.shape import describe_shape
 from cove.errors import NotFound
 from cove.persistence import codec
+from cove.persistence.codec_preview import text_of
 from cove.persistence.codec_shapes import Definition, Opaque
 from cove.persistence.records import VarVersionRecord
 
@@ -93,7 +94,10 @@ def _value_lines(record: VarVersionRecord) -> list[str]:
         return value.source.splitlines()
     if isinstance(value, str):
         return value.splitlines()
-    return pprint.pformat(value, width=88, sort_dicts=False).splitlines()
+    try:
+        return pprint.pformat(value, width=88, sort_dicts=False).splitlines()
+    except ValueError:  # an int past the digit limit of str(), somewhere inside
+        return text_of(value).splitlines()
 
 
 async def var_diff(ctx: CallContext, name: str, v1: int, v2: int) -> str:
