@@ -23,19 +23,22 @@ from cove.environment.sandbox.client import SandboxClient
 from cove.environment.sandbox.runtime import Runtime
 from tests.environment.conftest import ok, run
 
-EVIL = r"""'q"+str(box.append(__import__("builtins").__dict__))\n  #'"""
-"""A field name that, pasted into generated code, appends the real builtins dict to ``box``."""
+EVIL = r"""'q"+str(self.box.append(__import__("builtins").__dict__))\n  #'"""
+"""A field name that, pasted into the ``__repr__`` dataclasses generates, appends the real
+builtins dict to ``self.box`` (the classes below hold the namespace's ``box`` as ``box``)."""
+EVIL_VALUE = EVIL.replace("self.box", "self.value")
+"""The same for enum members whose value is ``box``."""
 
 SETUP = "box = []\n"
 
-DATACLASS = "import dataclasses\n@dataclasses.dataclass\nclass D:\n    x: int = 0\n"
+DATACLASS = "import dataclasses\n@dataclasses.dataclass\nclass D:\n    x: int = 0\n    box = box\n"
 
 # name -> (code, must the block fail?)
 PAYLOADS: dict[str, tuple[str, bool]] = {
     # -- the three escapes of the report ----------------------------------------------------
     "enum annotations into dataclass": (
         "import enum, dataclasses\n"
-        f"E = enum.Enum('E', [('A', []), ('__annotations__', {{{EVIL}: int}})])\n"
+        f"E = enum.Enum('E', [('A', box), ('__annotations__', {{{EVIL_VALUE}: int}})])\n"
         "dataclasses.dataclass(init=False, eq=False)(E)\nrepr(E.A)",
         True,
     ),
@@ -52,7 +55,7 @@ PAYLOADS: dict[str, tuple[str, bool]] = {
     # -- generated code: dataclasses --------------------------------------------------------
     "field object renamed after decoration": (
         "import dataclasses\nfd = dataclasses.field(default=0)\n"
-        "@dataclasses.dataclass\nclass D:\n    x: int = fd\n"
+        "@dataclasses.dataclass\nclass D:\n    x: int = fd\n    box = box\n"
         f"fd.name = {EVIL}\n@dataclasses.dataclass\nclass S(D):\n    pass\nrepr(S())",
         True,
     ),
@@ -71,8 +74,8 @@ PAYLOADS: dict[str, tuple[str, bool]] = {
     "field name deleted": (DATACLASS + "del dataclasses.fields(D)[0].name", True),
     "enum mapping annotations into dataclass": (
         "import enum, dataclasses\n"
-        f"E = enum.Enum('E', {{'A': 1, '__annotations__': {{{EVIL}: int}}}})\n"
-        "dataclasses.dataclass(E)",
+        f"E = enum.Enum('E', {{'A': box, '__annotations__': {{{EVIL_VALUE}: int}}}})\n"
+        "dataclasses.dataclass(init=False, eq=False)(E)\nrepr(E.A)",
         True,
     ),
     "dataclass fields smuggled through enum": (

@@ -117,15 +117,19 @@ def compile_block(source: str) -> CompiledBlock:
 def compile_definition(source: str) -> CodeType:
     """Compile a recorded definition (``def``/``class``/lambda statement) for restoring it.
 
-    Exactly the policy of a live block: the same parser, restricted compiler and guards.
+    Exactly the policy of a live block: the same parser, restricted compiler and guards. On top
+    of it, the source must be one definition statement — all a block ever records — so a
+    stored source (from a database that may have been edited) cannot carry other statements.
 
     Raises:
-        BlockSyntaxError: The source does not parse or breaks the policy.
+        BlockSyntaxError: The source does not parse, breaks the policy or is not one definition.
     """
     try:
         tree = ast.parse(source, BLOCK_FILENAME, "exec")
     except SyntaxError as exc:
         raise BlockSyntaxError(exc.msg, exc.lineno) from None
+    if len(tree.body) != 1 or _bound_name_or_none(tree.body[0]) is None:
+        raise BlockSyntaxError("a recorded definition must be one def, class or lambda", None)
     definitions: list[tuple[str, str]] = []
     _definitions(source, tree.body, definitions)
     return _compile(tree, "exec", definitions)
