@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from cove.engine.answer import AnswerRefused, fill_answer
+from cove.environment.extensions.shape import describe_shape
 from cove.persistence.codec_preview import text_of
 from tests.environment.test_environment import Harness, harness
 
@@ -44,3 +45,8 @@ def test_an_answer_whose_value_has_no_text_is_refused_not_crashed() -> None:
 
     with pytest.raises(AnswerRefused, match="cannot be shown as text"):
         fill_answer("{{x}}", lookup)
+
+
+def test_shape_of_values_with_huge_int_keys() -> None:
+    assert describe_shape({2**20000: 1}) == "dict[1] {<int with about 6,021 digits>: int}"
+    assert "6,021 digits" in describe_shape([{2**20000: 1}])

@@ -284,10 +284,11 @@ class SandboxClient:
     ) -> Frame:
         """Send ``message`` and serve extension calls until the worker's final reply.
 
-        The block's clock (``limit``) stops while a call is served; the calls of one request
-        share ``extension_time_budget_s`` of host time instead. A call that would exceed it is
-        stopped and fails inside the block, as do all later ones, so a loop of calls cannot
-        stretch a block without bound.
+        Time spent serving a call is given back to the block's clock (``limit``) afterwards; a
+        single call is still cut by the block's remaining time. The calls of one request also
+        share ``extension_time_budget_s`` of host time: a call that would exceed it is stopped
+        and fails inside the block, as do all later ones, so a loop of calls cannot stretch a
+        block without bound.
         """
         loop = asyncio.get_running_loop()
         budget = self._settings.extension_time_budget_s
@@ -296,16 +297,13 @@ class SandboxClient:
         while True:
             reply = await worker.receive()
             if reply["op"] == "call":
-                deadline = limit.when()
-                limit.reschedule(None)
                 started = loop.time()
-                try:
-                    answer = await self._serve_within(reply, budget - spent)
-                finally:
-                    elapsed = loop.time() - started
-                    spent += elapsed
-                    if deadline is not None:
-                        limit.reschedule(deadline + elapsed)
+                answer = await self._serve_within(reply, budget - spent)
+                elapsed = loop.time() - started
+                spent += elapsed
+                deadline = limit.when()
+                if deadline is not None:
+                    limit.reschedule(deadline + elapsed)
                 await worker.send(answer)
             elif reply["op"] == "error":
                 raise ProtocolError(str(reply.get("error")))
