@@ -17,6 +17,9 @@ from cove.environment.sandbox.frames import ProtocolError, parse_frame, read_fra
 from tests.environment.conftest import ok, run
 
 DEEP = b'{"op": "done", "changes": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+# Deep enough for the parser's recursion check, small enough not to pause a real pipe's reader
+# (a paused transport would outlive the killed worker).
+DEEP_SMALL = b'{"op": "done", "changes": ' + b"[" * 20_000 + b"]" * 20_000 + b"}"
 
 
 def framed(body: bytes) -> bytes:
@@ -56,7 +59,7 @@ async def test_a_forged_deep_frame_restarts_the_worker(client: SandboxClient) ->
     assert worker is not None
     stdout = worker._process.stdout
     assert stdout is not None
-    stdout.feed_data(framed(DEEP))  # as if the worker had written it
+    stdout.feed_data(framed(DEEP_SMALL))  # as if the worker had written it
     outcome = await run(client, "1 + 1")
     assert not outcome.ok and outcome.restart is not None
     assert outcome.restart.reason == "protocol"
