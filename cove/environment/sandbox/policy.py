@@ -130,9 +130,8 @@ def compile_definition(source: str) -> CodeType:
         raise BlockSyntaxError(exc.msg, exc.lineno) from None
     if len(tree.body) != 1 or _bound_name_or_none(tree.body[0]) is None:
         raise BlockSyntaxError("a recorded definition must be one def, class or lambda", None)
-    definitions: list[tuple[str, str]] = []
-    _definitions(source, tree.body, definitions)
-    return _compile(tree, "exec", definitions)
+    # No definition hook: the runtime records the restored object's source itself.
+    return _compile(tree, "exec")
 
 
 def defined_name(source: str) -> str | None:

@@ -282,16 +282,12 @@ class Runtime:
     def _make_definition(self, definition: Definition) -> Any:
         """Run a recorded definition again, under the policy of live code (``compile_definition``).
 
-        Its hook reports go to a list of their own: this may run in the middle of a block (a
-        ``restore_var`` result), whose own reports must stay as they are.
+        The source is compiled without definition hooks, so a restore in the middle of a block
+        (a ``restore_var`` result) leaves that block's own hook reports as they are.
         """
         code = compile_definition(definition.source)
         scope: dict[str, Any] = {}
-        running, self._defined = self._defined, []
-        try:
-            exec(code, self.namespace, scope)
-        finally:
-            self._defined = running
+        exec(code, self.namespace, scope)
         name = definition.name if definition.name in scope else defined_name(definition.source)
         value = scope[name or definition.name]
         with contextlib.suppress(TypeError):
