@@ -91,6 +91,10 @@ class Settings:
     max_file_read_bytes: int = 5_000_000
     sandbox_confine: bool = True  # workers drop to nobody and lose the network where possible
     sandbox_fork_server: bool = True  # workers are forked from a pre-initialised zygote
+    # Host time one block may spend in extension calls (llm_query included); the block's own
+    # clock stops during those calls, so this is what bounds a loop of them.
+    extension_time_budget_s: float = 120.0
+    workspace_quota_mb: int = 512  # total size of one conversation's workspace files
 
     # The conversation layer.
     max_live_environments: int = 32
@@ -258,6 +262,8 @@ def _validated(settings: Settings) -> Settings:
         "lease_ttl_s",
         "request_timeout_s",
         "subquery_concurrency",
+        "extension_time_budget_s",
+        "workspace_quota_mb",
     )
     for name in positive:
         if getattr(settings, name) <= 0:

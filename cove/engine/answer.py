@@ -49,7 +49,13 @@ def fill_answer(
     values: dict[str, str] = {}
     missing: list[str] = []
     for name in placeholders(template):
-        text = lookup(name)
+        try:
+            text = lookup(name)
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # not the turn's end
+            raise AnswerRefused(
+                f"answer refused: {{{{{name}}}}} cannot be shown as text ({type(exc).__name__}); "
+                "convert it in code first"
+            ) from None
         if text is None:
             missing.append(name)
         else:

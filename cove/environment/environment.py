@@ -32,6 +32,7 @@ from cove.environment.sandbox.outcome import BlockOutcome, RestartReport, VarSna
 from cove.environment.var_index import VarIndex
 from cove.errors import SandboxError
 from cove.persistence import codec
+from cove.persistence.codec_preview import text_of
 from cove.persistence.codec_shapes import Definition, Opaque
 from cove.persistence.records import VarVersionRecord, VarVersionWrite
 
@@ -339,7 +340,7 @@ class Environment:
         value: object = codec.decode(snap.encoded)
         if isinstance(value, (Definition, Opaque)):
             return snap.signature or snap.preview
-        return value if isinstance(value, str) else str(value)
+        return text_of(value)  # never raises: any value the codec holds has a text
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ process: the sandbox's per-block timeout covers that.
 
 from __future__ import annotations
 
+import decimal
 import itertools
 from collections import deque
 from collections.abc import Iterable, Sized
@@ -36,6 +37,38 @@ def preview(value: object, limit: int = 80) -> str:
     except BaseException as exc:  # a hostile __repr__ may raise anything, SystemExit included
         text = f"<{_type_name(value)} object (repr failed: {type(exc).__name__})>"
     text = utf8_safe(text.replace("\r", "\\r").replace("\n", "\\n"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_TEXT_INT_BITS = 170_000  # ~51,000 digits: exact decimal text still costs well under a second
+
+
+def text_of(value: object, limit: int = 1_000_000) -> str:
+    """The full text of a value (``str(value)``), for answers and diffs; never raises.
+
+    Ints past Python's digit limit for ``str`` are written out exactly up to about 51,000
+    digits (through ``decimal``, which has no such limit) and summarised beyond; a value whose
+    ``str`` fails for any other reason (a container holding such an int, say) falls back to its
+    bounded ``preview``. At most ``limit`` characters, ending in "…" when cut.
+    """
+    try:
+        if type(value) is str:
+            text = value
+        elif type(value) is int and value.bit_length() > _LARGE_INT_BITS:
+            if value.bit_length() > _TEXT_INT_BITS:
+                digits = int(value.bit_length() * 0.30103) + 1
+                text = f"<int with about {digits:,} digits>"
+            else:
+                text = str(decimal.Decimal(value))
+        else:
+            text = str(value)
+            if type(text) is not str:
+                text = str.__str__(text)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        text = preview(value, limit)
+    text = utf8_safe(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -170,11 +170,11 @@ def test_compile_block_splits_the_trailing_expression() -> None:
 def test_compile_block_records_top_level_definitions_with_decorators() -> None:
     source = "@deco\ndef f(a):\n    return a\nif True:\n    class C:\n        pass\ng = lambda: 1"
     block = compile_block(source)
-    assert block.definitions == {
-        "f": "@deco\ndef f(a):\n    return a",
-        "C": "class C:\n    pass",
-        "g": "g = lambda: 1",
-    }
+    assert block.definitions == [
+        ("f", "@deco\ndef f(a):\n    return a"),
+        ("C", "class C:\n    pass"),
+        ("g", "g = lambda: 1"),
+    ]
     assert defined_name("@deco\ndef f(a):\n    return a") == "f"
 
 

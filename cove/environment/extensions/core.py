@@ -7,6 +7,7 @@ finished (the environment runs the deletion in the worker and records it as vers
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import keyword
 import pprint
@@ -21,10 +22,13 @@ from cove.environment.extensions.base import (
 from cove.environment.extensions.shape import describe_shape
 from cove.errors import NotFound
 from cove.persistence import codec
+from cove.persistence.codec_preview import text_of
 from cove.persistence.codec_shapes import Definition, Opaque
 from cove.persistence.records import VarVersionRecord
 
 MAX_HISTORY = 50
+MAX_DIFF_LINES = 2_000
+MAX_DIFF_LINE_CHARS = 2_000
 MAX_TITLE_CHARS = 100
 
 _PROMPT = """
@@ -93,7 +97,10 @@ def _value_lines(record: VarVersionRecord) -> list[str]:
         return value.source.splitlines()
     if isinstance(value, str):
         return value.splitlines()
-    return pprint.pformat(value, width=88, sort_dicts=False).splitlines()
+    try:
+        return pprint.pformat(value, width=88, sort_dicts=False).splitlines()
+    except ValueError:  # an int past the digit limit of str(), somewhere inside
+        return text_of(value).splitlines()
 
 
 async def var_diff(ctx: CallContext, name: str, v1: int, v2: int) -> str:
@@ -101,11 +108,28 @@ async def var_diff(ctx: CallContext, name: str, v1: int, v2: int) -> str:
     _check_name("var_diff", name)
     old = await _version(ctx, "var_diff", name, v1)
     new = await _version(ctx, "var_diff", name, v2)
-    lines = difflib.unified_diff(
-        _value_lines(old), _value_lines(new), f"{name} v{v1}", f"{name} v{v2}", lineterm=""
-    )
+    # Decoding, pretty-printing and diffing are CPU work: off the event loop.
+    return await asyncio.to_thread(_diff, name, v1, v2, old, new)
+
+
+def _diff(name: str, v1: int, v2: int, old: VarVersionRecord, new: VarVersionRecord) -> str:
+    """The diff text; its input is cut to ``MAX_DIFF_LINES`` lines of ``MAX_DIFF_LINE_CHARS``
+    first, so the quadratic part of difflib has a fixed ceiling whatever the values are."""
+    before, after = _value_lines(old), _value_lines(new)
+    cut = len(before) > MAX_DIFF_LINES or len(after) > MAX_DIFF_LINES
+    before, after = _bounded(before), _bounded(after)
+    lines = difflib.unified_diff(before, after, f"{name} v{v1}", f"{name} v{v2}", lineterm="")
     text = "\n".join(lines)
+    if cut:
+        text += f"\n[diff limited to the first {MAX_DIFF_LINES:,} lines of each version]"
     return text or f"{name} v{v1} and v{v2} are equal"
+
+
+def _bounded(lines: list[str]) -> list[str]:
+    return [
+        line if len(line) <= MAX_DIFF_LINE_CHARS else line[:MAX_DIFF_LINE_CHARS] + "…"
+        for line in lines[:MAX_DIFF_LINES]
+    ]
 
 
 async def restore_var(ctx: CallContext, name: str, version: int) -> Any:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cove.persistence.codec_preview import preview
+
 MAX_DEPTH = 3
 MAX_KEYS = 12
 SAMPLE = 200
@@ -56,7 +58,7 @@ def _fields(items: Iterable[tuple[Any, Any]], total: int, depth: int) -> str:
         if count == MAX_KEYS:
             parts.append(f"… +{total - MAX_KEYS} more")
             break
-        label = key if isinstance(key, str) else repr(key)
+        label = key if isinstance(key, str) else preview(key, 60)  # repr may fail (huge int)
         parts.append(f"{label}: {_shape(item, depth)}")
     return "{" + ", ".join(parts) + "}"
 
@@ -89,6 +91,6 @@ def _rows(rows: list[dict[Any, Any]], depth: int) -> str:
         if count == MAX_KEYS:
             parts.append(f"… +{len(columns) - MAX_KEYS} more")
             break
-        label = key if isinstance(key, str) else repr(key)
+        label = key if isinstance(key, str) else preview(key, 60)  # repr may fail (huge int)
         parts.append(f"{label}: {kinds}")
     return "dict rows {" + ", ".join(parts) + "}"

@@ -289,21 +289,51 @@ class SandboxClient:
     async def _exchange(
         self, worker: WorkerProcess, message: Frame, limit: asyncio.Timeout
     ) -> Frame:
+        """Send ``message`` and serve extension calls until the worker's final reply.
+
+        Time spent serving a call is given back to the block's clock (``limit``) afterwards; a
+        single call is still cut by the block's remaining time. The calls of one request also
+        share ``extension_time_budget_s`` of host time: a call that would exceed it is stopped
+        and fails inside the block, as do all later ones, so a loop of calls cannot stretch a
+        block without bound.
+        """
         loop = asyncio.get_running_loop()
+        budget = self._settings.extension_time_budget_s
+        spent = 0.0
         await worker.send(message)
         while True:
             reply = await worker.receive()
             if reply["op"] == "call":
                 started = loop.time()
-                answer = await self._serve_call(reply)
+                answer = await self._serve_within(reply, budget - spent)
+                elapsed = loop.time() - started
+                spent += elapsed
                 deadline = limit.when()
                 if deadline is not None:
-                    limit.reschedule(deadline + loop.time() - started)
+                    limit.reschedule(deadline + elapsed)
                 await worker.send(answer)
             elif reply["op"] == "error":
                 raise ProtocolError(str(reply.get("error")))
             else:
                 return reply
+
+    async def _serve_within(self, request: Frame, remaining: float) -> Frame:
+        exceeded = {
+            "op": "reply",
+            "ok": False,
+            "error": (
+                f"TimeoutError: {request.get('name')!s:.60}() stopped: this block's extension "
+                f"calls used up their {self._settings.extension_time_budget_s:g} s of host time "
+                "(extension_time_budget_s)"
+            ),
+        }
+        if remaining <= 0:
+            return exceeded
+        try:
+            async with asyncio.timeout(remaining):
+                return await self._serve_call(request)
+        except TimeoutError:
+            return exceeded
 
     async def _serve_call(self, request: Frame) -> Frame:
         name = str(request.get("name"))

@@ -40,6 +40,10 @@ def frame_bytes(message: Frame) -> bytes:
 def parse_frame(body: bytes) -> Frame:
     """Decode a frame body into its message.
 
+    The body is hostile input: its size is bounded by ``MAX_FRAME_BYTES`` (``frame_length``),
+    its nesting by the JSON parser's recursion check; every way it can fail is a
+    ``ProtocolError`` (the host then replaces the worker), never another exception.
+
     Raises:
         ProtocolError: The body is not JSON, or not a JSON object with a string ``op``.
     """
@@ -47,6 +51,10 @@ def parse_frame(body: bytes) -> Frame:
         message = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError(f"frame is not UTF-8 JSON: {exc}") from exc
+    except RecursionError:  # forged nesting deeper than the parser's stack: hostile, not a bug
+        raise ProtocolError("frame is nested too deeply") from None
+    except MemoryError:
+        raise ProtocolError("frame is too large to decode") from None
     if not isinstance(message, dict) or not isinstance(message.get("op"), str):
         raise ProtocolError("frame is not an object with an 'op'")
     return message

@@ -7,17 +7,27 @@ add what the compiler cannot know: which objects are off limits whatever the att
 frames, code objects, tracebacks), which public attribute names open doors (``gi_frame``,
 ``f_globals``, ``mro``...), that ``str.format`` must not look up attributes, and that a block sees
 its recorded clock.
+
+The ``str.format`` guard sits on the operation, not on one attribute path: whatever attribute
+lookup yields the real ``str.format``/``str.format_map`` (bound or unbound, through a ``str``
+subclass, ``super()``, a ``StrEnum`` member...) hands out the field-safe version instead. Attribute
+writes are limited to objects sandbox code made itself (its classes, their instances, its
+functions) and a few stdlib types meant to be configured: a stdlib object's public attributes
+(``dataclasses.Field.name``, a class's methods) are state other stdlib code trusts.
 """
 
 from __future__ import annotations
 
+import collections
+import decimal
 import operator
 import string
+import textwrap
 import types
 import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
-from typing import Any, cast
+from typing import Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
@@ -50,6 +60,12 @@ _SEALED_TYPES: tuple[type, ...] = (
     types.CoroutineType,
     types.AsyncGeneratorType,
 )
+BLOCK_FILENAME = "<block>"
+"""The file name of every code object compiled from sandbox code (how tracebacks find them)."""
+
+SANDBOX_MODULE = "sandbox"
+"""The ``__module__`` of classes defined by sandbox code."""
+
 _GENERATOR_ATTRIBUTES = frozenset({"send", "throw", "close"})
 _MISSING: Any = object()
 
@@ -143,16 +159,14 @@ class Guards:
             if default is not _MISSING:
                 return default
             raise
-        if name in ("format", "format_map") and _is_str(obj):
-            function = safe_format if name == "format" else safe_format_map
-            return function if isinstance(obj, type) else _bind(function, cast(str, obj))
         if name in ("now", "today", "utcnow"):
             replacement = self.clock.method(obj, name)
             if replacement is not None:
                 return replacement
-        if default is _MISSING:
-            return getattr(obj, name)
-        return getattr(obj, name, default)
+        value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if type(value) in _FORMAT_KINDS:
+            return _safe_formatting(value)
+        return value
 
     def hasattr(self, obj: object, name: str) -> bool:
         """Guarded ``hasattr``: False for attributes the sandbox may not read."""
@@ -176,8 +190,23 @@ class Guards:
         return names
 
 
-def _is_str(obj: object) -> bool:
-    return isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
+_UNBOUND_FORMATS: dict[Any, Callable[..., str]] = {
+    str.format: safe_format,
+    str.format_map: safe_format_map,
+}
+_FORMAT_KINDS = frozenset({types.BuiltinMethodType, types.MethodDescriptorType})
+
+
+def _safe_formatting(value: Any) -> Any:
+    """``value`` itself, unless it is the real ``str.format``/``format_map`` (then the safe one)."""
+    if type(value) is types.MethodDescriptorType:
+        return _UNBOUND_FORMATS.get(value, value)
+    template = getattr(value, "__self__", None)
+    name = getattr(value, "__name__", None)
+    if isinstance(template, str) and name in ("format", "format_map"):
+        function = safe_format if name == "format" else safe_format_map
+        return _bind(function, template)
+    return value
 
 
 def _bind(function: Callable[..., str], template: str) -> Callable[..., str]:
@@ -187,11 +216,63 @@ def _bind(function: Callable[..., str], template: str) -> Callable[..., str]:
     return bound
 
 
+# Item writes on these need no check at all (the hot path: ``d[k] = v``).
+_PLAIN_CONTAINERS = frozenset({list, dict, set})
+# Stdlib types whose public attributes exist to be set by their users.
+_CONFIGURABLE: tuple[type, ...] = (
+    textwrap.TextWrapper,
+    decimal.Context,
+    collections.defaultdict,
+    BaseException,
+)
+
+
+class _ItemWrites:
+    """What ``_write_`` hands back for objects sandbox code may index but not set attributes on."""
+
+    __slots__ = ("_target",)
+    _target: Any
+
+    def __init__(self, target: Any) -> None:
+        object.__setattr__(self, "_target", target)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._target[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._target[key]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise TypeError(_refusal(self._target, name))
+
+    def __delattr__(self, name: str) -> None:
+        raise TypeError(_refusal(self._target, name))
+
+
+def _refusal(target: Any, name: str) -> str:
+    return (
+        f"cannot set attribute {name!r} of {type(target).__name__} objects: in the sandbox only "
+        "objects made by your own code (classes, instances, functions) can be written"
+    )
+
+
+def made_by_sandbox(obj: Any) -> bool:
+    """Whether ``obj`` is a class defined by sandbox code, an instance of one, or its function."""
+    if type(obj) is types.FunctionType:
+        return obj.__code__.co_filename == BLOCK_FILENAME
+    cls = obj if isinstance(obj, type) else type(obj)
+    return getattr(cls, "__module__", None) == SANDBOX_MODULE
+
+
 def guarded_write(obj: Any) -> Any:
     """The ``_write_`` guard: what ``obj.x = v`` and ``obj[k] = v`` may target."""
+    if type(obj) in _PLAIN_CONTAINERS:
+        return obj
     if isinstance(obj, (ReadOnlyNamespace, *_SEALED_TYPES)):
         raise TypeError(f"{type(obj).__name__} objects are read-only in the sandbox")
-    return obj
+    if made_by_sandbox(obj) or (not isinstance(obj, type) and isinstance(obj, _CONFIGURABLE)):
+        return obj
+    return _ItemWrites(obj)
 
 
 def guarded_getitem(obj: Any, key: Any) -> Any:

@@ -5,8 +5,10 @@ A real module object is never handed to the sandbox: its public attributes chain
 ``ModuleNamespace`` holding only selected functions, classes and constants of ``x``. Modules whose
 behaviour depends on the outside world are bound to the block: ``random`` and ``uuid.uuid4`` to one
 ``random.Random`` seeded per block, ``time.time`` to the block's recorded clock (``datetime``'s
-``now``/``today`` are redirected by the attribute guard). Every module listed here is covered by
-a reachability test (``tests/environment/test_policy.py``) and by escape tests.
+``now``/``today`` are redirected by the attribute guard). Callables that generate code or take
+names from data are replaced by checked stand-ins (``wrapped.py``). Every name handed out here
+has an audit verdict in ``docs/sandbox-allowlist.md`` (a test keeps the two in sync), and every
+module is covered by a reachability test (``tests/environment/test_policy.py``) and escape tests.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from cove.environment.sandbox import wrapped
 from cove.environment.sandbox.guards import BlockClock, ReadOnlyNamespace
 
 
@@ -150,10 +153,9 @@ def _build(name: str, chance: BlockRandom, clock: BlockClock) -> dict[str, Any]:
     if name == "itertools":
         return _public(itertools)
     if name == "collections":
-        return _pick(
-            collections,
-            ("Counter", "OrderedDict", "defaultdict", "deque", "namedtuple", "ChainMap"),
-        )
+        members = _pick(collections, ("Counter", "OrderedDict", "defaultdict", "deque", "ChainMap"))
+        members["namedtuple"] = wrapped.namedtuple
+        return members
     if name == "heapq":
         return _pick(
             heapq,
@@ -166,7 +168,8 @@ def _build(name: str, chance: BlockRandom, clock: BlockClock) -> dict[str, Any]:
             ("bisect", "bisect_left", "bisect_right", "insort", "insort_left", "insort_right"),
         )
     if name == "decimal":
-        return _public(decimal)
+        # Not the shared template contexts (DefaultContext...): writable module-wide state.
+        return _public(decimal, exclude=("DefaultContext", "BasicContext", "ExtendedContext"))
     if name == "fractions":
         return _pick(fractions, ("Fraction",))
     if name == "statistics":
@@ -219,11 +222,13 @@ def _build(name: str, chance: BlockRandom, clock: BlockClock) -> dict[str, Any]:
         )  # fmt: skip
     if name == "dataclasses":
         # No make_dataclass: its namespace argument would let code define dunder methods.
-        return _pick(
+        members = _pick(
             dataclasses,
-            ("dataclass", "field", "fields", "asdict", "astuple", "replace", "is_dataclass",
+            ("field", "fields", "asdict", "astuple", "replace", "is_dataclass",
              "FrozenInstanceError", "KW_ONLY"),
         )  # fmt: skip
+        members["dataclass"] = wrapped.dataclass
+        return members
     if name == "typing":
         # No get_type_hints: it evaluates annotation strings with the real eval.
         return _pick(
@@ -233,7 +238,9 @@ def _build(name: str, chance: BlockRandom, clock: BlockClock) -> dict[str, Any]:
              "cast"),
         )  # fmt: skip
     if name == "enum":
-        return _pick(enum, ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum", "auto", "unique"))
+        members = _pick(enum, ("auto", "unique"))
+        members.update(wrapped.ENUM_CLASSES)
+        return members
     raise KeyError(name)
 
 

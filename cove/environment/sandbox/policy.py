@@ -22,7 +22,7 @@ from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from cove.environment.sandbox import guards as g
 
-BLOCK_FILENAME = "<block>"
+BLOCK_FILENAME = g.BLOCK_FILENAME
 """The file name of every code object compiled from sandbox code (how tracebacks find them)."""
 
 SAFE_BUILTINS = (
@@ -69,14 +69,26 @@ class SandboxPolicy(RestrictingNodeTransformer):
         return self.node_contents_visit(node)
 
 
+DEFINE_HOOK = "_define_"
+"""The builtin each top-level definition of a block reports the object it made to.
+
+Inserted by the compiler after the policy check (sandbox code cannot name it: it starts with
+``_``): ``@_define_(k)`` as the outermost decorator of the k-th ``def``/``class`` statement, and
+``_define_(k)(lambda ...)`` around a lambda assigned to a name. The worker thereby learns which
+statement made which object — the branch that actually ran, whatever names were re-bound later —
+and records that statement's source for the object (``tracking.VariableTracker.remember``).
+"""
+
+
 @dataclass
 class CompiledBlock:
     """A block ready to run: its statements, its trailing expression, and its definitions."""
 
     body: CodeType | None
     tail: CodeType | None
-    definitions: dict[str, str] = field(default_factory=dict)
-    """Top-level ``def``/``class``/``name = lambda`` statements: bound name -> source text."""
+    definitions: list[tuple[str, str]] = field(default_factory=list)
+    """Top-level ``def``/``class``/``name = lambda`` statements in source order: ``(bound name,
+    source text)``; the k-th reports its object through ``_define_(k)``."""
 
 
 def compile_block(source: str) -> CompiledBlock:
@@ -89,14 +101,15 @@ def compile_block(source: str) -> CompiledBlock:
         tree = ast.parse(source, BLOCK_FILENAME, "exec")
     except SyntaxError as exc:
         raise BlockSyntaxError(exc.msg, exc.lineno) from None
-    definitions = _definitions(source, tree.body)
+    definitions: list[tuple[str, str]] = []
+    _definitions(source, tree.body, definitions)
     tail_node: ast.Expression | None = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body.pop()
         assert isinstance(last, ast.Expr)
         tail_node = ast.Expression(last.value)
         ast.copy_location(tail_node, last)
-    body = _compile(tree, "exec") if tree.body else None
+    body = _compile(tree, "exec", definitions) if tree.body else None
     tail = _compile(tail_node, "eval") if tail_node is not None else None
     return CompiledBlock(body, tail, definitions)
 
@@ -104,13 +117,20 @@ def compile_block(source: str) -> CompiledBlock:
 def compile_definition(source: str) -> CodeType:
     """Compile a recorded definition (``def``/``class``/lambda statement) for restoring it.
 
+    Exactly the policy of a live block: the same parser, restricted compiler and guards. On top
+    of it, the source must be one definition statement — all a block ever records — so a
+    stored source (from a database that may have been edited) cannot carry other statements.
+
     Raises:
-        BlockSyntaxError: The source does not parse or breaks the policy.
+        BlockSyntaxError: The source does not parse, breaks the policy or is not one definition.
     """
     try:
         tree = ast.parse(source, BLOCK_FILENAME, "exec")
     except SyntaxError as exc:
         raise BlockSyntaxError(exc.msg, exc.lineno) from None
+    if len(tree.body) != 1 or _bound_name_or_none(tree.body[0]) is None:
+        raise BlockSyntaxError("a recorded definition must be one def, class or lambda", None)
+    # No definition hook: the runtime records the restored object's source itself.
     return _compile(tree, "exec")
 
 
@@ -120,14 +140,19 @@ def defined_name(source: str) -> str | None:
         tree = ast.parse(source, BLOCK_FILENAME, "exec")
     except SyntaxError:
         return None
-    names = list(_definitions(source, tree.body))
-    return names[-1] if names else None
+    found: list[tuple[str, str]] = []
+    _definitions(source, tree.body, found)
+    return found[-1][0] if found else None
 
 
 _ERROR_LINE = re.compile(r"^Line (\d+): (.*)$", re.DOTALL)
 
 
-def _compile(tree: ast.Module | ast.Expression, mode: str) -> CodeType:
+def _compile(
+    tree: ast.Module | ast.Expression,
+    mode: str,
+    definitions: list[tuple[str, str]] | None = None,
+) -> CodeType:
     errors: list[str] = []
     SandboxPolicy(errors, [], {}).visit(tree)
     if errors:
@@ -135,14 +160,72 @@ def _compile(tree: ast.Module | ast.Expression, mode: str) -> CodeType:
         if match:
             raise BlockSyntaxError(match.group(2), int(match.group(1)))
         raise BlockSyntaxError(errors[0], None)
+    if definitions and isinstance(tree, ast.Module):
+        # After the policy check, which refuses the hook's name as it must for user code. The
+        # transformer keeps the statement structure, so the k-th definition found now is the
+        # k-th found in the source; if not, no hook is set (the definitions stay unrecorded).
+        hooks: list[ast.stmt] = []
+        _hook_sites(tree.body, hooks)
+        if [_bound_name(site) for site in hooks] == [name for name, _ in definitions]:
+            for index, site in enumerate(hooks):
+                _set_hook(site, index)
+            ast.fix_missing_locations(tree)
     # dont_inherit: RestrictedPython's own compile() call would pass on its module's
     # ``from __future__ import annotations`` and turn every annotation into a string.
     return compile(tree, BLOCK_FILENAME, mode, dont_inherit=True)
 
 
-def _definitions(source: str, statements: list[ast.stmt]) -> dict[str, str]:
-    found: dict[str, str] = {}
+def _is_lambda_assignment(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and isinstance(statement.value, ast.Lambda)
+    )
+
+
+def _nested(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists inside a compound statement whose definitions count as top level."""
+    if not isinstance(statement, ast.If | ast.For | ast.While | ast.With | ast.Try):
+        return []
+    parts = [getattr(statement, part, []) for part in ("body", "orelse", "finalbody")]
+    return parts + [handler.body for handler in getattr(statement, "handlers", [])]
+
+
+def _hook_sites(statements: list[ast.stmt], sites: list[ast.stmt]) -> None:
     for statement in statements:
+        if isinstance(statement, ast.FunctionDef | ast.ClassDef) or _is_lambda_assignment(
+            statement
+        ):
+            sites.append(statement)
+        for part in _nested(statement):
+            _hook_sites(part, sites)
+
+
+def _bound_name(statement: ast.stmt) -> str:
+    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
+        return statement.name
+    assert isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name)
+    return statement.targets[0].id
+
+
+def _set_hook(statement: ast.stmt, index: int) -> None:
+    def hook(where: ast.AST) -> ast.Call:
+        call = ast.Call(ast.Name(DEFINE_HOOK, ast.Load()), [ast.Constant(index)], [])
+        return ast.copy_location(call, where)
+
+    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
+        anchor = statement.decorator_list[0] if statement.decorator_list else statement
+        statement.decorator_list.insert(0, hook(anchor))
+    elif isinstance(statement, ast.Assign):
+        value = statement.value
+        statement.value = ast.copy_location(ast.Call(hook(value), [value], []), value)
+
+
+def _definitions(source: str, statements: list[ast.stmt], found: list[tuple[str, str]]) -> None:
+    """Append ``(name, source)`` of each top-level definition, in the order of the hook sites."""
+    for statement in statements:
+        text: str | None = None
         if isinstance(statement, ast.FunctionDef | ast.ClassDef):
             first = min([d.lineno for d in statement.decorator_list] + [statement.lineno])
             span = SimpleNamespace(
@@ -152,23 +235,25 @@ def _definitions(source: str, statements: list[ast.stmt]) -> dict[str, str]:
                 end_col_offset=statement.end_col_offset,
             )
             text = ast.get_source_segment(source, span, padded=True)  # type: ignore[arg-type]
-            if text is not None:
-                found[statement.name] = textwrap.dedent(text)
-        elif (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-            and isinstance(statement.value, ast.Lambda)
-        ):
+            text = textwrap.dedent(text) if text is not None else None
+        elif _is_lambda_assignment(statement):
             text = ast.get_source_segment(source, statement)
-            if text is not None:
-                found[statement.targets[0].id] = text
-        elif isinstance(statement, ast.If | ast.For | ast.While | ast.With | ast.Try):
-            for part in ("body", "orelse", "finalbody"):
-                found.update(_definitions(source, getattr(statement, part, [])))
-            for handler in getattr(statement, "handlers", []):
-                found.update(_definitions(source, handler.body))
-    return found
+        name = _bound_name_or_none(statement)
+        if name is not None:  # one entry per hook site, even without text (then never recorded)
+            found.append((name, text or ""))
+        for part in _nested(statement):
+            _definitions(source, part, found)
+
+
+def _bound_name_or_none(statement: ast.stmt) -> str | None:
+    if isinstance(statement, ast.FunctionDef | ast.ClassDef) or _is_lambda_assignment(statement):
+        return _bound_name(statement)
+    return None
+
+
+def _no_hook(index: int) -> Callable[[Any], Any]:
+    """The definition hook where nothing records definitions (the runtime binds its own)."""
+    return lambda value: value
 
 
 def make_builtins(
@@ -190,7 +275,8 @@ def make_builtins(
     table.update(
         {
             "__build_class__": builtins.__build_class__,
-            "__name__": "sandbox",
+            "__name__": g.SANDBOX_MODULE,
+            # RestrictedPython gives every class statement ``metaclass=__metaclass__``.
             "__metaclass__": type,
             "__import__": importer,
             "_getattr_": guards.getattr,
@@ -202,6 +288,7 @@ def make_builtins(
             "_inplacevar_": g.inplace_var,
             "_apply_": g.apply,
             "_print_": print_factory,
+            DEFINE_HOOK: _no_hook,
             "getattr": guards.getattr,
             "hasattr": guards.hasattr,
             "dir": guards.dir,

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from types import CodeType, ModuleType, TracebackType
 from typing import Any
 
-from cove.environment.sandbox.guards import BlockClock, Guards
+from cove.environment.sandbox.guards import SANDBOX_MODULE, BlockClock, Guards
 from cove.environment.sandbox.modules import BlockRandom, ModuleTable
 from cove.environment.sandbox.output import BlockOutput, PrintScope
 from cove.environment.sandbox.policy import (
     BLOCK_FILENAME,
+    DEFINE_HOOK,
     BlockSyntaxError,
     compile_block,
     compile_definition,
@@ -85,13 +86,17 @@ class Runtime:
             Guards(self.clock),
             print_factory=self._print_scope,
             importer=self.modules.importer(),
-            extras={"ExtensionError": ExtensionError},
+            extras={"ExtensionError": ExtensionError, DEFINE_HOOK: self._define_hook},
         )
+        self._defined: list[tuple[object, int]] = []  # (object, definition index) of this block
         self._original = dict(self.builtins)
         self._configured: set[str] = set()
         self.namespace: dict[str, Any] = {"__builtins__": self.builtins}
-        # Classes made in the sandbox live in module "sandbox"; dataclasses looks it up.
-        sys.modules.setdefault("sandbox", ModuleType("sandbox"))
+        # Classes made in the sandbox live in module "sandbox"; dataclasses runs the code it
+        # generates for them with that module's globals, which therefore hold the sandbox's
+        # builtins (exec would otherwise put the real ones there).
+        module = sys.modules.setdefault(SANDBOX_MODULE, ModuleType(SANDBOX_MODULE))
+        vars(module)["__builtins__"] = self.builtins
         self.tracker = VariableTracker(
             snapshot_limit=snapshot_limit,
             modules=self.modules,
@@ -137,6 +142,7 @@ class Runtime:
             error = describe(exc)
         else:
             ran = [c for c in (block.body, block.tail) if c is not None]
+            self._defined = []
             try:
                 if block.body is not None:
                     exec(block.body, self.namespace)
@@ -145,7 +151,9 @@ class Runtime:
             except BaseException as exc:  # SystemExit and friends are block errors, too
                 error = describe(exc)
             finally:
-                self.tracker.remember(self.namespace, block.definitions)
+                made, self._defined = self._defined, []
+                sources = [(obj, block.definitions[k][1]) for obj, k in made]
+                self.tracker.remember([(obj, text) for obj, text in sources if text])
         reply: Frame = {
             "op": "done",
             "ok": error is None,
@@ -171,6 +179,15 @@ class Runtime:
         reply["changes"] = self.tracker.changes(self.namespace, ran)
         reply["imports"] = self.tracker.imports
         return reply
+
+    def _define_hook(self, index: int) -> Callable[[Any], Any]:
+        """``_define_(k)``: note that definition ``k`` of the running block made ``value``."""
+
+        def record(value: Any) -> Any:
+            self._defined.append((value, index))
+            return value
+
+        return record
 
     def _print_scope(self, _getattr_: Any = None) -> PrintScope:
         return PrintScope(self.output)
@@ -268,6 +285,11 @@ class Runtime:
         return {"op": "restored", "restored": restored, "lost": lost}
 
     def _make_definition(self, definition: Definition) -> Any:
+        """Run a recorded definition again, under the policy of live code (``compile_definition``).
+
+        The source is compiled without definition hooks, so a restore in the middle of a block
+        (a ``restore_var`` result) leaves that block's own hook reports as they are.
+        """
         code = compile_definition(definition.source)
         scope: dict[str, Any] = {}
         exec(code, self.namespace, scope)

@@ -162,10 +162,14 @@ class VariableTracker:
         except TypeError:  # unhashable or not weak-referenceable
             return None
 
-    def remember(self, namespace: dict[str, Any], definitions: dict[str, str]) -> None:
-        """Record the source of each top-level definition a block bound in ``namespace``."""
-        for name, source in definitions.items():
-            value = namespace.get(name)
+    def remember(self, made: list[tuple[object, str]]) -> None:
+        """Record, for each object a top-level definition statement made, that statement's source.
+
+        ``made`` comes from the statements themselves (``policy.DEFINE_HOOK``), in the order they
+        ran, so the source is the one of the branch that actually ran, never another statement
+        that merely binds the same name.
+        """
+        for value, source in made:
             if isinstance(value, FunctionType | type):
                 with contextlib.suppress(TypeError):
                     self.sources[value] = source
