@@ -48,12 +48,14 @@ class ForkedProcess:
         *,
         stdin: asyncio.StreamWriter,
         stdout: asyncio.StreamReader,
+        output: asyncio.ReadTransport,
         pidfd: int,
         exit_status: asyncio.Future[int | None],
     ) -> None:
         self._pid = pid
         self._stdin = stdin
         self._stdout = stdout
+        self._output = output
         self._pidfd = pidfd
         self._exit = exit_status
         self._dead: asyncio.Future[None] | None = None
@@ -73,6 +75,10 @@ class ForkedProcess:
     def stdin(self) -> asyncio.StreamWriter:
         """The worker's input pipe."""
         return self._stdin
+
+    def close_output(self) -> None:
+        """Close the output pipe's transport (the worker was given up; nothing more is read)."""
+        self._output.close()
 
     @property
     def stdout(self) -> asyncio.StreamReader:
@@ -223,13 +229,15 @@ class ForkServer:
         stdin_fd, stdout_fd, pidfd = fds
         exit_status = self._exits.setdefault(pid, asyncio.get_running_loop().create_future())
         try:
-            stdin, stdout = await _streams(stdin_fd, stdout_fd)
+            stdin, stdout, output = await _streams(stdin_fd, stdout_fd)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             os.close(pidfd)
             raise SandboxError(f"cannot talk to a forked worker: {exc}") from exc
-        return ForkedProcess(pid, stdin=stdin, stdout=stdout, pidfd=pidfd, exit_status=exit_status)
+        return ForkedProcess(
+            pid, stdin=stdin, stdout=stdout, output=output, pidfd=pidfd, exit_status=exit_status
+        )
 
     async def aclose(self) -> None:
         """Stop the zygote (workers it forked are not touched) and reap it."""
@@ -332,19 +340,27 @@ def _discard(answer: asyncio.Future[tuple[dict[str, Any], list[int]]]) -> None:
 
 async def _streams(
     stdin_fd: int, stdout_fd: int
-) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
-    """Asyncio streams over a worker's two pipe ends (ownership of the descriptors passes)."""
+) -> tuple[asyncio.StreamWriter, asyncio.StreamReader, asyncio.ReadTransport]:
+    """Asyncio streams over a worker's two pipe ends (ownership of the descriptors passes).
+
+    Returns the input writer, the output reader and the output's transport (closed by its owner
+    when the worker is given up: a killed worker's end-of-file may never be read).
+    """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     try:
-        await loop.connect_read_pipe(
+        output, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdout_fd, "rb", buffering=0)
         )
     except BaseException:
         os.close(stdin_fd)
         raise
-    transport, protocol = await loop.connect_write_pipe(
-        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()),
-        os.fdopen(stdin_fd, "wb", buffering=0),
-    )
-    return asyncio.StreamWriter(transport, protocol, None, loop), reader
+    try:
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()),
+            os.fdopen(stdin_fd, "wb", buffering=0),
+        )
+    except BaseException:
+        output.close()
+        raise
+    return asyncio.StreamWriter(transport, protocol, None, loop), reader, output

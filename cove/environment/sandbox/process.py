@@ -169,6 +169,7 @@ class WorkerProcess:
             worker.kill()  # no waiting here: the caller is being cancelled
             if process.stdin is not None:
                 process.stdin.close()
+            worker._close_output()
             raise
         if hello.get("op") != "ready":
             await worker.terminate()
@@ -244,7 +245,25 @@ class WorkerProcess:
         self.kill()
         if self._process.stdin is not None:
             self._process.stdin.close()
-        return await self._exit_code()
+        try:
+            return await self._exit_code()
+        finally:
+            self._close_output()
+
+    def _close_output(self) -> None:
+        """Close the output pipe now, not when its end-of-file is read.
+
+        A worker given up on may die after the event loop stopped reading (a test's loop, the
+        CLI's at exit); its pipe transport would then stay open until garbage collection.
+        """
+        close_output = getattr(self._process, "close_output", None)
+        if close_output is not None:  # a forked worker
+            close_output()
+            return
+        # A cold-started worker is an asyncio subprocess: closing its transport closes its pipes.
+        transport = getattr(self._process, "_transport", None)
+        if transport is not None:
+            transport.close()
 
     async def _exit_code(self) -> int | None:
         try:
