@@ -67,27 +67,31 @@ async def _stream(state: WebState, events: Any, with_id: bool) -> AsyncIterator[
     async with events as stream:
         iterator = stream.__aiter__()
         closing = asyncio.ensure_future(state.closing.wait())
+        nxt: asyncio.Future[Event] | None = None
         try:
             while True:
-                nxt = asyncio.ensure_future(iterator.__anext__())
+                if nxt is None:
+                    nxt = asyncio.ensure_future(iterator.__anext__())
                 done, _ = await asyncio.wait(
                     {nxt, closing}, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_COMPLETED
                 )
+                if closing in done:
+                    return
                 if nxt not in done:
-                    nxt.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                        await nxt
-                    if closing in done:
-                        return
-                    yield b": keep-alive\n\n"
+                    yield b": keep-alive\n\n"  # the pending read carries on
                     continue
                 try:
                     event = nxt.result()
                 except StopAsyncIteration:
                     return
+                nxt = None
                 yield sse(event, with_id)
         finally:
             closing.cancel()
+            if nxt is not None:
+                nxt.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await nxt
 
 
 _SSE_HEADERS = {"cache-control": "no-store", "x-accel-buffering": "no"}
