@@ -1,0 +1,204 @@
+"""The web channel in a real browser: Chromium driven by Playwright, the real openai client
+talking to the fake endpoint, a real store and real sandbox workers."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from cove.channels.web import create_app
+from cove.config import Settings
+from tests.channels.web.browser import browser  # noqa: F401 (the session fixture)
+from tests.channels.web.serve import served_in_thread
+from tests.conftest import FAKE_API_KEY
+from tests.fakes.openai_server import FakeOpenAI, Fault
+
+TIMEOUT_MS = 20_000
+
+HOSTILE = (
+    "Inert: <script>alert('s')</script> <img src=x onerror=\"alert('i')\"> "
+    "[click me](javascript:alert('l')) <a href=\"javascript:alert('a')\">raw</a>"
+)
+
+
+def answer(text: str, code: list[str] | None = None, thinking: str = "thinking") -> str:
+    body: dict[str, Any] = {"thinking": thinking, "answer": text}
+    if code:
+        body = {"thinking": thinking, "code": code}
+    return json.dumps(body)
+
+
+@dataclass
+class Gate:
+    """A scripted reply that waits until the test opens the gate (on the fake's thread)."""
+
+    text: str
+    opened: threading.Event = field(default_factory=threading.Event)
+    reached: threading.Event = field(default_factory=threading.Event)
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        self.reached.set()
+        self.opened.wait(30)
+        return self.text
+
+
+@dataclass
+class Site:
+    url: str
+    fake: FakeOpenAI
+    settings: Settings
+
+    def conversation(self) -> str:
+        created = httpx.post(f"{self.url}/api/conversations", json={"title": "Browser test"})
+        cid: str = created.json()["id"]
+        return cid
+
+
+@pytest.fixture
+def site(fake_openai: FakeOpenAI, openai_settings: Settings) -> Iterator[Site]:
+    settings = openai_settings.replace(worker_pool_size=1, request_timeout_s=60.0)
+    with served_in_thread(create_app(settings)) as url:
+        yield Site(url, fake_openai, settings)
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:  # noqa: F811
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.dialogs = []  # type: ignore[attr-defined]
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    yield page
+    context.close()
+
+
+def send(page: Any, text: str) -> None:
+    page.fill("#message", text)
+    page.press("#message", "Enter")
+
+
+def test_send_streams_iterations_and_renders_the_answer(site: Site, page: Any) -> None:
+    last = Gate(answer("The **total** is {{total}}."))
+    site.fake.add_replies(answer("", ["total = sum([1, 2, 3])", "total"]), last)
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "add one two three")
+    # The first iteration streams in while the turn is still running.
+    page.wait_for_selector(".turn.live .iteration[data-iteration='1'] .block.ok .value")
+    assert page.text_content(".turn.live .block.ok .value") == "→ 6"
+    assert page.is_visible("#stop")
+    assert page.text_content("#vars tr[data-name='total'] .version") == "v1"
+    last.opened.set()
+    page.wait_for_selector(".turn[data-status='done'] .answer strong")
+    assert page.text_content(".answer strong") == "total"
+    assert "The total is 6." in page.text_content(".answer")
+    assert page.is_hidden("#stop")
+    assert page.locator(".turn").count() == 1
+    assert FAKE_API_KEY not in page.content()
+
+
+def test_stop_cancels_the_running_turn(site: Site, page: Any) -> None:
+    site.fake.add_faults(Fault.stall(seconds=30, after_chunks=3))
+    site.fake.add_replies(answer("never shown"))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "take your time")
+    page.wait_for_selector(".turn.live .iteration .delta:not(:empty)")  # the streamed text
+    page.click("#stop")
+    page.wait_for_selector(".turn[data-status='cancelled']")
+    assert "never shown" not in page.text_content("#turns")
+
+
+def test_reload_mid_turn_resumes_without_gaps_or_duplicates(site: Site, page: Any) -> None:
+    second = Gate(answer("", ["b = a + 1"]))
+    site.fake.add_replies(answer("", ["a = 41"]), second, answer("b is {{b}}"))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "two steps")
+    page.wait_for_selector(".turn.live .iteration[data-iteration='2']")
+    assert second.reached.wait(10)
+    page.reload()
+    page.wait_for_selector(".turn.live .iteration[data-iteration='2']")
+    assert page.locator(".turn").count() == 1
+    assert page.locator(".turn .iteration").count() == 2
+    assert page.locator(".turn .block").count() == 1
+    assert page.text_content(".turn .block pre.code") == "a = 41"
+    second.opened.set()
+    page.wait_for_selector(".turn[data-status='done'] .answer")
+    assert page.text_content(".answer").strip() == "b is 42"
+    assert page.locator(".turn .iteration").count() == 3
+
+
+def test_hostile_answer_renders_inert(site: Site, page: Any) -> None:
+    site.fake.add_replies(
+        answer("", ["print(\"<script>alert('o')</script>\")", "'<img src=x onerror=alert(1)>'"]),
+        answer(HOSTILE),
+    )
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    scripts_before = page.evaluate("document.scripts.length")
+    send(page, "be nasty")
+    page.wait_for_selector(".turn[data-status='done'] .answer")
+    page.reload()  # and the server-rendered page too
+    page.wait_for_selector(".turn[data-status='done'] .answer")
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    assert page.evaluate("document.scripts.length") == scripts_before == 1
+    assert page.locator("img[onerror]").count() == 0
+    assert page.locator("a[href^='javascript']").count() == 0
+    assert "<script>alert('s')</script>" in page.text_content(".answer")  # shown as text
+
+
+def test_fork_from_turn_one_and_a_new_variable_version(site: Site, page: Any) -> None:
+    site.fake.add_replies(
+        answer("", ["n = 1"]), answer("n is {{n}}"), answer("", ["n = n + 1"]), answer("now {{n}}")
+    )
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "start")
+    page.wait_for_selector("#turn-1[data-status='done']")
+    assert page.text_content("#vars tr[data-name='n'] .version") == "v1"
+    send(page, "again")
+    page.wait_for_selector("#turn-2[data-status='done']")
+    assert page.text_content("#vars tr[data-name='n'] .version") == "v2"
+    page.click("#vars tr[data-name='n'] a")
+    page.wait_for_selector("#v2 .diff", state="attached")
+    assert "+2" in page.text_content("#v2 .diff")
+    page.go_back()
+    page.click("#turn-1 button[data-action='fork']")
+    page.wait_for_selector(".fork-note")
+    assert page.locator(".turn").count() == 1
+    assert page.text_content("#vars tr[data-name='n'] .version") == "v1"
+
+
+def test_uploaded_csv_is_read_by_the_model(site: Site, page: Any, tmp_path: Path) -> None:
+    site.fake.add_replies(
+        answer("", ["rows = read_file('people.csv').splitlines()", "len(rows)"]),
+        answer("{{len(rows)}} rows"),
+    )
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    csv = tmp_path / "people.csv"
+    csv.write_text("name,age\nada,36\nalan,41\n")
+    page.set_input_files("#file-input", str(csv))
+    page.wait_for_selector("#files a:text('people.csv')")
+    send(page, "how many rows?")
+    page.wait_for_selector(".turn[data-status='done']")
+    assert page.text_content(".turn .block .value") == "→ 3"
+
+
+def test_oversize_upload_shows_the_limit(site: Site, page: Any, tmp_path: Path) -> None:
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * (site.settings.max_file_read_bytes + 1))
+    page.set_input_files("#file-input", str(big))
+    page.wait_for_selector("#notice.error")
+    assert "upload limit" in page.text_content("#notice")
+    assert not (site.settings.workspaces / cid / "big.bin").exists()
