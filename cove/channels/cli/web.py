@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import sys
@@ -59,5 +60,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         timeout_graceful_shutdown=2,
         proxy_headers=False,
     )
-    uvicorn.Server(config).run()
+    # uvicorn re-raises the Ctrl-C it shut down on: here that is a normal stop.
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(config).run()
     return 0
