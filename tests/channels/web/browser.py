@@ -6,11 +6,21 @@ instead, so CI cannot pass without running them.
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+
+from cove.channels.web import create_app
+from cove.config import Settings
+from tests.channels.web.serve import served_in_thread
+from tests.fakes.openai_server import FakeOpenAI
 
 CHROMIUM = Path(os.environ.get("COVE_CHROMIUM", "/usr/bin/chromium"))
 ARGS = [
@@ -35,9 +45,13 @@ def chromium_missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """One headless Chromium for the whole session."""
+    """One headless Chromium for all the browser tests (they live in one module).
+
+    Module scope, not session: sync Playwright keeps an event loop running in this thread while
+    the browser is open, and the async tests of other modules need the thread's loop free.
+    """
     missing = chromium_missing()
     if missing is not None:
         if os.environ.get("CI"):
@@ -49,3 +63,67 @@ def browser() -> Iterator[object]:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield chromium
         chromium.close()
+
+
+TIMEOUT_MS = 20_000
+
+HOSTILE = (
+    "Inert: <script>alert('s')</script> <img src=x onerror=\"alert('i')\"> "
+    "[click me](javascript:alert('l')) <a href=\"javascript:alert('a')\">raw</a>"
+)
+
+
+def answer(text: str, code: list[str] | None = None, thinking: str = "thinking") -> str:
+    body: dict[str, Any] = {"thinking": thinking, "answer": text}
+    if code:
+        body = {"thinking": thinking, "code": code}
+    return json.dumps(body)
+
+
+@dataclass
+class Gate:
+    """A scripted reply that waits until the test opens the gate (on the fake's thread)."""
+
+    text: str
+    opened: threading.Event = field(default_factory=threading.Event)
+    reached: threading.Event = field(default_factory=threading.Event)
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        self.reached.set()
+        self.opened.wait(30)
+        return self.text
+
+
+@dataclass
+class Site:
+    url: str
+    fake: FakeOpenAI
+    settings: Settings
+
+    def conversation(self) -> str:
+        created = httpx.post(f"{self.url}/api/conversations", json={"title": "Browser test"})
+        cid: str = created.json()["id"]
+        return cid
+
+
+@pytest.fixture
+def site(fake_openai: FakeOpenAI, openai_settings: Settings) -> Iterator[Site]:
+    settings = openai_settings.replace(worker_pool_size=1, request_timeout_s=60.0)
+    with served_in_thread(create_app(settings)) as url:
+        yield Site(url, fake_openai, settings)
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.dialogs = []  # type: ignore[attr-defined]
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    yield page
+    context.close()
+
+
+def send(page: Any, text: str) -> None:
+    page.fill("#message", text)
+    page.press("#message", "Enter")

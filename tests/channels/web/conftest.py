@@ -14,6 +14,7 @@ import pytest
 from cove.channels.web import create_app
 from cove.config import Settings
 from cove.conversation import LLMFactory, scripted_factory
+from tests.channels.web.browser import browser, page, site  # noqa: F401 (browser fixtures)
 from tests.channels.web.serve import served
 
 

@@ -3,85 +3,12 @@ talking to the fake endpoint, a real store and real sandbox workers."""
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-import pytest
-
-from cove.channels.web import create_app
-from cove.config import Settings
-from tests.channels.web.browser import browser  # noqa: F401 (the session fixture)
-from tests.channels.web.serve import served_in_thread
+from tests.channels.web.browser import HOSTILE, Gate, Site, answer, send
 from tests.conftest import FAKE_API_KEY
-from tests.fakes.openai_server import FakeOpenAI, Fault
-
-TIMEOUT_MS = 20_000
-
-HOSTILE = (
-    "Inert: <script>alert('s')</script> <img src=x onerror=\"alert('i')\"> "
-    "[click me](javascript:alert('l')) <a href=\"javascript:alert('a')\">raw</a>"
-)
-
-
-def answer(text: str, code: list[str] | None = None, thinking: str = "thinking") -> str:
-    body: dict[str, Any] = {"thinking": thinking, "answer": text}
-    if code:
-        body = {"thinking": thinking, "code": code}
-    return json.dumps(body)
-
-
-@dataclass
-class Gate:
-    """A scripted reply that waits until the test opens the gate (on the fake's thread)."""
-
-    text: str
-    opened: threading.Event = field(default_factory=threading.Event)
-    reached: threading.Event = field(default_factory=threading.Event)
-
-    def __call__(self, body: dict[str, Any]) -> str:
-        self.reached.set()
-        self.opened.wait(30)
-        return self.text
-
-
-@dataclass
-class Site:
-    url: str
-    fake: FakeOpenAI
-    settings: Settings
-
-    def conversation(self) -> str:
-        created = httpx.post(f"{self.url}/api/conversations", json={"title": "Browser test"})
-        cid: str = created.json()["id"]
-        return cid
-
-
-@pytest.fixture
-def site(fake_openai: FakeOpenAI, openai_settings: Settings) -> Iterator[Site]:
-    settings = openai_settings.replace(worker_pool_size=1, request_timeout_s=60.0)
-    with served_in_thread(create_app(settings)) as url:
-        yield Site(url, fake_openai, settings)
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:  # noqa: F811
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.dialogs = []  # type: ignore[attr-defined]
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-    yield page
-    context.close()
-
-
-def send(page: Any, text: str) -> None:
-    page.fill("#message", text)
-    page.press("#message", "Enter")
+from tests.fakes.openai_server import Fault
 
 
 def test_send_streams_iterations_and_renders_the_answer(site: Site, page: Any) -> None:
