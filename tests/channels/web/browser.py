@@ -118,8 +118,17 @@ def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    page.dialogs = []  # type: ignore[attr-defined]
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page.dialogs = []  # every dialog's message, in order
+    page.answers = []  # what the next dialogs answer (accepted); none left: dismissed
+
+    def on_dialog(dialog: Any) -> None:
+        page.dialogs.append(dialog.message)
+        if page.answers:
+            dialog.accept(page.answers.pop(0))
+        else:
+            dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     yield page
     context.close()
 

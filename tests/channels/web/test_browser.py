@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.channels.web.browser import HOSTILE, Gate, Site, answer, send
 from tests.conftest import FAKE_API_KEY
 from tests.fakes.openai_server import Fault
@@ -129,3 +131,59 @@ def test_oversize_upload_shows_the_limit(site: Site, page: Any, tmp_path: Path) 
     page.wait_for_selector("#notice.error")
     assert "upload limit" in page.text_content("#notice")
     assert not (site.settings.workspaces / cid / "big.bin").exists()
+
+
+def test_list_updates_live_renames_and_deletes_with_confirmation(site: Site, page: Any) -> None:
+    page.goto(site.url)
+    page.wait_for_selector("td.empty")
+    cid = site.conversation()  # created elsewhere: the open list shows it
+    page.wait_for_selector(f"tr[data-id='{cid}']")
+    page.answers.append("Renamed in the browser")
+    page.click(f"tr[data-id='{cid}'] button[data-action='rename']")
+    page.wait_for_selector(f"tr[data-id='{cid}'] .title:text('Renamed in the browser')")
+    assert httpx.get(f"{site.url}/api/conversations/{cid}").json()["title"] == (
+        "Renamed in the browser"
+    )
+    page.click(f"tr[data-id='{cid}'] button[data-action='delete']")  # dismissed: kept
+    assert page.dialogs[-1].startswith("Delete this conversation")
+    assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 200
+    page.answers.append("")
+    page.click(f"tr[data-id='{cid}'] button[data-action='delete']")
+    page.wait_for_selector(f"tr[data-id='{cid}']", state="detached")
+    assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 404
+
+
+def test_two_tabs_stay_live_and_a_second_message_queues(site: Site, page: Any) -> None:
+    first = Gate(answer("first done"))
+    site.fake.add_replies(first, answer("second done"))
+    cid = site.conversation()
+    other = page.context.new_page()
+    for tab in (page, other):
+        tab.goto(f"{site.url}/c/{cid}")
+    send(page, "one")
+    page.wait_for_selector(".turn.live")
+    assert first.reached.wait(10)
+    send(page, "two")
+    page.wait_for_selector(".msg.queued")
+    first.opened.set()
+    for tab in (page, other):
+        tab.wait_for_selector("#turn-2[data-status='done']")
+        assert tab.locator(".turn").count() == 2
+        assert tab.locator(".msg.queued").count() == 0
+        assert tab.text_content("#turn-2 .answer").strip() == "second done"
+
+
+def test_inspector_and_replay(site: Site, page: Any) -> None:
+    site.fake.add_replies(answer("", ["z = 5 * 5"]), answer("z is {{z}}"))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "square five")
+    page.wait_for_selector("#turn-1[data-status='done']")
+    page.click("#replay")
+    page.wait_for_selector("#replay-report h3")
+    assert page.text_content("#replay-report h3") == "Replay matched"
+    page.click("#turn-1 summary")
+    page.click("#turn-1 .iteration[data-iteration='1'] a.inspect")
+    page.wait_for_selector(".inspector")
+    text = page.text_content(".inspector")
+    assert "z = 5 * 5" in text and "square five" in text and "Turn totals" in text
