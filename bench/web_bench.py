@@ -5,8 +5,8 @@
    API, with 16 concurrent HTTP clients.
 2. 100 SSE clients on one conversation while it runs a 20-iteration turn: delivery latency of
    each ``model_reply`` (from the moment the scripted model returned that reply to the moment a
-   client parsed the event), p50/p99, and the RSS growth of the process (server and clients share
-   it, so it is an upper bound for the server).
+   client parsed the event), p50/p99, and the server process's RSS growth. The clients run in a
+   child process so that they do not compete with the server for its GIL.
 3. With Chromium at /usr/bin/chromium: the time for the browser to load and render a finished
    300-iteration turn.
 
@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -134,12 +136,13 @@ async def hammer(base: str, path: str, total: int, concurrency: int) -> tuple[fl
     return total / elapsed, latencies
 
 
-async def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> dict[str, Any]:
-    received: list[list[tuple[int, float]]] = [[] for _ in range(clients)]
+async def listen_all(base: str, cid: str, clients: int) -> list[tuple[int, float]]:
+    """The SSE clients (run in a child process, so they do not share the server's GIL)."""
+    received: list[tuple[int, float]] = []
     connected = asyncio.Semaphore(0)
     after = (1 << 32) - 1
 
-    async def listen(index: int, http: httpx.AsyncClient) -> None:
+    async def listen(http: httpx.AsyncClient) -> None:
         url = f"/api/conversations/{cid}/events?after={after}"
         async with http.stream("GET", url) as response:
             connected.release()
@@ -148,31 +151,41 @@ async def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> d
                     continue
                 event = json.loads(line[6:])
                 if event["type"] == "model_reply":
-                    received[index].append((event["iteration"], time.monotonic()))
+                    received.append((event["iteration"], time.monotonic()))
                 if event["type"] == "turn_finished":
                     return
 
-    before = rss_mb()
     limits = httpx.Limits(max_connections=clients + 10)
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as http:
-        tasks = [asyncio.create_task(listen(i, http)) for i in range(clients)]
+        tasks = [asyncio.create_task(listen(http)) for _ in range(clients)]
         for _ in range(clients):
             await connected.acquire()
-        peak = rss_mb()
-        await http.post(f"/api/conversations/{cid}/messages", json={"text": "go"})
+        print("connected", flush=True)
         await asyncio.gather(*tasks)
-        peak = max(peak, rss_mb())
-    latencies = [
-        (at - model.returned[iteration - 1]) * 1000
-        for events in received
-        for iteration, at in events
-    ]
+    return received
+
+
+def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> dict[str, Any]:
+    before = rss_mb()
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--sse-child", base, cid, str(clients)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "connected"
+    connected_rss = rss_mb()
+    httpx.post(f"{base}/api/conversations/{cid}/messages", json={"text": "go"})
+    received = json.loads(child.stdout.read())
+    child.wait()
+    # CLOCK_MONOTONIC is one clock for every process of the machine.
+    latencies = [(at - model.returned[iteration - 1]) * 1000 for iteration, at in received]
     return {
         "clients": clients,
         "events": len(latencies),
         "p50_ms": percentile(latencies, 0.5),
         "p99_ms": percentile(latencies, 0.99),
-        "rss_growth_mb": peak - before,
+        "rss_growth_mb": max(connected_rss, rss_mb()) - before,
     }
 
 
@@ -199,7 +212,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--sse-clients", type=int, default=100)
     parser.add_argument("--conversations", type=int, default=1000)
+    parser.add_argument("--sse-child", nargs=3, metavar=("URL", "ID", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.sse_child:
+        base, cid, clients = args.sse_child
+        print(json.dumps(asyncio.run(listen_all(base, cid, int(clients)))), flush=True)
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp)).replace(worker_pool_size=1)
@@ -224,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     f"p99 {percentile(lat, 0.99) * 1000:6.1f} ms"
                 )
             target = asyncio.run(_fresh(base))
-            fan = asyncio.run(sse_fanout(base, target, args.sse_clients, fan_model))
+            fan = sse_fanout(base, target, args.sse_clients, fan_model)
             print(
                 f"SSE fan-out        {fan['clients']} clients, {fan['events']} deliveries: "
                 f"p50 {fan['p50_ms']:.1f} ms  p99 {fan['p99_ms']:.1f} ms  "

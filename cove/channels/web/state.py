@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import Request
 
 from cove.channels.web.errors import BadInput
+from cove.channels.web.sse import Frames
 from cove.config import Settings
 from cove.conversation import Conversations, TurnHandle
 
@@ -21,6 +22,7 @@ class WebState:
     settings: Settings
     convs: Conversations
     upload_limit: int
+    frames: Frames = field(default_factory=Frames)
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     drains: set[asyncio.Task[None]] = field(default_factory=set)
 
