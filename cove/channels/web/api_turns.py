@@ -31,6 +31,7 @@ async def send(request: Request) -> Response:
         raise BadInput(f"the message is over {MAX_MESSAGE_CHARS:,} characters")
     state = web(request)
     record = await state.convs.get(request.path_params["cid"])  # 404 now, not in the stream
+    state.convs.check_model()  # no model endpoint: a clear 503 now, not a silent failed turn
     state.drain(state.convs.send(record.id, text))
     return JSONResponse({"conversation_id": record.id, "accepted": True}, status_code=202)
 

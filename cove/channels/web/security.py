@@ -80,7 +80,7 @@ class Guard:
             site = headers.get("sec-fetch-site")
             if origin is None and site not in (None, "same-origin", "none"):
                 return 403, "cross-site request refused"
-        if self.token is None or scope["path"] in ("/login", "/static/app.css"):
+        if self.token is None or scope["path"] == "/login":
             return None
         if self._authenticated(headers):
             return None

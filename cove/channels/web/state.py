@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,7 @@ from cove.channels.web.errors import BadInput
 from cove.channels.web.sse import Frames
 from cove.config import Settings
 from cove.conversation import Conversations, TurnHandle
+from cove.errors import CoveError
 
 
 @dataclass
@@ -30,8 +32,11 @@ class WebState:
         """Read a sent turn's own stream in the background (browsers follow ``watch``)."""
 
         async def read() -> None:
-            async for _ in handle:
-                pass
+            # A turn that fails before it starts (busy elsewhere) ends its stream with the
+            # error; watchers of the conversation see what did happen.
+            with contextlib.suppress(CoveError):
+                async for _ in handle:
+                    pass
 
         task = asyncio.get_running_loop().create_task(read())
         self.drains.add(task)

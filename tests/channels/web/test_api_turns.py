@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.channels.web.conftest import Web, reply
-from tests.channels.web.serve import sse_events
+from cove.channels.web import create_app
+from tests.channels.web.conftest import Web, reply, settings_for
+from tests.channels.web.serve import served, sse_events
 from tests.conversation.watch_helpers import GatedClient
 
 
@@ -109,3 +111,14 @@ async def test_list_events_report_a_new_conversation(web: Web) -> None:
         assert events[-1]["conversation_id"] in {created} | {
             c["id"] for c in (await client.get("/api/conversations")).json()["conversations"]
         }
+
+
+async def test_send_without_a_model_endpoint_is_503_with_the_reason(tmp_path: Path) -> None:
+    app = create_app(settings_for(tmp_path))  # the real OpenAI factory, no key, no base URL
+    async with served(app) as url, httpx.AsyncClient(base_url=url) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        sent = await client.post(f"/api/conversations/{cid}/messages", json={"text": "hi"})
+        assert sent.status_code == 503
+        assert sent.json()["error"] == "ConfigError"
+        assert "OPENAI_API_KEY" in sent.json()["message"]
+        assert (await client.get(f"/api/conversations/{cid}")).json()["turn_count"] == 0

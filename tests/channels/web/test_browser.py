@@ -187,3 +187,18 @@ def test_inspector_and_replay(site: Site, page: Any) -> None:
     page.wait_for_selector(".inspector")
     text = page.text_content(".inspector")
     assert "z = 5 * 5" in text and "square five" in text and "Turn totals" in text
+
+
+def test_phone_width_and_dark_mode(site: Site, browser: Any) -> None:
+    cid = site.conversation()
+    looks = {}
+    for scheme in ("light", "dark"):
+        context = browser.new_context(viewport={"width": 390, "height": 800}, color_scheme=scheme)
+        phone = context.new_page()
+        phone.goto(f"{site.url}/c/{cid}")
+        phone.wait_for_selector("#composer")
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
+        assert phone.is_visible("#message") and phone.is_visible("#dropzone")
+        looks[scheme] = phone.evaluate("getComputedStyle(document.body).backgroundColor")
+        context.close()
+    assert looks["light"] != looks["dark"]
