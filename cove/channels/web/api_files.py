@@ -84,9 +84,11 @@ async def upload(request: Request) -> Response:
 async def list_files(request: Request) -> Response:
     record = await web(request).convs.get(request.path_params["cid"])
     workspace = _workspace(request, record.id)
-    files = []
+    files: list[dict[str, object]] = []
     if workspace.is_dir():
         for root, dirs, names in os.walk(workspace):  # os.walk does not follow links
+            if len(files) >= MAX_LISTED:
+                break
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(names):
                 path = Path(root) / name
