@@ -202,3 +202,24 @@ def test_phone_width_and_dark_mode(site: Site, browser: Any) -> None:
         looks[scheme] = phone.evaluate("getComputedStyle(document.body).backgroundColor")
         context.close()
     assert looks["light"] != looks["dark"]
+
+
+def test_dropped_file_lands_in_the_workspace_and_downloads(site: Site, page: Any) -> None:
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    page.evaluate(
+        """([name, text]) => {
+            const data = new DataTransfer();
+            data.items.add(new File([text], name, {type: "text/csv"}));
+            const zone = document.getElementById("dropzone");
+            const init = {dataTransfer: data, bubbles: true, cancelable: true};
+            zone.dispatchEvent(new DragEvent("drop", init));
+        }""",
+        ["dropped.csv", "a,b\n1,2\n"],
+    )
+    page.wait_for_selector("#files a:text('dropped.csv')")
+    assert (site.settings.workspaces / cid / "dropped.csv").read_text() == "a,b\n1,2\n"
+    with page.expect_download() as download:
+        page.click("#files a:text('dropped.csv')")
+    assert download.value.suggested_filename == "dropped.csv"
+    assert Path(download.value.path()).read_text() == "a,b\n1,2\n"
