@@ -12,7 +12,14 @@ from starlette.routing import Route
 
 from cove.channels.web.render import diff
 from cove.channels.web.state import web
-from cove.conversation import ConversationRecord, SearchHit, Transcript, TurnRecord
+from cove.config import Settings
+from cove.conversation import (
+    ConversationRecord,
+    SearchHit,
+    Transcript,
+    TurnRecord,
+    VarVersionRecord,
+)
 from cove.conversation.sequence import make_seq
 from cove.errors import NotFound
 
@@ -45,6 +52,24 @@ async def list_rows(request: Request) -> Response:
     return _render(request, "_rows.html", await _list_context(request))
 
 
+def changes_by_iteration(transcript: Transcript) -> dict[tuple[int, int], list[VarVersionRecord]]:
+    """The variable versions each iteration wrote, keyed by (turn position, iteration position)."""
+    changes: dict[tuple[int, int], list[VarVersionRecord]] = {}
+    for version in transcript.var_versions:
+        key = (version.turn_position, version.iteration_position)
+        changes.setdefault(key, []).append(version)
+    return changes
+
+
+def iteration_cost(settings: Settings, model: str | None, tokens_in: int, tokens_out: int) -> str:
+    """An iteration's cost in dollars, or "unknown" when the model has no price."""
+    price = settings.price_of(model or settings.model)
+    if price is None:
+        return "unknown"
+    cost = tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6
+    return f"${cost:.4f}"
+
+
 def resume_after(transcript: Transcript) -> tuple[list[TurnRecord], int]:
     """The turns the page renders, and the seq its event stream resumes after.
 
@@ -71,6 +96,7 @@ async def chat(request: Request) -> Response:
         "turns": turns,
         "after": after,
         "variables": variables,
+        "changes": changes_by_iteration(transcript),
         "upload_limit": web(request).upload_limit,
     }
     return _render(request, "chat.html", context)
@@ -84,6 +110,7 @@ async def turn_fragment(request: Request) -> Response:
     if turn is None:
         raise NotFound("turn", str(position))
     context = {"conv": transcript.conversation, "turn": turn}
+    context["changes"] = changes_by_iteration(await convs.inspect(transcript.conversation.id))
     return _render(request, "_turn.html", context)
 
 
@@ -98,7 +125,16 @@ async def inspector(request: Request) -> Response:
     if iteration is None:
         raise NotFound("iteration", str(number))
     system = await convs.system_prompt(iteration.system_prompt_hash)
-    context = {"conv": transcript.conversation, "turn": turn, "it": iteration, "system": system}
+    cost = iteration_cost(
+        web(request).settings, turn.model, iteration.tokens_in, iteration.tokens_out
+    )
+    context = {
+        "conv": transcript.conversation,
+        "turn": turn,
+        "it": iteration,
+        "system": system,
+        "cost": cost,
+    }
     return _render(request, "inspect.html", context)
 
 

@@ -54,10 +54,12 @@ async def test_pages_render_a_conversation(web: Web) -> None:
         fragment = await client.get(f"/c/{cid}/turns/1")
         assert fragment.text.lstrip().startswith('<article class="turn" id="turn-1"')
         assert (await client.get(f"/c/{cid}/turns/7")).status_code == 404
+        assert f'href="/c/{cid}/vars/total#v1">total v1</a>' in fragment.text  # what it wrote
 
         inspector = await client.get(f"/c/{cid}/inspect/1/1")
         assert inspector.status_code == 200
         assert "Raw reply" in inspector.text and "total = 6 * 7" in inspector.text
+        assert "<dt>Cost</dt><dd>unknown</dd>" in inspector.text  # "scripted" has no price
         assert (await client.get(f"/c/{cid}/inspect/1/9")).status_code == 404
 
         var = await client.get(f"/c/{cid}/vars/total")
