@@ -34,6 +34,7 @@ def _templates() -> Jinja2Templates:
     env.filters["markdown"] = markdown
     env.filters["code"] = code
     env.globals["when"] = _when
+    env.globals["size"] = _size
     return templates
 
 
@@ -43,6 +44,12 @@ def _when(timestamp: float | None) -> str:
     if not timestamp:
         return ""
     return dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def _size(size: int | None) -> str:
+    if size is None:
+        return ""
+    return f"len {size}"  # the store's size of a variable is its length
 
 
 async def _pygments(request: Request) -> Response:

@@ -120,6 +120,7 @@ def test_uploaded_csv_is_read_by_the_model(site: Site, page: Any, tmp_path: Path
     send(page, "how many rows?")
     page.wait_for_selector(".turn[data-status='done']")
     assert page.text_content(".turn .block .value") == "→ 3"
+    page.wait_for_selector("#vars tr[data-name='rows'] .size:text('len 3')")  # after the turn
 
 
 def test_oversize_upload_shows_the_limit(site: Site, page: Any, tmp_path: Path) -> None:

@@ -165,6 +165,7 @@ function chatPage() {
     title_changed(e) { $("#conv-title").textContent = e.title; document.title = `cove · ${e.title}`; },
     async turn_finished(e) {
       setRunning(false);
+      refreshVariables(cid);
       const position = positions.get(e.turn_id);
       const response = await fetch(`/c/${cid}/turns/${position}`, { credentials: "same-origin" });
       const old = turnNode(position);
@@ -226,6 +227,17 @@ function chatPage() {
   setupFiles(cid, uploadLimit);
 }
 
+function sizeText(size) {
+  if (size === null || size === undefined) return "";
+  return `len ${size}`;
+}
+
+async function refreshVariables(cid) {
+  const { variables } = await api("GET", `/api/conversations/${cid}/vars`);
+  $("#vars tbody").replaceChildren();
+  for (const v of variables) updateVariable(cid, { ...v, size: sizeText(v.size) });
+}
+
 function updateVariable(cid, change) {
   const tbody = $("#vars tbody");
   let row = tbody.querySelector(`tr[data-name="${CSS.escape(change.name)}"]`);
@@ -237,10 +249,11 @@ function updateVariable(cid, change) {
     link.href = `/c/${cid}/vars/${encodeURIComponent(change.name)}`;
     const name = el("td");
     name.append(link);
-    row.append(name, el("td", "type"), el("td", "version"), el("td", "preview"));
+    row.append(name, el("td", "type"), el("td", "size"), el("td", "version"), el("td", "preview"));
     tbody.append(row);
   }
   $(".type", row).textContent = change.type;
+  $(".size", row).textContent = change.size ?? "";  // known again when the turn ends
   $(".version", row).textContent = `v${change.version}`;
   $(".preview", row).textContent = change.preview;
 }
