@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from tests.channels.web.browser import HOSTILE, Gate, Site, answer, send
+from tests.channels.web.proxy import CuttableProxy
 from tests.conftest import FAKE_API_KEY
 from tests.fakes.openai_server import Fault
 
@@ -224,3 +225,26 @@ def test_dropped_file_lands_in_the_workspace_and_downloads(site: Site, page: Any
         page.click("#files a:text('dropped.csv')")
     assert download.value.suggested_filename == "dropped.csv"
     assert Path(download.value.path()).read_text() == "a,b\n1,2\n"
+
+
+def test_dropped_connection_resumes_without_gaps_or_duplicates(site: Site, page: Any) -> None:
+    second, third = Gate(answer("", ["b = a + 1"])), Gate(answer("b is {{b}}"))
+    site.fake.add_replies(answer("", ["a = 1"]), second, third)
+    cid = site.conversation()
+    with CuttableProxy(int(site.url.rsplit(":", 1)[1])) as proxy:
+        page.goto(f"http://127.0.0.1:{proxy.port}/c/{cid}")
+        send(page, "three steps")
+        page.wait_for_selector(".turn.live .iteration[data-iteration='2']")
+        assert second.reached.wait(10)
+        proxy.cut()  # the network drops; EventSource reconnects with Last-Event-ID
+        page.wait_for_selector("body[data-stream='reconnecting']", state="attached")
+        second.opened.set()  # the turn goes on meanwhile
+        assert third.reached.wait(10)
+        page.wait_for_selector(".turn.live .iteration[data-iteration='3']")
+        assert page.locator(".turn").count() == 1
+        assert page.locator(".turn .iteration").count() == 3
+        codes = page.locator(".turn .block pre.code").all_text_contents()
+        assert codes == ["a = 1", "b = a + 1"]  # the one from the gap, and nothing twice
+        third.opened.set()
+        page.wait_for_selector(".turn[data-status='done'] .answer")
+        assert page.text_content(".answer").strip() == "b is 2"

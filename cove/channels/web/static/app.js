@@ -178,6 +178,9 @@ function chatPage() {
   };
 
   const source = new EventSource(`/api/conversations/${cid}/events?after=${lastSeq}`);
+  document.body.dataset.stream = "open";
+  source.onopen = () => { document.body.dataset.stream = "open"; };
+  source.onerror = () => { document.body.dataset.stream = "reconnecting"; };  // it retries itself
   source.onmessage = (message) => {
     const event = JSON.parse(message.data);
     if (event.seq && event.seq <= lastSeq) return;  // already shown
