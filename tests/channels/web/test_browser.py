@@ -8,8 +8,11 @@ from typing import Any
 
 import httpx
 
+from cove.channels.web import create_app
+from cove.config import Settings
 from tests.channels.web.browser import HOSTILE, Gate, Site, answer, send
 from tests.channels.web.proxy import CuttableProxy
+from tests.channels.web.serve import served_in_thread
 from tests.conftest import FAKE_API_KEY
 from tests.fakes.openai_server import Fault
 
@@ -248,3 +251,26 @@ def test_dropped_connection_resumes_without_gaps_or_duplicates(site: Site, page:
         third.opened.set()
         page.wait_for_selector(".turn[data-status='done'] .answer")
         assert page.text_content(".answer").strip() == "b is 2"
+
+
+def test_login_link_gives_the_browser_a_session(
+    browser: Any, openai_settings: Settings, tmp_path: Path
+) -> None:
+    token = "browser-login-token-0123456789"
+    app = create_app(openai_settings.replace(worker_pool_size=1), token=token)
+    with served_in_thread(app) as url:
+        context = browser.new_context()
+        tab = context.new_page()
+        refused = tab.goto(f"{url}/")
+        assert refused is not None and refused.status == 401
+        tab.goto(f"{url}/login?token={token}")
+        assert tab.url == f"{url}/"  # the token left the address bar
+        tab.wait_for_selector("#new-conversation")
+        tab.click("#new-conversation")  # an API call with the cookie, same origin
+        tab.wait_for_selector("#composer")
+        cookies = context.cookies()
+        assert [(c["name"], c["httpOnly"], c["sameSite"]) for c in cookies] == [
+            ("cove_session", True, "Strict")
+        ]
+        assert tab.evaluate("document.cookie") == ""  # out of reach of scripts
+        context.close()
