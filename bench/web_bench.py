@@ -1,0 +1,286 @@
+"""The web channel under load: page and API throughput, SSE fan-out, browser rendering.
+
+1. A database of 1,000 conversations (one of them with 10 finished turns and a few variables):
+   requests/s and p50/p99 latency of the list page, that conversation's chat page and its vars
+   API, with 16 concurrent HTTP clients.
+2. 100 SSE clients on one conversation while it runs a 20-iteration turn: delivery latency of
+   each ``model_reply`` (from the moment the scripted model returned that reply to the moment a
+   client parsed the event), p50/p99, and the server process's RSS growth. The clients run in a
+   child process so that they do not compete with the server for its GIL.
+3. With Chromium at /usr/bin/chromium: the time for the browser to load and render a finished
+   300-iteration turn.
+
+The server is the real app on uvicorn in a thread; the model is scripted.
+Run: ``.venv/bin/python bench/web_bench.py [--requests 400] [--sse-clients 100]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from cove.channels.web import create_app
+from cove.config import Settings
+from cove.conversation import Conversations, LLMFactory
+from cove.engine.llm import Completion, LLMClient
+from cove.engine.llm_scripted import ScriptedClient
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def code_reply(code: str) -> str:
+    return json.dumps({"thinking": "step", "code": [code]})
+
+
+def answer_reply(text: str) -> str:
+    return json.dumps({"thinking": "done", "answer": text})
+
+
+class TimedClient:
+    """A scripted model that records when it returned each reply (monotonic seconds)."""
+
+    def __init__(self, replies: Sequence[str], delay_s: float = 0.0) -> None:
+        self.inner = ScriptedClient(list(replies), delay_s=delay_s)
+        self.model = self.inner.model
+        self.returned: list[float] = []
+
+    async def complete(self, messages: Any, **kwargs: Any) -> Completion:
+        completion = await self.inner.complete(messages, **kwargs)
+        self.returned.append(time.monotonic())
+        return completion
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def factory(self) -> LLMFactory:
+        def make(settings: Settings, model: str) -> LLMClient:
+            return self
+
+        return make
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@contextmanager
+def serve(settings: Settings, factory: LLMFactory) -> Iterator[str]:
+    config = uvicorn.Config(
+        create_app(settings, llm_factory=factory),
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        threading.Event().wait(0.01)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def populate(settings: Settings, count: int) -> str:
+    replies = [code_reply(f"v{i} = list(range({i * 10}))") for i in range(10)]
+    replies = [r for pair in zip(replies, [answer_reply("ok")] * 10, strict=True) for r in pair]
+    client = TimedClient(replies)
+    async with Conversations.open(settings, llm_factory=client.factory()) as convs:
+        for i in range(count - 1):
+            await convs.create(channel="web", title=f"Conversation {i}")
+        rich = await convs.create(channel="web", title="Ten turns")
+        for i in range(10):
+            await convs.send(rich.id, f"turn {i}").finished()
+    return rich.id
+
+
+async def hammer(base: str, path: str, total: int, concurrency: int) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    queue = iter(range(total))
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        for _ in queue:
+            start = time.perf_counter()
+            response = await client.get(path)
+            latencies.append(time.perf_counter() - start)
+            assert response.status_code == 200, (path, response.status_code)
+
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return total / elapsed, latencies
+
+
+async def listen_all(base: str, cid: str, clients: int) -> list[tuple[int, float]]:
+    """The SSE clients (run in a child process, so they do not share the server's GIL)."""
+    received: list[tuple[int, float]] = []
+    connected = asyncio.Semaphore(0)
+    after = (1 << 32) - 1
+
+    async def listen(http: httpx.AsyncClient) -> None:
+        url = f"/api/conversations/{cid}/events?after={after}"
+        async with http.stream("GET", url) as response:
+            connected.release()
+            async for line in response.aiter_lines():
+                if not line.startswith("data: "):
+                    continue
+                event = json.loads(line[6:])
+                if event["type"] == "model_reply":
+                    received.append((event["iteration"], time.monotonic()))
+                if event["type"] == "turn_finished":
+                    return
+
+    limits = httpx.Limits(max_connections=clients + 10)
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as http:
+        tasks = [asyncio.create_task(listen(http)) for _ in range(clients)]
+        for _ in range(clients):
+            await connected.acquire()
+        print("connected", flush=True)
+        await asyncio.gather(*tasks)
+    return received
+
+
+def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> dict[str, Any]:
+    before = rss_mb()
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--sse-child", base, cid, str(clients)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "connected"
+    connected_rss = rss_mb()
+    httpx.post(f"{base}/api/conversations/{cid}/messages", json={"text": "go"})
+    received = json.loads(child.stdout.read())
+    child.wait()
+    # CLOCK_MONOTONIC is one clock for every process of the machine.
+    latencies = [(at - model.returned[iteration - 1]) * 1000 for iteration, at in received]
+    return {
+        "clients": clients,
+        "events": len(latencies),
+        "p50_ms": percentile(latencies, 0.5),
+        "p99_ms": percentile(latencies, 0.99),
+        "rss_growth_mb": max(connected_rss, rss_mb()) - before,
+    }
+
+
+def browser_render(base: str, cid: str) -> float | None:
+    if not CHROMIUM.is_file():
+        return None
+    from playwright.sync_api import sync_playwright
+
+    args = ["--no-sandbox", "--headless", "--disable-gpu", "--no-first-run"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
+        page = browser.new_page()
+        started = time.perf_counter()
+        page.goto(f"{base}/c/{cid}")
+        page.wait_for_selector(".turn .iteration[data-iteration='300']", state="attached")
+        elapsed = time.perf_counter() - started
+        browser.close()
+    return elapsed
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--sse-clients", type=int, default=100)
+    parser.add_argument("--conversations", type=int, default=1000)
+    parser.add_argument("--sse-child", nargs=3, metavar=("URL", "ID", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.sse_child:
+        base, cid, clients = args.sse_child
+        print(json.dumps(asyncio.run(listen_all(base, cid, int(clients)))), flush=True)
+        return
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(data_dir=Path(tmp)).replace(worker_pool_size=1)
+        start = time.perf_counter()
+        rich = asyncio.run(populate(settings, args.conversations))
+        print(
+            f"populated {args.conversations} conversations in {time.perf_counter() - start:.1f} s"
+        )
+
+        fan_model = TimedClient(
+            [code_reply(f"x{i} = {i}") for i in range(19)] + [answer_reply("done")], delay_s=0.05
+        )
+        with serve(settings.replace(max_iterations=30), fan_model.factory()) as base:
+            for label, path in (
+                ("list page", "/"),
+                ("conversation page", f"/c/{rich}"),
+                ("vars API", f"/api/conversations/{rich}/vars"),
+            ):
+                rate, lat = asyncio.run(hammer(base, path, args.requests, args.concurrency))
+                print(
+                    f"{label:18} {rate:7.1f} req/s  p50 {percentile(lat, 0.5) * 1000:6.1f} ms  "
+                    f"p99 {percentile(lat, 0.99) * 1000:6.1f} ms"
+                )
+            target = asyncio.run(_fresh(base))
+            fan = sse_fanout(base, target, args.sse_clients, fan_model)
+            print(
+                f"SSE fan-out        {fan['clients']} clients, {fan['events']} deliveries: "
+                f"p50 {fan['p50_ms']:.1f} ms  p99 {fan['p99_ms']:.1f} ms  "
+                f"RSS +{fan['rss_growth_mb']:.1f} MB"
+            )
+
+        long_model = TimedClient(
+            [code_reply(f"k = {i}") for i in range(299)] + [answer_reply("end")]
+        )
+        long_settings = settings.replace(max_iterations=300)
+        with serve(long_settings, long_model.factory()) as base:
+            cid = asyncio.run(_long_turn(base))
+            seconds = browser_render(base, cid)
+            if seconds is None:
+                print("browser render     skipped (no /usr/bin/chromium)")
+            else:
+                print(
+                    f"browser render     300-iteration turn loaded and rendered in {seconds:.2f} s"
+                )
+
+
+async def _fresh(base: str) -> str:
+    async with httpx.AsyncClient(base_url=base) as http:
+        cid: str = (await http.post("/api/conversations", json={})).json()["id"]
+        return cid
+
+
+async def _long_turn(base: str) -> str:
+    async with httpx.AsyncClient(base_url=base, timeout=600) as http:
+        cid: str = (await http.post("/api/conversations", json={})).json()["id"]
+        await http.post(f"/api/conversations/{cid}/messages", json={"text": "long"})
+        url = f"/api/conversations/{cid}/events?after={(1 << 32) - 1}"
+        async with http.stream("GET", url) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: ") and '"turn_finished"' in line:
+                    break
+    return cid
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""JSON API: the conversation list and whole-conversation operations."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from cove.channels.cli.export import to_markdown
+from cove.channels.web.errors import BadInput
+from cove.channels.web.state import int_field, json_body, text_field, web
+from cove.conversation import ConversationRecord
+from cove.events import ReplayFinished, ReplayTurnChecked, jsonable
+
+CHANNEL = "web"
+MAX_LIST = 500
+
+
+def conversation_json(record: ConversationRecord, running: bool = False) -> dict[str, Any]:
+    """A conversation as the API shows it (no lease internals)."""
+    return {
+        "id": record.id,
+        "title": record.title,
+        "channel": record.channel,
+        "parent_id": record.parent_id,
+        "fork_turn": record.fork_turn,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "turn_count": record.turn_count,
+        "running": running,
+    }
+
+
+def _limit(request: Request) -> int:
+    raw = request.query_params.get("limit", "50")
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise BadInput(f"limit must be an integer, got {raw!r}") from None
+    if not 1 <= limit <= MAX_LIST:
+        raise BadInput(f"limit must be between 1 and {MAX_LIST}")
+    return limit
+
+
+async def list_conversations(request: Request) -> Response:
+    convs = web(request).convs
+    records = await convs.list(limit=_limit(request))
+    return JSONResponse({"conversations": [conversation_json(r) for r in records]})
+
+
+async def create(request: Request) -> Response:
+    body = await json_body(request)
+    title = text_field(body, "title", required=False)
+    record = await web(request).convs.create(channel=CHANNEL, title=title)
+    return JSONResponse(conversation_json(record), status_code=201)
+
+
+async def get(request: Request) -> Response:
+    record = await web(request).convs.get(request.path_params["cid"])
+    return JSONResponse(conversation_json(record))
+
+
+async def rename(request: Request) -> Response:
+    body = await json_body(request)
+    title = text_field(body, "title")
+    assert title is not None
+    convs = web(request).convs
+    record = await convs.get(request.path_params["cid"])
+    # Conversations has no rename yet; the store's set_title is the one writer of titles.
+    await convs.store.set_title(record.id, title.strip()[:200])
+    return JSONResponse(conversation_json(await convs.get(record.id)))
+
+
+async def delete(request: Request) -> Response:
+    await web(request).convs.delete(request.path_params["cid"])
+    return Response(status_code=204)
+
+
+async def search(request: Request) -> Response:
+    query = request.query_params.get("q", "").strip()
+    if not query:
+        raise BadInput("query parameter q is required")
+    hits = await web(request).convs.search(query)
+    return JSONResponse({"hits": jsonable(hits)})
+
+
+async def export(request: Request) -> Response:
+    convs = web(request).convs
+    transcript = await convs.inspect(request.path_params["cid"])
+    fmt = request.query_params.get("format", "md")
+    cid = transcript.conversation.id
+    if fmt == "md":
+        body, kind = to_markdown(transcript), "text/markdown; charset=utf-8"
+    elif fmt == "json":
+        body, kind = json.dumps(jsonable(transcript), indent=1), "application/json"
+    else:
+        raise BadInput(f"format must be md or json, got {fmt!r}")
+    disposition = f'attachment; filename="cove-{cid[:12]}.{fmt}"'
+    return Response(body, media_type=kind, headers={"content-disposition": disposition})
+
+
+async def fork(request: Request) -> Response:
+    body = await json_body(request)
+    record = await web(request).convs.fork(request.path_params["cid"], int_field(body, "turn"))
+    return JSONResponse(conversation_json(record), status_code=201)
+
+
+async def replay(request: Request) -> Response:
+    convs = web(request).convs
+    record = await convs.get(request.path_params["cid"])
+    turns: list[dict[str, Any]] = []
+    finished: dict[str, Any] | None = None
+    async for event in convs.replay(record.id):
+        if isinstance(event, ReplayTurnChecked):
+            turns.append(event.to_json())
+        elif isinstance(event, ReplayFinished):
+            finished = event.to_json()
+    return JSONResponse({"turns": turns, "finished": finished})
+
+
+ROUTES = [
+    Route("/api/conversations", list_conversations, methods=["GET"]),
+    Route("/api/conversations", create, methods=["POST"]),
+    Route("/api/conversations/{cid}", get, methods=["GET"]),
+    Route("/api/conversations/{cid}", rename, methods=["PATCH"]),
+    Route("/api/conversations/{cid}", delete, methods=["DELETE"]),
+    Route("/api/conversations/{cid}/export", export, methods=["GET"]),
+    Route("/api/conversations/{cid}/fork", fork, methods=["POST"]),
+    Route("/api/conversations/{cid}/replay", replay, methods=["POST"]),
+    Route("/api/search", search, methods=["GET"]),
+]

@@ -1,0 +1,161 @@
+"""JSON API: sending, cancelling, the live event streams (SSE) and variables."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from cove.channels.web.errors import BadInput
+from cove.channels.web.state import WebState, json_body, text_field, web
+from cove.conversation import VarVersionRecord
+from cove.errors import NotFound
+from cove.events import Event
+
+#: A comment line this often keeps proxies from closing an idle stream and finds dead clients.
+HEARTBEAT_S = 15.0
+MAX_MESSAGE_CHARS = 100_000
+MAX_BATCH = 256
+
+
+async def send(request: Request) -> Response:
+    body = await json_body(request)
+    text = text_field(body, "text")
+    assert text is not None
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise BadInput(f"the message is over {MAX_MESSAGE_CHARS:,} characters")
+    state = web(request)
+    record = await state.convs.get(request.path_params["cid"])  # 404 now, not in the stream
+    state.convs.check_model()  # no model endpoint: a clear 503 now, not a silent failed turn
+    state.drain(state.convs.send(record.id, text))
+    return JSONResponse({"conversation_id": record.id, "accepted": True}, status_code=202)
+
+
+async def cancel(request: Request) -> Response:
+    cancelled = await web(request).convs.cancel(request.path_params["cid"])
+    return JSONResponse({"cancelled": cancelled})
+
+
+def _after(request: Request) -> int | None:
+    # The browser's EventSource sends Last-Event-ID when it reconnects; it wins over ?after.
+    raw = request.headers.get("last-event-id") or request.query_params.get("after")
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadInput(f"after / Last-Event-ID must be a sequence number, got {raw!r}") from None
+    if value < 0:
+        raise BadInput("after / Last-Event-ID must not be negative")
+    return value
+
+
+async def _stream(state: WebState, events: Any, with_id: bool) -> AsyncIterator[bytes]:
+    """Relay ``events`` as SSE, with heartbeats, until the client or the server goes.
+
+    Events already waiting are sent in one write: with many clients the per-write cost, not the
+    JSON, is what limits delivery.
+    """
+    yield b"retry: 1000\n\n"
+    async with events as stream:
+        iterator = stream.__aiter__()
+        closing = asyncio.ensure_future(state.closing.wait())
+        nxt: asyncio.Future[Event] | None = None
+        try:
+            while True:
+                if nxt is None:
+                    nxt = asyncio.ensure_future(iterator.__anext__())
+                done, _ = await asyncio.wait(
+                    {nxt, closing}, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_COMPLETED
+                )
+                if closing in done:
+                    return
+                if nxt not in done:
+                    yield b": keep-alive\n\n"  # the pending read carries on
+                    continue
+                batch: list[bytes] = []
+                ended = False
+                while nxt is not None and nxt.done() and len(batch) < MAX_BATCH:
+                    try:
+                        batch.append(state.frames.frame(nxt.result(), with_id))
+                    except StopAsyncIteration:
+                        ended = True
+                        nxt = None
+                        break
+                    nxt = asyncio.ensure_future(iterator.__anext__())
+                    await asyncio.sleep(0)  # lets the read finish if an event is waiting
+                if batch:
+                    yield b"".join(batch)
+                if ended:
+                    return
+        finally:
+            closing.cancel()
+            if nxt is not None:
+                nxt.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await nxt
+
+
+_SSE_HEADERS = {"cache-control": "no-store", "x-accel-buffering": "no"}
+
+
+async def events(request: Request) -> Response:
+    state = web(request)
+    record = await state.convs.get(request.path_params["cid"])
+    stream = state.convs.watch(record.id, after=_after(request))
+    return StreamingResponse(
+        _stream(state, stream, True), media_type="text/event-stream", headers=_SSE_HEADERS
+    )
+
+
+async def list_events(request: Request) -> Response:
+    state = web(request)
+    stream = state.convs.watch_list()
+    return StreamingResponse(
+        _stream(state, stream, False), media_type="text/event-stream", headers=_SSE_HEADERS
+    )
+
+
+def var_json(v: VarVersionRecord) -> dict[str, Any]:
+    """A variable version as the API shows it (the preview, never the encoded value)."""
+    return {
+        "name": v.name,
+        "version": v.version,
+        "kind": v.kind,
+        "type": v.type_name,
+        "size": v.size,
+        "preview": v.preview,
+        "turn": v.turn_position,
+        "iteration": v.iteration_position,
+        "block": v.block_position,
+        "created_at": v.created_at,
+    }
+
+
+async def variables(request: Request) -> Response:
+    current = await web(request).convs.variables(request.path_params["cid"])
+    listed = [var_json(v) for _, v in sorted(current.items()) if v.kind != "deleted"]
+    return JSONResponse({"variables": listed})
+
+
+async def var_history(request: Request) -> Response:
+    convs = web(request).convs
+    history = await convs.var_history(request.path_params["cid"], request.path_params["name"])
+    if not history:
+        raise NotFound("variable", request.path_params["name"])
+    return JSONResponse({"versions": [var_json(v) for v in history]})
+
+
+ROUTES = [
+    Route("/api/conversations/{cid}/messages", send, methods=["POST"]),
+    Route("/api/conversations/{cid}/cancel", cancel, methods=["POST"]),
+    Route("/api/conversations/{cid}/events", events, methods=["GET"]),
+    Route("/api/conversations/{cid}/vars", variables, methods=["GET"]),
+    Route("/api/conversations/{cid}/vars/{name}", var_history, methods=["GET"]),
+    Route("/api/events", list_events, methods=["GET"]),
+]

@@ -1,0 +1,62 @@
+"""The one place where errors become HTTP responses (JSON under ``/api``, a page elsewhere)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from cove.errors import Busy, ConfigError, CoveError, NotFound, SandboxError, StoreError
+
+
+class BadInput(CoveError):
+    """A request the API cannot use (missing field, wrong type, bad file name): 422."""
+
+
+class TooLarge(CoveError):
+    """A request body over the configured limit: 413."""
+
+
+def status_of(exc: Exception) -> int:
+    """The HTTP status for an exception raised while serving a request."""
+    if isinstance(exc, HTTPException):
+        return exc.status_code
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, Busy):
+        return 409
+    if isinstance(exc, TooLarge):
+        return 413
+    if isinstance(exc, (StoreError, SandboxError, ConfigError)):
+        return 503  # the server cannot serve it now; the request itself was fine
+    if isinstance(exc, CoveError):
+        return 422
+    return 500
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, HTTPException):
+        return str(exc.detail)
+    if isinstance(exc, CoveError):
+        return exc.message
+    return "internal error"  # never a traceback or a foreign exception's text
+
+
+def _kind(exc: Exception) -> str:
+    return type(exc).__name__ if isinstance(exc, CoveError) else "http"
+
+
+async def handle(request: Request, exc: Exception) -> Response:
+    """Starlette exception handler for ``CoveError``, ``HTTPException`` and anything else."""
+    status = status_of(exc)
+    message = _message(exc)
+    if request.url.path.startswith("/api/") or request.url.path == "/api":
+        body: dict[str, Any] = {"error": _kind(exc), "message": message, "status": status}
+        return JSONResponse(body, status_code=status)
+    templates = request.app.state.templates
+    page: Response = templates.TemplateResponse(
+        request, "error.html", {"status": status, "message": message}, status_code=status
+    )
+    return page

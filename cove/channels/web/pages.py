@@ -1,0 +1,160 @@
+"""Server-rendered pages: the conversation list, the chat view, the inspector, a variable."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from cove.channels.web.render import diff
+from cove.channels.web.state import web
+from cove.config import Settings
+from cove.conversation import (
+    ConversationRecord,
+    SearchHit,
+    Transcript,
+    TurnRecord,
+    VarVersionRecord,
+)
+from cove.conversation.sequence import make_seq
+from cove.errors import NotFound
+
+LIST_LIMIT = 200
+
+
+def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
+    response: Response = request.app.state.templates.TemplateResponse(request, name, context)
+    return response
+
+
+def running(record: ConversationRecord) -> bool:
+    """True while some process holds the conversation's lease (a turn runs)."""
+    return record.lease_owner is not None and (record.lease_until or 0) > time.time()
+
+
+async def _list_context(request: Request) -> dict[str, Any]:
+    convs = web(request).convs
+    query = request.query_params.get("q", "").strip()
+    hits: list[SearchHit] = await convs.search(query) if query else []
+    records = await convs.list(limit=LIST_LIMIT)
+    return {"conversations": records, "running": running, "query": query, "hits": hits}
+
+
+async def home(request: Request) -> Response:
+    return _render(request, "list.html", await _list_context(request))
+
+
+async def list_rows(request: Request) -> Response:
+    return _render(request, "_rows.html", await _list_context(request))
+
+
+def changes_by_iteration(transcript: Transcript) -> dict[tuple[int, int], list[VarVersionRecord]]:
+    """The variable versions each iteration wrote, keyed by (turn position, iteration position)."""
+    changes: dict[tuple[int, int], list[VarVersionRecord]] = {}
+    for version in transcript.var_versions:
+        key = (version.turn_position, version.iteration_position)
+        changes.setdefault(key, []).append(version)
+    return changes
+
+
+def iteration_cost(settings: Settings, model: str | None, tokens_in: int, tokens_out: int) -> str:
+    """An iteration's cost in dollars, or "unknown" when the model has no price."""
+    price = settings.price_of(model or settings.model)
+    if price is None:
+        return "unknown"
+    cost = tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6
+    return f"${cost:.4f}"
+
+
+def resume_after(transcript: Transcript) -> tuple[list[TurnRecord], int]:
+    """The turns the page renders, and the seq its event stream resumes after.
+
+    A running turn is not rendered: the stream replays it from its start, so the page shows
+    every event of it exactly once.
+    """
+    shown: list[TurnRecord] = []
+    for turn in transcript.turns:
+        if turn.status == "running":
+            return shown, make_seq(turn.position, 0, 0) - 1
+        shown.append(turn)
+    next_position = (transcript.turns[-1].position + 1) if transcript.turns else 1
+    return shown, make_seq(next_position, 0, 0) - 1
+
+
+async def chat(request: Request) -> Response:
+    convs = web(request).convs
+    transcript = await convs.inspect(request.path_params["cid"])
+    turns, after = resume_after(transcript)
+    current = await convs.variables(transcript.conversation.id)
+    variables = [v for _, v in sorted(current.items()) if v.kind != "deleted"]
+    context = {
+        "conv": transcript.conversation,
+        "turns": turns,
+        "after": after,
+        "variables": variables,
+        "changes": changes_by_iteration(transcript),
+        "upload_limit": web(request).upload_limit,
+    }
+    return _render(request, "chat.html", context)
+
+
+async def turn_fragment(request: Request) -> Response:
+    convs = web(request).convs
+    position = request.path_params["position"]
+    transcript = await convs.inspect(request.path_params["cid"], turn=position)
+    turn = next((t for t in transcript.turns if t.position == position), None)
+    if turn is None:
+        raise NotFound("turn", str(position))
+    context = {"conv": transcript.conversation, "turn": turn}
+    context["changes"] = changes_by_iteration(await convs.inspect(transcript.conversation.id))
+    return _render(request, "_turn.html", context)
+
+
+async def inspector(request: Request) -> Response:
+    convs = web(request).convs
+    position, number = request.path_params["position"], request.path_params["iteration"]
+    transcript = await convs.inspect(request.path_params["cid"], turn=position)
+    turn = next((t for t in transcript.turns if t.position == position), None)
+    if turn is None:
+        raise NotFound("turn", str(position))
+    iteration = next((i for i in turn.iterations if i.position + 1 == number), None)
+    if iteration is None:
+        raise NotFound("iteration", str(number))
+    system = await convs.system_prompt(iteration.system_prompt_hash)
+    cost = iteration_cost(
+        web(request).settings, turn.model, iteration.tokens_in, iteration.tokens_out
+    )
+    context = {
+        "conv": transcript.conversation,
+        "turn": turn,
+        "it": iteration,
+        "system": system,
+        "cost": cost,
+    }
+    return _render(request, "inspect.html", context)
+
+
+async def variable(request: Request) -> Response:
+    convs = web(request).convs
+    record = await convs.get(request.path_params["cid"])
+    name = request.path_params["name"]
+    history = await convs.var_history(record.id, name)
+    if not history:
+        raise NotFound("variable", name)
+    diffs = [""] + [diff(a.preview, b.preview) for a, b in itertools.pairwise(history)]
+    context = {"conv": record, "name": name, "versions": list(zip(history, diffs, strict=True))}
+    return _render(request, "var.html", context)
+
+
+ROUTES = [
+    Route("/", home, methods=["GET"]),
+    Route("/fragments/list", list_rows, methods=["GET"]),
+    Route("/c/{cid}", chat, methods=["GET"]),
+    Route("/c/{cid}/turns/{position:int}", turn_fragment, methods=["GET"]),
+    Route("/c/{cid}/inspect/{position:int}/{iteration:int}", inspector, methods=["GET"]),
+    Route("/c/{cid}/vars/{name}", variable, methods=["GET"]),
+]

@@ -1,0 +1,300 @@
+// cove's web client: one module, no framework, no build step.
+// Model output only ever reaches the DOM as textContent, or as HTML the server sanitised.
+
+const $ = (selector, root = document) => root.querySelector(selector);
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+async function api(method, url, body, headers = {}) {
+  const init = { method, headers: { ...headers }, credentials: "same-origin" };
+  if (body !== undefined) {
+    if (body instanceof Blob) {
+      init.body = body;
+    } else {
+      init.body = JSON.stringify(body);
+      init.headers["content-type"] = "application/json";
+    }
+  }
+  const response = await fetch(url, init);
+  if (!response.ok) {
+    let message = `${response.status}`;
+    try { message = (await response.json()).message || message; } catch (_) { /* not JSON */ }
+    throw new Error(message);
+  }
+  return response.status === 204 ? null : response.json();
+}
+
+function notice(text, isError = false) {
+  const node = $("#notice");
+  if (!node) return;
+  node.textContent = text;
+  node.classList.toggle("error", isError);
+}
+
+// ---- the conversation list ---------------------------------------------------------------
+
+function listPage() {
+  $("#new-conversation").addEventListener("click", async () => {
+    const conv = await api("POST", "/api/conversations", {});
+    location.href = `/c/${conv.id}`;
+  });
+  $("#rows").addEventListener("click", async (event) => {
+    const button = event.target.closest("button[data-action]");
+    if (!button) return;
+    const row = button.closest("tr");
+    const id = row.dataset.id;
+    if (button.dataset.action === "delete") {
+      if (!confirm("Delete this conversation, its history and its files?")) return;
+      try { await api("DELETE", `/api/conversations/${id}`); row.remove(); }
+      catch (error) { alert(error.message); }
+    } else if (button.dataset.action === "rename") {
+      const title = prompt("New title", $(".title", row).textContent);
+      if (!title) return;
+      await api("PATCH", `/api/conversations/${id}`, { title });
+      $(".title", row).textContent = title;
+    }
+  });
+  if (new URLSearchParams(location.search).get("q")) return;
+  let pending = null;
+  const source = new EventSource("/api/events");
+  source.onmessage = () => {
+    clearTimeout(pending);
+    pending = setTimeout(async () => {
+      const response = await fetch("/fragments/list", { credentials: "same-origin" });
+      if (response.ok) $("#rows").innerHTML = await response.text();  // server-rendered, escaped
+    }, 200);
+  };
+}
+
+// ---- the chat view -----------------------------------------------------------------------
+
+function chatPage() {
+  const body = document.body;
+  const cid = body.dataset.conversation;
+  const uploadLimit = Number(body.dataset.uploadLimit);
+  const turns = $("#turns");
+  const stop = $("#stop");
+  const positions = new Map();  // turn id → position
+  let lastSeq = Number(body.dataset.after);
+  let running = false;
+
+  const setRunning = (value) => { running = value; stop.hidden = !value; };
+  const turnNode = (position) => document.getElementById(`turn-${position}`);
+  const liveTurn = (turnId) => turnNode(positions.get(turnId));
+  const iterationNode = (turnId, n) => {
+    const turn = liveTurn(turnId);
+    return turn && turn.querySelector(`.iteration[data-iteration="${n}"]`);
+  };
+  const blockNode = (e) => {
+    const it = iterationNode(e.turn_id, e.iteration);
+    return it && it.querySelector(`.block[data-index="${e.index}"]`);
+  };
+
+  const handlers = {
+    turn_started(e) {
+      positions.set(e.turn_id, e.position);
+      $(".queued", turns)?.remove();
+      const article = el("article", "turn live");
+      article.id = `turn-${e.position}`;
+      article.dataset.position = e.position;
+      article.dataset.status = "running";
+      article.append(el("div", "msg user", e.request));
+      const details = el("details", "timeline");
+      details.open = true;
+      details.append(el("summary", "", "working…"));
+      article.append(details);
+      turnNode(e.position)?.remove();
+      turns.append(article);
+      setRunning(true);
+    },
+    iteration_started(e) {
+      const turn = liveTurn(e.turn_id);
+      if (!turn) return;
+      const section = el("section", "iteration");
+      section.dataset.iteration = e.iteration;
+      section.append(el("h4", "", `Iteration ${e.iteration}`), el("pre", "delta"));
+      $(".timeline", turn).append(section);
+      $(".timeline summary", turn).textContent = `iteration ${e.iteration} of up to ${e.budget}…`;
+    },
+    model_delta(e) {
+      const pre = iterationNode(e.turn_id, e.iteration)?.querySelector(".delta");
+      if (pre) pre.textContent += e.text;
+    },
+    model_reply(e) {
+      const it = iterationNode(e.turn_id, e.iteration);
+      if (!it) return;
+      $(".delta", it)?.remove();
+      if (e.thinking) it.append(el("p", "thinking", e.thinking));
+      if (e.parse_error) it.append(el("p", "error", `Unreadable reply: ${e.parse_error}`));
+    },
+    block_started(e) {
+      const it = iterationNode(e.turn_id, e.iteration);
+      if (!it) return;
+      const block = el("div", "block running");
+      block.dataset.index = e.index;
+      block.append(el("pre", "code", e.code));
+      it.append(block);
+    },
+    block_finished(e) {
+      const block = blockNode(e);
+      if (!block) return;
+      block.className = `block ${e.ok ? "ok" : "failed"}`;
+      if (e.stdout) block.append(el("pre", "stdout", e.stdout));
+      if (e.stderr) block.append(el("pre", "stderr", e.stderr));
+      if (e.ok && e.result_preview !== null) block.append(el("pre", "value", `→ ${e.result_preview}`));
+      if (e.error) block.append(el("pre", "error", e.error));
+      block.append(el("span", "meta", `${Math.round(e.duration_ms)} ms${e.timed_out ? " · timed out" : ""}`));
+    },
+    vars_changed(e) {
+      const it = iterationNode(e.turn_id, e.iteration);
+      const names = e.changes.map((c) => `${c.name} v${c.version}`).join(", ");
+      if (it && names) it.append(el("p", "vars-note", `changed: ${names}`));
+      for (const change of e.changes) updateVariable(cid, change);
+    },
+    nudge(e) { liveTurn(e.turn_id)?.querySelector(".timeline")?.append(el("p", "nudge", e.text)); },
+    sandbox_restarted(e) {
+      const text = `Sandbox restarted (${e.reason}); lost: ${e.lost.join(", ") || "nothing"}`;
+      liveTurn(e.turn_id)?.querySelector(".timeline")?.append(el("p", "restart", text));
+    },
+    steer_received(e) { iterationNode(e.turn_id, e.iteration)?.append(el("p", "steer", `You: ${e.text}`)); },
+    title_changed(e) { $("#conv-title").textContent = e.title; document.title = `cove · ${e.title}`; },
+    async turn_finished(e) {
+      setRunning(false);
+      refreshVariables(cid);
+      const position = positions.get(e.turn_id);
+      const response = await fetch(`/c/${cid}/turns/${position}`, { credentials: "same-origin" });
+      const old = turnNode(position);
+      if (!response.ok || !old) return;
+      const holder = el("div");
+      holder.innerHTML = await response.text();  // server-rendered and sanitised
+      old.replaceWith(holder.firstElementChild);
+    },
+    resync() { location.reload(); },
+  };
+
+  const source = new EventSource(`/api/conversations/${cid}/events?after=${lastSeq}`);
+  document.body.dataset.stream = "open";
+  source.onopen = () => { document.body.dataset.stream = "open"; };
+  source.onerror = () => { document.body.dataset.stream = "reconnecting"; };  // it retries itself
+  source.onmessage = (message) => {
+    const event = JSON.parse(message.data);
+    if (event.seq && event.seq <= lastSeq) return;  // already shown
+    if (event.seq) lastSeq = event.seq;
+    handlers[event.type]?.(event);
+  };
+
+  const input = $("#message");
+  const send = async () => {
+    const text = input.value;
+    if (!text.trim()) return;
+    input.value = "";
+    if (running) turns.append(el("div", "msg user queued", `${text} (queued)`));
+    try { await api("POST", `/api/conversations/${cid}/messages`, { text }); notice(""); }
+    catch (error) { notice(error.message, true); input.value = text; }
+  };
+  $("#composer").addEventListener("submit", (event) => { event.preventDefault(); send(); });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); send(); }
+  });
+  stop.addEventListener("click", () => api("POST", `/api/conversations/${cid}/cancel`));
+
+  turns.addEventListener("click", async (event) => {
+    const button = event.target.closest("button[data-action=fork]");
+    if (!button) return;
+    try {
+      const fork = await api("POST", `/api/conversations/${cid}/fork`, { turn: Number(button.dataset.turn) });
+      location.href = `/c/${fork.id}`;
+    } catch (error) { notice(error.message, true); }
+  });
+
+  $("#replay").addEventListener("click", async () => {
+    const report = $("#replay-report");
+    report.hidden = false;
+    report.textContent = "Replaying…";
+    try {
+      const result = await api("POST", `/api/conversations/${cid}/replay`);
+      report.replaceChildren(el("h3", "", result.finished?.ok ? "Replay matched" : "Replay diverged"));
+      for (const turn of result.turns) {
+        const line = `Turn ${turn.position}: ${turn.matched}/${turn.blocks} blocks matched`;
+        report.append(el("p", "", line));
+        for (const mismatch of turn.mismatches) report.append(el("pre", "error", mismatch));
+      }
+    } catch (error) { report.textContent = `Replay failed: ${error.message}`; }
+  });
+
+  setupFiles(cid, uploadLimit);
+}
+
+function sizeText(size) {
+  if (size === null || size === undefined) return "";
+  return `len ${size}`;
+}
+
+async function refreshVariables(cid) {
+  const { variables } = await api("GET", `/api/conversations/${cid}/vars`);
+  $("#vars tbody").replaceChildren();
+  for (const v of variables) updateVariable(cid, { ...v, size: sizeText(v.size) });
+}
+
+function updateVariable(cid, change) {
+  const tbody = $("#vars tbody");
+  let row = tbody.querySelector(`tr[data-name="${CSS.escape(change.name)}"]`);
+  if (change.kind === "deleted") { row?.remove(); return; }
+  if (!row) {
+    row = el("tr");
+    row.dataset.name = change.name;
+    const link = el("a", "", change.name);
+    link.href = `/c/${cid}/vars/${encodeURIComponent(change.name)}`;
+    const name = el("td");
+    name.append(link);
+    row.append(name, el("td", "type"), el("td", "size"), el("td", "version"), el("td", "preview"));
+    tbody.append(row);
+  }
+  $(".type", row).textContent = change.type;
+  $(".size", row).textContent = change.size ?? "";  // known again when the turn ends
+  $(".version", row).textContent = `v${change.version}`;
+  $(".preview", row).textContent = change.preview;
+}
+
+function setupFiles(cid, limit) {
+  const list = $("#files");
+  const refresh = async () => {
+    const { files } = await api("GET", `/api/conversations/${cid}/files`);
+    list.replaceChildren(...files.map((f) => {
+      const item = el("li");
+      const link = el("a", "", f.path);
+      link.href = `/api/conversations/${cid}/files/${f.path.split("/").map(encodeURIComponent).join("/")}`;
+      item.append(link, el("span", "meta", ` ${f.size} bytes`));
+      return item;
+    }));
+  };
+  const upload = async (files) => {
+    for (const file of files) {
+      if (file.size > limit) { notice(`${file.name} is over the upload limit of ${limit} bytes`, true); continue; }
+      try {
+        await api("PUT", `/api/conversations/${cid}/files/${encodeURIComponent(file.name)}`, file);
+        notice(`Uploaded ${file.name}`);
+      } catch (error) { notice(`${file.name}: ${error.message}`, true); }
+    }
+    refresh();
+  };
+  const zone = $("#dropzone");
+  zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("over");
+    upload(event.dataTransfer.files);
+  });
+  $("#file-input").addEventListener("change", (event) => upload(event.target.files));
+  refresh();
+}
+
+const page = document.body.dataset.page;
+if (page === "list") listPage();
+if (page === "chat") chatPage();

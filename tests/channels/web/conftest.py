@@ -1,0 +1,55 @@
+"""Fixtures for the web channel's API tests: an app on real uvicorn with a scripted model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from cove.channels.web import create_app
+from cove.config import Settings
+from cove.conversation import LLMFactory, scripted_factory
+from tests.channels.web.browser import browser, page, site  # noqa: F401 (browser fixtures)
+from tests.channels.web.serve import served
+
+
+def settings_for(tmp_path: Path, **changes: Any) -> Settings:
+    return Settings(data_dir=tmp_path).replace(**{"worker_pool_size": 1, **changes})
+
+
+def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any) -> str:
+    body: dict[str, Any] = {"thinking": "thinking it over", **extra}
+    if code is not None:
+        body["code"] = code
+    if answer is not None:
+        body["answer"] = answer
+    return json.dumps(body)
+
+
+Web = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Web:
+    """``async with web(replies or factory, token=..., upload_limit=...) as client``."""
+
+    @asynccontextmanager
+    async def start(
+        replies: Sequence[str] | LLMFactory = (),
+        *,
+        token: str | None = None,
+        upload_limit: int | None = None,
+    ) -> AsyncIterator[httpx.AsyncClient]:
+        factory = replies if callable(replies) else scripted_factory(list(replies))
+        app = create_app(
+            settings_for(tmp_path), llm_factory=factory, token=token, upload_limit=upload_limit
+        )
+        async with served(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+            yield client
+
+    return start

@@ -1,0 +1,84 @@
+"""The conversation routes of the JSON API, against a real server and store."""
+
+from __future__ import annotations
+
+import json
+
+from tests.channels.web.conftest import Web, reply
+
+
+async def test_create_list_get_rename_delete(web: Web) -> None:
+    async with web() as client:
+        created = await client.post("/api/conversations", json={"title": "First"})
+        assert created.status_code == 201
+        cid = created.json()["id"]
+        assert created.json()["channel"] == "web"
+        listed = (await client.get("/api/conversations")).json()["conversations"]
+        assert [c["id"] for c in listed] == [cid]
+        assert (await client.get(f"/api/conversations/{cid[:10]}")).json()["title"] == "First"
+        renamed = await client.patch(f"/api/conversations/{cid}", json={"title": "Renamed"})
+        assert renamed.status_code == 200 and renamed.json()["title"] == "Renamed"
+        assert (await client.delete(f"/api/conversations/{cid}")).status_code == 204
+        missing = await client.get(f"/api/conversations/{cid}")
+        assert missing.status_code == 404
+        assert missing.json() == {
+            "error": "NotFound",
+            "message": missing.json()["message"],
+            "status": 404,
+        }
+        assert cid[:8] in missing.json()["message"]
+
+
+async def test_bad_input_is_422_with_a_message(web: Web) -> None:
+    async with web() as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        not_json = await client.post(
+            "/api/conversations", content=b"{nope", headers={"content-type": "application/json"}
+        )
+        assert not_json.status_code == 422 and "not JSON" in not_json.json()["message"]
+        assert (await client.post("/api/conversations", json=[1])).status_code == 422
+        assert (await client.patch(f"/api/conversations/{cid}", json={})).status_code == 422
+        assert (await client.get("/api/conversations?limit=x")).status_code == 422
+        assert (await client.get("/api/conversations?limit=0")).status_code == 422
+        assert (await client.get("/api/search")).status_code == 422
+        bad_fork = await client.post(f"/api/conversations/{cid}/fork", json={"turn": "1"})
+        assert bad_fork.status_code == 422
+        bad_format = await client.get(f"/api/conversations/{cid}/export?format=pdf")
+        assert bad_format.status_code == 422
+        assert (await client.get("/api/nothing-here")).status_code == 404
+
+
+async def test_search_export_fork_replay(web: Web) -> None:
+    replies = [reply(["x = 20 + 22"], "x is {{x}}"), reply(["y = x + 1"], "y is {{y}}")]
+    async with web(replies) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        for text in ("compute the answer", "and one more"):
+            from tests.channels.web.test_api_turns import send_and_finish
+
+            await send_and_finish(client, cid, text)
+        hits = (await client.get("/api/search", params={"q": "compute"})).json()["hits"]
+        assert hits and hits[0]["conversation_id"] == cid and hits[0]["turn_position"] == 1
+
+        md = await client.get(f"/api/conversations/{cid}/export?format=md")
+        assert md.headers["content-disposition"].startswith("attachment;")
+        assert "x is 42" in md.text and "compute the answer" in md.text
+        exported = await client.get(f"/api/conversations/{cid}/export?format=json")
+        assert exported.headers["content-disposition"].startswith("attachment;")
+        data = json.loads(exported.text)
+        assert [t["answer"] for t in data["turns"]] == ["x is 42", "y is 43"]
+
+        fork = await client.post(f"/api/conversations/{cid}/fork", json={"turn": 1})
+        assert fork.status_code == 201 and fork.json()["parent_id"] == cid
+        names = [
+            v["name"]
+            for v in (await client.get(f"/api/conversations/{fork.json()['id']}/vars")).json()[
+                "variables"
+            ]
+        ]
+        assert names == ["x"]  # the branch starts from turn 1: y does not exist there
+        nowhere = await client.post(f"/api/conversations/{cid}/fork", json={"turn": 9})
+        assert nowhere.status_code == 404
+
+        replayed = (await client.post(f"/api/conversations/{cid}/replay")).json()
+        assert replayed["finished"]["ok"] is True
+        assert [t["position"] for t in replayed["turns"]] == [1, 2]

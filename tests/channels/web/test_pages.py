@@ -1,0 +1,71 @@
+"""The server-rendered pages: list, chat view, turn fragment, inspector, variable history."""
+
+from __future__ import annotations
+
+import re
+
+from cove.channels.web.render import markdown, sanitize
+from tests.channels.web.conftest import Web, reply
+from tests.channels.web.test_api_turns import send_and_finish
+
+HOSTILE = (
+    "Look: <script>alert(1)</script> <img src=x onerror=alert(2)> "
+    '[click](javascript:alert(3)) <a href="javascript:alert(4)">raw</a>\n\n'
+    "```python\nprint('<b>hi</b>')\n```"
+)
+
+
+def test_markdown_is_rendered_and_sanitised() -> None:
+    html = str(markdown(HOSTILE))
+    assert "<script" not in html and not re.search(r"<[^>]*onerror", html)
+    assert not re.search(r"<a [^>]*javascript", html)
+    assert "<img" not in html  # raw HTML is text, not markup
+    assert '<span class="nb">print</span>' in html  # highlighted code
+    assert "&lt;script&gt;" in html
+    # The second layer alone: nh3 strips what markdown-it might ever let through.
+    cleaned = sanitize('<a href="javascript:x">y</a><img src=x onerror=alert(1)><script>z</script>')
+    assert cleaned == '<a rel="noopener noreferrer">y</a><img src="x">'
+    assert str(markdown("**bold** and a [link](https://example.org)")).count("<strong>") == 1
+
+
+async def test_pages_render_a_conversation(web: Web) -> None:
+    replies = [reply(["total = 6 * 7", "total"], HOSTILE, title="Hostile answers")]
+    async with web(replies) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        await send_and_finish(client, cid, "compute <b>this</b>")
+
+        home = await client.get("/")
+        assert home.status_code == 200 and cid in home.text and "Hostile answers" in home.text
+        found = await client.get("/", params={"q": "compute"})
+        assert f"/c/{cid}#turn-1" in found.text
+        rows = await client.get("/fragments/list")
+        assert rows.status_code == 200 and "<tr" in rows.text
+
+        chat = await client.get(f"/c/{cid}")
+        assert chat.status_code == 200
+        page = chat.text
+        assert "<script>alert" not in page
+        assert 'id="turn-1"' in page and "compute &lt;b&gt;this&lt;/b&gt;" in page
+        assert not re.search(r"<a [^>]*javascript", page)
+        assert '<span class="n">total</span>' in page  # the block's code, highlighted
+        assert "→ 42" in page and 'data-name="total"' in page
+        assert f'data-after="{(2 << 32) - 1}"' in page  # the stream starts with turn 2
+
+        fragment = await client.get(f"/c/{cid}/turns/1")
+        assert fragment.text.lstrip().startswith('<article class="turn" id="turn-1"')
+        assert (await client.get(f"/c/{cid}/turns/7")).status_code == 404
+        assert f'href="/c/{cid}/vars/total#v1">total v1</a>' in fragment.text  # what it wrote
+
+        inspector = await client.get(f"/c/{cid}/inspect/1/1")
+        assert inspector.status_code == 200
+        assert "Raw reply" in inspector.text and "total = 6 * 7" in inspector.text
+        assert "<dt>Cost</dt><dd>unknown</dd>" in inspector.text  # "scripted" has no price
+        assert (await client.get(f"/c/{cid}/inspect/1/9")).status_code == 404
+
+        var = await client.get(f"/c/{cid}/vars/total")
+        assert var.status_code == 200 and "v1" in var.text and "42" in var.text
+        missing = await client.get(f"/c/{cid}/vars/nothing")
+        assert missing.status_code == 404 and "text/html" in missing.headers["content-type"]
+        assert (await client.get("/c/unknown")).status_code == 404
+        css = await client.get("/static/pygments.css")
+        assert css.status_code == 200 and ".hl" in css.text
