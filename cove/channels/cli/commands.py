@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cove.channels.cli import demo, doctor, inspect, manage, talk, watch
+from cove.channels.cli import demo, doctor, inspect, manage, talk, tui, watch
 
 
 def register(sub: Any) -> None:
@@ -15,3 +15,4 @@ def register(sub: Any) -> None:
     demo.register(sub)
     doctor.register(sub)
     watch.register(sub)
+    tui.register(sub)
