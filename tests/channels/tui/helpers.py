@@ -31,7 +31,7 @@ def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any
 
 async def until(pilot: Pilot[Any], condition: Callable[[], object], what: str) -> None:
     """Let the app run until ``condition()`` is true (bounded by the test timeout)."""
-    for _ in range(2000):
+    for _ in range(1000):
         if condition():
             return
         await pilot.pause(0.02)

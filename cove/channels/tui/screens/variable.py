@@ -43,6 +43,7 @@ class VariableScreen(Screen[None]):
         self.a = max(0, len(versions) - 2)
         self.b = max(0, len(versions) - 1)
         self._next_side = "a"
+        self.diff_text = ""
 
     def compose(self) -> ComposeResult:
         yield Label(f"{self.var_name}: {len(self.versions)} version(s)", classes="panel-title")
@@ -87,5 +88,5 @@ class VariableScreen(Screen[None]):
         self.query_one("#diff-title", Label).update(
             f"diff v{old.version} → v{new.version} (Enter picks side {self._next_side.upper()})"
         )
-        text = version_diff(old, new)
-        self.query_one("#diff", Static).update(Syntax(text, "diff", theme="ansi_dark"))
+        self.diff_text = version_diff(old, new)
+        self.query_one("#diff", Static).update(Syntax(self.diff_text, "diff", theme="ansi_dark"))

@@ -61,5 +61,5 @@ class VariablesPanel(Vertical):
             )
             for name, (v, t, p) in sorted(self.rows.items())
         )
-        if keep is not None and options.option_count:
-            options.highlighted = min(keep, options.option_count - 1)
+        if options.option_count:
+            options.highlighted = min(keep or 0, options.option_count - 1)
