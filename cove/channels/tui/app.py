@@ -163,10 +163,7 @@ class CoveApp(App[None]):
             async with self.convs.watch_list() as changes:
                 records = await self.convs.list(limit=500)
                 self.sidebar.set_entries([entry_of(r) for r in records])
-                if self.initial is not None:
-                    await self.open_conversation((await self.convs.get(self.initial)).id)
-                elif records:
-                    await self.open_conversation(records[0].id)
+                await self.guard(lambda: self.open_first(records))  # a bad id: keep listing
                 async for change in changes:
                     if change.kind == "deleted":
                         self.sidebar.drop(change.conversation_id)
@@ -181,6 +178,13 @@ class CoveApp(App[None]):
                         )
 
         await self.guard(run)
+
+    async def open_first(self, records: list[ConversationRecord]) -> None:
+        """Open the conversation asked for on the command line, else the most recent."""
+        if self.initial is not None:
+            await self.open_conversation((await self.convs.get(self.initial)).id)
+        elif records:
+            await self.open_conversation(records[0].id)
 
     # -- the conversation shown ------------------------------------------------------------
 
