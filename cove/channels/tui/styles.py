@@ -13,12 +13,9 @@ CSS = """
 #variable-list { height: 1fr; border: none; }
 #status { height: 1; background: $panel; }
 .turn { height: auto; margin: 0 0 1 0; }
+.iteration-group { height: auto; }
 .iteration { height: auto; padding: 0 0 0 2; }
 .iteration:focus { background: $boost; }
-.iteration-header { color: $text-muted; }
-.iteration:focus .iteration-header { color: $text; text-style: bold; }
-.iteration-body { height: auto; padding: 0 0 0 2; }
-.piece { height: auto; }
 .answer { margin: 0 0 0 2; }
 .turn-summary { padding: 0 0 0 2; }
 .panel-title { text-style: bold; padding: 0 1; }

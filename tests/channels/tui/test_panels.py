@@ -14,7 +14,14 @@ from cove.channels.tui.screens.text import TextScreen
 from cove.channels.tui.screens.variable import VariableScreen
 from cove.channels.tui.widgets.variables import VariablesPanel
 from cove.conversation import Conversations, scripted_factory
-from tests.channels.tui.helpers import SIZE, settings_for, turns, type_text, until
+from tests.channels.tui.helpers import (
+    SIZE,
+    last_turn_done,
+    settings_for,
+    turns,
+    type_text,
+    until,
+)
 
 REPLIES = [
     json.dumps({"thinking": "t", "code": ["total = 1"], "answer": "{{total}}"}),
@@ -35,7 +42,7 @@ async def test_variables_panel_versions_and_diff(tmp_path: Path) -> None:
         cid = await two_turns(convs)
         app = CoveApp(convs, cid)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: len(turns(app)) == 2, "the transcript")
+            await until(pilot, lambda: last_turn_done(app, 2), "the transcript")
             await pilot.press("f3")
             panel = app.query_one(VariablesPanel)
             await until(pilot, lambda: "total" in panel.rows, "the variables")
@@ -63,7 +70,7 @@ async def test_inspector_shows_the_stored_prompt(tmp_path: Path) -> None:
         system = await convs.system_prompt(stored.system_prompt_hash)
         app = CoveApp(convs, cid)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: len(turns(app)) == 2, "the transcript")
+            await until(pilot, lambda: last_turn_done(app, 2), "the transcript")
             turns(app)[1].iterations[1].focus()
             await pilot.press("i")
             await until(pilot, lambda: isinstance(app.screen, InspectorScreen), "the inspector")
@@ -95,7 +102,7 @@ async def test_fork_replay_and_export_from_the_palette(tmp_path: Path) -> None:
         cid = await two_turns(convs)
         app = CoveApp(convs, cid, export_dir=tmp_path)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: len(turns(app)) == 2, "the transcript")
+            await until(pilot, lambda: last_turn_done(app, 2), "the transcript")
 
             await palette(pilot, app, "Replay conversation")
             await until(pilot, lambda: app.screen.id == "replay-report", "the replay report")

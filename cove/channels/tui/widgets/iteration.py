@@ -1,8 +1,9 @@
 """``IterationView``: one iteration of a turn, live while it runs, one line once it is done.
 
-Its body is a list of renderables ("pieces"); a piece becomes a ``Static`` only while the body is
-shown, so a long conversation loaded from the store mounts one header line per iteration and a
-live event mounts exactly one small widget: nothing is re-rendered as the turn grows.
+It is a single widget that renders its header line and, when expanded, its body: a list of
+renderables ("pieces") appended as events arrive. Textual re-arranges every widget of a
+scrolling pane when one changes size, so one widget per iteration (not one per piece) keeps
+that cost small; an event re-renders only the iteration it belongs to.
 """
 
 from __future__ import annotations
@@ -10,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Static
+from textual.widget import Widget
 
 from cove.channels.tui.format import cut, duration, one_line
 from cove.events import VarChange
@@ -28,7 +28,7 @@ def code_piece(code: str) -> RenderableType:
     return Syntax(code, "python", theme="ansi_dark", line_numbers=False, word_wrap=True)
 
 
-class IterationView(Vertical, can_focus=True):
+class IterationView(Widget, can_focus=True):
     """An iteration: header line plus a collapsible body; Enter expands or collapses it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -58,17 +58,13 @@ class IterationView(Vertical, can_focus=True):
         self.summary = ""
         self.codes: list[str] = []
         self.values: list[str] = []
-        self._pieces: list[RenderableType] = []
-        self._shown = 0  # pieces mounted into the body
-        self._header = Static(classes="iteration-header")
-        self._body = Vertical(classes="iteration-body")
+        self.pieces: list[RenderableType] = []
 
-    def compose(self) -> ComposeResult:
-        yield self._header
-        yield self._body
-
-    def on_mount(self) -> None:
-        self._refresh()
+    def render(self) -> RenderableType:
+        header = self.header()
+        if not self.expanded:
+            return header
+        return Group(header, *(Padding(piece, (0, 0, 0, 2)) for piece in self.pieces))
 
     # -- content ---------------------------------------------------------------------------
 
@@ -156,19 +152,16 @@ class IterationView(Vertical, can_focus=True):
     # -- internals -------------------------------------------------------------------------
 
     def _add(self, piece: RenderableType) -> None:
-        self._pieces.append(piece)
-        if self.expanded and self.is_mounted:
-            self._mount_pending()
-
-    def _mount_pending(self) -> None:
-        pending = self._pieces[self._shown :]
-        self._shown = len(self._pieces)
-        if pending:
-            self._body.mount_all(Static(piece, classes="piece") for piece in pending)
+        self.pieces.append(piece)
+        if self.expanded:
+            self._refresh()
 
     def _refresh(self) -> None:
-        if not self.is_mounted:
-            return
+        if self.is_mounted:
+            self.refresh(layout=True)
+
+    def header(self) -> Text:
+        """The one line shown for the iteration."""
         marker = "▾" if self.expanded else "▸"
         budget = f"/{self.budget}" if self.budget else ""
         parts = [f"{marker} iteration {self.number}{budget}"]
@@ -179,7 +172,4 @@ class IterationView(Vertical, can_focus=True):
             parts.append(f"{self.blocks} block(s){failed} · {duration(self.time_ms)}")
         if self.summary:
             parts.append(self.summary)
-        self._header.update(Text(" · ".join(parts), style="bold" if self.live else ""))
-        self._body.display = self.expanded
-        if self.expanded:
-            self._mount_pending()
+        return Text(" · ".join(parts), style="bold" if self.live else "dim")
