@@ -135,11 +135,66 @@ async def open_long(turns: int, data: Path) -> dict[str, float]:
     return {"turns": turns, "open_s": shown}
 
 
+SHOWCASE = [
+    {
+        "thinking": "Write a primality test and keep the primes in a variable.",
+        "title": "Primes",
+        "code": [
+            "def is_prime(n):\n"
+            "    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))",
+            "primes = [n for n in range(2, 60) if is_prime(n)][:10]\ntotal = sum(primes)\ntotal",
+        ],
+    },
+    {
+        "thinking": "Check the count before answering.",
+        "code": ["print(len(primes), primes[-1])"],
+        "answer": "The first ten primes are {{primes}}; their sum is **{{total}}**.",
+    },
+    {
+        "thinking": "Extend the list in place; is_prime survives from the last turn.",
+        "code": [
+            "while len(primes) < 15:\n    n = primes[-1] + 1\n    while not is_prime(n):\n"
+            "        n += 1\n    primes.append(n)\ntotal = sum(primes)\ntotal"
+        ],
+        "answer": "Fifteen primes now, summing to **{{total}}**.",
+    },
+]
+
+
+async def screenshot(path: Path, data: Path) -> None:
+    """Save an SVG of the app on a small conversation (for the README)."""
+    replies = [json.dumps(r) for r in SHOWCASE]
+    settings = Settings(data_dir=data).replace(worker_pool_size=1)
+    async with await Conversations.open(settings, llm_factory=scripted_factory(replies)) as convs:
+        conv = await convs.create(channel="tui")
+        await convs.send(conv.id, "What are the first ten primes and their sum?").finished()
+        await convs.send(conv.id, "Extend the list to fifteen.").finished()
+        app = CoveApp(convs, conv.id)
+        async with app.run_test(size=SIZE) as pilot:
+            while (
+                len(app.timeline.turns) < 2
+                or not app.timeline.turns[max(app.timeline.turns)].finished
+            ):
+                await pilot.pause(0.01)
+            await pilot.press("f3")
+            first = app.timeline.turns[min(app.timeline.turns)].iterations[1]
+            first.focus()
+            await pilot.press("enter")
+            await pilot.pause(0.3)
+            app.save_screenshot(path.name, path.parent)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument("--screenshot", type=Path, help="only save an SVG screenshot there")
     args = parser.parse_args()
+    if args.screenshot is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            asyncio.run(screenshot(args.screenshot.resolve(), Path(tmp)))
+        print(f"saved {args.screenshot}")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         streamed = asyncio.run(stream(args.iterations, Path(tmp) / "stream"))
         opened = asyncio.run(open_long(args.turns, Path(tmp) / "open"))

@@ -9,7 +9,7 @@ CSS = """
 #center { width: 1fr; }
 #timeline { height: 1fr; padding: 0 1; }
 #prompt { height: auto; min-height: 3; max-height: 10; }
-#variables { width: 40; border-left: solid $panel; }
+#variables { width: 36; border-left: solid $panel; }
 #variable-list { height: 1fr; border: none; }
 #status { height: 1; background: $panel; }
 .turn { height: auto; margin: 0 0 1 0; }

@@ -172,4 +172,9 @@ class IterationView(Widget, can_focus=True):
             parts.append(f"{self.blocks} block(s){failed} · {duration(self.time_ms)}")
         if self.summary:
             parts.append(self.summary)
-        return Text(" · ".join(parts), style="bold" if self.live else "dim")
+        return Text(
+            " · ".join(parts),
+            style="bold" if self.live else "dim",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
