@@ -13,7 +13,6 @@ CSS = """
 #variable-list { height: 1fr; border: none; }
 #status { height: 1; background: $panel; }
 .turn { height: auto; margin: 0 0 1 0; }
-.iteration-group { height: auto; }
 .iteration { height: auto; padding: 0 0 0 2; }
 .iteration:focus { background: $boost; }
 .answer { margin: 0 0 0 2; }

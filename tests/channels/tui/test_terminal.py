@@ -91,3 +91,12 @@ def test_cove_tui_in_tmux(tmp_path: Path) -> None:
         tmux("send-keys", "-t", session, "C-q")
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True, check=False)
+
+
+def test_cove_tui_with_an_unknown_id_fails_before_the_screen_opens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cove.channels.cli.app import EXIT_NOT_FOUND, main
+
+    assert main(["--db", str(tmp_path / "cove.db"), "tui", "nosuch"]) == EXIT_NOT_FOUND
+    assert "nosuch" in capsys.readouterr().err

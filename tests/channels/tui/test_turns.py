@@ -84,3 +84,20 @@ async def test_up_and_down_recall_sent_requests(tmp_path: Path) -> None:
             assert prompt.text == "draft"
             await pilot.press("ctrl+j")
             assert prompt.text == "draft\n"
+
+
+async def test_a_second_request_is_queued_and_the_status_bar_says_so(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(answer="one"), reply(answer="two")], delay_s=0.5)
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        app = CoveApp(convs)
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = app.query_one(PromptArea)
+            prompt.text = "first"
+            await pilot.press("enter")
+            await until(pilot, lambda: len(turns(app)) == 1, "the first turn to start")
+            prompt.text = "second"
+            await pilot.press("enter")
+            await until(pilot, lambda: app.status.queued, "the queued indicator")
+            await until(pilot, lambda: last_turn_done(app, 2), "both turns")
+            assert not app.status.queued
+            assert [t.answer for t in turns(app)] == ["one", "two"]

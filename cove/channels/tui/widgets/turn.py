@@ -9,11 +9,6 @@ from textual.widgets import Markdown, Static
 from cove.channels.tui.format import duration
 from cove.channels.tui.widgets.iteration import IterationView
 
-#: Iterations per group: Textual re-arranges a container's children when one of them changes
-#: size, so a live iteration lives in a small group and the finished groups keep their cached
-#: arrangement; the cost of an event then does not grow with the length of the turn.
-GROUP = 10
-
 
 class TurnView(Vertical):
     """One turn; widgets are appended as its events arrive, never rebuilt."""
@@ -27,8 +22,6 @@ class TurnView(Vertical):
         self.status = "running"
         self.answer: str | None = None
         self.iterations: dict[int, IterationView] = {}
-        self._group: Vertical | None = None
-        self._in_group = 0
 
     def on_mount(self) -> None:
         self.mount(Static(Text.assemble((f"#{self.position} › ", "bold cyan"), self.request)))
@@ -46,12 +39,7 @@ class TurnView(Vertical):
             if previous is not None and previous.live:
                 previous.finish()
             view = self.iterations[number] = IterationView(self.position, number, budget, live=live)
-            if self._group is None or self._in_group >= GROUP:
-                self._group = Vertical(classes="iteration-group")
-                self._in_group = 0
-                self.mount(self._group)
-            self._in_group += 1
-            self._group.mount(view)
+            self.mount(view)
         return view
 
     def note(self, text: str, style: str = "yellow") -> None:
