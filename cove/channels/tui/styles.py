@@ -15,8 +15,7 @@ CSS = """
 .turn { height: auto; margin: 0 0 1 0; }
 .iteration { height: auto; padding: 0 0 0 2; }
 .iteration:focus { background: $boost; }
-.answer { margin: 0 0 0 2; }
-.turn-summary { padding: 0 0 0 2; }
+.turn-end { padding: 0 0 0 2; }
 .panel-title { text-style: bold; padding: 0 1; }
 .dialog { align: center middle; }
 .dialog-box { width: 60; height: auto; border: thick $primary; padding: 1 2; background: $surface; }

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Markdown
+from rich.console import Group
+from rich.markdown import Markdown as RichMarkdown
+from textual.widgets import Static
 
 from cove.channels.tui import CoveApp
 from cove.channels.tui.widgets.prompt import PromptArea
@@ -26,7 +28,9 @@ async def test_send_shows_iterations_then_the_answer(tmp_path: Path) -> None:
             await until(pilot, lambda: last_turn_done(app), "the turn to finish")
             (turn,) = turns(app)
             assert turn.status == "done" and turn.answer == "twice is 42"
-            assert turn.query_one(Markdown).source == "twice is 42"
+            end = turn.query_one(".turn-end", Static).content
+            assert isinstance(end, Group) and isinstance(end.renderables[0], RichMarkdown)
+            assert end.renderables[0].markup == "twice is 42"
             first, second = turn.iterations[1], turn.iterations[2]
             assert first.codes == ["x = 20 + 22"] and second.values == ["84"]
             assert first.summary == "compute x first"

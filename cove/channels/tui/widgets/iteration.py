@@ -56,6 +56,7 @@ class IterationView(Widget, can_focus=True):
         self.failed_blocks = 0
         self.time_ms = 0.0
         self.summary = ""
+        self.received = 0  # characters of the reply streamed so far
         self.codes: list[str] = []
         self.values: list[str] = []
         self.pieces: list[RenderableType] = []
@@ -67,6 +68,12 @@ class IterationView(Widget, can_focus=True):
         return Group(header, *(Padding(piece, (0, 0, 0, 2)) for piece in self.pieces))
 
     # -- content ---------------------------------------------------------------------------
+
+    def add_delta(self, text: str) -> None:
+        """A chunk of the reply as it streams: only the header's count changes."""
+        self.received += len(text)
+        if self.is_mounted:
+            self.refresh()  # same height: no layout
 
     def add_reply(
         self, thinking: str | None, code: Sequence[str], parse_error: str | None = None
@@ -166,7 +173,8 @@ class IterationView(Widget, can_focus=True):
         budget = f"/{self.budget}" if self.budget else ""
         parts = [f"{marker} iteration {self.number}{budget}"]
         if self.live:
-            parts.append("running…")
+            receiving = f" ({self.received:,} chars)" if self.received and not self.summary else ""
+            parts.append("running…" + receiving)
         if self.blocks:
             failed = f", {self.failed_blocks} failed" if self.failed_blocks else ""
             parts.append(f"{self.blocks} block(s){failed} · {duration(self.time_ms)}")

@@ -18,6 +18,7 @@ from cove.events import (
     BlockFinished,
     Event,
     IterationStarted,
+    ModelDelta,
     ModelReply,
     Nudge,
     SandboxRestarted,
@@ -115,6 +116,10 @@ class Timeline(VerticalScroll):
         if isinstance(event, IterationStarted):
             if event.iteration not in turn.iterations:
                 turn.iteration(event.iteration, event.budget, live=True)
+        elif isinstance(event, ModelDelta):
+            target = turn.iterations.get(event.iteration)
+            if target is not None and target.live:
+                target.add_delta(event.text)
         elif isinstance(event, ModelReply):
             target = turn.iterations.get(event.iteration)
             if target is not None and target.live:

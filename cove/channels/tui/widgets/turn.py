@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
 from rich.text import Text
 from textual.containers import Vertical
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 
 from cove.channels.tui.format import duration
 from cove.channels.tui.widgets.iteration import IterationView
@@ -69,10 +71,14 @@ class TurnView(Vertical):
         current = self.current
         if current is not None and current.live:
             current.finish()
+        # One widget for error, answer and summary: every widget in the pane adds to the cost
+        # of each layout change, so a finished turn stays small.
+        parts: list[RenderableType] = []
         if error:
-            self.mount(Static(Text(error, style="red"), classes="turn-error"))
+            parts.append(Text(error, style="red"))
         if answer:
-            self.mount(Markdown(answer, classes="answer"))
+            parts.append(Markdown(answer))
         took = f" · {duration(duration_ms)}" if duration_ms is not None else ""
         line = f"{status} · {len(self.iterations)} iteration(s) · {tokens:,} tokens · {cost}{took}"
-        self.mount(Static(Text(line, style="dim"), classes="turn-summary"))
+        parts.append(Text(line, style="dim"))
+        self.mount(Static(Group(*parts), classes="turn-end"))
