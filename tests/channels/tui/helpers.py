@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,12 @@ def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any
 
 
 async def until(pilot: Pilot[Any], condition: Callable[[], object], what: str) -> None:
-    """Let the app run until ``condition()`` is true (bounded by the test timeout)."""
-    for _ in range(1000):
-        if condition():
-            return
+    """Let the app run until ``condition()`` is true; fail after 60 s (a loaded machine is slow)."""
+    deadline = time.monotonic() + 60.0
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def turns(app: CoveApp) -> list[TurnView]:

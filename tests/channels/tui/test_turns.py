@@ -10,7 +10,9 @@ from rich.markdown import Markdown as RichMarkdown
 from textual.widgets import Static
 
 from cove.channels.tui import CoveApp
+from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.prompt import PromptArea
+from cove.channels.tui.widgets.turn import WINDOW, FoldedIterations
 from cove.conversation import Conversations, scripted_factory
 from tests.channels.tui.helpers import SIZE, last_turn_done, reply, settings_for, turns, until
 
@@ -105,3 +107,28 @@ async def test_a_second_request_is_queued_and_the_status_bar_says_so(tmp_path: P
             await until(pilot, lambda: last_turn_done(app, 2), "both turns")
             assert not app.status.queued
             assert [t.answer for t in turns(app)] == ["one", "two"]
+
+
+async def test_a_long_turn_folds_old_iterations_and_unfolds_them_on_enter(tmp_path: Path) -> None:
+    count = WINDOW + 5
+    replies = [reply([f"x{n} = {n}"]) for n in range(1, count)] + [reply(["y = 0"], "done")]
+    settings = settings_for(tmp_path, max_iterations=count + 5)
+    async with await Conversations.open(settings, llm_factory=scripted_factory(replies)) as convs:
+        app = CoveApp(convs)
+        async with app.run_test(size=SIZE) as pilot:
+            app.query_one(PromptArea).text = "many steps"
+            await pilot.press("enter")
+            await until(pilot, lambda: last_turn_done(app), "the long turn")
+            (turn,) = turns(app)
+            assert len(turn.iterations) == count
+            folded = turn.query_one(FoldedIterations)
+            assert [v.number for v in folded.views] == [1, 2, 3, 4]
+            assert len(turn.query(IterationView)) == count - 4
+            folded.focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: not turn.query(FoldedIterations), "the unfolding")
+            assert len(turn.query(IterationView)) == count
+            first = turn.iterations[1]
+            assert first.has_focus and first.codes == ["x1 = 1"]
+            await pilot.press("enter")
+            assert first.expanded

@@ -69,6 +69,18 @@ class IterationView(Widget, can_focus=True):
 
     # -- content ---------------------------------------------------------------------------
 
+    def copy(self) -> IterationView:
+        """A new, unmounted view with the same content (a removed widget cannot be mounted)."""
+        twin = IterationView(self.turn_position, self.number, self.budget, live=False)
+        for name in ("blocks", "failed_blocks", "time_ms", "summary", "received"):
+            setattr(twin, name, getattr(self, name))
+        twin.codes, twin.values, twin.pieces = (
+            list(self.codes),
+            list(self.values),
+            list(self.pieces),
+        )
+        return twin
+
     def add_delta(self, text: str) -> None:
         """A chunk of the reply as it streams: only the header's count changes."""
         self.received += len(text)
