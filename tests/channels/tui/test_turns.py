@@ -39,6 +39,12 @@ async def test_send_shows_iterations_then_the_answer(tmp_path: Path) -> None:
             # finished iterations collapse to their header, Enter expands one
             assert not first.expanded and not second.expanded
             first.focus()
+            await pilot.press("c")
+            assert app.clipboard == "x = 20 + 22"
+            second.focus()
+            await pilot.press("v")
+            assert app.clipboard == "84"
+            first.focus()
             await pilot.press("enter")
             assert first.expanded and len(first.pieces) >= 3  # thinking, code, block, variables…
             assert prompt.text == ""
