@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cove.channels.cli import demo, doctor, inspect, manage, talk, watch, web
+from cove.channels.cli import demo, doctor, inspect, manage, talk, tui, watch, web
 
 
 def register(sub: Any) -> None:
@@ -16,3 +16,4 @@ def register(sub: Any) -> None:
     doctor.register(sub)
     watch.register(sub)
     web.register(sub)
+    tui.register(sub)

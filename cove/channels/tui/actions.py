@@ -1,0 +1,216 @@
+"""What the bindings and the command palette do, as functions of the app.
+
+Each one either finishes quickly or runs in a worker through ``app.guard``, so errors become
+notifications.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from cove.channels.cli.export import to_markdown
+from cove.channels.tui.screens.dialogs import AskText, Confirm
+from cove.channels.tui.screens.inspector import InspectorScreen
+from cove.channels.tui.screens.text import TextScreen
+from cove.channels.tui.screens.variable import VariableScreen
+from cove.events import ReplayFinished, ReplayTurnChecked, jsonable
+
+if TYPE_CHECKING:
+    from cove.channels.tui.app import CoveApp
+    from cove.channels.tui.widgets.iteration import IterationView
+
+HELP = """\
+# cove — terminal UI
+
+| key | what it does |
+|---|---|
+| Enter | send the request |
+| Shift+Enter, Ctrl+J | new line in the request |
+| Up / Down (first / last line) | walk the history of requests |
+| Esc | cancel the running turn (or withdraw a queued one) |
+| Ctrl+N | new conversation |
+| F2 (or r in the list) | rename the conversation |
+| d / Delete (in the list) | delete the conversation (asks first) |
+| F3 | show/hide the variables panel (Enter on a variable: versions and diff) |
+| F4 | show/hide the conversation list |
+| Tab / Shift+Tab | move between the list, iterations and the request |
+| Enter (on an iteration) | expand or collapse it |
+| i / c / v (on an iteration) | inspector / copy its code / copy its last value |
+| Ctrl+P | command palette: fork, replay, export, switch model, panels |
+| F1 | this help |
+| Ctrl+Q | quit |
+"""
+
+
+async def new_conversation(app: CoveApp) -> None:
+    """Create a conversation and show it."""
+    from cove.channels.tui.app import entry_of
+
+    record = await app.convs.create(channel="tui")
+    app.sidebar.upsert(entry_of(record))
+    await app.open_conversation(record.id)
+
+
+def rename(app: CoveApp) -> None:
+    """Ask for a new title for the highlighted conversation."""
+    cid = app.sidebar.highlighted_id()
+    if cid is None:
+        return
+    entry = app.sidebar.entries.get(cid)
+
+    async def done(title: str | None) -> None:
+        if title:
+            # The conversation API has no rename; the store's set_title is what set_title()
+            # in the sandbox uses too. watch_list reports the change to every list.
+            await app.guard(lambda: app.convs.store.set_title(cid, title))
+
+    app.push_screen(AskText("New title:", entry.title or "" if entry else ""), done)
+
+
+def delete(app: CoveApp) -> None:
+    """Delete the highlighted conversation after confirmation."""
+    cid = app.sidebar.highlighted_id()
+    if cid is None:
+        return
+    entry = app.sidebar.entries.get(cid)
+    title = (entry.title if entry else None) or "(untitled)"
+
+    async def done(yes: bool | None) -> None:
+        if not yes:
+            return
+
+        async def run() -> None:
+            await app.convs.delete(cid)
+            app.sidebar.drop(cid)
+            app.notify(f"deleted {title}")
+            if app.current == cid:
+                app.current = None
+                await app.timeline.remove_children()
+                rest = app.sidebar.shown_entries()
+                if rest:
+                    await app.open_conversation(rest[0].id)
+
+        await app.guard(run)
+
+    app.push_screen(Confirm(f"Delete “{title}” and all its history?"), done)
+
+
+def show_help(app: CoveApp) -> None:
+    """The key bindings."""
+    app.push_screen(TextScreen(HELP, "help"))
+
+
+async def inspect(app: CoveApp, view: IterationView) -> None:
+    """Open the inspector on a stored iteration."""
+    if app.current is None:
+        return
+    transcript = await app.convs.inspect(app.current, turn=view.turn_position)
+    for turn in transcript.turns:
+        for it in turn.iterations:
+            if it.position + 1 == view.number:
+                prompt = await app.convs.system_prompt(it.system_prompt_hash)
+                app.push_screen(InspectorScreen(turn, it, prompt))
+                return
+    app.notify("this iteration is not recorded yet; inspect it when it is done")
+
+
+async def show_variable(app: CoveApp, name: str) -> None:
+    """Open a variable's versions and diff."""
+    if app.current is not None:
+        versions = await app.convs.var_history(app.current, name)
+        app.push_screen(VariableScreen(name, versions))
+
+
+def fork(app: CoveApp) -> None:
+    """Ask for a turn number, fork there and show the fork."""
+    cid = app.current
+    if cid is None:
+        app.notify("open a conversation first", severity="warning")
+        return
+    last = max((t.position for t in app.timeline.turns.values()), default=1)
+
+    async def done(answer: str | None) -> None:
+        if answer is None:
+            return
+        if not answer.isdigit():
+            app.notify(f"a turn number, please (1–{last})", severity="warning")
+            return
+
+        async def run() -> None:
+            record = await app.convs.fork(cid, int(answer))
+            app.notify(f"forked at turn {answer}: {record.title}")
+            await app.open_conversation(record.id)
+
+        await app.guard(run)
+
+    app.push_screen(AskText(f"Fork at turn (1–{last}):", str(last)), done)
+
+
+async def replay(app: CoveApp) -> None:
+    """Replay the conversation in a scratch sandbox and show the report."""
+    if app.current is None:
+        return
+    app.notify("replaying…")
+    lines = ["# Replay report", ""]
+    async for event in app.convs.replay(app.current):
+        if isinstance(event, ReplayTurnChecked):
+            state = "matches" if not event.mismatches else "DIFFERS"
+            lines.append(
+                f"- turn {event.position}: {event.matched}/{event.blocks} blocks match, "
+                f"{state} (recorded {event.recorded_status}, replayed {event.replayed_status})"
+            )
+            lines += [f"  - {m}" for m in event.mismatches]
+        elif isinstance(event, ReplayFinished):
+            verdict = "the replay matches the record" if event.ok else "the replay diverged"
+            lines += [
+                "",
+                f"**{verdict}**: {event.turns} turn(s), {event.blocks} block(s), "
+                f"{event.mismatches} mismatch(es).",
+            ]
+    app.push_screen(TextScreen("\n".join(lines), "replay-report"))
+
+
+async def export(app: CoveApp, kind: str) -> None:
+    """Write the conversation as Markdown or JSON into the export directory."""
+    if app.current is None:
+        return
+    transcript = await app.convs.inspect(app.current)
+    path = app.export_dir / f"cove-{app.current[:12]}.{kind}"
+    if kind == "md":
+        text = to_markdown(transcript)
+    else:
+        text = json.dumps(jsonable(transcript), ensure_ascii=False, indent=2)
+    path.write_text(text + "\n", encoding="utf-8")
+    app.notify(f"exported to {path}")
+
+
+def switch_model(app: CoveApp) -> None:
+    """Ask for the model the next turns use."""
+
+    def done(name: str | None) -> None:
+        if name:
+            try:
+                app.convs.check_model(name)
+            except Exception as exc:
+                app.report(exc)
+                return
+            app.model = name
+            app.status.set(model=name)
+            app.notify(f"next turns use {name}")
+
+    app.push_screen(AskText("Model for the next turns:", app.model), done)
+
+
+Step = Callable[["CoveApp"], Awaitable[None]]
+
+
+async def export_md(app: CoveApp) -> None:
+    """Export as Markdown."""
+    await export(app, "md")
+
+
+async def export_json(app: CoveApp) -> None:
+    """Export as JSON."""
+    await export(app, "json")

@@ -1,0 +1,1 @@
+"""The TUI's screens: modal prompts, the inspector, variable versions, reports and help."""

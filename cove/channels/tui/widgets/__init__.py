@@ -1,0 +1,1 @@
+"""The TUI's widgets: sidebar, timeline, prompt, variables panel and status bar."""

@@ -1,0 +1,155 @@
+"""``TurnView``: a request, its iterations, notes, the answer and the turn's summary line.
+
+Every widget in the pane adds to the cost of each layout change (Textual re-arranges them all),
+so a turn keeps at most ``WINDOW`` finished iterations as widgets of their own; older ones are
+folded into one ``FoldedIterations`` widget showing their header lines. Enter on it unfolds them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Static
+
+from cove.channels.tui.format import duration
+from cove.channels.tui.widgets.iteration import IterationView
+
+#: Finished iterations of a turn kept as their own widgets; older ones are folded.
+WINDOW = 20
+
+
+class FoldedIterations(Widget, can_focus=True):
+    """Older finished iterations as one widget, one header line each; Enter unfolds them."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "unfold", "Unfold")]
+
+    class Unfold(Message):
+        """The person asked to see the folded iterations as separate widgets again."""
+
+        def __init__(self, folded: FoldedIterations) -> None:
+            super().__init__()
+            self.folded = folded
+
+    def __init__(self) -> None:
+        super().__init__(classes="iteration folded")
+        self.views: list[IterationView] = []
+
+    def add(self, view: IterationView) -> None:
+        """Fold one more (the next newer) iteration in."""
+        self.views.append(view)
+        self.refresh(layout=True)
+
+    def render(self) -> RenderableType:
+        return Group(*(view.header() for view in self.views))
+
+    def action_unfold(self) -> None:
+        self.post_message(self.Unfold(self))
+
+
+class TurnView(Vertical):
+    """One turn; widgets are appended as its events arrive, never rebuilt."""
+
+    def __init__(self, turn_id: int, position: int, request: str) -> None:
+        super().__init__(classes="turn")
+        self.turn_id = turn_id
+        self.position = position
+        self.request = request
+        self.finished = False
+        self.status = "running"
+        self.answer: str | None = None
+        self.iterations: dict[int, IterationView] = {}
+        self._shown: list[IterationView] = []  # iterations mounted as their own widgets, in order
+        self._folded: FoldedIterations | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble((f"#{self.position} › ", "bold cyan"), self.request))
+
+    @property
+    def current(self) -> IterationView | None:
+        """The latest iteration, if any."""
+        return self.iterations[max(self.iterations)] if self.iterations else None
+
+    def iteration(self, number: int, budget: int | None, *, live: bool) -> IterationView:
+        """The view of iteration ``number`` (1-based), created (and the previous one collapsed)."""
+        view = self.iterations.get(number)
+        if view is None:
+            previous = self.current
+            if previous is not None and previous.live:
+                previous.finish()
+            view = self.iterations[number] = IterationView(self.position, number, budget, live=live)
+            self.mount(view)
+            self._shown.append(view)
+            self._fold()
+        return view
+
+    def _fold(self) -> None:
+        finished = [v for v in self._shown if not v.live]
+        while len(finished) > WINDOW:
+            oldest = finished.pop(0)
+            self._shown.remove(oldest)
+            oldest.expanded = False
+            if self._folded is None:
+                self._folded = FoldedIterations()
+                self.mount(self._folded, before=oldest)
+            self._folded.add(oldest)
+            oldest.remove()
+
+    def on_folded_iterations_unfold(self, message: FoldedIterations.Unfold) -> None:
+        message.stop()
+        folded = message.folded
+        copies = [view.copy() for view in folded.views]
+        for view in copies:
+            self.iterations[view.number] = view
+        self.mount_all(copies, before=folded)
+        folded.remove()
+        self._folded = None
+        self._shown = copies + self._shown
+        if copies:
+            copies[0].focus()
+
+    def note(self, text: str, style: str = "yellow") -> None:
+        """A note that belongs to the turn (into the current iteration when there is one)."""
+        current = self.current
+        if current is not None:
+            current.add_note(text, style)
+        else:
+            self.mount(Static(Text(text, style=style), classes="note"))
+
+    def finish(
+        self,
+        *,
+        status: str,
+        answer: str | None,
+        error: str | None,
+        tokens: int,
+        cost: str,
+        duration_ms: float | None,
+    ) -> None:
+        """The turn ended: collapse its last iteration, show the answer and a summary line."""
+        if self.finished:
+            return
+        self.finished = True
+        self.status = status
+        self.answer = answer
+        current = self.current
+        if current is not None and current.live:
+            current.finish()
+        # One widget for error, answer and summary: every widget in the pane adds to the cost
+        # of each layout change, so a finished turn stays small.
+        parts: list[RenderableType] = []
+        if error:
+            parts.append(Text(error, style="red"))
+        if answer:
+            parts.append(Markdown(answer))
+        took = f" · {duration(duration_ms)}" if duration_ms is not None else ""
+        line = f"{status} · {len(self.iterations)} iteration(s) · {tokens:,} tokens · {cost}{took}"
+        parts.append(Text(line, style="dim"))
+        self.mount(Static(Group(*parts), classes="turn-end"))

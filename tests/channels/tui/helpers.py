@@ -1,0 +1,52 @@
+"""Shared pieces of the TUI tests: settings, scripted replies, waiting on the app's state."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+
+from cove.channels.tui import CoveApp
+from cove.channels.tui.widgets.turn import TurnView
+from cove.config import Settings
+
+SIZE = (120, 40)
+
+
+def settings_for(tmp_path: Path, **changes: Any) -> Settings:
+    return Settings(data_dir=tmp_path).replace(**{"worker_pool_size": 1, **changes})
+
+
+def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any) -> str:
+    body: dict[str, Any] = {"thinking": "t", **extra}
+    if code is not None:
+        body["code"] = code
+    if answer is not None:
+        body["answer"] = answer
+    return json.dumps(body)
+
+
+async def until(pilot: Pilot[Any], condition: Callable[[], object], what: str) -> None:
+    """Let the app run until ``condition()`` is true; fail after 60 s (a loaded machine is slow)."""
+    deadline = time.monotonic() + 60.0
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.02)
+
+
+def turns(app: CoveApp) -> list[TurnView]:
+    return [app.timeline.turns[k] for k in sorted(app.timeline.turns)]
+
+
+def last_turn_done(app: CoveApp, count: int = 1) -> bool:
+    shown = turns(app)
+    return len(shown) >= count and shown[-1].finished
+
+
+async def type_text(pilot: Pilot[Any], text: str) -> None:
+    await pilot.press(*[("space" if ch == " " else ch) for ch in text])

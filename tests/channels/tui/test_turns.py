@@ -1,0 +1,140 @@
+"""Sending, watching, cancelling and history in the TUI, on a real store, workers and a
+scripted model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Group
+from rich.markdown import Markdown as RichMarkdown
+from textual.widgets import Static
+
+from cove.channels.tui import CoveApp
+from cove.channels.tui.widgets.iteration import IterationView
+from cove.channels.tui.widgets.prompt import PromptArea
+from cove.channels.tui.widgets.turn import WINDOW, FoldedIterations
+from cove.conversation import Conversations, scripted_factory
+from tests.channels.tui.helpers import SIZE, last_turn_done, reply, settings_for, turns, until
+
+
+async def test_send_shows_iterations_then_the_answer(tmp_path: Path) -> None:
+    factory = scripted_factory(
+        [reply(["x = 20 + 22"], thinking="compute x first"), reply(["x * 2"], "twice is {{x}}")]
+    )
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        app = CoveApp(convs, export_dir=tmp_path)
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = app.query_one(PromptArea)
+            prompt.text = "double it"
+            await pilot.press("enter")
+            await until(pilot, lambda: last_turn_done(app), "the turn to finish")
+            (turn,) = turns(app)
+            assert turn.status == "done" and turn.answer == "twice is 42"
+            end = turn.query_one(".turn-end", Static).content
+            assert isinstance(end, Group) and isinstance(end.renderables[0], RichMarkdown)
+            assert end.renderables[0].markup == "twice is 42"
+            first, second = turn.iterations[1], turn.iterations[2]
+            assert first.codes == ["x = 20 + 22"] and second.values == ["84"]
+            assert first.summary == "compute x first"
+            # finished iterations collapse to their header, Enter expands one
+            assert not first.expanded and not second.expanded
+            first.focus()
+            await pilot.press("c")
+            assert app.clipboard == "x = 20 + 22"
+            second.focus()
+            await pilot.press("v")
+            assert app.clipboard == "84"
+            first.focus()
+            await pilot.press("enter")
+            assert first.expanded and len(first.pieces) >= 3  # thinking, code, block, variables…
+            assert prompt.text == ""
+            assert (await convs.list())[0].id == app.current
+            assert "done" in app.status.usage
+
+
+async def test_escape_cancels_the_running_turn(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(["while True:\n    pass"])])
+    settings = settings_for(tmp_path, block_timeout_s=60, block_timeout_max_s=60)
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        app = CoveApp(convs)
+        async with app.run_test(size=SIZE) as pilot:
+            app.query_one(PromptArea).text = "spin"
+            await pilot.press("enter")
+
+            def spinning() -> bool:
+                shown = turns(app)
+                first = shown[-1].iterations.get(1) if shown else None
+                return first is not None and bool(first.codes)
+
+            await until(pilot, spinning, "the code to run")
+            await pilot.press("escape")
+            await until(pilot, lambda: last_turn_done(app), "the cancelled turn to end")
+            assert turns(app)[-1].status == "cancelled"
+            assert "cancelling the running turn" in app.notices
+
+
+async def test_up_and_down_recall_sent_requests(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(answer="one"), reply(answer="two")])
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        app = CoveApp(convs)
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = app.query_one(PromptArea)
+            for count, text in enumerate(["first request", "second request"], start=1):
+                prompt.text = text
+                await pilot.press("enter")
+                await until(pilot, lambda n=count: last_turn_done(app, n), "the turn")
+            prompt.text = "draft"
+            await pilot.press("up")
+            assert prompt.text == "second request"
+            await pilot.press("up")
+            assert prompt.text == "first request"
+            await pilot.press("up")
+            assert prompt.text == "first request"
+            await pilot.press("down")
+            assert prompt.text == "second request"
+            await pilot.press("down")
+            assert prompt.text == "draft"
+            await pilot.press("ctrl+j")
+            assert prompt.text == "draft\n"
+
+
+async def test_a_second_request_is_queued_and_the_status_bar_says_so(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(answer="one"), reply(answer="two")], delay_s=0.5)
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        app = CoveApp(convs)
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = app.query_one(PromptArea)
+            prompt.text = "first"
+            await pilot.press("enter")
+            await until(pilot, lambda: len(turns(app)) == 1, "the first turn to start")
+            prompt.text = "second"
+            await pilot.press("enter")
+            await until(pilot, lambda: app.status.queued, "the queued indicator")
+            await until(pilot, lambda: last_turn_done(app, 2), "both turns")
+            assert not app.status.queued
+            assert [t.answer for t in turns(app)] == ["one", "two"]
+
+
+async def test_a_long_turn_folds_old_iterations_and_unfolds_them_on_enter(tmp_path: Path) -> None:
+    count = WINDOW + 5
+    replies = [reply([f"x{n} = {n}"]) for n in range(1, count)] + [reply(["y = 0"], "done")]
+    settings = settings_for(tmp_path, max_iterations=count + 5)
+    async with await Conversations.open(settings, llm_factory=scripted_factory(replies)) as convs:
+        app = CoveApp(convs)
+        async with app.run_test(size=SIZE) as pilot:
+            app.query_one(PromptArea).text = "many steps"
+            await pilot.press("enter")
+            await until(pilot, lambda: last_turn_done(app), "the long turn")
+            (turn,) = turns(app)
+            assert len(turn.iterations) == count
+            folded = turn.query_one(FoldedIterations)
+            assert [v.number for v in folded.views] == [1, 2, 3, 4]
+            assert len(turn.query(IterationView)) == count - 4
+            folded.focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: not turn.query(FoldedIterations), "the unfolding")
+            assert len(turn.query(IterationView)) == count
+            first = turn.iterations[1]
+            assert first.has_focus and first.codes == ["x1 = 1"]
+            await pilot.press("enter")
+            assert first.expanded
