@@ -187,6 +187,21 @@ class Conversations(WatchAPI):
             channel=channel, limit=limit, before=before, owner=owner
         )
 
+    async def rename(
+        self, conversation_id: str, title: str, *, owner: str | None = None
+    ) -> ConversationRecord:
+        """Give a conversation a new title (stripped, at most 200 characters); the record after.
+
+        Raises:
+            CoveError: The title is empty. NotFound: Unknown conversation (or not ``owner``'s).
+        """
+        title = title.strip()[:200]
+        if not title:
+            raise CoveError("the title is empty")
+        record = await self.get(conversation_id, owner=owner)
+        await self.store.set_title(record.id, title)
+        return await self.store.get_conversation(record.id)
+
     async def fork(self, conversation_id: str, at_turn: int) -> ConversationRecord:
         """A new conversation whose sandbox starts from the parent's variables as of ``at_turn``."""
         parent = await self.get(conversation_id)

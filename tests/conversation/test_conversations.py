@@ -84,6 +84,22 @@ async def test_unknown_and_ambiguous_ids(tmp_path: Path) -> None:
             await convs.get(prefix)
 
 
+async def test_rename_sets_a_trimmed_title_and_refuses_an_empty_one(tmp_path: Path) -> None:
+    async with Conversations.open(
+        settings_for(tmp_path), llm_factory=scripted_factory([])
+    ) as convs:
+        conv = await convs.create(owner="alice")
+        renamed = await convs.rename(conv.id[:8], "  Quarterly sales  ")
+        assert renamed.title == "Quarterly sales"
+        assert (await convs.get(conv.id)).title == "Quarterly sales"
+        assert (await convs.rename(conv.id, "x" * 500)).title == "x" * 200
+        with pytest.raises(CoveError, match="empty"):
+            await convs.rename(conv.id, "   ")
+        with pytest.raises(NotFound):
+            await convs.rename(conv.id, "not yours", owner="bob")
+        assert (await convs.get(conv.id)).title == "x" * 200
+
+
 async def test_for_external_finds_or_creates(tmp_path: Path) -> None:
     async with await Conversations.open(
         settings_for(tmp_path), llm_factory=scripted_factory([])

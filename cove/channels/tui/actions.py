@@ -62,9 +62,8 @@ def rename(app: CoveApp) -> None:
 
     async def done(title: str | None) -> None:
         if title:
-            # The conversation API has no rename; the store's set_title is what set_title()
-            # in the sandbox uses too. watch_list reports the change to every list.
-            await app.guard(lambda: app.convs.store.set_title(cid, title))
+            # watch_list reports the change to every list, this one included.
+            await app.guard(lambda: app.convs.rename(cid, title))
 
     app.push_screen(AskText("New title:", entry.title or "" if entry else ""), done)
 

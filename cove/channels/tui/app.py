@@ -135,7 +135,7 @@ class CoveApp(App[None]):
         text, severity = advice(exc)
         self.notify(text, severity=severity, timeout=10)
 
-    async def guard(self, step: Callable[[], Awaitable[None]]) -> None:
+    async def guard(self, step: Callable[[], Awaitable[object]]) -> None:
         """Run ``step``; an exception becomes a notification (cancellation passes through)."""
         try:
             await step()

@@ -67,11 +67,8 @@ async def rename(request: Request) -> Response:
     body = await json_body(request)
     title = text_field(body, "title")
     assert title is not None
-    convs = web(request).convs
-    record = await convs.get(request.path_params["cid"])
-    # Conversations has no rename yet; the store's set_title is the one writer of titles.
-    await convs.store.set_title(record.id, title.strip()[:200])
-    return JSONResponse(conversation_json(await convs.get(record.id)))
+    record = await web(request).convs.rename(request.path_params["cid"], title)
+    return JSONResponse(conversation_json(record))
 
 
 async def delete(request: Request) -> Response:
