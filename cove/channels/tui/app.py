@@ -193,13 +193,23 @@ class CoveApp(App[None]):
         self.current = conversation_id
         self.sidebar.select(conversation_id)
         self.status.set(conversation=conversation_id[:12], iteration="", usage="")
-        self._watching = (conversation_id, asyncio.Event())
+        replaced, self._watching = self._watching, (conversation_id, asyncio.Event())
+        if replaced is not None:
+            # Its follower is cancelled and will never set it: wake who waits, to look again.
+            replaced[1].set()
         self.follow_conversation(conversation_id)
 
     async def attached(self, conversation_id: str) -> None:
-        """Wait until the pane follows ``conversation_id`` (a send then shows from its start)."""
-        if self._watching is not None and self._watching[0] == conversation_id:
-            await self._watching[1].wait()
+        """Wait until the pane follows ``conversation_id`` (a send then shows from its start).
+
+        The conversation may be opened again meanwhile (the list reports a new conversation and
+        selects it): then the newest follower is the one to wait for.
+        """
+        while self._watching is not None and self._watching[0] == conversation_id:
+            watching = self._watching
+            await watching[1].wait()
+            if self._watching is watching:
+                return
 
     @work(group="watch", exclusive=True)
     async def follow_conversation(self, conversation_id: str) -> None:
