@@ -15,17 +15,9 @@ from typing import Any
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, Fault
+from tests.scripted import reply
 
 FAKE_KEY = "sk-cli-test-NEVER-PRINTED-777"
-
-
-def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any) -> str:
-    body: dict[str, Any] = {"thinking": extra.pop("thinking", "t"), **extra}
-    if code is not None:
-        body["code"] = code
-    if answer is not None:
-        body["answer"] = answer
-    return json.dumps(body)
 
 
 def run_cove(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import sqlite3
 import time
@@ -13,23 +12,10 @@ from typing import Any
 
 import pytest
 
-from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
 from cove.errors import AmbiguousId, Busy, CoveError, NotFound
 from cove.events import BlockStarted, Event, TurnFinished, TurnQueued, TurnStarted
-
-
-def settings_for(tmp_path: Path, **changes: Any) -> Settings:
-    return Settings(data_dir=tmp_path).replace(**{"worker_pool_size": 1, **changes})
-
-
-def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any) -> str:
-    body: dict[str, Any] = {"thinking": "t", **extra}
-    if code is not None:
-        body["code"] = code
-    if answer is not None:
-        body["answer"] = answer
-    return json.dumps(body)
+from tests.scripted import reply, settings_for
 
 
 async def run(convs: Conversations, cid: str, text: str, **kw: Any) -> list[Event]:

@@ -8,7 +8,7 @@ import pytest
 
 from cove.conversation import Conversations, scripted_factory
 from cove.errors import NotFound
-from tests.conversation.watch_helpers import reply, settings_for
+from tests.scripted import reply, settings_for
 
 
 async def test_owners_see_only_their_conversations(tmp_path: Path) -> None:

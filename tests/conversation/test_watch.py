@@ -22,14 +22,8 @@ from cove.events import (
     TurnFinished,
     TurnQueued,
 )
-from tests.conversation.watch_helpers import (
-    GatedClient,
-    durable,
-    kinds,
-    reply,
-    settings_for,
-    three_iterations,
-)
+from tests.conversation.watch_helpers import GatedClient, durable, kinds, three_iterations
+from tests.scripted import reply, settings_for
 
 
 async def collect(stream: object, until_finished: bool = True) -> list[Event]:

@@ -25,8 +25,9 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
-from tests.conversation.watch_helpers import durable, reply
+from tests.conversation.watch_helpers import durable
 from tests.fakes.openai_server import FakeOpenAI
+from tests.scripted import reply
 
 FAKE_KEY = "sk-watch-test-NEVER-PRINTED-555"
 

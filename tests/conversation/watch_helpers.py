@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from cove.config import Settings
@@ -22,6 +20,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
+from tests.scripted import reply
 
 DURABLE = (
     TurnStarted,
@@ -32,19 +31,6 @@ DURABLE = (
     VarsChanged,
     TurnFinished,
 )
-
-
-def settings_for(tmp_path: Path, **changes: Any) -> Settings:
-    return Settings(data_dir=tmp_path).replace(**{"worker_pool_size": 1, **changes})
-
-
-def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any) -> str:
-    body: dict[str, Any] = {"thinking": "t", **extra}
-    if code is not None:
-        body["code"] = code
-    if answer is not None:
-        body["answer"] = answer
-    return json.dumps(body)
 
 
 def three_iterations() -> list[str]:

@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
 
 from cove.channels.tui import CoveApp
 from cove.channels.tui.widgets.turn import TurnView
-from cove.config import Settings
 
 SIZE = (120, 40)
-
-
-def settings_for(tmp_path: Path, **changes: Any) -> Settings:
-    return Settings(data_dir=tmp_path).replace(**{"worker_pool_size": 1, **changes})
-
-
-def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any) -> str:
-    body: dict[str, Any] = {"thinking": "t", **extra}
-    if code is not None:
-        body["code"] = code
-    if answer is not None:
-        body["answer"] = answer
-    return json.dumps(body)
 
 
 async def until(pilot: Pilot[Any], condition: Callable[[], object], what: str) -> None:

@@ -10,8 +10,9 @@ from cove.channels.tui import CoveApp
 from cove.channels.tui.widgets.prompt import PromptArea
 from cove.conversation import Conversations, scripted_factory
 from cove.events import TurnStarted
-from tests.channels.tui.helpers import SIZE, last_turn_done, reply, settings_for, turns, until
+from tests.channels.tui.helpers import SIZE, last_turn_done, turns, until
 from tests.conftest import FAKE_API_KEY
+from tests.scripted import reply, settings_for
 
 
 def dead_port() -> int:

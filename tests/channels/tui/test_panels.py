@@ -14,14 +14,8 @@ from cove.channels.tui.screens.text import TextScreen
 from cove.channels.tui.screens.variable import VariableScreen
 from cove.channels.tui.widgets.variables import VariablesPanel
 from cove.conversation import Conversations, scripted_factory
-from tests.channels.tui.helpers import (
-    SIZE,
-    last_turn_done,
-    settings_for,
-    turns,
-    type_text,
-    until,
-)
+from tests.channels.tui.helpers import SIZE, last_turn_done, turns, type_text, until
+from tests.scripted import settings_for
 
 REPLIES = [
     json.dumps({"thinking": "t", "code": ["total = 1"], "answer": "{{total}}"}),

@@ -10,7 +10,8 @@ from cove.channels.tui import CoveApp
 from cove.channels.tui.screens.dialogs import AskText, Confirm
 from cove.channels.tui.widgets.sidebar import ConversationOptions
 from cove.conversation import Conversations, scripted_factory
-from tests.channels.tui.helpers import SIZE, settings_for, type_text, until
+from tests.channels.tui.helpers import SIZE, type_text, until
+from tests.scripted import settings_for
 
 
 async def test_filter_as_you_type(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from syrupy.extensions.image import SVGImageSnapshotExtension
 
 from cove.channels.tui import CoveApp
 from cove.conversation import Conversations, scripted_factory
-from tests.channels.tui.helpers import SIZE, settings_for, until
+from tests.channels.tui.helpers import SIZE, until
+from tests.scripted import settings_for
 
 
 async def screenshots(tmp_path: Path, *keys: str) -> str:

@@ -14,7 +14,8 @@ from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.prompt import PromptArea
 from cove.channels.tui.widgets.turn import WINDOW, FoldedIterations
 from cove.conversation import Conversations, scripted_factory
-from tests.channels.tui.helpers import SIZE, last_turn_done, reply, settings_for, turns, until
+from tests.channels.tui.helpers import SIZE, last_turn_done, turns, until
+from tests.scripted import reply, settings_for
 
 
 async def test_send_shows_iterations_then_the_answer(tmp_path: Path) -> None:

@@ -2,34 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from cove.channels.web import create_app
-from cove.config import Settings
 from cove.conversation import LLMFactory, scripted_factory
 from tests.channels.web.browser import browser, page, site  # noqa: F401 (browser fixtures)
 from tests.channels.web.serve import served
-
-
-def settings_for(tmp_path: Path, **changes: Any) -> Settings:
-    return Settings(data_dir=tmp_path).replace(**{"worker_pool_size": 1, **changes})
-
-
-def reply(code: list[str] | None = None, answer: str | None = None, **extra: Any) -> str:
-    body: dict[str, Any] = {"thinking": "thinking it over", **extra}
-    if code is not None:
-        body["code"] = code
-    if answer is not None:
-        body["answer"] = answer
-    return json.dumps(body)
-
+from tests.scripted import settings_for
 
 Web = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 

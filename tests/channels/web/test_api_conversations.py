@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tests.channels.web.conftest import Web, reply
+from tests.channels.web.conftest import Web
+from tests.scripted import reply
 
 
 async def test_create_list_get_rename_delete(web: Web) -> None:

@@ -9,9 +9,10 @@ from typing import Any
 import httpx
 
 from cove.channels.web import create_app
-from tests.channels.web.conftest import Web, reply, settings_for
+from tests.channels.web.conftest import Web
 from tests.channels.web.serve import served, sse_events
 from tests.conversation.watch_helpers import GatedClient
+from tests.scripted import reply, settings_for
 
 
 async def send_and_finish(client: httpx.AsyncClient, cid: str, text: str) -> list[dict[str, Any]]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from cove.channels.web.render import markdown, sanitize
-from tests.channels.web.conftest import Web, reply
+from tests.channels.web.conftest import Web
 from tests.channels.web.test_api_turns import send_and_finish
+from tests.scripted import reply
 
 HOSTILE = (
     "Look: <script>alert(1)</script> <img src=x onerror=alert(2)> "

@@ -1,0 +1,26 @@
+"""Helpers shared by the tests: settings on a temporary data directory, scripted model replies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cove.config import Settings
+
+
+def settings_for(tmp_path: Path, **changes: Any) -> Settings:
+    """Settings whose data lives under ``tmp_path``, with one pre-started worker."""
+    return Settings(data_dir=tmp_path).replace(**{"worker_pool_size": 1, **changes})
+
+
+def reply(
+    code: list[str] | None = None, answer: str | None = None, *, thinking: str = "t", **extra: Any
+) -> str:
+    """One model reply in cove's JSON protocol (``extra`` adds fields such as ``title``)."""
+    body: dict[str, Any] = {"thinking": thinking, **extra}
+    if code is not None:
+        body["code"] = code
+    if answer is not None:
+        body["answer"] = answer
+    return json.dumps(body)
