@@ -99,7 +99,10 @@ def worker_rss_kb() -> dict[int, int]:
             if "VmRSS" not in fields:
                 continue
             parent = fields.get("PPid", "").strip()
-            if parent == me and b"sandbox.zygote" in Path(entry.path, "cmdline").read_bytes():
+            if (
+                parent == me
+                and b"sandbox.worker.zygote" in Path(entry.path, "cmdline").read_bytes()
+            ):
                 zygotes.add(entry.name)
                 continue
             parents[int(entry.name)] = parent

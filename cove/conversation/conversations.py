@@ -31,7 +31,7 @@ from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnOptions
 from cove.engine.replay import replay_conversation
 from cove.environment.environment import Environment
-from cove.environment.sandbox.pool import WorkerPool
+from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event, TurnQueued
 from cove.persistence.leases import INTERRUPTED

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cove.config import Settings
-from cove.environment.sandbox.confine import LAYERS, Confinement
-from cove.environment.sandbox.pool import WorkerPool
+from cove.environment.sandbox.host.pool import WorkerPool
+from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 from cove.errors import CoveError
 from cove.persistence.store import Store
 

@@ -38,8 +38,8 @@ from cove.persistence.records import VarVersionRecord, VarVersionWrite
 
 if TYPE_CHECKING:
     from cove.config import Settings
-    from cove.environment.sandbox.client import SandboxClient
-    from cove.environment.sandbox.pool import WorkerPool
+    from cove.environment.sandbox.host.client import SandboxClient
+    from cove.environment.sandbox.host.pool import WorkerPool
     from cove.persistence.store import Store
 
 log = logging.getLogger(__name__)
