@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from cove.config import Settings
 from cove.environment.sandbox.frames import MAX_FRAME_BYTES, Frame, ProtocolError
@@ -33,9 +33,6 @@ from cove.environment.sandbox.worker.confine import Confinement
 from cove.errors import SandboxError
 from cove.persistence import codec
 
-if TYPE_CHECKING:
-    from cove.environment.sandbox.host.pool import WorkerPool
-
 CallHandler = Callable[[str, list[Any], dict[str, Any]], Awaitable[Any]]
 """Runs an extension call from sandbox code: ``(function name, args, kwargs) -> result``."""
 
@@ -43,6 +40,18 @@ _RESTORE_CHUNK_BYTES = 8 * 1024 * 1024  # snapshots per restore frame, well unde
 _CALL_RESULT_LIMIT = MAX_FRAME_BYTES // 2
 
 log = logging.getLogger("cove.environment.sandbox")
+
+
+class WorkerSource(Protocol):
+    """Where a client gets its workers and reports its end (``WorkerPool`` is one)."""
+
+    async def take(self, workspace: Path) -> WorkerProcess:
+        """A ready worker in ``workspace``."""
+        ...
+
+    def release(self, client: SandboxClient) -> None:
+        """Forget ``client``: it is closed and holds no worker."""
+        ...
 
 
 class SandboxClient:
@@ -53,7 +62,7 @@ class SandboxClient:
 
     def __init__(
         self,
-        pool: WorkerPool,
+        pool: WorkerSource,
         worker: WorkerProcess,
         *,
         workspace: Path,
@@ -243,7 +252,7 @@ class SandboxClient:
         worker, self._worker = self._worker, None
         if worker is not None:
             await worker.terminate()
-        self._pool._forget(self)
+        self._pool.release(self)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -378,7 +387,7 @@ class SandboxClient:
         while attempts:
             mode = attempts.pop(0)
             await self._drop_worker()
-            self._worker = await self._pool._take(self._workspace)
+            self._worker = await self._pool.take(self._workspace)
             self._kill_requested = False
             if mode == "values":
                 for name, snapshot in list(self._snapshots.items()):

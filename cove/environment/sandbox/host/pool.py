@@ -101,7 +101,7 @@ class WorkerPool:
             self._host_protected = True
         # Private to the host's user when created here: the worker needs no file of it.
         await asyncio.to_thread(workspace.mkdir, mode=0o700, parents=True, exist_ok=True)
-        worker = await self._take(workspace)
+        worker = await self.take(workspace)
         client = SandboxClient(
             self, worker, workspace=workspace, on_call=on_call, settings=self._settings
         )
@@ -125,7 +125,7 @@ class WorkerPool:
         if zygote is not None:
             await zygote.aclose()
 
-    async def _take(self, workspace: Path) -> WorkerProcess:
+    async def take(self, workspace: Path) -> WorkerProcess:
         """A ready worker in ``workspace``: an idle one if any, else a cold start."""
         if self._closed:
             raise SandboxError("the worker pool is closed")
@@ -231,5 +231,6 @@ class WorkerPool:
         else:
             self._idle.append(worker)
 
-    def _forget(self, client: SandboxClient) -> None:
+    def release(self, client: SandboxClient) -> None:
+        """Forget a closed client (``SandboxClient.aclose`` calls it)."""
         self._clients.discard(client)
