@@ -35,7 +35,7 @@ from typing import Any
 from cove.config import Settings
 from cove.conversation.conversations import Conversations
 from cove.engine.llm import LLMClient, Message
-from cove.engine.llm_scripted import ScriptedClient
+from cove.engine.llm.scripted import ScriptedClient
 from cove.events import IterationStarted, TurnFinished
 
 MODEL_DELAY_S = 0.05

@@ -38,7 +38,7 @@ from cove.engine.context import (
     system_prompt,
 )
 from cove.engine.llm import Message
-from cove.engine.llm_scripted import ReplyFunction, ScriptedClient
+from cove.engine.llm.scripted import ReplyFunction, ScriptedClient
 from cove.engine.nudges import NudgeState, builtin_nudges
 from cove.engine.query import Query, TurnOptions
 from cove.environment.var_index import VarEntry

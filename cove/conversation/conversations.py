@@ -47,7 +47,7 @@ def _openai_factory(settings: Settings, model: str) -> LLMClient:
         )
     # Imported here: the openai package takes most of a second to import, and inspection
     # commands never talk to a model.
-    from cove.engine.llm_openai import OpenAIClient
+    from cove.engine.llm.openai import OpenAIClient
 
     return OpenAIClient(settings, model=model)
 

@@ -117,7 +117,7 @@ async def _sandbox(settings: Settings) -> Check:
 
 
 async def _endpoint(settings: Settings) -> Check:
-    from cove.engine.llm_openai import probe_endpoint  # the openai package is slow to import
+    from cove.engine.llm.openai import probe_endpoint  # the openai package is slow to import
 
     ok, detail = await probe_endpoint(settings)
     if ok:

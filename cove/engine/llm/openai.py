@@ -30,7 +30,7 @@ import openai
 from openai import AsyncOpenAI, omit
 
 from cove.config import Settings
-from cove.engine.llm import (
+from cove.engine.llm.client import (
     CallKind,
     Completion,
     DeltaSink,

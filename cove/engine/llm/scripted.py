@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from cove.engine.llm import (
+from cove.engine.llm.client import (
     CallKind,
     Completion,
     DeltaSink,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cove.config import Settings
-from cove.engine.llm_openai import JSON_SCHEMA_FORMAT, OpenAIClient, redact, secret_pattern
+from cove.engine.llm.openai import JSON_SCHEMA_FORMAT, OpenAIClient, redact, secret_pattern
 from cove.engine.protocol import parse_reply
 from cove.errors import ModelError
 from tests.conftest import FAKE_API_KEY
@@ -390,7 +390,7 @@ async def test_standalone_fake_server_serves_a_script(tmp_path: Path) -> None:
             str(script),
         ],
         stdout=asyncio.subprocess.PIPE,
-        cwd=Path(__file__).parents[2],
+        cwd=Path(__file__).parents[3],
     )
     try:
         assert process.stdout is not None

@@ -2,9 +2,9 @@
 
 Three clients implement it, each in its own module:
 
-- ``OpenAIClient`` (``llm_openai``): any OpenAI-compatible endpoint through the ``openai`` package.
-- ``ScriptedClient`` (``llm_scripted``): replies from a list or a file, for tests and ``cove demo``.
-- ``RecordedClient`` (``llm_scripted``): replies recorded in the database, for replay.
+- ``OpenAIClient`` (``openai``): any OpenAI-compatible endpoint via the ``openai`` package.
+- ``ScriptedClient`` (``scripted``): replies from a list or a file, for tests and ``cove demo``.
+- ``RecordedClient`` (``scripted``): replies recorded in the database, for replay.
 
 A client call is one round-trip. ``kind="iteration"`` asks for a protocol reply (a JSON object,
 see ``protocol``); ``kind="subquery"`` is a free-form one-shot answer for ``llm_query``. Failures

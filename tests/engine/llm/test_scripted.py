@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cove.engine.llm import Completion, LLMClient
-from cove.engine.llm_scripted import RecordedClient, ScriptedClient
+from cove.engine.llm.scripted import RecordedClient, ScriptedClient
 from cove.errors import ConfigError, ModelError
 
 MESSAGES = [{"role": "system", "content": "s" * 40}, {"role": "user", "content": "hi"}]
