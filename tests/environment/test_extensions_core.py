@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from cove import codec
+from cove.codec.shapes import Definition
 from cove.config import Settings
 from cove.environment.extensions import CallContext, ExtensionRegistry, builtin_extensions
-from cove.persistence import codec
-from cove.persistence.codec_shapes import Definition
 from cove.persistence.records import BlockWrite, IterationWrite, VarVersionWrite
 from cove.persistence.store import Store
 

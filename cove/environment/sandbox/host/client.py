@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
+from cove import codec
 from cove.config import Settings
 from cove.environment.sandbox.frames import MAX_FRAME_BYTES, Frame, ProtocolError
 from cove.environment.sandbox.host.process import WorkerGone, WorkerProcess
@@ -31,7 +32,6 @@ from cove.environment.sandbox.outcome import (
 )
 from cove.environment.sandbox.worker.confine import Confinement
 from cove.errors import SandboxError
-from cove.persistence import codec
 
 CallHandler = Callable[[str, list[Any], dict[str, Any]], Awaitable[Any]]
 """Runs an extension call from sandbox code: ``(function name, args, kwargs) -> result``."""

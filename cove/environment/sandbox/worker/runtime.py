@@ -15,6 +15,8 @@ from collections.abc import Callable
 from types import CodeType, ModuleType, TracebackType
 from typing import Any
 
+from cove import codec
+from cove.codec.shapes import Definition
 from cove.environment.sandbox.worker.guards import SANDBOX_MODULE, BlockClock, Guards
 from cove.environment.sandbox.worker.modules import BlockRandom, ModuleTable
 from cove.environment.sandbox.worker.output import BlockOutput, PrintScope
@@ -29,8 +31,6 @@ from cove.environment.sandbox.worker.policy import (
 )
 from cove.environment.sandbox.worker.tracking import VariableTracker
 from cove.errors import CodecError
-from cove.persistence import codec
-from cove.persistence.codec_shapes import Definition
 
 Frame = dict[str, Any]
 Request = Callable[[Frame], Frame]

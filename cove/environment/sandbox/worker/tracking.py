@@ -33,10 +33,10 @@ from fractions import Fraction
 from types import CodeType, FunctionType
 from typing import Any
 
+from cove import codec
 from cove.environment.sandbox.worker.modules import ModuleTable
 from cove.environment.sandbox.worker.reach import Reach
 from cove.environment.sandbox.worker.shallow import Shallow
-from cove.persistence import codec
 
 MAX_DEPTH = 100
 """The deepest nesting of containers a snapshot may hold."""

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from cove import codec
 from cove.config import Settings
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import SandboxError
-from cove.persistence import codec
 from tests.environment.conftest import CLOCK, Extensions, ok, read_proc, run
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from cove import codec
+from cove.codec.shapes import Definition
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.outcome import VarSnapshot
-from cove.persistence import codec
-from cove.persistence.codec_shapes import Definition
 from tests.environment.conftest import ok
 
 EVIL = r"""'q"+str(self.value.append(__import__("builtins").__dict__))\n  #'"""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from cove import codec
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.worker.runtime import Runtime
-from cove.persistence import codec
 from tests.environment.conftest import ok
 
 BIG = "rows = list(range(100_000))"

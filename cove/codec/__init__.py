@@ -56,10 +56,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from cove.persistence.codec_decoder import Decoder
-from cove.persistence.codec_encoder import Encoder
-from cove.persistence.codec_preview import preview, size_of, utf8_safe
-from cove.persistence.codec_shapes import (
+from cove.codec.decoder import Decoder
+from cove.codec.encoder import Encoder
+from cove.codec.preview import preview, size_of, utf8_safe
+from cove.codec.shapes import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_DEPTH,
     Definition,

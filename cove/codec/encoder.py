@@ -1,4 +1,4 @@
-"""The encoding half of the value codec: a Python value to tagged-JSON text (see ``codec.py``).
+"""The encoding half of the value codec: a Python value to tagged-JSON text (see ``cove.codec``).
 
 Size is charged while the tree is built, from lower bounds of each piece's encoded length, so an
 oversized value fails after about ``max_bytes`` of work, not after building a gigantic string;
@@ -18,8 +18,8 @@ from types import FunctionType
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cove.codec.shapes import BUILTIN_TYPE_NAMES, Definition, Opaque, SourceOf, dumps
 from cove.errors import CodecError, ValueTooLarge
-from cove.persistence.codec_shapes import BUILTIN_TYPE_NAMES, Definition, Opaque, SourceOf, dumps
 
 Json = Any  # None | bool | int | float | str | list[Json] | dict[str, Json]
 

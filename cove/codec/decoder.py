@@ -1,4 +1,4 @@
-"""The decoding half of the value codec: tagged-JSON text back to Python values (see ``codec.py``).
+"""The decoding half of the value codec: tagged-JSON text back to Python values (``cove.codec``).
 
 Every payload shape is checked; whatever the text, failures surface as ``CodecError`` (only
 exceptions raised by the caller's ``make_definition`` pass through unchanged).
@@ -16,8 +16,8 @@ from fractions import Fraction
 from typing import Any, NoReturn
 from zoneinfo import ZoneInfo
 
+from cove.codec.shapes import BUILTIN_TYPES, Definition, MakeDefinition, Opaque
 from cove.errors import CodecError, ValueTooLarge
-from cove.persistence.codec_shapes import BUILTIN_TYPES, Definition, MakeDefinition, Opaque
 
 Json = Any
 

@@ -21,8 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cove.errors import CodecError, ValueTooLarge
-from cove.persistence.codec import (
+from cove.codec import (
     DEFAULT_MAX_DEPTH,
     Definition,
     Opaque,
@@ -34,6 +33,7 @@ from cove.persistence.codec import (
     preview,
     size_of,
 )
+from cove.errors import CodecError, ValueTooLarge
 
 # ---------------------------------------------------------------------------------------------
 # Exact comparison: type-exact, NaN-aware, -0.0-aware, order-aware for dicts.
@@ -255,7 +255,7 @@ def test_dict_insertion_order_is_kept_and_significant() -> None:
 
 def test_set_text_does_not_depend_on_the_hash_seed() -> None:
     program = (
-        "from cove.persistence.codec import encode;"
+        "from cove.codec import encode;"
         "print(encode({'pear', 'apple', 'fig', ('x', 1), frozenset({'q', 'r', 's'})}))"
     )
     texts = {

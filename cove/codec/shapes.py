@@ -1,7 +1,7 @@
 """Shared pieces of the value codec: what ``decode`` returns for values it does not rebuild itself,
 the built-in types it can name, and the limits.
 
-See ``codec.py`` for the tag format.
+See ``cove.codec`` for the tag format.
 """
 
 from __future__ import annotations
