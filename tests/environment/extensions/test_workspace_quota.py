@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cove.environment.extensions.files import workspace_usage, write_file
-from tests.environment.test_files import make_ctx, workspace
+from tests.environment.extensions.test_files import make_ctx, workspace
 
 __all__ = ["workspace"]
 
