@@ -136,7 +136,7 @@ class Conversations(WatchAPI):
         record = await self.store.create_conversation(
             channel=channel, title=title, external_id=external_id, owner=owner
         )
-        self.workspaces.ensure(record.id)
+        await self.workspaces.ensure(record.id)
         return record
 
     async def for_external(
@@ -213,7 +213,7 @@ class Conversations(WatchAPI):
             fork_turn=at_turn,
             owner=parent.owner,
         )
-        self.workspaces.copy(parent.id, record.id)
+        await self.workspaces.copy(parent.id, record.id)
         return record
 
     async def delete(self, conversation_id: str) -> None:
@@ -225,7 +225,7 @@ class Conversations(WatchAPI):
         # The store refuses while another process holds the lease (its turn is running).
         await self.store.delete_conversation(record.id, lease_owner=self.owner)
         self.watching.forget(record.id)
-        self.workspaces.remove(record.id)
+        await self.workspaces.remove(record.id)
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -355,7 +355,7 @@ class Conversations(WatchAPI):
         if not self._pool_started:
             self._pool_started = True
             await self.pool.start()
-        workspace = self.workspaces.ensure(conversation_id)
+        workspace = await self.workspaces.ensure(conversation_id)
         return await Environment.open(
             conversation_id=conversation_id,
             settings=self.settings,

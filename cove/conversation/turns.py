@@ -166,7 +166,7 @@ class Turns:
         handle: TurnHandle,
     ) -> None:
         record = await self.store.get_conversation(conversation_id)
-        saved = self.workspaces.save_attachments(record.id, attachments)
+        saved = await self.workspaces.save_attachments(record.id, attachments)
         query = Query(
             settings=self.settings,
             store=self.store,

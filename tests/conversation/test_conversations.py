@@ -209,6 +209,16 @@ async def test_attachments_land_in_the_workspace(tmp_path: Path) -> None:
     assert final(events).answer == "hello"
 
 
+async def test_a_refused_attachment_name_writes_none_of_the_files(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(["x = 1"], "never")])
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create()
+        files = [("notes.txt", b"hello"), (".profile", b"export X=1")]
+        with pytest.raises(CoveError, match="not allowed"):
+            await run(convs, conv.id, "read it", attachments=files)
+        assert list((tmp_path / "workspaces" / conv.id).iterdir()) == []
+
+
 async def test_a_live_lease_in_another_process_means_busy(tmp_path: Path) -> None:
     slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=1.0)
     settings = settings_for(tmp_path)
