@@ -155,21 +155,25 @@ async def test_turn_queue_is_fifo_and_survives_a_cancelled_waiter() -> None:
 
     queue = TurnQueue()
     order: list[str] = []
+    first_runs, first_may_end = asyncio.Event(), asyncio.Event()
 
-    async def turn(name: str, hold: float) -> None:
+    async def turn(name: str) -> None:
         ticket = queue.join()
         try:
             await ticket.wait()
             order.append(name)
-            await asyncio.sleep(hold)
+            if name == "first":
+                first_runs.set()
+                await first_may_end.wait()
         finally:
             queue.leave(ticket)
 
-    first = asyncio.create_task(turn("first", 0.05))
-    doomed = asyncio.create_task(turn("doomed", 0))
-    last = asyncio.create_task(turn("last", 0))
-    await asyncio.sleep(0.01)
+    first = asyncio.create_task(turn("first"))
+    doomed = asyncio.create_task(turn("doomed"))
+    last = asyncio.create_task(turn("last"))
+    await first_runs.wait()  # the other two joined the queue right after the first
     doomed.cancel()
+    first_may_end.set()
     await asyncio.gather(first, last)
     assert order == ["first", "last"]
     assert not queue.busy
