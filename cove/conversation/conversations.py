@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from cove.config import Settings
+from cove.config import ModelSettings, Settings
 from cove.conversation.follow import CommitPoller
 from cove.conversation.handle import TurnHandle, withdrawn_event
 from cove.conversation.hub import ConversationHub
@@ -44,10 +44,10 @@ from cove.persistence.records import (
 )
 from cove.persistence.store import Store
 
-LLMFactory = Callable[[Settings, str], LLMClient]
+LLMFactory = Callable[[ModelSettings, str], LLMClient]
 
 
-def _openai_factory(settings: Settings, model: str) -> LLMClient:
+def _openai_factory(settings: ModelSettings, model: str) -> LLMClient:
     if not settings.api_key and not settings.base_url:
         raise ConfigError(
             "no model endpoint is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
@@ -70,7 +70,7 @@ class Conversations(WatchAPI):
         self._llm_factory = llm_factory
         self._llms: dict[str, LLMClient] = {}
         self.owner = new_owner_id()
-        self.live = LiveCache(settings.max_live_environments, self._open_environment)
+        self.live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
         self._tasks: set[asyncio.Task[None]] = set()
         self._handles: set[TurnHandle] = set()  # turns sent and not yet ended
         self._pool_started = False
@@ -81,7 +81,9 @@ class Conversations(WatchAPI):
         self.watching = Watching(
             store,
             CommitPoller(store.path),
-            cost_known=lambda model: settings.price_of(model or settings.model) is not None,
+            cost_known=lambda model: (
+                settings.model.price_of(model or settings.model.name) is not None
+            ),
         )
 
     @staticmethod
@@ -106,14 +108,14 @@ class Conversations(WatchAPI):
     async def _open(
         cls, settings: Settings, llm_factory: LLMFactory | None, read_only: bool
     ) -> Conversations:
-        store = await Store.open(settings.database, read_only=read_only)
+        store = await Store.open(settings.store.database, read_only=read_only)
         try:
             if not read_only:
                 await store.reap_dead_leases(owner_is_dead)
         except BaseException:
             await store.aclose()
             raise
-        return cls(settings, store, WorkerPool(settings), llm_factory or _openai_factory)
+        return cls(settings, store, WorkerPool(settings.sandbox), llm_factory or _openai_factory)
 
     async def __aenter__(self) -> Conversations:
         return self
@@ -344,7 +346,7 @@ class Conversations(WatchAPI):
             settings=self.settings,
             store=self.store,
             env=entry.env,
-            llm=self._llm(model or self.settings.model),
+            llm=self._llm(model or self.settings.model.name),
             conversation=record,
             request=text,
             options=TurnOptions(max_iterations=max_iterations),
@@ -356,7 +358,9 @@ class Conversations(WatchAPI):
             self._tasks.add(task)  # held until done: no task without a reference
             task.add_done_callback(self._tasks.discard)
 
-        async with held_lease(self.store, record.id, self.owner, self.settings.lease_ttl_s, lost):
+        async with held_lease(
+            self.store, record.id, self.owner, self.settings.store.lease_ttl_s, lost
+        ):
             self._running[record.id] = query
             handle.query = query
             try:
@@ -375,7 +379,7 @@ class Conversations(WatchAPI):
         Raises:
             ConfigError: No model endpoint is configured.
         """
-        self._llm(model or self.settings.model)
+        self._llm(model or self.settings.model.name)
 
     async def cancel(self, conversation_id: str) -> bool:
         """Cancel the running turn of a conversation; False when none is running here."""
@@ -435,7 +439,7 @@ class Conversations(WatchAPI):
     # -- internals -------------------------------------------------------------------------
 
     def _workspace(self, conversation_id: str) -> Path:
-        return self.settings.workspaces / conversation_id
+        return self.settings.store.workspaces / conversation_id
 
     def _save_attachments(
         self, conversation_id: str, attachments: Sequence[tuple[str, bytes]]
@@ -455,7 +459,7 @@ class Conversations(WatchAPI):
     def _llm(self, model: str) -> LLMClient:
         client = self._llms.get(model)
         if client is None:
-            client = self._llms[model] = self._llm_factory(self.settings, model)
+            client = self._llms[model] = self._llm_factory(self.settings.model, model)
         return client
 
     async def _open_environment(self, conversation_id: str) -> Environment:
@@ -466,7 +470,7 @@ class Conversations(WatchAPI):
         workspace.mkdir(parents=True, exist_ok=True)
         return await Environment.open(
             conversation_id=conversation_id,
-            settings=self.settings,
+            settings=self.settings.sandbox,
             pool=self.pool,
             store=self.store,
             workspace=workspace,

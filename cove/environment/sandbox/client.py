@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cove.config import Settings
+from cove.config import SandboxSettings
 from cove.environment.sandbox.confine import Confinement
 from cove.environment.sandbox.frames import MAX_FRAME_BYTES, Frame, ProtocolError
 from cove.environment.sandbox.outcome import (
@@ -58,7 +58,7 @@ class SandboxClient:
         *,
         workspace: Path,
         on_call: CallHandler,
-        settings: Settings,
+        settings: SandboxSettings,
     ) -> None:
         self._pool = pool
         self._worker: WorkerProcess | None = worker
