@@ -252,7 +252,7 @@ def test_environment_reads_tuples_optionals_and_channel_settings() -> None:
         Settings.load(env={"COVE_WEB_UPLOAD_LIMIT_BYTES": ""}).channels.web_upload_limit_bytes
         is None
     )
-    with pytest.raises(ConfigError, match="web_upload_limit_bytes expects int | None"):
+    with pytest.raises(ConfigError, match=r"web_upload_limit_bytes expects int \| None"):
         Settings.load(env={"COVE_WEB_UPLOAD_LIMIT_BYTES": "big"})
 
 

@@ -42,7 +42,7 @@ def unconfined_warning(confinement: Confinement) -> str | None:
 class WorkerPool:
     """Pre-started workers, so a new or restored conversation does not wait for start-up.
 
-    Workers are forked from a zygote (``forkserver.py``) unless ``SandboxSettings.sandbox_fork_server``
+    Workers are forked from a zygote (``forkserver.py``) unless ``sandbox_fork_server``
     is off; whenever the zygote cannot be had, they are cold-started, and a lost zygote is
     started again in the background (after a failed start, at most every few seconds). Owns
     every client it hands out: ``aclose`` closes them, kills the idle workers and stops the

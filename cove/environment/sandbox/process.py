@@ -4,7 +4,7 @@ The worker runs ``python -P -s -m cove.environment.sandbox.worker`` (no current 
 ``sys.path``: the workspace holds files written by sandbox code) in its own session, so killing its
 process group takes everything it might have started. Its environment is empty apart from a fixed
 hash seed and UTF-8 mode: no API key or other secret of the host reaches it. Unless
-``SandboxSettings.sandbox_confine`` is off, it then confines itself (``confine.py``) and reports how far it
+``sandbox_confine`` is off, it then confines itself (``confine.py``) and reports how far it
 got in its ``ready`` frame: ``WorkerProcess.confinement``.
 """
 
