@@ -44,13 +44,13 @@ async def replay_conversation(
     record = await store.resolve(conversation_id)
     transcript = await store.transcript(record.id)
     recorded_versions = _versions_by_turn(transcript.var_versions)
-    async with _scratch(settings.workspaces / record.id) as scratch:
+    async with _scratch(settings.store.workspaces / record.id) as scratch:
         workspace = scratch / "workspace"
         async with Store.open(str(scratch / "replay.db")) as scratch_store:
             copy = await scratch_store.create_conversation(channel="replay", title=record.title)
             env = await Environment.open(
                 conversation_id=copy.id,
-                settings=settings,
+                settings=settings.sandbox,
                 pool=pool,
                 store=scratch_store,
                 workspace=workspace,

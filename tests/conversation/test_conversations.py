@@ -270,7 +270,7 @@ async def test_a_long_turn_keeps_renewing_its_lease(tmp_path: Path) -> None:
         conv = await first.create()
         async with await Conversations.open(settings, llm_factory=model.factory()) as second:
             running = await started(first, conv.id, "slow")
-            await lease_renewed(settings.database, conv.id, times=9)  # three lifetimes' worth
+            await lease_renewed(settings.store.database, conv.id, times=9)  # three lifetimes' worth
             with pytest.raises(Busy):
                 await run(second, conv.id, "intrude")
             model.release(0)
@@ -318,7 +318,7 @@ async def test_a_turn_whose_lease_is_taken_over_stops(tmp_path: Path) -> None:
     async with await Conversations.open(settings, llm_factory=model.factory()) as convs:
         conv = await convs.create()
         running = await started(convs, conv.id, "slow")
-        with sqlite3.connect(settings.database) as db:  # another process takes the lease over
+        with sqlite3.connect(settings.store.database) as db:  # another process takes the lease over
             db.execute(
                 "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ?",
                 (time.time() + 60,),

@@ -31,7 +31,7 @@ import openai
 from openai import AsyncOpenAI, AsyncStream, omit
 from openai.types.chat import ChatCompletionChunk
 
-from cove.config import Settings
+from cove.config import ModelSettings
 from cove.engine.llm.client import (
     CallKind,
     Completion,
@@ -106,14 +106,14 @@ class OpenAIClient:
         model: The model every request asks for.
     """
 
-    def __init__(self, settings: Settings, *, model: str | None = None) -> None:
+    def __init__(self, settings: ModelSettings, *, model: str | None = None) -> None:
         """Build a client for ``settings.base_url`` (OpenAI's API when None).
 
         Args:
             settings: Supplies base URL, API key, timeout, retry budget and reasoning switch.
-            model: The model to ask for; ``settings.model`` when None.
+            model: The model to ask for; ``settings.name`` when None.
         """
-        self.model = model or settings.model
+        self.model = model or settings.name
         self._settings = settings
         self._secret = settings.api_key or None
         self._secret_pattern = secret_pattern(self._secret)
@@ -449,7 +449,7 @@ def _without_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
-async def probe_endpoint(settings: Settings) -> tuple[bool, str]:
+async def probe_endpoint(settings: ModelSettings) -> tuple[bool, str]:
     """Check the configured endpoint answers; see ``OpenAIClient.probe``."""
     async with OpenAIClient(settings) as client:
         return await client.probe()
