@@ -148,6 +148,7 @@ class OpenAIClient:
             raise ModelError("the LLM client is closed")
         started = time.perf_counter()
         spent = 0  # attempts used up by earlier rounds of this call
+        failure: tuple[ModelError, BaseException, int]
         while True:
             request = self._plan(kind, reasoning)
             try:
@@ -159,16 +160,19 @@ class OpenAIClient:
                 if exc.status_code in (400, 422) and self._step_down(exc, request):
                     spent += attempts - 1  # the rejection itself costs nothing
                     continue
-                self._give_up(self._status_error(exc), exc, spent + attempts)
+                failure = self._status_error(exc), exc, spent + attempts
             except openai.APIError as exc:  # no response: the package has retried already
-                self._give_up(self._transport_error(exc), exc, spent + _attempts(exc.request))
+                failure = self._transport_error(exc), exc, spent + _attempts(exc.request)
             except _BrokenReply as broken:
                 spent += broken.attempts
-                if spent > self._settings.max_retries:
-                    self._give_up(broken.error, broken.cause, spent)
-                await self._pause(broken.error, spent)
+                if spent <= self._settings.max_retries:
+                    await self._pause(broken.error, spent)
+                    continue
+                failure = broken.error, broken.cause, spent
             else:
                 return self._completion(text, usage, messages, started)
+            # Raised outside the handlers, so the foreign exception is no implicit context.
+            self._give_up(*failure)
 
     async def aclose(self) -> None:
         """Close the HTTP connections; later calls raise ``ModelError``."""

@@ -369,6 +369,7 @@ async def test_api_key_is_sent_but_never_leaked(
     for error in errors:
         assert FAKE_API_KEY not in str(error) and FAKE_API_KEY not in repr(error)
         assert error.__cause__ is None or FAKE_API_KEY not in str(error.__cause__)
+        assert error.__context__ is None or FAKE_API_KEY not in str(error.__context__)
     assert caplog.records  # the retries were logged
     for record in caplog.records:
         assert FAKE_API_KEY not in record.getMessage()
