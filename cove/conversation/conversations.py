@@ -78,6 +78,7 @@ class Conversations(WatchAPI):
         self._turn_queues: dict[str, TurnQueue] = {}
         self._running: dict[str, Query] = {}
         self._closed = False
+        self.accepting = True  # False while a service stops: ``send`` refuses new turns
         self.watching = Watching(
             store,
             CommitPoller(store.path),
@@ -262,9 +263,11 @@ class Conversations(WatchAPI):
 
         Raises:
             NotFound: Unknown conversation (or not ``owner``'s). Busy: Another process holds
-                the conversation.
+                the conversation, or this one stopped accepting turns (it is shutting down).
         """
         self._check_open()
+        if not self.accepting:
+            raise Busy(conversation_id, message="cove is shutting down and takes no new turns")
         handle = TurnHandle(conversation_id)
         task = asyncio.create_task(
             self._run_turn(conversation_id, text, attachments, model, max_iterations, handle, owner)
