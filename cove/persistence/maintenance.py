@@ -66,10 +66,12 @@ def backup(source: str, target: str) -> BackupReport:
         raise CoveError("the backup target is the database itself")
     partial = target_path.with_name(f".{target_path.name}.partial-{os.getpid()}")
     try:
-        with contextlib.closing(_connect_existing(source)) as src:
-            with contextlib.closing(sqlite3.connect(partial, isolation_level=None)) as dst:
-                src.backup(dst)  # pages=-1: every page in one step, one snapshot
-                report = _check(dst, target, started)
+        with (
+            contextlib.closing(_connect_existing(source)) as src,
+            contextlib.closing(sqlite3.connect(partial, isolation_level=None)) as dst,
+        ):
+            src.backup(dst)  # pages=-1: every page in one step, one snapshot
+            report = _check(dst, target, started)
         if report.integrity != "ok":
             raise StoreError(f"the backup of {source} failed its check: {report.integrity}")
         os.replace(partial, target_path)
