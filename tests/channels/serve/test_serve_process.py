@@ -60,7 +60,7 @@ def metric(text: str, name: str) -> float:
 
 async def wait_until_stopping(client: httpx.AsyncClient) -> None:
     """Poll ``/readyz`` until the service says it is stopping (bounded by the test timeout)."""
-    while (await client.get("/readyz")).json().get("status") != "stopping":
+    while (await client.get("/readyz")).json().get("status") != "stopping":  # noqa: ASYNC110
         await asyncio.sleep(0.05)
 
 
@@ -81,7 +81,7 @@ async def test_serve_runs_a_watched_turn_and_stops_mid_turn_with_it_cancelled(
             )
             assert sent.status_code == 202
             first = await watching
-            assert [e["type"] for e in first][0] == "turn_started"
+            assert first[0]["type"] == "turn_started"
             assert first[-1]["status"] == "done" and first[-1]["answer"] == "x is 42"
             ready = await client.get("/readyz")
             assert ready.status_code == 200, ready.text
@@ -102,7 +102,7 @@ async def test_serve_runs_a_watched_turn_and_stops_mid_turn_with_it_cancelled(
             calls = len(fake.requests)
             watching = asyncio.create_task(sse(client, cid, first[-1]["seq"], "turn_finished"))
             await client.post(f"/api/conversations/{cid}/messages", json={"text": "and now?"})
-            while len(fake.requests) == calls:  # the model call is in flight
+            while len(fake.requests) == calls:  # noqa: ASYNC110 (another process's progress)
                 await asyncio.sleep(0.02)
             assert metric((await client.get("/metrics")).text, "cove_turns_running") == 1
             service.proc.send_signal(signal.SIGTERM)
@@ -147,7 +147,7 @@ async def test_a_second_signal_exits_at_once_keeping_what_was_committed(
             await watching
             fake.add_faults(Fault.stall(120))  # the next model call hangs
             await client.post(f"/api/conversations/{cid}/messages", json={"text": "two"})
-            while len(fake.requests) < 2:
+            while len(fake.requests) < 2:  # noqa: ASYNC110 (the second model call is in flight)
                 await asyncio.sleep(0.02)
             service.proc.send_signal(signal.SIGTERM)
             await wait_until_stopping(client)  # the grace period of 60 s has begun
