@@ -18,7 +18,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,8 +74,12 @@ class Events:
         raise RuntimeError("the event stream ended")
 
 
-def start_serve(env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
-    """``cove serve`` on a free port; returns the process and the port."""
+def start_serve(env: dict[str, str], log: deque[str]) -> tuple[subprocess.Popen[str], int]:
+    """``cove serve`` on a free port; returns the process and the port.
+
+    Its stderr is read to the end by a thread (a full pipe would stall the service), keeping
+    the last lines in ``log``.
+    """
     proc = subprocess.Popen(
         [sys.executable, "-m", "cove", "serve", "--port", "0", "--log-level", "WARNING"],
         env=env,
@@ -85,10 +91,12 @@ def start_serve(env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
     )
     assert proc.stderr is not None
     for line in proc.stderr:
+        log.append(line)
         match = _URL.match(line)
         if match:
+            threading.Thread(target=log.extend, args=(proc.stderr,), daemon=True).start()
             return proc, int(match.group(1))
-    raise RuntimeError("cove serve did not start")
+    raise RuntimeError("cove serve did not start:\n" + "".join(log))
 
 
 def peak_rss_kb(pid: int) -> int:
@@ -175,7 +183,8 @@ async def run_serve_level(conversations: int, turns: int, max_live: int) -> Serv
             "COVE_MODEL": "fake-model",
             "COVE_MAX_LIVE_ENVIRONMENTS": str(max_live),
         }
-        proc, port = start_serve(env)
+        log: deque[str] = deque(maxlen=200)
+        proc, port = start_serve(env, log)
         out: dict[str, Any] = {"statuses": {}, "calls": 0, "overhead": []}
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
         try:
@@ -205,11 +214,12 @@ async def run_serve_level(conversations: int, turns: int, max_live: int) -> Serv
                 await sampler
                 scraped = scrape((await client.get("/metrics")).text)
             serve_peak = peak_rss_kb(proc.pid)
+        except Exception:
+            print("".join(log), file=sys.stderr)
+            raise
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
-            if proc.stderr is not None:
-                proc.stderr.close()
     busy = [s for s in samples if s] or [{}]
     return ServeLevelResult(
         conversations=conversations,
