@@ -12,7 +12,7 @@ from cove.conversation import Conversations, scripted_factory
 from tests.scripted import reply, settings_for
 
 CONVERSATIONS = 3
-ITERATIONS = 8
+BACKUPS = 3
 
 
 def closed_iterations(db: Path) -> dict[int, int]:
@@ -35,29 +35,29 @@ async def cove_backup(env: dict[str, str], target: Path) -> subprocess.Completed
 
 
 async def test_backups_taken_while_turns_run_are_consistent_and_complete(tmp_path: Path) -> None:
-    replies = [reply([f"v{i} = {i}", "total = sum(range(1000))"]) for i in range(400)]
-    settings = settings_for(tmp_path, max_iterations=ITERATIONS)
+    replies = [reply([f"v{i} = {i}", "total = sum(range(1000))"]) for i in range(3000)]
+    settings = settings_for(tmp_path, max_iterations=500)
+    db = Path(settings.database)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COVE_DB": settings.database}
+    backups: list[tuple[dict[int, int], Path, subprocess.CompletedProcess[bytes]]] = []
     async with await Conversations.open(
-        settings, llm_factory=scripted_factory(replies, delay_s=0.02)
+        settings, llm_factory=scripted_factory(replies, delay_s=0.01)
     ) as convs:
         ids = [(await convs.create()).id for _ in range(CONVERSATIONS)]
-
-        async def converse(cid: str) -> None:
-            for k in range(2):
-                await convs.send(cid, f"turn {k}").finished()
-
-        turns = asyncio.gather(*(converse(cid) for cid in ids))
-        backups: list[tuple[dict[int, int], Path, subprocess.CompletedProcess[bytes]]] = []
-        while not turns.done() or not backups:
-            before = await asyncio.to_thread(closed_iterations, Path(settings.database))
+        handles = [convs.send(cid, "keep going") for cid in ids]
+        for _ in range(BACKUPS):
+            before = await asyncio.to_thread(closed_iterations, db)
+            while not before:  # the turns have committed something
+                before = await asyncio.to_thread(closed_iterations, db)
             target = tmp_path / f"backup-{len(backups)}.db"
             backups.append((before, target, await cove_backup(env, target)))
-        await turns
+        while len(await asyncio.to_thread(closed_iterations, db)) <= len(before):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)  # the turns went on after the last backup began
+        for cid in ids:
+            await convs.cancel(cid)
+        assert {(await h.finished()).status for h in handles} == {"cancelled"}
 
-    final = closed_iterations(Path(settings.database))
-    assert len(final) == CONVERSATIONS * 2 * ITERATIONS
-    assert any(0 < len(before) < len(final) for before, _, _ in backups)  # taken mid-run
+    final = closed_iterations(db)
     for before, target, result in backups:
         assert result.returncode == 0, result.stderr.decode()
         assert b"integrity ok" in result.stdout
@@ -69,6 +69,7 @@ async def test_backups_taken_while_turns_run_are_consistent_and_complete(tmp_pat
         # every closed iteration in it is whole (as the live database holds it at the end).
         assert before.items() <= copied.items()
         assert all(final[i] == blocks for i, blocks in copied.items())
+        assert len(copied) < len(final)  # a copy of the database as it was mid-run
 
 
 async def test_backup_refuses_an_existing_target_and_a_missing_database(tmp_path: Path) -> None:
