@@ -9,6 +9,7 @@ one channel runs shows live in another through ``watch``.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from typing import Protocol
 
@@ -31,7 +32,8 @@ class Channel(Protocol):
 
 
 def telegram_channel(convs: Conversations, settings: Settings, metrics: ServeMetrics) -> Channel:
-    """The Telegram channel over the service's ``Conversations``.
+    """The Telegram channel over the service's ``Conversations``, configured as ``cove
+    telegram`` is (the token from ``TELEGRAM_BOT_TOKEN``, the rest from the settings).
 
     A channel offering ``observe_updates(on_update=, on_api_error=)`` has its updates and
     failed Bot API calls counted in the service's metrics.
@@ -43,9 +45,9 @@ def telegram_channel(convs: Conversations, settings: Settings, metrics: ServeMet
         module = importlib.import_module("cove.channels.telegram")
     except ImportError as exc:
         raise ConfigError("this cove has no Telegram channel (cove.channels.telegram)") from exc
-    channel: Channel = module.TelegramChannel(convs, settings=settings)
+    options = module.TelegramOptions.load(settings, os.environ)
+    channel: Channel = module.TelegramChannel(convs, options)
     channel.name = "telegram"
-    # Telegram's counters feed the service's metrics when the channel reports them.
     hooks = getattr(channel, "observe_updates", None)
     if callable(hooks):
         hooks(on_update=metrics.telegram_updates.inc, on_api_error=_api_error(metrics))
