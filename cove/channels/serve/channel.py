@@ -36,7 +36,8 @@ def telegram_channel(convs: Conversations, settings: Settings, metrics: ServeMet
     telegram`` is (the token from ``TELEGRAM_BOT_TOKEN``, the rest from the settings).
 
     A channel offering ``observe_updates(on_update=, on_api_error=)`` has its updates and
-    failed Bot API calls counted in the service's metrics.
+    failed Bot API calls counted in the service's metrics; otherwise the updates its
+    python-telegram-bot application receives are counted.
 
     Raises:
         ConfigError: This build has no Telegram channel, or it is not configured.
@@ -51,7 +52,25 @@ def telegram_channel(convs: Conversations, settings: Settings, metrics: ServeMet
     hooks = getattr(channel, "observe_updates", None)
     if callable(hooks):
         hooks(on_update=metrics.telegram_updates.inc, on_api_error=_api_error(metrics))
+    else:
+        _count_updates(channel, metrics)
     return channel
+
+
+def _count_updates(channel: object, metrics: ServeMetrics) -> None:
+    """Count every update the bot's application receives, ahead of its own handlers."""
+    from telegram import Update
+    from telegram.ext import Application, TypeHandler
+
+    app = getattr(channel, "app", None)
+    if not isinstance(app, Application):
+        return
+
+    async def count(update: object, context: object) -> None:
+        metrics.telegram_updates.inc()
+
+    # A group of its own: every group runs, so the bot's handlers still see each update.
+    app.add_handler(TypeHandler(Update, count), group=-1)
 
 
 def _api_error(metrics: ServeMetrics) -> Callable[[str], None]:
