@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cove.channels.serve import ops
 from cove.channels.serve.logs import REQUEST_ID
+from cove.errors import ConfigError
 
 log = logging.getLogger("cove.serve.http")
 
@@ -138,11 +139,19 @@ class HttpServer:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Bind (port 0 picks a free one, then ``port`` says which) and start serving."""
+        """Bind (port 0 picks a free one, then ``port`` says which) and start serving.
+
+        Raises:
+            ConfigError: The address cannot be bound (in use, not this machine's).
+        """
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise ConfigError(f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from exc
         self.port = sock.getsockname()[1]
         config: Any = uvicorn.Config(
             self.app,
