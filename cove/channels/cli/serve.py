@@ -13,6 +13,7 @@ from cove.channels.cli.app import run_async
 from cove.channels.cli.common import add_common
 from cove.channels.cli.web import login_token
 from cove.config import Settings
+from cove.errors import ConfigError
 
 
 def register(sub: Any) -> None:
@@ -62,9 +63,20 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         host=args.host,
         port=args.port,
         grace_s=DEFAULT_GRACE_S if args.grace is None else max(0.0, args.grace),
-        token=login_token(args.host, dict(os.environ)) if web else None,
+        token=_token(args.host) if web else None,
     )
     return run_async(Service(settings, options).run())
+
+
+def _token(host: str) -> str | None:
+    """``COVE_WEB_TOKEN``; required off loopback (a service must not print a made-up one)."""
+    token = login_token(host, dict(os.environ))
+    if token is not None and not os.environ.get("COVE_WEB_TOKEN"):
+        raise ConfigError(
+            f"serving the web on {host} needs a login token: set COVE_WEB_TOKEN "
+            "(16 characters or more)"
+        )
+    return token
 
 
 def _backup(args: argparse.Namespace, settings: Settings) -> int:

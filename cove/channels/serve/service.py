@@ -124,10 +124,9 @@ class Service:
 
     def _announce(self, http: HttpServer) -> None:
         host = "localhost" if http.host in ("127.0.0.1", "::1") else http.host
-        url = f"http://{host}:{http.port}/"
-        if self.options.token is not None and self.options.web:
-            url += f"login?token={self.options.token}"
-        print(f"cove serve: {url}", file=sys.stderr, flush=True)
+        # The login token is a secret: it never goes to the logs (log in at /login?token=...).
+        login = " (log in with COVE_WEB_TOKEN)" if self.options.token and self.options.web else ""
+        print(f"cove serve: http://{host}:{http.port}/{login}", file=sys.stderr, flush=True)
         log.info("serving", extra={"fields": {"port": http.port, "grace_s": self.options.grace_s}})
 
     async def _drain(self, convs: Conversations, metrics: ServeMetrics) -> None:
