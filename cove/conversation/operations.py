@@ -63,7 +63,7 @@ class Readiness:
             if self._last is not None and self._clock() - self._last[0] < self.cache_s:
                 return self._last[1]
             checks = await asyncio.gather(
-                self._database(), _sandbox(self.settings), _endpoint(self.settings)
+                self._database(), _sandbox(self.settings.sandbox), _endpoint(self.settings.model)
             )
             report = ReadinessReport(tuple(checks), time.time())
             self._last = (self._clock(), report)
@@ -73,7 +73,7 @@ class Readiness:
         return await _guarded("database", self._probe_database())
 
     async def _probe_database(self) -> Check:
-        path = self.settings.database
+        path = self.settings.store.database
         await asyncio.to_thread(probe_writable, path)
         return Check("database", True, f"{path} is writable")
 
@@ -94,4 +94,4 @@ async def backup_database(settings: Settings, target: str | Path) -> BackupRepor
         CoveError: ``target`` exists or is the database. StoreError: no database, not cove's,
             or the copy failed its integrity check.
     """
-    return await asyncio.to_thread(backup, settings.database, str(target))
+    return await asyncio.to_thread(backup, settings.store.database, str(target))

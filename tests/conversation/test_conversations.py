@@ -264,7 +264,7 @@ async def test_a_turn_whose_lease_is_taken_over_stops_without_writing_again(
     async with await Conversations.open(settings, llm_factory=slow) as convs:
         conv = await convs.create()
         running = await started(convs, conv.id, "slow")
-        with sqlite3.connect(settings.database) as db:  # another process takes the lease over
+        with sqlite3.connect(settings.store.database) as db:  # another process takes the lease over
             db.execute(
                 "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ?,"
                 " lease_epoch = lease_epoch + 1",

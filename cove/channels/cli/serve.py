@@ -52,7 +52,6 @@ def register(sub: Any) -> None:
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from cove.channels.serve import ServeOptions, Service
     from cove.channels.serve.logs import configure_logging
-    from cove.channels.serve.service import DEFAULT_GRACE_S
 
     web = args.web or not args.telegram
     json_lines = {"auto": None, "json": True, "text": False}[args.log_format]
@@ -62,7 +61,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         telegram=args.telegram,
         host=args.host,
         port=args.port,
-        grace_s=DEFAULT_GRACE_S if args.grace is None else max(0.0, args.grace),
+        grace_s=settings.channels.shutdown_grace_s if args.grace is None else max(0.0, args.grace),
         token=_token(args.host) if web else None,
     )
     return run_async(Service(settings, options).run())

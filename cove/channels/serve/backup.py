@@ -18,7 +18,7 @@ async def run_backup(settings: Settings, target: str, out: TextIO = sys.stdout) 
     """
     report = await backup_database(settings, Path(target))
     print(
-        f"backed up {settings.database} to {report.target}: {report.bytes / 1e6:.1f} MB in "
+        f"backed up {settings.store.database} to {report.target}: {report.bytes / 1e6:.1f} MB in "
         f"{report.seconds:.2f} s; integrity {report.integrity}; {report.conversations} "
         f"conversations, {report.turns} turns, {report.iterations} iterations, "
         f"{report.blocks} blocks",

@@ -37,8 +37,8 @@ async def cove_backup(env: dict[str, str], target: Path) -> subprocess.Completed
 async def test_backups_taken_while_turns_run_are_consistent_and_complete(tmp_path: Path) -> None:
     replies = [reply([f"v{i} = {i}", "total = sum(range(1000))"]) for i in range(3000)]
     settings = settings_for(tmp_path, max_iterations=500)
-    db = Path(settings.database)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COVE_DB": settings.database}
+    db = Path(settings.store.database)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COVE_DB": settings.store.database}
     backups: list[tuple[dict[int, int], Path, subprocess.CompletedProcess[bytes]]] = []
     async with await Conversations.open(
         settings, llm_factory=scripted_factory(replies, delay_s=0.01)
@@ -81,7 +81,7 @@ async def test_backup_refuses_an_existing_target_and_a_missing_database(tmp_path
     settings = settings_for(tmp_path)
     async with await Conversations.open(settings) as convs:
         await convs.create()
-    env["COVE_DB"] = settings.database
+    env["COVE_DB"] = settings.store.database
     (tmp_path / "taken.db").write_text("keep me")
     refused = await cove_backup(env, tmp_path / "taken.db")
     assert refused.returncode == 1 and b"already exists" in refused.stderr
