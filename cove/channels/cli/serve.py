@@ -32,7 +32,8 @@ def register(sub: Any) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="how long running turns may finish after SIGTERM before they are cancelled",
+        help="how long running turns may finish after SIGTERM before they are cancelled "
+        "(default: the shutdown_grace_s setting)",
     )
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     serve.add_argument(

@@ -36,8 +36,9 @@ from cove.conversation.operations import Readiness
 
 log = logging.getLogger("cove.serve")
 
-#: Running turns get this long to finish after a stop signal (``--grace``).
-DEFAULT_GRACE_S = 10.0
+#: Running turns get this long to finish after a stop signal (``--grace``; the CLI's default
+#: is the ``channels.shutdown_grace_s`` setting).
+DEFAULT_GRACE_S = 30.0
 #: How long cancelled turns get to record their end before the database closes anyway.
 CANCEL_WAIT_S = 10.0
 
