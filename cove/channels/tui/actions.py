@@ -86,7 +86,7 @@ def delete(app: CoveApp) -> None:
             app.notify(f"deleted {title}")
             if app.current == cid:
                 app.current = None
-                await app.timeline.remove_children()
+                await app.timeline.clear()
                 rest = app.sidebar.shown_entries()
                 if rest:
                     await app.open_conversation(rest[0].id)

@@ -19,7 +19,8 @@ async def until(pilot: Pilot[Any], condition: Callable[[], object], what: str) -
     deadline = time.monotonic() + 60.0
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            notices = getattr(pilot.app, "notices", None)
+            raise AssertionError(f"timed out waiting for {what}; notices: {notices}")
         await pilot.pause(0.02)
 
 

@@ -2,7 +2,7 @@
 
 Every widget in the pane adds to the cost of each layout change (Textual re-arranges them all),
 so a turn keeps at most ``WINDOW`` finished iterations as widgets of their own; older ones are
-folded into one ``FoldedIterations`` widget showing their header lines. Enter on it unfolds them.
+folded into one ``FoldedIterations`` line. Enter on it brings back the newest ``WINDOW`` of them.
 """
 
 from __future__ import annotations
@@ -19,20 +19,24 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from cove.channels.tui.format import duration
+from cove.channels.tui.format import cut, duration
 from cove.channels.tui.widgets.iteration import IterationView
 
 #: Finished iterations of a turn kept as their own widgets; older ones are folded.
 WINDOW = 20
+#: The longest answer and request shown (the export has all of them).
+ANSWER_CHARS = 20_000
+REQUEST_CHARS = 4_000
 
 
 class FoldedIterations(Widget, can_focus=True):
-    """Older finished iterations as one widget, one header line each; Enter unfolds them."""
+    """Older finished iterations as one line (its cost does not grow with them); Enter shows
+    the newest ``WINDOW`` of them again."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "unfold", "Unfold")]
 
     class Unfold(Message):
-        """The person asked to see the folded iterations as separate widgets again."""
+        """The person asked to see folded iterations as separate widgets again."""
 
         def __init__(self, folded: FoldedIterations) -> None:
             super().__init__()
@@ -45,10 +49,29 @@ class FoldedIterations(Widget, can_focus=True):
     def add(self, view: IterationView) -> None:
         """Fold one more (the next newer) iteration in."""
         self.views.append(view)
-        self.refresh(layout=True)
+        self.refresh()  # still one line: no layout
+
+    def take_newest(self) -> list[IterationView]:
+        """Remove and return the newest ``WINDOW`` folded iterations, oldest first."""
+        taken, self.views = self.views[-WINDOW:], self.views[:-WINDOW]
+        self.refresh()
+        return taken
 
     def render(self) -> RenderableType:
-        return Group(*(view.header() for view in self.views))
+        if not self.views:
+            return Text("")
+        blocks = sum(v.done_blocks for v in self.views)
+        first, last = self.views[0].number, self.views[-1].number
+        return Text(
+            f"▸ iterations {first}–{last} folded · {blocks} block(s) · "
+            f"Enter shows {min(WINDOW, len(self.views))} more",
+            style="dim",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+
+    def on_click(self) -> None:
+        self.action_unfold()
 
     def action_unfold(self) -> None:
         self.post_message(self.Unfold(self))
@@ -70,7 +93,8 @@ class TurnView(Vertical):
         self._folded: FoldedIterations | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble((f"#{self.position} › ", "bold cyan"), self.request))
+        request = cut(self.request, REQUEST_CHARS)
+        yield Static(Text.assemble((f"#{self.position} › ", "bold cyan"), request))
 
     @property
     def current(self) -> IterationView | None:
@@ -105,12 +129,15 @@ class TurnView(Vertical):
     def on_folded_iterations_unfold(self, message: FoldedIterations.Unfold) -> None:
         message.stop()
         folded = message.folded
-        copies = [view.copy() for view in folded.views]
+        copies = [view.copy() for view in folded.take_newest()]
         for view in copies:
             self.iterations[view.number] = view
-        self.mount_all(copies, before=folded)
-        folded.remove()
-        self._folded = None
+        if folded.views:
+            self.mount_all(copies, after=folded)
+        else:
+            self.mount_all(copies, before=folded)
+            folded.remove()
+            self._folded = None
         self._shown = copies + self._shown
         if copies:
             copies[0].focus()
@@ -121,7 +148,7 @@ class TurnView(Vertical):
         if current is not None:
             current.add_note(text, style)
         else:
-            self.mount(Static(Text(text, style=style), classes="note"))
+            self.mount(Static(Text(cut(text), style=style), classes="note"))
 
     def finish(
         self,
@@ -146,9 +173,9 @@ class TurnView(Vertical):
         # of each layout change, so a finished turn stays small.
         parts: list[RenderableType] = []
         if error:
-            parts.append(Text(error, style="red"))
+            parts.append(Text(cut(error), style="red"))
         if answer:
-            parts.append(Markdown(answer))
+            parts.append(Markdown(cut(answer, ANSWER_CHARS)))
         took = f" · {duration(duration_ms)}" if duration_ms is not None else ""
         line = f"{status} · {len(self.iterations)} iteration(s) · {tokens:,} tokens · {cost}{took}"
         parts.append(Text(line, style="dim"))
