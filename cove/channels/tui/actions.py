@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from cove.channels.cli.export import to_markdown
+from cove.channels.tui.format import clean
 from cove.channels.tui.screens.dialogs import AskText, Confirm
 from cove.channels.tui.screens.inspector import InspectorScreen
 from cove.channels.tui.screens.text import TextScreen
@@ -160,7 +161,7 @@ async def replay(app: CoveApp) -> None:
                 f"- turn {event.position}: {event.matched}/{event.blocks} blocks match, "
                 f"{state} (recorded {event.recorded_status}, replayed {event.replayed_status})"
             )
-            lines += [f"  - {m}" for m in event.mismatches]
+            lines += [f"  - {clean(m)}" for m in event.mismatches]
         elif isinstance(event, ReplayFinished):
             verdict = "the replay matches the record" if event.ok else "the replay diverged"
             lines += [

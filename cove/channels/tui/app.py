@@ -25,6 +25,7 @@ from textual.widgets import Footer
 
 from cove.channels.tui import actions
 from cove.channels.tui.errors import advice, turn_failure
+from cove.channels.tui.format import clean
 from cove.channels.tui.palette import system_commands
 from cove.channels.tui.styles import CSS
 from cove.channels.tui.widgets.iteration import IterationView
@@ -127,6 +128,7 @@ class CoveApp(App[None]):
         markup: bool = False,  # messages quote errors and ids, never markup
     ) -> None:
         """Show a notification (and remember its text)."""
+        message = clean(message)
         self.notices.append(message)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 

@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 
-from cove.channels.tui.format import duration
+from cove.channels.tui.format import clean, duration
 from cove.conversation import IterationRecord, TurnRecord
 
 
@@ -34,7 +34,7 @@ class InspectorScreen(Screen[None]):
             f" · model {duration(it.llm_ms)} of {duration(it.duration_ms)}"
         )
         with VerticalScroll():
-            yield Label(head, classes="inspector-head")
+            yield Label(Text(clean(head)), classes="inspector-head")
             for title, body in (
                 (f"system prompt ({it.system_prompt_hash[:12]})", self.system_prompt),
                 ("user: request message", it.request_message),
@@ -42,5 +42,5 @@ class InspectorScreen(Screen[None]):
                 ("assistant: raw reply", it.raw_reply or "(none)"),
             ):
                 yield Label(title, classes="inspector-section")
-                yield Static(Text(body), classes="inspector-body")
+                yield Static(Text(clean(body)), classes="inspector-body")
         yield Footer()
