@@ -139,3 +139,37 @@ async def test_a_long_turn_folds_old_iterations_and_unfolds_them_on_enter(tmp_pa
             assert first.has_focus and first.codes == ["x1 = 1"]
             await pilot.press("enter")
             assert first.expanded
+
+
+async def test_a_turn_driven_by_another_process_shows_live(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, block_timeout_s=60, block_timeout_max_s=60)
+    spin = scripted_factory([reply(["x = 1", "while True:\n    pass"], thinking="spin a while")])
+    async with (
+        await Conversations.open(settings, llm_factory=scripted_factory([])) as convs,
+        await Conversations.open(settings, llm_factory=spin) as other,
+    ):
+        conv = await other.create(channel="telegram", title="driven elsewhere")
+        app = CoveApp(convs, conv.id)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.current == conv.id, "the conversation")
+            running = other.send(conv.id, "spin over there")
+
+            def first_block_done() -> IterationView | None:
+                shown = turns(app)
+                view = shown[-1].iterations.get(1) if shown else None
+                return view if view is not None and view.done_blocks == 1 else None
+
+            # The second block spins until cancelled: what shows now shows while it runs.
+            await until(pilot, first_block_done, "the first block of the other turn")
+            (turn,) = turns(app)
+            view = first_block_done()
+            assert view is not None and view.live and view.expanded and not turn.finished
+            assert turn.request == "spin over there" and view.summary == "spin a while"
+            assert view.codes == ["x = 1", "while True:\n    pass"]
+            await until(pilot, lambda: app.sidebar.entries[conv.id].running, "the running mark")
+            await pilot.press("escape")  # not this process's turn to cancel
+            await until(pilot, lambda: any("another process" in n for n in app.notices), "it")
+            assert await other.cancel(conv.id)
+            await until(pilot, lambda: last_turn_done(app), "the cancelled turn")
+            assert turn.status == "cancelled" and not view.live
+            await running.finished()
