@@ -32,6 +32,7 @@ class InspectorScreen(Screen[None]):
             f"turn {self.turn.position} · iteration {it.position + 1} · {it.status} · "
             f"model {self.turn.model or '-'} · tokens {it.tokens_in:,} in / {it.tokens_out:,} out"
             f" · model {duration(it.llm_ms)} of {duration(it.duration_ms)}"
+            f" · cost ${it.cost_usd:.4f}"
         )
         with VerticalScroll():
             yield Label(Text(clean(head)), classes="inspector-head")

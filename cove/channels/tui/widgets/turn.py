@@ -12,7 +12,6 @@ from typing import ClassVar
 from rich.console import Group, RenderableType
 from rich.markdown import Markdown
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
@@ -23,7 +22,7 @@ from cove.channels.tui.format import cut, duration
 from cove.channels.tui.widgets.iteration import IterationView
 
 #: Finished iterations of a turn kept as their own widgets; older ones are folded.
-WINDOW = 20
+WINDOW = 8
 #: The longest answer and request shown (the export has all of them).
 ANSWER_CHARS = 20_000
 REQUEST_CHARS = 4_000
@@ -81,7 +80,11 @@ class TurnView(Vertical):
     """One turn; widgets are appended as its events arrive, never rebuilt."""
 
     def __init__(self, turn_id: int, position: int, request: str) -> None:
-        super().__init__(classes="turn")
+        line = Text.assemble((f"#{position} › ", "bold cyan"), cut(request, REQUEST_CHARS))
+        super().__init__(Static(line, classes="request"), classes="turn")
+        # Children added before this widget has mounted its request line wait here, so they
+        # come after it (events can arrive in the same tick as the turn's start).
+        self._pending: list[Widget] | None = []
         self.turn_id = turn_id
         self.position = position
         self.request = request
@@ -91,10 +94,6 @@ class TurnView(Vertical):
         self.iterations: dict[int, IterationView] = {}
         self._shown: list[IterationView] = []  # iterations mounted as their own widgets, in order
         self._folded: FoldedIterations | None = None
-
-    def compose(self) -> ComposeResult:
-        request = cut(self.request, REQUEST_CHARS)
-        yield Static(Text.assemble((f"#{self.position} › ", "bold cyan"), request))
 
     @property
     def current(self) -> IterationView | None:
@@ -109,22 +108,42 @@ class TurnView(Vertical):
             if previous is not None and previous.live:
                 previous.finish()
             view = self.iterations[number] = IterationView(self.position, number, budget, live=live)
-            self.mount(view)
+            self._append(view)
             self._shown.append(view)
             self._fold()
         return view
 
+    def on_mount(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending:
+            self.mount_all(pending)
+
+    def _append(self, widget: Widget) -> None:
+        if self._pending is not None:
+            self._pending.append(widget)
+        else:
+            self.mount(widget)
+
     def _fold(self) -> None:
+        """Fold the oldest finished iterations while more than ``WINDOW`` are widgets."""
         finished = [v for v in self._shown if not v.live]
-        while len(finished) > WINDOW:
-            oldest = finished.pop(0)
-            self._shown.remove(oldest)
-            oldest.expanded = False
-            if self._folded is None:
-                self._folded = FoldedIterations()
-                self.mount(self._folded, before=oldest)
-            self._folded.add(oldest)
-            oldest.remove()
+        excess = finished[: max(0, len(finished) - WINDOW)]
+        if not excess:
+            return
+        if self._folded is None:
+            self._folded = FoldedIterations()
+            if self._pending is not None:
+                self._pending.insert(self._pending.index(excess[0]), self._folded)
+            else:
+                self.mount(self._folded, before=excess[0])
+        for view in excess:
+            self._shown.remove(view)
+            view.expanded = False
+            self._folded.add(view)
+            if self._pending is not None:
+                self._pending.remove(view)
+            else:
+                view.remove()
 
     def on_folded_iterations_unfold(self, message: FoldedIterations.Unfold) -> None:
         message.stop()
@@ -148,7 +167,7 @@ class TurnView(Vertical):
         if current is not None:
             current.add_note(text, style)
         else:
-            self.mount(Static(Text(cut(text), style=style), classes="note"))
+            self._append(Static(Text(cut(text), style=style), classes="note"))
 
     def finish(
         self,
@@ -179,4 +198,4 @@ class TurnView(Vertical):
         took = f" · {duration(duration_ms)}" if duration_ms is not None else ""
         line = f"{status} · {len(self.iterations)} iteration(s) · {tokens:,} tokens · {cost}{took}"
         parts.append(Text(line, style="dim"))
-        self.mount(Static(Group(*parts), classes="turn-end"))
+        self._append(Static(Group(*parts), classes="turn-end"))
