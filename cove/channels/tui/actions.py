@@ -37,8 +37,10 @@ HELP = """\
 | F3 | show/hide the variables panel (Enter on a variable: versions and diff) |
 | F4 | show/hide the conversation list |
 | Tab / Shift+Tab | move between the list, iterations and the request |
-| Enter (on an iteration) | expand or collapse it |
-| i / c / v (on an iteration) | inspector / copy its code / copy its last value |
+| Enter (on an iteration) | expand or collapse it (or show folded iterations / earlier turns) |
+| Up / Down, k / j (on an iteration) | move between its blocks, then on to the next iteration |
+| i (on an iteration) | the inspector: prompt messages, raw reply, tokens, timing, cost |
+| c / v (on an iteration) | copy the selected block's code / value (collapsed: all its code / last value) |
 | Ctrl+P | command palette: fork, replay, export, switch model, panels |
 | F1 | this help |
 | Ctrl+Q | quit |

@@ -12,9 +12,10 @@ from textual.widgets import Static
 from cove.channels.tui import CoveApp
 from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.prompt import PromptArea
-from cove.channels.tui.widgets.turn import WINDOW, FoldedIterations
+from cove.channels.tui.widgets.timeline import TURN_WINDOW
+from cove.channels.tui.widgets.turn import WINDOW, FoldedIterations, TurnView
 from cove.conversation import Conversations, scripted_factory
-from tests.channels.tui.helpers import SIZE, last_turn_done, turns, until
+from tests.channels.tui.helpers import SIZE, last_turn_done, shown_text, turns, until
 from tests.scripted import reply, settings_for
 
 
@@ -173,3 +174,43 @@ async def test_a_turn_driven_by_another_process_shows_live(tmp_path: Path) -> No
             await until(pilot, lambda: last_turn_done(app), "the cancelled turn")
             assert turn.status == "cancelled" and not view.live
             await running.finished()
+
+
+async def test_a_long_conversation_shows_its_newest_turns_and_loads_earlier_ones(
+    tmp_path: Path,
+) -> None:
+    count = TURN_WINDOW + 2
+    factory = scripted_factory([reply(answer=f"answer {n}") for n in range(1, count + 2)])
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create(channel="tui", title="long")
+        for n in range(1, count + 1):
+            await convs.send(conv.id, f"request {n}").finished()
+        app = CoveApp(convs, conv.id)
+        async with app.run_test(size=SIZE) as pilot:
+            timeline = app.timeline
+            await until(pilot, lambda: timeline.turn_count == count, "the transcript")
+            assert [t.position for t in turns(app)] == list(range(3, count + 1))
+            assert timeline.earlier.positions == [1, 2] and timeline.earlier.display
+            line = "2 earlier turn(s) (#1–#2)"
+            await until(pilot, lambda: line in shown_text(timeline.earlier), "the earlier line")
+            timeline.earlier.focus()
+            await pilot.press("enter")
+            await until(
+                pilot,
+                lambda: len(timeline.turns) == count and all(t.finished for t in turns(app)),
+                "the earlier turns",
+            )
+            shown = [w for w in timeline.children if isinstance(w, TurnView)]
+            assert [t.position for t in shown] == list(range(1, count + 1))  # in order
+            assert [t.answer for t in shown][:3] == ["answer 1", "answer 2", "answer 3"], [
+                (t.answer, t.status, t.finished) for t in shown
+            ]
+            assert not timeline.earlier.display
+            # a new turn folds the oldest ones away again
+            prompt = app.query_one(PromptArea)
+            prompt.focus()
+            prompt.text = "one more"
+            await pilot.press("enter")
+            await until(pilot, lambda: last_turn_done(app, TURN_WINDOW), "the new turn")
+            assert turns(app)[-1].answer == f"answer {count + 1}"
+            assert timeline.earlier.positions == [1, 2, 3] and len(timeline.turns) == TURN_WINDOW
