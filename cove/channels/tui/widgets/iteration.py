@@ -34,9 +34,16 @@ STREAM_LINES = 8
 SELECTED = "on #26323a"
 
 
-def code_piece(code: str) -> RenderableType:
-    """Python source, syntax highlighted (control characters made visible first)."""
-    return Syntax(cut(code), "python", theme="ansi_dark", line_numbers=False, word_wrap=True)
+def code_piece(code: str) -> Text:
+    """Python source, syntax highlighted (control characters made visible first).
+
+    Highlighted once into a ``Text``: a ``Syntax`` would run the lexer again on every render
+    of its iteration, and the live iteration renders with every event.
+    """
+    source = cut(code)
+    text = Syntax(source, "python", theme="ansi_dark").highlight(source)
+    text.rstrip()
+    return text
 
 
 @dataclass
@@ -46,10 +53,14 @@ class BlockShown:
     code: str
     outcome: list[RenderableType] = field(default_factory=list)
     value: str | None = None
+    shown: Text = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.shown = code_piece(self.code)
 
     def renderable(self, selected: bool) -> RenderableType:
         """The block as shown: code, then output, value or error (highlighted when selected)."""
-        body = Group(code_piece(self.code), *self.outcome)
+        body = Group(self.shown, *self.outcome)
         return Padding(body, (0, 0, 0, 2), style=SELECTED if selected else "")
 
 
