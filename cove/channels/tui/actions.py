@@ -40,7 +40,7 @@ HELP = """\
 | Enter (on an iteration) | expand or collapse it (or show folded iterations / earlier turns) |
 | Up / Down, k / j (on an iteration) | move between its blocks, then on to the next iteration |
 | i (on an iteration) | the inspector: prompt messages, raw reply, tokens, timing, cost |
-| c / v (on an iteration) | copy the selected block's code / value (collapsed: all its code / last value) |
+| c / v (on an iteration) | copy the selected block's code / value (collapsed: all / last) |
 | Ctrl+P | command palette: fork, replay, export, switch model, panels |
 | F1 | this help |
 | Ctrl+Q | quit |

@@ -23,6 +23,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 
+from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.turn import TurnView
 from cove.conversation import Transcript, TurnRecord, VarVersionRecord
 from cove.events import (
@@ -212,39 +213,10 @@ class Timeline(VerticalScroll):
         if isinstance(event, IterationStarted):
             if event.iteration not in turn.iterations:
                 turn.iteration(event.iteration, event.budget, live=True)
-        elif isinstance(event, ModelDelta):
+        elif isinstance(event, ModelDelta | ModelReply | BlockFinished | VarsChanged):
             target = turn.iterations.get(event.iteration)
             if target is not None and target.live:
-                target.add_delta(event.text)
-        elif isinstance(event, ModelReply):
-            target = turn.iterations.get(event.iteration)
-            if target is not None and target.live:
-                target.add_reply(event.thinking, event.code, event.parse_error)
-        elif isinstance(event, BlockFinished):
-            target = turn.iterations.get(event.iteration)
-            if target is not None and target.live:
-                target.add_block(
-                    number=event.index,
-                    code=event.code,
-                    ok=event.ok,
-                    result_preview=event.result_preview,
-                    stdout=event.stdout,
-                    stderr=event.stderr,
-                    error=event.error,
-                    duration_ms=event.duration_ms,
-                    timed_out=event.timed_out,
-                )
-        elif isinstance(event, VarsChanged):
-            target = turn.iterations.get(event.iteration)
-            if target is not None and target.live:
-                target.add_vars(event.changes)
-        elif isinstance(event, Nudge):
-            turn.note(f"nudge: {event.text}")
-        elif isinstance(event, SteerReceived):
-            turn.note(f"you (steering): {event.text}")
-        elif isinstance(event, SandboxRestarted):
-            lost = ", ".join(event.lost) or "nothing"
-            turn.note(f"sandbox restarted ({event.reason}); lost: {lost}", "red")
+                apply_to_iteration(target, event)
         elif isinstance(event, TurnFinished):
             turn.finish(
                 status=event.status,
@@ -254,3 +226,43 @@ class Timeline(VerticalScroll):
                 cost=cost_text(event.cost_usd, event.cost_known),
                 duration_ms=event.duration_ms,
             )
+        else:
+            note = note_of(event)
+            if note is not None:
+                turn.note(*note)
+
+
+def apply_to_iteration(
+    view: IterationView, event: ModelDelta | ModelReply | BlockFinished | VarsChanged
+) -> None:
+    """Show an event of the live iteration ``view``."""
+    if isinstance(event, ModelDelta):
+        view.add_delta(event.text)
+    elif isinstance(event, ModelReply):
+        view.add_reply(event.thinking, event.code, event.parse_error)
+    elif isinstance(event, BlockFinished):
+        view.add_block(
+            number=event.index,
+            code=event.code,
+            ok=event.ok,
+            result_preview=event.result_preview,
+            stdout=event.stdout,
+            stderr=event.stderr,
+            error=event.error,
+            duration_ms=event.duration_ms,
+            timed_out=event.timed_out,
+        )
+    else:
+        view.add_vars(event.changes)
+
+
+def note_of(event: Event) -> tuple[str, str] | None:
+    """The note (text, style) a nudge, a steering message or a sandbox restart shows."""
+    if isinstance(event, Nudge):
+        return f"nudge: {event.text}", "yellow"
+    if isinstance(event, SteerReceived):
+        return f"you (steering): {event.text}", "yellow"
+    if isinstance(event, SandboxRestarted):
+        lost = ", ".join(event.lost) or "nothing"
+        return f"sandbox restarted ({event.reason}); lost: {lost}", "red"
+    return None
