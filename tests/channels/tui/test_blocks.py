@@ -51,6 +51,8 @@ async def test_a_block_cursor_moves_between_blocks_and_copies_one(tmp_path: Path
             assert app.clipboard == "43"
             await pilot.press("j")  # past the last block: on to the next iteration
             assert second.has_focus and first.selected is None
+            await pilot.press("down")  # the last iteration: the cursor stays (no wrapping)
+            assert second.has_focus
             await pilot.press("enter")
             await pilot.press("v")
             assert app.clipboard == "86"

@@ -291,9 +291,15 @@ class IterationView(Widget, can_focus=True):
         return None
 
     def _leave(self, *, forward: bool) -> None:
-        """Move the focus to the neighbouring iteration, its cursor on the nearest block."""
-        screen = self.screen
-        target = screen.focus_next(".iteration") if forward else screen.focus_previous(".iteration")
+        """Move the focus to the neighbouring iteration, its cursor on the nearest block.
+
+        The ends of the pane stay put (no wrapping round to the other end)."""
+        chain = [w for w in self.screen.focus_chain if w.has_class("iteration")]
+        index = chain.index(self) + (1 if forward else -1) if self in chain else -1
+        if not 0 <= index < len(chain):
+            return
+        target = chain[index]
+        target.focus()
         if isinstance(target, IterationView) and target.expanded and target.block_views:
             target.select(0 if forward else len(target.block_views) - 1)
 
