@@ -41,7 +41,7 @@ def code_piece(code: str) -> Text:
     of its iteration, and the live iteration renders with every event.
     """
     source = cut(code)
-    text = Syntax(source, "python", theme="ansi_dark").highlight(source)
+    text = Syntax(source, "python", theme="ansi_dark", word_wrap=True).highlight(source)
     text.rstrip()
     return text
 
