@@ -221,8 +221,8 @@ class IterationView(Widget, can_focus=True):
     # -- actions ---------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("copy_code", "copy_value", "next_block", "previous_block"):
-            return bool(self.block_views) or action in ("next_block", "previous_block")
+        if action in ("copy_code", "copy_value"):
+            return bool(self.block_views)  # else the key does what the pane does with it
         return True
 
     def action_expand(self) -> None:
@@ -254,8 +254,8 @@ class IterationView(Widget, can_focus=True):
 
     def action_copy_value(self) -> None:
         chosen = self._chosen()
-        value = self.values[-1] if chosen is None and self.values else None
-        value = chosen.value if chosen is not None else value
+        last = self.values[-1] if self.values else None
+        value = chosen.value if chosen is not None else last
         if value is None:
             self.notify("that block has no value", severity="warning")
             return
