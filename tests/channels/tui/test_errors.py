@@ -95,3 +95,20 @@ async def test_no_endpoint_and_an_unknown_id_are_notifications(tmp_path: Path) -
             await until(pilot, lambda: len(app.notices) >= 3, "the send notice")
             assert "no model endpoint is configured" in app.notices[-1]
             assert app.is_running
+
+
+async def test_a_database_problem_is_a_notification(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    async with await Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
+        conv = await convs.create(title="kept")
+    # Opened for reading only: browsing works, every write is refused by the database layer.
+    async with await Conversations.open(
+        settings, llm_factory=scripted_factory([]), read_only=True
+    ) as convs:
+        app = CoveApp(convs, conv.id)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.current == conv.id, "the conversation")
+            await pilot.press("ctrl+n")
+            await until(pilot, lambda: app.notices, "the notice")
+            assert "database problem" in app.notices[-1], app.notices
+            assert app.is_running and app.current == conv.id
