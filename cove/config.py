@@ -100,6 +100,13 @@ class Settings:
     max_live_environments: int = 32
     lease_ttl_s: float = 30.0
 
+    # -- The Telegram channel (``cove telegram``); read only by cove.channels.telegram.options.
+    # The bot token is not a setting: it comes from TELEGRAM_BOT_TOKEN and is never stored.
+    telegram_api_url: str = "https://api.telegram.org"  # a self-hosted Bot API server works too
+    telegram_allow: str = ""  # comma-separated Telegram user and chat ids; empty refuses all
+    telegram_webhook_url: str = ""  # empty: long polling
+    # -- end of the Telegram block.
+
     @property
     def database(self) -> str:
         """The database path actually used."""

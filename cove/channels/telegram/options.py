@@ -1,0 +1,125 @@
+"""The Telegram channel's options: the one place that reads its settings and its token.
+
+The bot token comes from ``TELEGRAM_BOT_TOKEN`` only. It is held in a ``Secret`` that never
+shows in ``repr``, ``str``, logs or error messages, and it is never written anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from cove.config import Settings
+from cove.errors import ConfigError
+
+TOKEN_ENV = "TELEGRAM_BOT_TOKEN"
+#: Bot API limit for files a bot may download.
+MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
+
+
+class Secret:
+    """A string that never shows itself; ``reveal()`` hands it to the one place that needs it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret value."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class TelegramOptions:
+    """What the bot needs besides ``Settings``: token, Bot API address, allow-list, mode."""
+
+    token: Secret = field(repr=False)
+    api_url: str = "https://api.telegram.org"
+    allow: frozenset[int] = frozenset()
+    webhook_url: str = ""
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = 8443
+    webhook_secret: Secret = field(default_factory=lambda: Secret(""), repr=False)
+    poll_timeout_s: float = 10.0
+    #: Bot API calls per second over all chats (Telegram: about 30 messages a second).
+    global_rate: float = 25.0
+    #: Seconds between two edits of one chat's status message (Telegram: about one message a
+    #: second per chat, 20 a minute in a group).
+    edit_interval_s: float = 1.5
+    group_edit_interval_s: float = 3.0
+    max_file_bytes: int = MAX_DOWNLOAD_BYTES
+
+    @property
+    def base_url(self) -> str:
+        """``base_url`` for python-telegram-bot (it appends the token)."""
+        return f"{self.api_url}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        """``base_file_url`` for python-telegram-bot (it appends the token)."""
+        return f"{self.api_url}/file/bot"
+
+    @classmethod
+    def load(
+        cls,
+        settings: Settings,
+        env: Mapping[str, str],
+        *,
+        api_url: str | None = None,
+        allow: str | None = None,
+        webhook_url: str | None = None,
+        **extra: object,
+    ) -> TelegramOptions:
+        """Options from the settings, the environment's token and explicit flags.
+
+        Raises:
+            ConfigError: No token, a malformed allow-list or URL.
+        """
+        token = env.get(TOKEN_ENV, "").strip()
+        if not token:
+            raise ConfigError(f"set {TOKEN_ENV} to the bot's token (from @BotFather)")
+        url = (api_url or settings.telegram_api_url).rstrip("/")
+        _check_url(url, "the Bot API URL")
+        hook = webhook_url if webhook_url is not None else settings.telegram_webhook_url
+        if hook:
+            _check_url(hook, "the webhook URL")
+        return cls(
+            token=Secret(token),
+            api_url=url,
+            allow=parse_allow(allow if allow is not None else settings.telegram_allow),
+            webhook_url=hook,
+            **extra,  # type: ignore[arg-type]
+        )
+
+
+def parse_allow(text: str) -> frozenset[int]:
+    """The allow-list ``"123, -100456"`` as ids (user ids and chat ids alike).
+
+    Raises:
+        ConfigError: An entry that is not an integer id.
+    """
+    ids = set()
+    for part in text.replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            ids.add(int(part))
+        except ValueError:
+            raise ConfigError(
+                f"COVE_TELEGRAM_ALLOW: {part!r} is not a Telegram user or chat id (an integer)"
+            ) from None
+    return frozenset(ids)
+
+
+def _check_url(url: str, what: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"{what} must be an http(s) URL, got {url!r}")
