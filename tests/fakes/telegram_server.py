@@ -248,7 +248,12 @@ class FakeTelegram:
             with self._changed:
                 ok = self._changed.wait_for(predicate, timeout)
             if not ok:
-                raise TimeoutError(f"condition not met within {timeout} s")
+                recent = "\n".join(
+                    f"  {c.method} {c.error or ''} "
+                    f"{ {k: str(v)[:100] for k, v in c.params.items()} }"
+                    for c in [c for c in self.calls if c.method != "getUpdates"][-12:]
+                )
+                raise TimeoutError(f"condition not met within {timeout} s; last calls:\n{recent}")
             return ok
 
         return await asyncio.to_thread(check)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import os
 import secrets
 import socket
 from urllib.parse import urlsplit
@@ -29,6 +30,10 @@ from cove.conversation import Conversations
 from cove.errors import ConfigError, CoveError
 
 log = logging.getLogger("cove.telegram")
+
+# python-telegram-bot's documented opt-in to time periods as ``timedelta`` (the coming default);
+# without it every flood-control error also raises a deprecation warning.
+os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 #: The update kinds the bot asks Telegram for.
 UPDATES = ["message"]
