@@ -58,17 +58,24 @@ BotFactory = Callable[..., AbstractAsyncContextManager[Bot]]
 
 @pytest.fixture
 def bot(tmp_path: Path, tg: FakeTelegram) -> BotFactory:
-    """``async with bot(replies or factory, delay_s=.., settings=.., **options) as b``."""
+    """``async with bot(replies or factory, delay_s=.., settings=.., **options) as b``.
+
+    ``replies=None`` uses the real OpenAI client against the endpoint ``settings`` names.
+    """
 
     @asynccontextmanager
     async def start(
-        replies: Sequence[Any] | LLMFactory = (),
+        replies: Sequence[Any] | LLMFactory | None = (),
         *,
         delay_s: float = 0.0,
         settings: Settings | None = None,
         **changes: Any,
     ) -> AsyncIterator[Bot]:
-        factory = replies if callable(replies) else scripted_factory(list(replies), delay_s=delay_s)
+        factory: LLMFactory | None = None  # None: the real OpenAI client (``settings``' endpoint)
+        if callable(replies):
+            factory = replies
+        elif replies is not None:
+            factory = scripted_factory(list(replies), delay_s=delay_s)
         async with await Conversations.open(
             settings or settings_for(tmp_path), llm_factory=factory
         ) as convs:

@@ -150,7 +150,7 @@ async def test_fork_continues_from_an_earlier_turn(bot: BotFactory) -> None:
 async def test_a_10000_character_answer_arrives_in_pieces_under_the_limit(bot: BotFactory) -> None:
     paragraphs = [f"Part {i}. " + "lorem ipsum " * 60 for i in range(13)]
     code = "```python\n" + "\n".join(f"value_{i} = {i}" for i in range(60)) + "\n```"
-    answer = "\n\n".join(paragraphs[:7] + [code] + paragraphs[7:])
+    answer = "\n\n".join([*paragraphs[:7], code, *paragraphs[7:]])
     assert len(answer) >= 10_000
     async with bot([{"thinking": "", "answer": answer}]) as b:
         tg = b.tg

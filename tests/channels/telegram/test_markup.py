@@ -12,7 +12,7 @@ from tests.fakes.telegram_server import parsed_text
 def test_a_long_answer_splits_on_paragraphs_and_keeps_code_blocks_whole() -> None:
     paragraphs = [f"Paragraph {i}: " + "word " * 150 for i in range(12)]
     code = "```python\n" + "\n".join(f"x{i} = {i}" for i in range(200)) + "\n```"
-    text = "\n\n".join(paragraphs[:6] + [code] + paragraphs[6:])
+    text = "\n\n".join([*paragraphs[:6], code, *paragraphs[6:]])
     pieces = split_text(text)
     assert len(text) > 10_000 and len(pieces) >= 3
     assert all(len(p) <= 4000 for p in pieces)
@@ -49,5 +49,5 @@ def test_markdown_renders_to_the_tags_telegram_knows_and_escapes_the_rest() -> N
 def test_any_text_renders_to_html_telegram_accepts(text: str) -> None:
     for piece in split_text(text, limit=200):
         assert len(piece) <= 200
-        shown, problem = parsed_text(to_html(piece), "HTML")
+        _shown, problem = parsed_text(to_html(piece), "HTML")
         assert problem is None
