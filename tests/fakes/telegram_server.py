@@ -146,7 +146,7 @@ class FakeTelegram:
         """The server's root URL (the bot adds ``/bot<token>`` and ``/file/bot<token>``)."""
         return f"http://127.0.0.1:{self.port}"
 
-    def send_text(
+    def text_update(
         self,
         chat_id: int,
         text: str,
@@ -155,8 +155,8 @@ class FakeTelegram:
         chat_type: str = "private",
         reply_to_bot: bool = False,
         thread_id: int | None = None,
-    ) -> int:
-        """Queue a text message from a user (commands get their ``bot_command`` entity)."""
+    ) -> dict[str, Any]:
+        """A text message update from a user (commands get their ``bot_command`` entity)."""
         message = self._message(chat_id, user_id, chat_type, thread_id)
         message["text"] = text
         if text.startswith("/"):
@@ -174,7 +174,11 @@ class FakeTelegram:
                 "from": self.bot_user(),
                 "text": "earlier",
             }
-        return self._queue({"message": message})
+        return {"update_id": next(self._next_update), "message": message}
+
+    def send_text(self, chat_id: int, text: str, **kw: Any) -> int:
+        """Queue a text message from a user for ``getUpdates`` (see ``text_update``)."""
+        return self._queue(self.text_update(chat_id, text, **kw))
 
     def send_document(
         self, chat_id: int, data: bytes, name: str, *, caption: str | None = None, **kw: Any
@@ -191,7 +195,7 @@ class FakeTelegram:
         }
         if caption is not None:
             message["caption"] = caption
-        return self._queue({"message": message})
+        return self._queue({"update_id": next(self._next_update), "message": message})
 
     def add_file(self, data: bytes, name: str) -> str:
         """Store a file for ``getFile``; returns its ``file_id``."""
@@ -321,9 +325,9 @@ class FakeTelegram:
         return message
 
     def _queue(self, update: dict[str, Any]) -> int:
-        update_id = next(self._next_update)
+        update_id: int = update["update_id"]
         with self._changed:
-            self._updates.append({"update_id": update_id, **update})
+            self._updates.append(update)
         if self._loop is not None and self._arrived is not None:
             self._loop.call_soon_threadsafe(self._arrived.set)
         return update_id
