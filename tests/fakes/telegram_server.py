@@ -39,7 +39,7 @@ from urllib.parse import parse_qsl
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -344,7 +344,10 @@ class FakeTelegram:
         if request.path_params["token"] != self.token:
             return _error(401, "Unauthorized")
         method = request.path_params["method"]
-        params, files = await _read_params(request)
+        try:
+            params, files = await _read_params(request)
+        except ClientDisconnect:  # the bot stopped while this call was on its way
+            return Response(status_code=499)
         call = Call(method, params, files)
         with self._changed:
             fault = self._take_fault(method, params)

@@ -53,21 +53,31 @@ class ChatRef:
 
 
 class Pace:
-    """Spaces calls to at most ``rate`` a second, allowing a short burst."""
+    """A token bucket: at most ``rate`` calls a second on average, ``burst`` at once.
 
-    def __init__(self, rate: float, burst: int = 5) -> None:
-        self.interval = 1.0 / rate
-        self.burst = burst
-        self._next = 0.0
+    Callers take turns under a lock and the clock is read after every wait, so a busy event
+    loop that wakes late never releases a pile of calls together.
+    """
+
+    def __init__(self, rate: float, burst: int = 3) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self._tokens = float(burst)
+        self._at = 0.0
+        self._lock = asyncio.Lock()
 
     async def wait(self) -> None:
         """Return when the next call may go."""
         loop = asyncio.get_running_loop()
-        now = loop.time()
-        at = max(self._next, now - self.burst * self.interval)
-        self._next = at + self.interval
-        if at > now:
-            await asyncio.sleep(at - now)
+        async with self._lock:
+            while True:
+                now = loop.time()
+                self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+                self._at = now
+                if self._tokens >= 1.0:
+                    self._tokens -= 1.0
+                    return
+                await asyncio.sleep((1.0 - self._tokens) / self.rate)
 
 
 def retry_seconds(exc: RetryAfter) -> float:
