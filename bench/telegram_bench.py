@@ -11,7 +11,7 @@ N chats (default 100) each send one message at the same moment; the model is scr
   Telegram's documented limits (about 1 message a second per chat, 30 a second overall);
 - p50/p99 time from an update being queued to its answer being sent.
 
-Run twice: with the bot's own pacing (as shipped: 25 calls/s overall) and without it, to show
+Run twice: with the bot's own pacing (as shipped: 20 calls/s overall) and without it, to show
 what the bot itself can do. Run: ``.venv/bin/python bench/telegram_bench.py [--chats 100]``
 """
 

@@ -49,7 +49,7 @@ class TelegramOptions:
     webhook_secret: Secret = field(default_factory=lambda: Secret(""), repr=False)
     poll_timeout_s: float = 10.0
     #: Bot API calls per second over all chats (Telegram: about 30 messages a second).
-    global_rate: float = 25.0
+    global_rate: float = 20.0
     #: Seconds between two edits of one chat's status message (Telegram: about one message a
     #: second per chat, 20 a minute in a group).
     edit_interval_s: float = 1.5
