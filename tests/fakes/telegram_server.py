@@ -197,6 +197,18 @@ class FakeTelegram:
             message["caption"] = caption
         return self._queue({"update_id": next(self._next_update), "message": message})
 
+    def send_photo(self, chat_id: int, data: bytes, *, caption: str | None = None) -> int:
+        """Queue a photo from a user (a small thumbnail and the full size, as Telegram does)."""
+        small, large = self.add_file(data[:16], "thumb.jpg"), self.add_file(data, "photo.jpg")
+        message = self._message(chat_id, None, "private", None)
+        message["photo"] = [
+            {"file_id": f, "file_unique_id": f"u{f}", "width": w, "height": w, "file_size": n}
+            for f, w, n in ((small, 90, 16), (large, 1280, len(data)))
+        ]
+        if caption is not None:
+            message["caption"] = caption
+        return self._queue({"update_id": next(self._next_update), "message": message})
+
     def add_file(self, data: bytes, name: str) -> str:
         """Store a file for ``getFile``; returns its ``file_id``."""
         file_id = f"file{next(self._next_file)}"

@@ -49,8 +49,8 @@ class StatusLine:
         if isinstance(event, TurnStarted):
             self.doing = "thinking"
         elif isinstance(event, IterationStarted):
-            self.iteration, self.budget = event.iteration + 1, event.budget
-            self.doing, self.preview = "thinking", ""
+            self.iteration, self.budget = event.iteration, event.budget  # counted from 1
+            self.doing = "thinking"
         elif isinstance(event, ModelReply):
             self.doing = "answering" if event.answer is not None and not event.code else "coding"
         elif isinstance(event, BlockStarted):

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cove.engine.llm import Message
-from tests.channels.telegram.conftest import ALLOWED, GROUP, OTHER, BotFactory
+from tests.channels.telegram.conftest import ALLOWED, GROUP, OTHER, BotFactory, GatedModel
 from tests.fakes.telegram_server import BOT_USERNAME, FakeTelegram
 from tests.scripted import reply
 
@@ -40,17 +40,25 @@ async def test_allowed_user_gets_an_answer_and_a_stranger_one_refusal(bot: BotFa
 
 
 async def test_a_turn_shows_typing_progress_edits_and_then_the_answer(bot: BotFactory) -> None:
-    replies = [reply(["rows = [1, 2, 3]", "print(sum(rows))"]), reply(answer="The sum is **6**.")]
-    async with bot(replies) as b:
+    model = GatedModel(
+        [reply(["rows = [1, 2, 3]", "print(sum(rows))"]), reply(answer="The sum is **6**.")]
+    )
+    async with bot(model.factory()) as b:
         tg = b.tg
         tg.send_text(ALLOWED, "sum 1, 2, 3")
+        # The second model call waits: the status shows iteration 2 and the first block's output.
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "iteration 2/10"))
+        progress = tg.texts(ALLOWED)[-1]
+        assert progress.startswith("⚙️ Working · iteration 2/10") and "↳ 6" in progress
+        model.gate.set()
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "The sum is 6."))
         assert tg.calls_of("sendChatAction", ALLOWED)[0].params["action"] == "typing"
         status, answer = tg.calls_of("sendMessage", ALLOWED)
         assert status.params["text"].startswith("⚙️ Working")
         assert "parse_mode" not in status.params  # hostile previews are never parsed
         edits = tg.calls_of("editMessageText", ALLOWED)
-        assert edits and all(e.params["message_id"] == edits[0].params["message_id"] for e in edits)
+        assert len(edits) >= 2
+        assert all(e.params["message_id"] == edits[0].params["message_id"] for e in edits)
         assert edits[-1].params["text"].startswith("✅ Done · 2 iterations")
         assert answer.params["parse_mode"] == "HTML"
         assert answer.params["text"] == "The sum is <b>6</b>."

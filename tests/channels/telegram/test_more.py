@@ -92,3 +92,14 @@ async def test_an_empty_allow_list_refuses_everyone_and_says_so(
             b.tg.send_text(ALLOWED, "hello?")
             await b.tg.wait_for(lambda: has_text(b.tg, ALLOWED, "only talks to"))
             assert await b.convs.list() == []
+
+
+async def test_a_photo_is_saved_in_the_workspace_at_full_size(bot: BotFactory) -> None:
+    code = "size = len(read_file(list_files()[0]['path'], binary=True))"
+    async with bot([reply([code], "{{size}} bytes")]) as b:
+        tg = b.tg
+        tg.send_photo(ALLOWED, b"\xff\xd8" + b"p" * 500, caption="how big?")
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "502 bytes"))
+        [conv] = await b.convs.list()
+        [turn] = (await b.convs.inspect(conv.id)).turns
+        assert turn.request.startswith("how big?")

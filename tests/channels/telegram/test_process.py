@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from cove.config import Settings
-from tests.channels.telegram.conftest import ALLOWED, BotFactory
+from tests.channels.telegram.conftest import ALLOWED, BotFactory, GatedModel
 from tests.channels.test_cli import wait_for_requests
 from tests.conftest import FAKE_API_KEY
 from tests.fakes.openai_server import FakeOpenAI, Fault
@@ -27,7 +27,7 @@ def cove_env(tmp_path: Path, server: FakeOpenAI, **extra: str) -> dict[str, str]
         "OPENAI_BASE_URL": server.base_url,
         "OPENAI_API_KEY": FAKE_API_KEY,
         "COVE_MODEL": "fake-model",
-        "COVE_REQUEST_TIMEOUT_S": "10",
+        "COVE_REQUEST_TIMEOUT_S": "30",
         "COVE_WORKER_POOL_SIZE": "1",
         **extra,
     }
@@ -49,25 +49,22 @@ def has_text(tg: FakeTelegram, chat: int, fragment: str) -> bool:
 
 
 async def test_cove_run_on_the_bots_running_conversation_is_busy_and_nothing_is_lost(
-    bot: BotFactory,
-    tg: FakeTelegram,
-    fake_openai: FakeOpenAI,
-    openai_settings: Settings,
-    tmp_path: Path,
+    bot: BotFactory, tg: FakeTelegram, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    fake_openai.add_replies(reply(["a = 1"], "first"))
-    async with bot(None, settings=openai_settings) as b:
+    # The bot's model is held at its second reply, so its turn runs while `cove run` tries.
+    model = GatedModel([reply(["a = 1"], "first"), reply(["b = 2"], "slow")])
+    fake_openai.add_replies(reply(["c = 3"], "from the terminal"))
+    async with bot(model.factory()) as b:
         tg.send_text(ALLOWED, "start")
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "first"))
         [conv] = await b.convs.list()
-        fake_openai.add_faults(Fault.stall(4.0))
-        fake_openai.add_replies(reply(["b = 2"], "slow"), reply(["c = 3"], "from the terminal"))
         tg.send_text(ALLOWED, "a slow one")
-        await asyncio.to_thread(wait_for_requests, fake_openai, 2)  # the bot's turn is running
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "iteration 1/"))  # the turn runs
         env = cove_env(tmp_path, fake_openai)
         refused = await cove(env, "run", "-c", conv.id, "me too")
         assert refused.returncode == 6, refused.stderr
         assert "busy" in refused.stderr and "Traceback" not in refused.stderr
+        model.gate.set()
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "slow"))
         after = await cove(env, "run", "-c", conv.id, "now me")  # the lease is free again
         assert after.returncode == 0, after.stderr
@@ -93,7 +90,7 @@ async def test_a_message_while_cove_run_holds_the_conversation_is_told_busy(
         tg.send_text(ALLOWED, "start")
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "first"))
         [conv] = await b.convs.list()
-        fake_openai.add_faults(Fault.stall(4.0))
+        fake_openai.add_faults(Fault.stall(8.0))
         fake_openai.add_replies(reply(["t = 1"], "terminal done"), reply(["m = 2"], "bot again"))
         env = cove_env(tmp_path, fake_openai)
         terminal = asyncio.create_task(cove(env, "run", "-c", conv.id, "from the terminal"))
