@@ -16,7 +16,7 @@ from cove.channels.telegram.options import Secret
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory, scripted_factory
 from cove.engine.llm import Completion
-from cove.engine.llm_scripted import ScriptedClient
+from cove.engine.llm.scripted import ScriptedClient
 from tests.fakes.telegram_server import FakeTelegram
 from tests.scripted import settings_for
 
