@@ -9,6 +9,7 @@ from telegram import Message, Update
 
 from cove.channels.telegram.outbox import ChatRef
 from cove.conversation import ConversationRecord, Conversations, TurnHandle
+from cove.errors import NotFound
 
 log = logging.getLogger("cove.telegram")
 CHANNEL = "telegram"
@@ -50,7 +51,10 @@ class Roster:
         """The id of the conversation the chat talks to now (created on first use)."""
         known = self._current.get(chat.key)
         if known is not None:
-            return known
+            try:
+                return (await self.convs.get(known)).id
+            except NotFound:  # deleted meanwhile (``cove delete``): fall back to the newest
+                del self._current[chat.key]
         mine = await self.convs.list(channel=CHANNEL, owner=chat.owner, limit=10_000)
         if mine:
             record = max(mine, key=lambda r: r.created_at)

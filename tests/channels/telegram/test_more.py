@@ -103,3 +103,16 @@ async def test_a_photo_is_saved_in_the_workspace_at_full_size(bot: BotFactory) -
         [conv] = await b.convs.list()
         [turn] = (await b.convs.inspect(conv.id)).turns
         assert turn.request.startswith("how big?")
+
+
+async def test_a_deleted_conversation_is_replaced_on_the_next_message(bot: BotFactory) -> None:
+    async with bot([{"thinking": "", "answer": "one"}, {"thinking": "", "answer": "two"}]) as b:
+        tg = b.tg
+        tg.send_text(ALLOWED, "first")
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "one"))
+        [old] = await b.convs.list()
+        await b.convs.delete(old.id)
+        tg.send_text(ALLOWED, "second")
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "two"))
+        [new] = await b.convs.list()
+        assert new.id != old.id and new.owner == f"telegram:{ALLOWED}"
