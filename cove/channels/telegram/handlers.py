@@ -156,19 +156,24 @@ class Core:
     # -- commands --------------------------------------------------------------------------
 
     def command(self, run: Command) -> Handler:
-        """A PTB callback for a command: the gate, then ``run(chat, args)``; errors are told."""
+        """A PTB callback for a command: the gate, then ``run(chat, args)`` in the background
+        (in the chat's order; a slow command or a flood wait holds up no other chat); errors
+        are told to the chat."""
 
         async def callback(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             message = update.effective_message
             if message is None or not await self.admitted(update):
                 return
-            chat = chat_of(message)
+            self.spawn(self._command(chat_of(message), run, list(context.args or [])))
+
+        return callback
+
+    async def _command(self, chat: ChatRef, run: Command, args: list[str]) -> None:
+        async with self.roster.lock(chat):
             try:
-                await run(chat, list(context.args or []))
+                await run(chat, args)
             except CoveError as exc:
                 await self.outbox.plain(chat, f"⚠️ {exc}")
             except Exception:
                 log.exception("command failed in chat %s", chat.key)
                 await self.outbox.plain(chat, "⚠️ That command failed; the bot keeps running.")
-
-        return callback

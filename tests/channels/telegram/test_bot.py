@@ -31,7 +31,7 @@ async def test_allowed_user_gets_an_answer_and_a_stranger_one_refusal(bot: BotFa
         tg.send_text(STRANGER, "and again")
         tg.send_text(ALLOWED, "what is six times seven?")
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "It is 42."))
-        await tg.wait_for(lambda: len(tg.calls_of("getUpdates")) >= 3)  # all three were read
+        await tg.wait_for(lambda: tg.calls_of("sendMessage", STRANGER))
         refusals = tg.calls_of("sendMessage", STRANGER)
         assert len(refusals) == 1 and "only talks to" in refusals[0].params["text"]
         assert await b.convs.list(owner=f"telegram:{STRANGER}") == []
@@ -47,9 +47,11 @@ async def test_a_turn_shows_typing_progress_edits_and_then_the_answer(bot: BotFa
         tg = b.tg
         tg.send_text(ALLOWED, "sum 1, 2, 3")
         # The second model call waits: the status shows iteration 2 and the first block's output.
-        await tg.wait_for(lambda: has_text(tg, ALLOWED, "iteration 2/10"))
-        progress = tg.texts(ALLOWED)[-1]
-        assert progress.startswith("⚙️ Working · iteration 2/10") and "↳ 6" in progress
+        await tg.wait_for(
+            lambda: any(
+                t.startswith("⚙️ Working · iteration 2/10") and "↳ 6" in t for t in tg.texts(ALLOWED)
+            )
+        )
         model.gate.set()
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "The sum is 6."))
         assert tg.calls_of("sendChatAction", ALLOWED)[0].params["action"] == "typing"
