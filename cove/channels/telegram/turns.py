@@ -115,7 +115,7 @@ class TurnView:
                 await asyncio.wait_for(self._ended.wait(), self.interval)
 
     async def _show(self, text: str) -> None:
-        if text == self._shown or (self.status_id is None and self._ended.is_set() and not text):
+        if text == self._shown:
             return
         if self.status_id is None:
             if self.status.ended is not None and self.status.iteration == 0:
