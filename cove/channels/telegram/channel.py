@@ -24,6 +24,7 @@ from telegram.ext import Application, ApplicationBuilder, CommandHandler, Messag
 
 from cove.channels.telegram.commands import COMMANDS, Commands
 from cove.channels.telegram.handlers import Core
+from cove.channels.telegram.logs import Redaction, quiet_http_logs
 from cove.channels.telegram.options import TelegramOptions
 from cove.channels.telegram.outbox import Outbox
 from cove.conversation import Conversations
@@ -37,12 +38,6 @@ os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 #: The update kinds the bot asks Telegram for.
 UPDATES = ["message"]
-
-
-def quiet_http_logs() -> None:
-    """httpx logs every request URL at INFO, and a Bot API URL holds the token: keep it out."""
-    for name in ("httpx", "httpcore"):
-        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 class TelegramChannel:
@@ -59,6 +54,7 @@ class TelegramChannel:
         self._sockets: list[socket.socket] = []
         self.webhook_port = 0  # the port the webhook listens on, once started
         self._started = False
+        self._redaction = Redaction(options.token)
         _register(self.app, self.core)
 
     async def start(self) -> None:
@@ -68,11 +64,24 @@ class TelegramChannel:
             telegram.error.TelegramError: The Bot API refused the token or is unreachable.
         """
         quiet_http_logs()
+        self._redaction.install()
         if not self.options.allow:
             log.warning(
                 "the Telegram allow-list is empty: every user is refused "
                 "(set COVE_TELEGRAM_ALLOW to user or chat ids)"
             )
+        try:
+            await self._initialize()
+        except BaseException:
+            with contextlib.suppress(Exception):  # undo what started; the first error counts
+                if self._started:
+                    await self.stop()
+                else:
+                    await self.app.shutdown()
+            self._redaction.remove()
+            raise
+
+    async def _initialize(self) -> None:
         try:
             await self.app.initialize()
         except InvalidToken:
@@ -117,6 +126,7 @@ class TelegramChannel:
             await asyncio.gather(*list(self.core.tasks), return_exceptions=True)
         await self.app.stop()
         await self.app.shutdown()
+        self._redaction.remove()
 
     async def _start_webhook(self) -> None:
         from cove.channels.telegram.webhook import webhook_app

@@ -9,32 +9,17 @@ import signal
 import sys
 
 from cove.channels.telegram.channel import TelegramChannel
+from cove.channels.telegram.logs import Redact
 from cove.channels.telegram.options import Secret, TelegramOptions
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
-
-
-class Redact(logging.Filter):
-    """Replaces a secret wherever it would appear in a log line."""
-
-    def __init__(self, secret: Secret) -> None:
-        super().__init__()
-        self._secret = secret
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        value = self._secret.reveal()
-        if value:
-            text = record.getMessage()
-            if value in text:
-                record.msg, record.args = text.replace(value, "<token>"), None
-        return True
 
 
 def configure_logging(token: Secret, level: int = logging.INFO) -> logging.Handler:
     """Log lines to stderr, with the token redacted from every one of them."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(Redact(token))
+    handler.addFilter(Redact(token))  # from the first line on, before the channel starts
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(level)

@@ -116,3 +116,12 @@ async def test_a_deleted_conversation_is_replaced_on_the_next_message(bot: BotFa
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "two"))
         [new] = await b.convs.list()
         assert new.id != old.id and new.owner == f"telegram:{ALLOWED}"
+
+
+async def test_the_token_is_redacted_from_log_lines_while_the_bot_runs(
+    bot: BotFactory, tg: FakeTelegram, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        async with bot([]):
+            logging.getLogger("somewhere").warning("calling %s/bot%s/getMe", tg.api_url, tg.token)
+    assert tg.token not in caplog.text and "/bot<token>/getMe" in caplog.text
