@@ -48,7 +48,7 @@ def percentile(values: list[float], p: float) -> float:
 async def run(chats: int, rate: float, model_s: float) -> dict[str, Any]:
     reply = json.dumps({"thinking": "", "code": ["x = 6 * 7"], "answer": "It is {{x}}."})
     with tempfile.TemporaryDirectory(prefix="cove-tg-bench-") as tmp, FakeTelegram() as tg:
-        settings = Settings(data_dir=Path(tmp)).replace(worker_pool_size=2)
+        settings = Settings.load(env={}, data_dir=Path(tmp), worker_pool_size=2)
         factory = scripted_factory([reply] * chats, delay_s=model_s)
         options = TelegramOptions(
             token=Secret(tg.token),

@@ -65,7 +65,7 @@ class TelegramChannel:
         """
         quiet_http_logs()
         self._redaction.install()
-        if not self.options.allow:
+        if not self.options.allow and not self.options.allow_usernames:
             log.warning(
                 "the Telegram allow-list is empty: every user is refused "
                 "(set COVE_TELEGRAM_ALLOW to user or chat ids)"

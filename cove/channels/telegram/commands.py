@@ -200,5 +200,5 @@ class Commands:
             f"Conversation <code>{_e(record.id)}</code>\n"
             f"title: {_e(record.title or '(none yet)')}\n"
             f"turns: {record.turn_count} · {'running' if running else 'idle'}\n"
-            f"model: {_e(self.convs.settings.model)}",
+            f"model: {_e(self.convs.settings.model.name)}",
         )

@@ -55,7 +55,7 @@ class Core:
 
     async def admitted(self, update: Update) -> bool:
         """True for allowed senders; a stranger gets one polite refusal per chat, and a log line."""
-        if is_allowed(update, self.options.allow):
+        if is_allowed(update, self.options.allow, self.options.allow_usernames):
             return True
         chat = update.effective_chat
         user = update.effective_user

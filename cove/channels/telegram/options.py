@@ -1,12 +1,14 @@
 """The Telegram channel's options: the one place that reads its settings and its token.
 
-The bot token comes from ``TELEGRAM_BOT_TOKEN`` only. It is held in a ``Secret`` that never
-shows in ``repr``, ``str``, logs or error messages, and it is never written anywhere.
+The bot token comes from ``TELEGRAM_BOT_TOKEN`` (or the ``telegram_token`` setting). It is held
+in a ``Secret`` that never shows in ``repr``, ``str``, logs or error messages, and the bot never
+writes it anywhere.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -14,6 +16,7 @@ from cove.config import Settings
 from cove.errors import ConfigError
 
 TOKEN_ENV = "TELEGRAM_BOT_TOKEN"
+_USERNAME = re.compile(r"@[A-Za-z0-9_]{3,32}")
 #: Bot API limit for files a bot may download.
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 
@@ -43,6 +46,8 @@ class TelegramOptions:
     token: Secret = field(repr=False)
     api_url: str = "https://api.telegram.org"
     allow: frozenset[int] = frozenset()
+    #: Usernames (lower case, no ``@``) allowed too; weaker than ids, as a name can change hands.
+    allow_usernames: frozenset[str] = frozenset()
     webhook_url: str = ""
     webhook_host: str = "127.0.0.1"
     webhook_port: int = 8443
@@ -77,46 +82,70 @@ class TelegramOptions:
         webhook_url: str | None = None,
         **extra: object,
     ) -> TelegramOptions:
-        """Options from the settings, the environment's token and explicit flags.
+        """Options from ``settings.channels``, the token and explicit flags.
+
+        The token is ``TELEGRAM_BOT_TOKEN``, else the ``telegram_token`` setting
+        (``COVE_TELEGRAM_TOKEN``).
 
         Raises:
             ConfigError: No token, a malformed allow-list or URL.
         """
-        token = env.get(TOKEN_ENV, "").strip()
+        channels = settings.channels
+        token = (env.get(TOKEN_ENV) or channels.telegram_token or "").strip()
         if not token:
             raise ConfigError(f"set {TOKEN_ENV} to the bot's token (from @BotFather)")
-        url = (api_url or settings.telegram_api_url).rstrip("/")
-        _check_url(url, "the Bot API URL")
-        hook = webhook_url if webhook_url is not None else settings.telegram_webhook_url
+        url = api_root(api_url or channels.telegram_api_url)
+        hook = webhook_url if webhook_url is not None else (channels.telegram_webhook_url or "")
         if hook:
             _check_url(hook, "the webhook URL")
+        ids, names = parse_allow(allow.split(",") if allow is not None else channels.telegram_allow)
         return cls(
             token=Secret(token),
             api_url=url,
-            allow=parse_allow(allow if allow is not None else settings.telegram_allow),
+            allow=ids,
+            allow_usernames=names,
             webhook_url=hook,
             **extra,  # type: ignore[arg-type]
         )
 
 
-def parse_allow(text: str) -> frozenset[int]:
-    """The allow-list ``"123, -100456"`` as ids (user ids and chat ids alike).
+def api_root(url: str) -> str:
+    """The Bot API server's root: ``https://api.telegram.org`` (a trailing ``/bot`` dropped).
 
     Raises:
-        ConfigError: An entry that is not an integer id.
+        ConfigError: Not an http(s) URL.
     """
-    ids = set()
-    for part in text.replace(";", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            ids.add(int(part))
-        except ValueError:
-            raise ConfigError(
-                f"COVE_TELEGRAM_ALLOW: {part!r} is not a Telegram user or chat id (an integer)"
-            ) from None
-    return frozenset(ids)
+    url = url.strip().rstrip("/")
+    if url.endswith("/bot"):
+        url = url[: -len("/bot")]
+    _check_url(url, "the Bot API URL")
+    return url
+
+
+def parse_allow(entries: Iterable[str]) -> tuple[frozenset[int], frozenset[str]]:
+    """The allow-list as (user and chat ids, lower-cased @usernames without the ``@``).
+
+    Raises:
+        ConfigError: An entry that is neither an integer id nor an @username.
+    """
+    ids: set[int] = set()
+    names: set[str] = set()
+    for raw in entries:
+        for part in str(raw).replace(";", ",").split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if _USERNAME.fullmatch(part):
+                names.add(part[1:].lower())
+                continue
+            try:
+                ids.add(int(part))
+            except ValueError:
+                raise ConfigError(
+                    f"telegram_allow: {part!r} is neither a Telegram user or chat id (an "
+                    "integer) nor an @username"
+                ) from None
+    return frozenset(ids), frozenset(names)
 
 
 def _check_url(url: str, what: str) -> None:

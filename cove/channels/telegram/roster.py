@@ -22,11 +22,17 @@ def chat_of(message: Message) -> ChatRef:
     return ChatRef(message.chat.id, thread, message.chat.type in GROUP_TYPES)
 
 
-def is_allowed(update: Update, allow: frozenset[int]) -> bool:
-    """Whether the sender's user id or the chat's id is on the allow-list."""
+def is_allowed(
+    update: Update, allow: frozenset[int], usernames: frozenset[str] = frozenset()
+) -> bool:
+    """Whether the sender's user id, @username or the chat's id is on the allow-list."""
     user = update.effective_user
     chat = update.effective_chat
-    return (user is not None and user.id in allow) or (chat is not None and chat.id in allow)
+    if chat is not None and chat.id in allow:
+        return True
+    if user is None:
+        return False
+    return user.id in allow or (user.username or "").lower() in usernames
 
 
 class Roster:
