@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import time
 from collections.abc import Sequence
 
 from cove.channels.cli.export import to_markdown
@@ -101,11 +102,18 @@ class Commands:
         for handle in list(self.core.roster.turns.get(chat.key, ())):
             if not handle.started and await handle.cancel():
                 withdrawn += 1
-        stopped = await self.convs.cancel(await self._current(chat))
-        said = "⏹ Cancelling the running turn." if stopped else "Nothing is running."
+        cid = await self._current(chat)
+        stopped = await self.convs.cancel(cid)
+        said = "⏹ Cancelling the running turn." if stopped else await self._idle_or_elsewhere(cid)
         if withdrawn:
             said += f" Dropped {withdrawn} queued message{'s' if withdrawn > 1 else ''}."
         await self.out.plain(chat, said)
+
+    async def _idle_or_elsewhere(self, cid: str) -> str:
+        record = await self.convs.get(cid)
+        if record.lease_owner and (record.lease_until or 0) > time.time():
+            return "A turn of this conversation runs in another cove process; stop it there."
+        return "Nothing is running."
 
     async def vars(self, chat: ChatRef, args: list[str]) -> None:
         current = await self.convs.variables(await self._current(chat))

@@ -97,6 +97,8 @@ async def test_a_message_while_cove_run_holds_the_conversation_is_told_busy(
         await asyncio.to_thread(wait_for_requests, fake_openai, 2)
         tg.send_text(ALLOWED, "meanwhile")
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "is busy"))
+        tg.send_text(ALLOWED, "/cancel")
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "runs in another cove process"))
         done = await terminal
         assert done.returncode == 0 and done.stdout.strip() == "terminal done", done.stderr
         tg.send_text(ALLOWED, "now")
