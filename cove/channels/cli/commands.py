@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from cove.channels.cli import demo, doctor, inspect, manage, talk, telegram, tui, watch, web
+from cove.channels.cli import (
+    demo,
+    doctor,
+    inspect,
+    manage,
+    serve,
+    talk,
+    telegram,
+    tui,
+    watch,
+    web,
+)
 
 
 def register(sub: Any) -> None:
@@ -18,3 +29,4 @@ def register(sub: Any) -> None:
     web.register(sub)
     tui.register(sub)
     telegram.register(sub)
+    serve.register(sub)

@@ -15,12 +15,20 @@ import logging
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import uvicorn
-from telegram import BotCommand
+from telegram import BotCommand, Update
 from telegram.error import InvalidToken, TelegramError
-from telegram.ext import Application, ApplicationBuilder, CommandHandler, MessageHandler, filters
+from telegram.ext import (
+    Application,
+    ApplicationBuilder,
+    CommandHandler,
+    MessageHandler,
+    TypeHandler,
+    filters,
+)
 
 from cove.channels.telegram.commands import COMMANDS, Commands
 from cove.channels.telegram.handlers import Core
@@ -42,6 +50,8 @@ UPDATES = ["message"]
 
 class TelegramChannel:
     """The Telegram bot over a ``Conversations``: ``await start()``, later ``await stop()``."""
+
+    name = "telegram"
 
     def __init__(self, convs: Conversations, options: TelegramOptions) -> None:
         self.convs = convs
@@ -96,7 +106,8 @@ class TelegramChannel:
         self.core.username = me.username or ""
         self.core.bot_id = me.id
         await self.outbox.call(
-            lambda: me.set_my_commands([BotCommand(name, text) for name, text in COMMANDS])
+            lambda: me.set_my_commands([BotCommand(name, text) for name, text in COMMANDS]),
+            method="setMyCommands",
         )
         await self.app.start()
         self._started = True
@@ -156,7 +167,8 @@ class TelegramChannel:
         await self.outbox.call(
             lambda: bot.set_webhook(
                 self.options.webhook_url, secret_token=secret, allowed_updates=UPDATES
-            )
+            ),
+            method="setWebhook",
         )
 
     async def _stop_webhook(self) -> None:
@@ -168,6 +180,26 @@ class TelegramChannel:
             await self._webhook
         await self._webhook_server.shutdown(sockets=self._sockets)
         self._webhook = None
+
+    def observe_updates(
+        self,
+        *,
+        on_update: Callable[[], object] | None = None,
+        on_api_error: Callable[[str], object] | None = None,
+    ) -> None:
+        """Be told of every update received and of every failed Bot API call (its method).
+
+        Call before ``start``; for metrics.
+        """
+        if on_update is not None:
+            counter = on_update
+
+            async def count(update: object, context: object) -> None:
+                counter()
+
+            # A group of its own, ahead of the bot's: every group runs, so nothing is skipped.
+            self.app.add_handler(TypeHandler(Update, count), group=-1)
+        self.outbox.on_error = on_api_error
 
     @property
     def api_calls(self) -> int:

@@ -147,8 +147,9 @@ class Core:
         limit = self.options.max_file_bytes
         if item.file_size is not None and item.file_size > limit:
             raise CoveError(f"the file {name} is over the {limit // (1024 * 1024)} MB limit")
-        file = await self.outbox.call(item.get_file)
-        data = bytes(await self.outbox.call(file.download_as_bytearray, paced=False))
+        file = await self.outbox.call(item.get_file, method="getFile")
+        download = file.download_as_bytearray
+        data = bytes(await self.outbox.call(download, method="download", paced=False))
         if len(data) > limit:
             raise CoveError(f"the file {name} is over the {limit // (1024 * 1024)} MB limit")
         return [(name, data)]

@@ -100,35 +100,45 @@ class Outbox:
         self.pace = Pace(rate)
         self.calls = 0  # Bot API calls made (attempts included)
         self.flood_waits = 0
+        self.on_error: Callable[[str], object] | None = None  # told each failed call's method
 
-    async def call(self, make: Callable[[], Awaitable[T]], *, paced: bool = True) -> T:
+    async def call(
+        self, make: Callable[[], Awaitable[T]], *, method: str = "other", paced: bool = True
+    ) -> T:
         """Run one Bot API call, honouring ``RetryAfter`` and retrying network errors.
 
         Raises:
             BadRequest / Forbidden: Telegram refused the call for good.
             NetworkError: Still failing after the retries.
         """
-        network = flood = 0
+        tries = {"network": 0, "flood": 0}
         while True:
             if paced:
                 await self.pace.wait()
             self.calls += 1
             try:
                 return await make()
-            except RetryAfter as exc:
-                flood += 1
-                self.flood_waits += 1
-                if flood >= FLOOD_ATTEMPTS:
+            except Exception as exc:
+                if self.on_error is not None:
+                    self.on_error(method)
+                delay = self._retry_delay(exc, tries)
+                if delay is None:
                     raise
-                await asyncio.sleep(retry_seconds(exc))
-            except BadRequest:
-                raise
-            except (TimedOut, NetworkError) as exc:
-                network += 1
-                if network >= NETWORK_ATTEMPTS:
-                    raise
-                log.warning("Bot API call failed (%s); retrying", type(exc).__name__)
-                await asyncio.sleep(0.5 * 2 ** (network - 1))
+            await asyncio.sleep(delay)
+
+    def _retry_delay(self, exc: Exception, tries: dict[str, int]) -> float | None:
+        """How long to wait before trying again; None: give up (re-raise)."""
+        if isinstance(exc, RetryAfter):
+            tries["flood"] += 1
+            self.flood_waits += 1
+            return retry_seconds(exc) if tries["flood"] < FLOOD_ATTEMPTS else None
+        if isinstance(exc, BadRequest) or not isinstance(exc, (TimedOut, NetworkError)):
+            return None
+        tries["network"] += 1
+        if tries["network"] >= NETWORK_ATTEMPTS:
+            return None
+        log.warning("Bot API call failed (%s); retrying", type(exc).__name__)
+        return float(0.5 * 2 ** (tries["network"] - 1))
 
     async def say(self, chat: ChatRef, html: str, plain: str | None = None) -> Message:
         """Send one message of ready HTML; ``plain`` (or the HTML as text) if it is refused."""
@@ -158,7 +168,8 @@ class Outbox:
             await self.call(
                 lambda: self.bot.edit_message_text(
                     text[:MAX_TEXT], chat_id=chat.chat_id, message_id=message_id
-                )
+                ),
+                method="editMessageText",
             )
         except BadRequest as exc:
             if "not modified" not in exc.message and "not found" not in exc.message:
@@ -170,6 +181,7 @@ class Outbox:
             lambda: self.bot.send_chat_action(
                 chat.chat_id, ChatAction.TYPING, message_thread_id=chat.thread_id
             ),
+            method="sendChatAction",
             paced=False,
         )
 
@@ -183,7 +195,8 @@ class Outbox:
                 InputFile(data, filename=name),
                 caption=caption,
                 message_thread_id=chat.thread_id,
-            )
+            ),
+            method="sendDocument",
         )
 
     async def _send(self, chat: ChatRef, text: str, mode: str | None) -> Message:
@@ -194,5 +207,6 @@ class Outbox:
                 parse_mode=mode,
                 message_thread_id=chat.thread_id,
                 link_preview_options=NO_PREVIEW,
-            )
+            ),
+            method="sendMessage",
         )

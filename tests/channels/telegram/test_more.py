@@ -125,3 +125,20 @@ async def test_the_token_is_redacted_from_log_lines_while_the_bot_runs(
         async with bot([]):
             logging.getLogger("somewhere").warning("calling %s/bot%s/getMe", tg.api_url, tg.token)
     assert tg.token not in caplog.text and "/bot<token>/getMe" in caplog.text
+
+
+async def test_updates_and_failed_api_calls_can_be_observed(
+    bot: BotFactory, tg: FakeTelegram
+) -> None:
+    updates: list[None] = []
+    errors: list[str] = []
+    async with bot([{"thinking": "", "answer": "*x"}]) as b:
+        b.channel.observe_updates(
+            on_update=lambda: updates.append(None), on_api_error=errors.append
+        )
+        tg.fail_next("sendMessage", 400, when=lambda p: p.get("parse_mode") == "HTML")
+        tg.send_text(ALLOWED, "hi")
+        tg.send_text(4242, "stranger")
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "*x"))
+        await tg.wait_for(lambda: tg.calls_of("sendMessage", 4242))
+    assert len(updates) == 2 and errors == ["sendMessage"]
