@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
 import logging
 import warnings
@@ -101,6 +102,8 @@ class Outbox:
         self.calls = 0  # Bot API calls made (attempts included)
         self.flood_waits = 0
         self.on_error: Callable[[str], object] | None = None  # told each failed call's method
+        #: When recent paced calls went out (loop time), for measurements.
+        self.sent_at: collections.deque[float] = collections.deque(maxlen=10_000)
 
     async def call(
         self, make: Callable[[], Awaitable[T]], *, method: str = "other", paced: bool = True
@@ -115,6 +118,7 @@ class Outbox:
         while True:
             if paced:
                 await self.pace.wait()
+                self.sent_at.append(asyncio.get_running_loop().time())
             self.calls += 1
             try:
                 return await make()
