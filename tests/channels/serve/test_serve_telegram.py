@@ -1,8 +1,6 @@
 """``cove serve --web --telegram`` end to end against the fake OpenAI and fake Bot API servers:
 a Telegram turn watched live over the web's SSE, ``/metrics`` scraped, and a SIGTERM in the
 middle of a Telegram turn that ends with it recorded ``cancelled`` and exit status 0.
-
-Runs once the Telegram channel and its fake Bot API are part of the tree.
 """
 
 from __future__ import annotations
@@ -19,11 +17,9 @@ import pytest
 
 from tests.channels.serve.process import FAKE_KEY, ServeProcess, serve_env
 from tests.channels.serve.test_serve_process import metric, sse, wait_until_stopping
+from tests.fakes import telegram_server
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
-
-pytest.importorskip("cove.channels.telegram")
-telegram_server = pytest.importorskip("tests.fakes.telegram_server")
 
 CHAT = 4242
 GRACE_S = 1.0
