@@ -216,6 +216,23 @@ class OpenAIClient:
         listed = ", ".join(names) if names else "no models listed"
         return True, f"{self._url} answered ({listed})"
 
+    async def models(self, timeout_s: float = 10.0) -> list[str]:
+        """The names of the models the endpoint lists (``GET /models``), sorted.
+
+        Raises:
+            ModelError: The endpoint failed or is unreachable (the message has no secrets).
+        """
+        try:
+            page = await self._client.with_options(timeout=timeout_s).models.list()
+        except openai.APIStatusError as exc:
+            message = self._clean(str(exc.message))
+            raise ModelError(
+                f"{self._url} answered HTTP {exc.status_code}: {message}", status=exc.status_code
+            ) from exc
+        except openai.APIError as exc:
+            raise ModelError(f"{self._url} is unreachable: " + self._clean(str(exc))) from exc
+        return sorted(m.id for m in page.data)
+
     def _plan(self, kind: CallKind, reasoning: Reasoning) -> _Request:
         support = self._support
         effort = None
@@ -408,3 +425,9 @@ async def probe_endpoint(settings: Settings) -> tuple[bool, str]:
     """Check the configured endpoint answers; see ``OpenAIClient.probe``."""
     async with OpenAIClient(settings) as client:
         return await client.probe()
+
+
+async def endpoint_models(settings: Settings) -> list[str]:
+    """The models the configured endpoint lists; see ``OpenAIClient.models``."""
+    async with OpenAIClient(settings) as client:
+        return await client.models()

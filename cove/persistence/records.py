@@ -233,7 +233,9 @@ class SearchHit:
     turn_id: int | None
     turn_position: int | None
     kind: Literal["request", "answer", "code"]
-    snippet: str
+    snippet: str  # the matched passage with each match in [brackets]
+    text: str = ""  # the same passage without markup
+    matches: tuple[tuple[int, int], ...] = ()  # (start, end) offsets of each match in ``text``
 
 
 @dataclass(frozen=True)
