@@ -108,9 +108,12 @@ def test_progress_is_not_written_when_stderr_is_not_a_terminal(
     assert result.exit_code == 0
     assert "iteration" not in result.stderr
     [conv] = cli.json("list")
-    assert result.stderr.splitlines()[1:] == [  # after "created a new database": nothing else
-        f'conversation {conv["id"]} · continue with: cove run -c {conv["id"][:12]} "…"'
-    ]
+    assert (
+        result.stderr.splitlines()[1:]
+        == [  # after "created a new database": nothing else
+            f'conversation {conv["id"]} · continue with: cove run -c {conv["id"][:12]} "…"'
+        ]
+    )
 
 
 def test_exit_codes_of_run(cli: Cove, server: FakeOpenAI) -> None:

@@ -1,6 +1,6 @@
 """The ``cove`` command on the paths a new user hits: signals, odd databases, empty requests.
 
-Real subprocesses on real files against the fake endpoint, like ``test_cli.py``.
+Real subprocesses on real files against the fake endpoint.
 """
 
 from __future__ import annotations
@@ -12,19 +12,15 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.channels.test_cli import SPIN, Cli, reply, wait_for_requests
+from tests.channels.cli.helpers import CoveProcess as Cli
+from tests.channels.cli.helpers import wait_for_requests
+from tests.channels.cli.test_signals import SPIN
 from tests.fakes.openai_server import FakeOpenAI, Fault
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
+from tests.scripted import reply
 
 
 @pytest.fixture
@@ -153,17 +149,17 @@ def test_delete_refuses_a_conversation_whose_turn_runs_elsewhere(
     server.add_replies(reply(["a = 1"], "first"))
     assert cli("run", "start").returncode == 0
     [conv] = cli.json("list")
-    server.add_faults(Fault.stall(3.0))
-    server.add_replies(reply(["b = 2"], "slow"))
+    server.add_faults(Fault.stall(120.0))  # until the process is stopped below
+    cli.env["COVE_REQUEST_TIMEOUT_S"] = "300"  # no client timeout, no retry that ends the stall
     slow = cli.popen("run", "-c", conv["id"], "slow one")
     wait_for_requests(server, 2)
     refused = cli("delete", conv["id"], "--yes")
     assert refused.returncode == 6, refused.stderr
     assert "running a turn" in refused.stderr
     no_traceback(refused)
-    out, err = slow.communicate(timeout=30)
-    assert slow.returncode == 0, err
-    assert out.strip() == "slow"
+    slow.send_signal(signal.SIGTERM)
+    _, err = slow.communicate(timeout=30)
+    assert slow.returncode == 5, err
     assert cli("delete", conv["id"], "--yes").returncode == 0
 
 
