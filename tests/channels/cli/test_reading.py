@@ -10,7 +10,6 @@ import pytest
 
 from cove.config import Settings
 from cove.conversation import Conversations
-
 from tests.channels.cli.helpers import Cove
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
