@@ -11,7 +11,7 @@ import asyncio
 import builtins
 import shutil
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -38,6 +38,7 @@ from cove.persistence.leases import INTERRUPTED
 from cove.persistence.records import (
     ConversationRecord,
     IterationRecord,
+    ModelOption,
     SearchHit,
     Transcript,
     VarVersionRecord,
@@ -252,8 +253,12 @@ class Conversations(WatchAPI):
         model: str | None = None,
         max_iterations: int | None = None,
         owner: str | None = None,
+        model_options: Mapping[str, ModelOption] | None = None,
     ) -> TurnHandle:
         """Run one turn; the handle streams its events (the last is ``TurnFinished``).
+
+        ``model_options`` (``temperature``, ``max_tokens``, …) are sent with each of the turn's
+        model calls and recorded with the turn.
 
         Attachments are saved into the conversation's workspace before the turn starts.
         A second send on a busy conversation waits for its turn and first emits ``TurnQueued``;
@@ -266,8 +271,9 @@ class Conversations(WatchAPI):
         """
         self._check_open()
         handle = TurnHandle(conversation_id)
+        options = TurnOptions(max_iterations=max_iterations, model_options=model_options or {})
         task = asyncio.create_task(
-            self._run_turn(conversation_id, text, attachments, model, max_iterations, handle, owner)
+            self._run_turn(conversation_id, text, attachments, model, options, handle, owner)
         )
         handle.task = task
         self._tasks.add(task)
@@ -282,7 +288,7 @@ class Conversations(WatchAPI):
         text: str,
         attachments: Sequence[tuple[str, bytes]],
         model: str | None,
-        max_iterations: int | None,
+        options: TurnOptions,
         handle: TurnHandle,
         owner: str | None,
     ) -> None:
@@ -304,7 +310,7 @@ class Conversations(WatchAPI):
                 try:
                     async with self.live.use(record.id) as entry:
                         await self._turn_locked(
-                            entry, record.id, text, attachments, model, max_iterations, hub, handle
+                            entry, record.id, text, attachments, model, options, hub, handle
                         )
                 finally:
                     hub.local_turns -= 1
@@ -334,7 +340,7 @@ class Conversations(WatchAPI):
         text: str,
         attachments: Sequence[tuple[str, bytes]],
         model: str | None,
-        max_iterations: int | None,
+        options: TurnOptions,
         hub: ConversationHub,
         handle: TurnHandle,
     ) -> None:
@@ -347,7 +353,7 @@ class Conversations(WatchAPI):
             llm=self._llm(model or self.settings.model),
             conversation=record,
             request=text,
-            options=TurnOptions(max_iterations=max_iterations),
+            options=options,
             attachments=saved,
         )
 

@@ -41,6 +41,7 @@ from cove.engine.llm import (
 )
 from cove.engine.protocol import REPLY_SCHEMA
 from cove.errors import ModelError
+from cove.persistence.records import ModelOption
 
 log = logging.getLogger("cove.engine.llm")
 
@@ -131,6 +132,7 @@ class OpenAIClient:
         kind: CallKind = "iteration",
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
+        options: Mapping[str, ModelOption] | None = None,
     ) -> Completion:
         """Send one chat request and return the reply (see ``LLMClient.complete``).
 
@@ -145,7 +147,7 @@ class OpenAIClient:
         while True:
             request = self._plan(kind, reasoning)
             try:
-                text, usage = await self._send(request, messages, on_delta)
+                text, usage = await self._send(request, messages, on_delta, options)
             except openai.APIStatusError as exc:
                 if exc.status_code in (400, 422) and self._step_down(exc, request):
                     continue
@@ -247,7 +249,11 @@ class OpenAIClient:
         )
 
     async def _send(
-        self, request: _Request, messages: Sequence[Message], on_delta: DeltaSink | None
+        self,
+        request: _Request,
+        messages: Sequence[Message],
+        on_delta: DeltaSink | None,
+        options: Mapping[str, ModelOption] | None = None,
     ) -> tuple[str, Any]:
         """One HTTP round-trip: the reply text and the endpoint's usage object (or None)."""
         formats: dict[str, Any] = {
@@ -259,6 +265,7 @@ class OpenAIClient:
             "messages": [dict(m) for m in messages],
             "response_format": formats.get(request.response_format or "none", omit),
             "reasoning_effort": request.reasoning_effort or omit,
+            **(options or {}),  # the turn's model options (temperature, max_tokens, …)
         }
         if not request.stream:
             response = await self._client.chat.completions.create(**common)

@@ -7,8 +7,11 @@ codec's JSON text (see ``codec.py``), never pickles.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
+
+ModelOption = float | int | str | bool  # one model option's value (temperature=0.2)
 
 VarKind = Literal["value", "function", "module", "opaque", "deleted"]
 IterationStatus = Literal["running", "ok", "error", "parse_error", "interrupted", "cancelled"]
@@ -193,6 +196,9 @@ class TurnRecord:
     error: str | None
     iterations: tuple[IterationRecord, ...] = ()
     attachments: tuple[tuple[str, int], ...] = ()  # (file name, size in bytes)
+    model_options: Mapping[str, ModelOption] = field(
+        default_factory=dict
+    )  # as sent, e.g. temperature
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from rich.markup import escape
 from cove.channels.cli.base import command, examples, load_settings
 from cove.channels.cli.chat_commands import HELP, ChatState, Leave, run_chat_command
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_OK
+from cove.channels.cli.options import ModelOptions, model_options
 from cove.channels.cli.render import ProgressView, console_for, cut, line
 from cove.channels.cli.signals import routed_signals
 from cove.conversation import Conversations
@@ -41,7 +42,10 @@ class Terminated(Exception):
 )
 @click.argument("conversation_id", metavar="[ID]", required=False)
 @click.option("--max-iterations", type=click.IntRange(min=1), metavar="N")
-def chat_command(conversation_id: str | None, max_iterations: int | None) -> int:
+@model_options
+def chat_command(
+    conversation_id: str | None, max_iterations: int | None, options: ModelOptions
+) -> int:
     """Talk to the model interactively; type /help for the chat commands.
 
     Ctrl-C cancels a running turn; Ctrl-C twice, Ctrl-D or /exit leaves.
@@ -55,7 +59,7 @@ def chat_command(conversation_id: str | None, max_iterations: int | None) -> int
             convs = runner.run(Conversations.open(settings))
         except Terminated:
             return EXIT_CANCELLED
-        state = ChatState(convs, console, settings.model, max_iterations)
+        state = ChatState(convs, console, settings.model, max_iterations, options)
         try:
             terminated = _session(runner, state, conversation_id)
         finally:
@@ -203,7 +207,11 @@ async def _turn(state: ChatState, text: str) -> bool:
     with routed_signals(on_sigint, on_sigterm):
         try:
             async for event in state.convs.send(
-                conversation_id, text, model=state.model, max_iterations=state.max_iterations
+                conversation_id,
+                text,
+                model=state.model,
+                max_iterations=state.max_iterations,
+                model_options=state.options,
             ):
                 view.handle(event)
         finally:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
 
+from cove.channels.cli.options import ModelOptions
 from cove.channels.cli.render import cut, line, print_table
 from cove.channels.cli.transcript_view import show_transcript
 from cove.conversation import Conversations
@@ -39,6 +40,7 @@ class ChatState:
     console: Console
     model: str
     max_iterations: int | None
+    options: ModelOptions = field(default_factory=dict)  # -o: sent with every turn
     conversation_id: str | None = None
 
 

@@ -12,6 +12,7 @@ import click
 
 from cove.channels.cli.base import command, examples, load_settings, program
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_FAILED, STATUS_EXIT
+from cove.channels.cli.options import ModelOptions, model_options
 from cove.channels.cli.render import RunProgress, console_for, print_json, print_json_line
 from cove.channels.cli.signals import routed_signals
 from cove.config import Settings
@@ -30,6 +31,7 @@ class Request:
     text: str
     attachments: list[tuple[str, bytes]]
     conversation: str | None  # an id or prefix, LATEST, or None for a new conversation
+    options: ModelOptions
 
 
 @command(
@@ -41,6 +43,7 @@ class Request:
         'cove run -c 3f2a "plot it"              continue conversation 3f2a…',
         'cat notes.txt | cove run "summarise this"  stdin becomes an attached file',
         "cove run - < request.txt                the whole request from stdin",
+        'cove run -o temperature=0 "…"           a model option, recorded with the turn',
         'cove run --json "…" | jq .answer',
     ),
 )
@@ -63,6 +66,7 @@ class Request:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Copy a file into the conversation's workspace (repeatable).",
 )
+@model_options
 @click.option("--max-iterations", type=click.IntRange(min=1), metavar="N")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--events", is_flag=True, help="Stream the turn's events as JSON lines.")
@@ -72,6 +76,7 @@ def run_command(
     continue_: str | None,
     cid: str | None,
     attach: tuple[Path, ...],
+    options: ModelOptions,
     max_iterations: int | None,
     as_json: bool,
     events: bool,
@@ -84,7 +89,7 @@ def run_command(
     "-" stdin is the request itself. While the turn runs, a progress line shows on stderr
     when stderr is a terminal. Ctrl-C cancels the turn (exit 5); Ctrl-C again quits at once.
     """
-    request = _request(question, continue_, cid, attach, sys.stdin.buffer)
+    request = _request(question, continue_, cid, attach, options, sys.stdin.buffer)
     settings = load_settings(max_iterations=max_iterations)
     return asyncio.run(_run(settings, request, as_json=as_json, events=events, quiet=quiet))
 
@@ -94,6 +99,7 @@ def _request(
     continue_: str | None,
     cid: str | None,
     attach: tuple[Path, ...],
+    options: ModelOptions,
     stdin: BinaryIO,
 ) -> Request:
     if question is None and continue_ not in (None, LATEST):
@@ -109,7 +115,7 @@ def _request(
             attachments.append((STDIN_ATTACHMENT, piped))
     if not question.strip():
         raise ConfigError("the request is empty")  # before a database or conversation is made
-    return Request(question, attachments, cid or continue_)
+    return Request(question, attachments, cid or continue_, options)
 
 
 def _read_attachment(path: Path) -> tuple[str, bytes]:
@@ -192,7 +198,9 @@ async def _stream(
     events: bool,
 ) -> _Seen:
     seen = _Seen()
-    handle = convs.send(conversation_id, request.text, request.attachments)
+    handle = convs.send(
+        conversation_id, request.text, request.attachments, model_options=request.options
+    )
     try:
         async for event in handle:
             _note(seen, event)

@@ -67,6 +67,8 @@ def _turn(
         console.print(line((f"error: {turn.error}", "red")))
     cost = f"${turn.cost_usd:.4f}" if priced else "cost unknown (model not in the price table)"
     usage = f"{turn.tokens_in:,} in + {turn.tokens_out:,} out tokens · {cost} · model {turn.model}"
+    if turn.model_options:
+        usage += " · " + ", ".join(f"{k}={v}" for k, v in turn.model_options.items())
     console.print(line((usage, "dim")))
 
 

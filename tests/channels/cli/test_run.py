@@ -166,3 +166,30 @@ def test_attached_files_are_announced_recorded_and_replayed(
     assert turn["attachments"] == [["sales.csv", size]]
     replayed = cli("replay", conv["id"])
     assert replayed.exit_code == 0, replayed.stdout + replayed.stderr
+
+
+def test_model_options_are_sent_and_recorded_with_the_turn(cli: Cove, server: FakeOpenAI) -> None:
+    server.add_replies(reply(["x = 1"], "ok"))
+    result = cli("run", "-o", "temperature=0.2", "-o", "max_tokens=300", "careful")
+    assert result.exit_code == 0, result.stderr
+    [request] = server.requests
+    assert request["temperature"] == 0.2 and request["max_tokens"] == 300
+    [conv] = cli.json("list")
+    turn = cli.json("show", conv["id"])["turns"][0]
+    assert turn["model_options"] == {"temperature": 0.2, "max_tokens": 300}
+
+
+def test_bad_model_options_are_usage_errors_before_anything_runs(
+    cli: Cove, server: FakeOpenAI
+) -> None:
+    for given, said in (
+        ("temp=1", "unknown model option 'temp'"),
+        ("temperature=hot", "temperature expects a number"),
+        ("max_tokens=2.5", "max_tokens expects an integer"),
+        ("temperature", "is not KEY=VALUE"),
+    ):
+        result = cli("run", "-o", given, "hello")
+        assert result.exit_code == 2
+        assert said in result.stderr
+    assert server.requests == []
+    assert not cli.db.exists()
