@@ -15,7 +15,7 @@ from rich.text import Text
 
 from cove.channels.cli.base import command, examples, load_settings, program, when
 from cove.channels.cli.export import to_markdown
-from cove.channels.cli.json_out import search_json, transcript_json
+from cove.channels.cli.json_out import search_json, transcript_json, versions_json
 from cove.channels.cli.render import console_for, cut, print_json, print_table
 from cove.channels.cli.transcript_view import show_transcript
 from cove.config import Settings
@@ -148,7 +148,7 @@ async def _vars(settings: Settings, conversation_id: str, name: str | None, as_j
         else:
             rows = sorted((await convs.variables(conversation_id)).values(), key=lambda v: v.name)
     if as_json:
-        print_json(jsonable(rows))
+        print_json(versions_json(rows))
         return 0
     console = console_for(sys.stdout)
     if not rows:

@@ -2,16 +2,20 @@
 
 Numbering is by position and starts at 1 everywhere: a turn is ``position`` 1, 2, … in its
 conversation (a fork's first own turn continues its parent's count), an iteration is
-``position`` 1, 2, … in its turn, a block ``position`` 1, 2, … in its iteration. Database row
-ids (``id``, ``turn_id``, ``iteration_id``) are not part of the output.
+``position`` 1, 2, … in its turn, a block ``position`` 1, 2, … in its iteration; a variable
+version names where it was written by ``turn_position``, ``iteration_position`` and
+``block_position``, counted the same way. Database row ids (``id``, ``turn_id``,
+``iteration_id``) are not part of the output; in event streams ``turn_id`` becomes ``turn``, the
+turn's position (events already number iterations and blocks from 1).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from cove.conversation import SearchHit, Transcript
-from cove.events import jsonable
+from cove.conversation import SearchHit, Transcript, VarVersionRecord
+from cove.events import Event, TurnStarted, jsonable
 
 ROW_IDS = ("id", "turn_id", "iteration_id")
 
@@ -20,7 +24,38 @@ def transcript_json(transcript: Transcript) -> dict[str, Any]:
     """A transcript as JSON, numbered by position from 1."""
     data: dict[str, Any] = jsonable(transcript)
     data["turns"] = [_turn(turn) for turn in data["turns"]]
+    data["var_versions"] = [_version(v) for v in data["var_versions"]]
     return data
+
+
+def versions_json(versions: Sequence[VarVersionRecord]) -> list[dict[str, Any]]:
+    """Variable versions as JSON, with where each was written counted from 1."""
+    return [_version(jsonable(v)) for v in versions]
+
+
+def _version(version: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **version,
+        "iteration_position": version["iteration_position"] + 1,
+        "block_position": version["block_position"] + 1,
+    }
+
+
+class EventNumbering:
+    """Shapes a stream's events: ``turn_id`` (a row id) becomes ``turn`` (its position)."""
+
+    def __init__(self) -> None:
+        self._positions: dict[int, int] = {}
+
+    def shape(self, event: Event) -> dict[str, Any]:
+        """The event's JSON with the turn named by its position."""
+        data = event.to_json()
+        if isinstance(event, TurnStarted):
+            self._positions[event.turn_id] = event.position
+        if "turn_id" in data:
+            turn_id = data.pop("turn_id")
+            data["turn"] = self._positions.get(turn_id)
+        return data
 
 
 def _turn(turn: dict[str, Any]) -> dict[str, Any]:

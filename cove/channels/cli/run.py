@@ -12,6 +12,7 @@ import click
 
 from cove.channels.cli.base import command, examples, load_settings, program
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_FAILED, STATUS_EXIT
+from cove.channels.cli.json_out import EventNumbering
 from cove.channels.cli.options import ModelOptions, model_options
 from cove.channels.cli.render import RunProgress, console_for, print_json, print_json_line
 from cove.channels.cli.signals import routed_signals
@@ -198,6 +199,7 @@ async def _stream(
     events: bool,
 ) -> _Seen:
     seen = _Seen()
+    numbering = EventNumbering()
     handle = convs.send(
         conversation_id, request.text, request.attachments, model_options=request.options
     )
@@ -205,7 +207,7 @@ async def _stream(
         async for event in handle:
             _note(seen, event)
             if events:
-                print_json_line(event.to_json())
+                print_json_line(numbering.shape(event))
             elif progress is not None:
                 progress.handle(event)
     finally:

@@ -87,8 +87,12 @@ def test_vars_piped_is_tab_separated(cli: Cove, squares: str) -> None:
     assert lines[0].split("\t") == ["name", "version", "kind", "type", "size", "turn", "preview"]
     names = [line.split("\t")[0] for line in lines[1:]]
     assert names == ["area", "cube", "side", "square"]
-    history = cli.json("vars", squares, "area")
-    assert [v["version"] for v in history] == [1]
+    [area] = cli.json("vars", squares, "area")
+    assert area["version"] == 1
+    # Written by turn 1, iteration 2, block 1: counted from 1 like everything else.
+    assert (area["turn_position"], area["iteration_position"], area["block_position"]) == (1, 2, 1)
+    [cube] = [v for v in cli.json("show", squares)["var_versions"] if v["name"] == "cube"]
+    assert (cube["turn_position"], cube["iteration_position"], cube["block_position"]) == (2, 1, 2)
 
 
 def test_search_marks_matches_with_guillemets_when_piped_and_offsets_in_json(

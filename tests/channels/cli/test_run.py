@@ -87,7 +87,7 @@ def test_run_dash_reads_the_whole_request_from_stdin(cli: Cove, server: FakeOpen
 def test_run_json_numbers_the_turn_by_position_and_events_stream_json_lines(
     cli: Cove, server: FakeOpenAI
 ) -> None:
-    server.add_replies(reply(["x = 2 ** 10"], "{{x}}"), reply(["y = 1"], "one"), reply(["z = 1"]))
+    server.add_replies(reply(["x = 2 ** 10"], "{{x}}"), reply(["y = 1"], "one"), reply(["z = 1"], "z"))
     result = cli.json("run", "power")
     assert result["status"] == "done" and result["answer"] == "1024"
     assert result["turn"] == 1 and "turn_id" not in result
@@ -95,8 +95,11 @@ def test_run_json_numbers_the_turn_by_position_and_events_stream_json_lines(
     again = cli.json("run", "-c", result["conversation_id"], "again")
     assert again["turn"] == 2
     events = cli("run", "--events", "new one")
-    kinds = [json.loads(line)["type"] for line in events.stdout.splitlines()]
+    streamed = [json.loads(line) for line in events.stdout.splitlines()]
+    kinds = [event["type"] for event in streamed]
     assert kinds[0] == "turn_started" and kinds[-1] == "turn_finished"
+    assert all(e["turn"] == 1 and "turn_id" not in e for e in streamed if "turn" in e)
+    assert {e["iteration"] for e in streamed if "iteration" in e} == {1}
     assert {"iteration_started", "model_reply", "block_finished", "vars_changed"} <= set(kinds)
 
 
