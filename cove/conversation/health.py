@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cove.config import Settings
-from cove.environment.sandbox.confine import LAYERS, Confinement
-from cove.environment.sandbox.pool import WorkerPool
+from cove.environment.sandbox.host.pool import WorkerPool
+from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 from cove.errors import ConfigError, CoveError
 from cove.persistence.store import Store
 
@@ -117,7 +117,7 @@ async def _sandbox(settings: Settings) -> Check:
 
 
 async def _endpoint(settings: Settings) -> Check:
-    from cove.engine.llm_openai import probe_endpoint  # the openai package is slow to import
+    from cove.engine.llm.openai import probe_endpoint  # the openai package is slow to import
 
     ok, detail = await probe_endpoint(settings)
     if ok:
@@ -142,6 +142,6 @@ async def endpoint_models(settings: Settings) -> list[str]:
             "no model endpoint is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
             "another OpenAI-compatible server)"
         )
-    from cove.engine.llm_openai import endpoint_models as listed  # slow to import
+    from cove.engine.llm.openai import endpoint_models as listed  # slow to import
 
     return await listed(settings)

@@ -87,7 +87,9 @@ def test_run_dash_reads_the_whole_request_from_stdin(cli: Cove, server: FakeOpen
 def test_run_json_numbers_the_turn_by_position_and_events_stream_json_lines(
     cli: Cove, server: FakeOpenAI
 ) -> None:
-    server.add_replies(reply(["x = 2 ** 10"], "{{x}}"), reply(["y = 1"], "one"), reply(["z = 1"], "z"))
+    server.add_replies(
+        reply(["x = 2 ** 10"], "{{x}}"), reply(["y = 1"], "one"), reply(["z = 1"], "z")
+    )
     result = cli.json("run", "power")
     assert result["status"] == "done" and result["answer"] == "1024"
     assert result["turn"] == 1 and "turn_id" not in result
