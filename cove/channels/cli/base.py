@@ -151,7 +151,7 @@ def unknown_variables(env: Mapping[str, str]) -> list[str]:
 def warn_unknown_variables(env: Mapping[str, str]) -> None:
     """Warn once on stderr about every ``COVE_*`` variable that no setting reads."""
     for name in unknown_variables(env):
-        click.echo(f"cove: warning: {name} is not a cove setting; it is ignored", err=True)
+        click.echo(f"cove: warning: {name} matches no setting (ignored)", err=True)
 
 
 def when(timestamp: float | None) -> str:

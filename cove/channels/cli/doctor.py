@@ -27,7 +27,7 @@ def doctor_command() -> int:
 
 async def _doctor(settings: Settings) -> int:
     console = console_for(sys.stdout)
-    checks: list[Check] = await run_checks(settings)
+    checks: list[Check] = [*await run_checks(settings), _environment()]
     for check in checks:
         mark = ("OK  ", "green") if check.ok else ("FAIL", "red")
         console.print(line(mark, f" {check.name}: {check.detail}"))
@@ -35,20 +35,24 @@ async def _doctor(settings: Settings) -> int:
             console.print(f"       {item}", markup=False, highlight=False)
         if not check.ok and check.fix:
             console.print(line(("     fix: ", "yellow"), check.fix))
-    for warning in await _warnings(settings):
+    warning = await _unlisted_model(settings)
+    if warning is not None:
         console.print(line(("WARN", "yellow"), f" {warning}"))
     return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
 
 
-async def _warnings(settings: Settings) -> list[str]:
-    warnings = [
-        f"environment: {name} is not a cove setting; it is ignored"
-        for name in unknown_variables(os.environ)
-    ]
+def _environment() -> Check:
+    unknown = ", ".join(unknown_variables(os.environ))
+    if unknown:
+        return Check("environment", False, f"unknown: {unknown}", "fix or remove the names above")
+    return Check("environment", True, "no unknown COVE_* variables")
+
+
+async def _unlisted_model(settings: Settings) -> str | None:
     models = await listed_models(settings)
-    if models is not None and settings.model not in models:
-        warnings.append(
-            f"model: {settings.model} is not among the {len(models)} models the endpoint lists "
-            "(`cove models` shows them); set COVE_MODEL or --model"
-        )
-    return warnings
+    if models is None or settings.model in models:
+        return None
+    return (
+        f"model: {settings.model} is not among the {len(models)} models the endpoint lists "
+        "(`cove models` shows them); set COVE_MODEL or --model"
+    )

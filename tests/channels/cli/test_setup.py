@@ -90,3 +90,8 @@ def test_demo_with_db_uses_that_database(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stdout + result.stderr
     assert len(json.loads(cli("--db", str(chosen), "list", "--json").stdout)) == 2
     assert not (tmp_path / "data" / "demo.db").exists()
+
+
+def test_doctor_reports_the_environment_check(cli: Cove, server: FakeOpenAI) -> None:
+    result = cli("doctor")
+    assert "environment: no unknown COVE_* variables" in result.stdout
