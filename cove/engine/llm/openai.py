@@ -147,7 +147,7 @@ class OpenAIClient:
         while True:
             request = self._plan(kind, reasoning)
             try:
-                text, usage = await self._send(request, messages, on_delta, options)
+                text, usage = await self._send(request, messages, on_delta, options or {})
             except openai.APIStatusError as exc:
                 if exc.status_code in (400, 422) and self._step_down(exc, request):
                     continue
@@ -253,7 +253,7 @@ class OpenAIClient:
         request: _Request,
         messages: Sequence[Message],
         on_delta: DeltaSink | None,
-        options: Mapping[str, ModelOption] | None = None,
+        options: Mapping[str, ModelOption],
     ) -> tuple[str, Any]:
         """One HTTP round-trip: the reply text and the endpoint's usage object (or None)."""
         formats: dict[str, Any] = {
@@ -265,7 +265,7 @@ class OpenAIClient:
             "messages": [dict(m) for m in messages],
             "response_format": formats.get(request.response_format or "none", omit),
             "reasoning_effort": request.reasoning_effort or omit,
-            **(options or {}),  # the turn's model options (temperature, max_tokens, …)
+            **options,  # the turn's model options (temperature, max_tokens, …)
         }
         if not request.stream:
             response = await self._client.chat.completions.create(**common)
