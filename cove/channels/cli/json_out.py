@@ -11,7 +11,7 @@ turn's position (events already number iterations and blocks from 1).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cove.conversation import SearchHit, Transcript, VarVersionRecord
@@ -44,8 +44,8 @@ def _version(version: dict[str, Any]) -> dict[str, Any]:
 class EventNumbering:
     """Shapes a stream's events: ``turn_id`` (a row id) becomes ``turn`` (its position)."""
 
-    def __init__(self) -> None:
-        self._positions: dict[int, int] = {}
+    def __init__(self, known: Mapping[int, int] | None = None) -> None:
+        self._positions: dict[int, int] = dict(known or {})  # turn row id → position
 
     def shape(self, event: Event) -> dict[str, Any]:
         """The event's JSON with the turn named by its position."""

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.json_out import EventNumbering
 from cove.channels.cli.render import ProgressView, console_for, line, print_json_line
 from cove.config import Settings
 from cove.conversation import Conversations
@@ -55,7 +56,10 @@ async def _watch(
         try:
             async with stream:
                 stderr.print(line((f"watching {conv.id} · Ctrl-C to stop", "dim")))
-                reading = asyncio.ensure_future(_show(stream, view, once))
+                # After attaching: every turn that started before is in the record by now.
+                turns = (await convs.inspect(conv.id)).turns if view is None else ()
+                numbering = EventNumbering({t.id: t.position for t in turns})
+                reading = asyncio.ensure_future(_show(stream, view, numbering, once))
                 stopping = asyncio.ensure_future(stop.wait())
                 await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
                 for task in (reading, stopping):
@@ -70,16 +74,18 @@ async def _watch(
     return 0
 
 
-async def _show(stream: Any, view: ProgressView | None, once: bool) -> None:
+async def _show(
+    stream: Any, view: ProgressView | None, numbering: EventNumbering, once: bool
+) -> None:
     async for event in stream:
-        _print(event, view)
+        _print(event, view, numbering)
         if once and isinstance(event, TurnFinished):
             return
 
 
-def _print(event: Event, view: ProgressView | None) -> None:
+def _print(event: Event, view: ProgressView | None, numbering: EventNumbering) -> None:
     if view is None:
-        print_json_line(event.to_json())
+        print_json_line(numbering.shape(event))
         return
     if isinstance(event, ModelDelta):
         return  # the human view shows whole replies
