@@ -25,9 +25,8 @@ from typing import Any, TypeVar
 
 import click
 
-from cove import config
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_CODES_HELP, exit_code_for
-from cove.config import Settings
+from cove.config import Settings, unknown_env_vars
 from cove.errors import CoveError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -140,12 +139,8 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def unknown_variables(env: Mapping[str, str]) -> list[str]:
-    """The ``COVE_*`` variables in ``env`` that no setting reads.
-
-    Asks ``cove.config.unknown_env_vars``; a cove without it reports none.
-    """
-    finder: Callable[[Mapping[str, str]], Any] | None = getattr(config, "unknown_env_vars", None)
-    return sorted(finder(env)) if finder is not None else []
+    """The ``COVE_*`` variables in ``env`` that no setting reads (``cove.config``'s list)."""
+    return unknown_env_vars(env)
 
 
 def warn_unknown_variables(env: Mapping[str, str]) -> None:

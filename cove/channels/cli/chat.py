@@ -59,7 +59,7 @@ def chat_command(
             convs = runner.run(Conversations.open(settings))
         except Terminated:
             return EXIT_CANCELLED
-        state = ChatState(convs, console, settings.model, max_iterations, options)
+        state = ChatState(convs, console, settings.model.name, max_iterations, options)
         try:
             terminated = _session(runner, state, conversation_id)
         finally:

@@ -124,7 +124,7 @@ def demo_command() -> int:
     """
     settings = load_settings()
     if click.get_current_context().meta.get("cove.db") is None:
-        settings = settings.replace(db_path=str(settings.data_dir / DEMO_DB))
+        settings = settings.replace(db_path=str(settings.store.data_dir / DEMO_DB))
     return asyncio.run(_demo(settings))
 
 
@@ -137,7 +137,7 @@ async def _demo(settings: Settings) -> int:
         conv = await convs.create(channel="demo")
         console.print(
             f"[bold]cove demo[/bold] — conversation {conv.id}\n"
-            f"[dim]database: {escape(settings.database)}[/dim]\n"
+            f"[dim]database: {escape(settings.store.database)}[/dim]\n"
         )
         for request, _ in TURNS:
             if not await _turn(console, convs, conv.id, request):
@@ -176,7 +176,7 @@ async def _demo(settings: Settings) -> int:
 
 
 def _db_flag(settings: Settings) -> str:
-    return f" --db {settings.database}"
+    return f" --db {settings.store.database}"
 
 
 async def _turn(console: Console, convs: Conversations, conversation_id: str, text: str) -> bool:

@@ -50,9 +50,9 @@ def _environment() -> Check:
 
 async def _unlisted_model(settings: Settings) -> str | None:
     models = await listed_models(settings)
-    if models is None or settings.model in models:
+    if models is None or settings.model.name in models:
         return None
     return (
-        f"model: {settings.model} is not among the {len(models)} models the endpoint lists "
+        f"model: {settings.model.name} is not among the {len(models)} models the endpoint lists "
         "(`cove models` shows them); set COVE_MODEL or --model"
     )

@@ -31,10 +31,12 @@ def models_command(as_json: bool) -> int:
         return 0
     console = console_for(sys.stdout)
     for name in names:
-        mark = "*" if name == settings.model else " "
+        mark = "*" if name == settings.model.name else " "
         console.print(line(f"{mark} ", (name, "bold" if mark == "*" else "")))
-    if settings.model not in names:
-        print(f"cove: the configured model {settings.model} is not among them", file=sys.stderr)
+    if settings.model.name not in names:
+        print(
+            f"cove: the configured model {settings.model.name} is not among them", file=sys.stderr
+        )
     return 0
 
 

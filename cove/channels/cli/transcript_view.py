@@ -38,7 +38,7 @@ def show_transcript(
         console.print(text, markup=False)
     for turn in transcript.turns:
         versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
-        priced = turn.model is not None and settings.price_of(turn.model) is not None
+        priced = turn.model is not None and settings.model.price_of(turn.model) is not None
         _turn(console, turn, versions, prompts is not None, priced)
     if not transcript.turns:
         console.print("[dim]no turns yet[/dim]")
