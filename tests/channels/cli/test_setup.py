@@ -95,3 +95,15 @@ def test_demo_with_db_uses_that_database(tmp_path: Path) -> None:
 def test_doctor_reports_the_environment_check(cli: Cove, server: FakeOpenAI) -> None:
     result = cli("doctor")
     assert "environment: no unknown COVE_* variables" in result.stdout
+
+
+def test_an_unknown_cove_variable_is_warned_once_and_fails_the_doctor(
+    cli: Cove, server: FakeOpenAI
+) -> None:
+    cli.env["COVE_MAX_ITERATONS"] = "3"
+    listed = cli("list")
+    assert listed.exit_code == 0
+    assert listed.stderr.count("COVE_MAX_ITERATONS matches no setting") == 1
+    doctor = cli("doctor")
+    assert doctor.exit_code == 1
+    assert "environment: unknown: COVE_MAX_ITERATONS" in doctor.stdout
