@@ -66,6 +66,7 @@ class Conversations(WatchAPI):
         self.live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
         self._pool_started = False
         self._closed = False
+        self.accepting = True  # False while a service stops: ``send`` refuses new turns
         self.workspaces = Workspaces(settings.store.workspaces)
         self.watching = Watching(
             store,
@@ -255,9 +256,11 @@ class Conversations(WatchAPI):
 
         Raises:
             NotFound: Unknown conversation (or not ``owner``'s). Busy: Another process holds
-                the conversation.
+                the conversation, or this one stopped accepting turns (it is shutting down).
         """
         self._check_open()
+        if not self.accepting:
+            raise Busy(conversation_id, message="cove is shutting down and takes no new turns")
         return self.turns.send(
             conversation_id,
             text,

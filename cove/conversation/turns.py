@@ -125,7 +125,9 @@ class Turns:
                 ticket = turns.join()
             try:
                 if not ticket.is_set():
-                    stream.push(TurnQueued(conversation_id=record.id, request=text))
+                    queued = TurnQueued(conversation_id=record.id, request=text)
+                    stream.push(queued)
+                    self.watching.notify(queued)
                     await ticket.wait()
                 handle.started = True
                 hub = self.watching.hub(record.id)
@@ -145,7 +147,9 @@ class Turns:
                     self._queues.pop(record.id, None)
         except asyncio.CancelledError as exc:
             if handle.withdrawn and not handle.started:
-                stream.push(withdrawn_event(handle.conversation_id))
+                withdrawn = withdrawn_event(handle.conversation_id)
+                stream.push(withdrawn)
+                self.watching.notify(withdrawn)
                 stream.close()
                 return
             stream.close(exc)

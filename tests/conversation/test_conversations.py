@@ -256,7 +256,9 @@ async def test_delete_is_refused_while_a_turn_runs(tmp_path: Path) -> None:
         await convs.delete(conv.id)
 
 
-async def test_a_turn_whose_lease_is_taken_over_stops(tmp_path: Path) -> None:
+async def test_a_turn_whose_lease_is_taken_over_stops_without_writing_again(
+    tmp_path: Path,
+) -> None:
     slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=2.0)
     settings = settings_for(tmp_path, lease_ttl_s=0.3)
     async with await Conversations.open(settings, llm_factory=slow) as convs:
@@ -264,11 +266,16 @@ async def test_a_turn_whose_lease_is_taken_over_stops(tmp_path: Path) -> None:
         running = await started(convs, conv.id, "slow")
         with sqlite3.connect(settings.store.database) as db:  # another process takes the lease over
             db.execute(
-                "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ?",
+                "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ?,"
+                " lease_epoch = lease_epoch + 1",
                 (time.time() + 60,),
             )
-        events = await asyncio.wait_for(running, timeout=5)
-        assert final(events).status == "cancelled"
+        # The turn is cancelled, and its last write (recording it cancelled) is refused: the
+        # conversation belongs to the other process now.
+        with pytest.raises(Busy, match="epoch 1 was refused"):
+            await asyncio.wait_for(running, timeout=5)
+        turn = (await convs.store.turns(conv.id))[-1]
+        assert turn.status == "running" and not (await convs.inspect(conv.id)).turns[0].answer
 
 
 async def test_an_empty_request_is_refused_and_nothing_is_recorded(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from cove.channels.cli import (  # noqa: F401
     manage,
     models,
     run,
+    serve,
     tui,
     watch,
     web,

@@ -1,0 +1,105 @@
+"""``cove serve`` (channels in one service) and ``cove backup`` (a copy of the live database).
+
+The logic lives in ``cove.channels.serve``; this module only parses arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import click
+
+from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.web import login_token
+from cove.errors import ConfigError
+
+
+@command(
+    "serve",
+    short_help="Run the web and/or Telegram channels as one service.",
+    epilog=examples(
+        "cove serve                         the web channel on 127.0.0.1:8000",
+        "cove serve --web --telegram --port 9000 --log-format json",
+    ),
+)
+@click.option("--web", is_flag=True, help="Serve the web channel (the default).")
+@click.option("--telegram", is_flag=True, help="Run the Telegram bot.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port; 0 picks a free one.",
+)
+@click.option(
+    "--grace",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="How long running turns may finish after SIGTERM before they are cancelled "
+    "(default: the shutdown_grace_s setting).",
+)
+@click.option(
+    "--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING or ERROR."
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["auto", "json", "text"]),
+    default="auto",
+    show_default=True,
+    help="JSON lines, readable text, or auto: text on a terminal.",
+)
+def serve_command(
+    web: bool,
+    telegram: bool,
+    host: str,
+    port: int,
+    grace: float | None,
+    log_level: str,
+    log_format: str,
+) -> int:
+    """Run the web and/or Telegram channels as one service, with health, metrics and logs."""
+    from cove.channels.serve import ServeOptions, Service
+    from cove.channels.serve.logs import configure_logging
+
+    settings = load_settings()
+    web = web or not telegram
+    json_lines = {"auto": None, "json": True, "text": False}[log_format]
+    configure_logging(log_level, json_lines=json_lines)
+    options = ServeOptions(
+        web=web,
+        telegram=telegram,
+        host=host,
+        port=port,
+        grace_s=settings.channels.shutdown_grace_s if grace is None else max(0.0, grace),
+        token=_token(host) if web else None,
+    )
+    code: int = asyncio.run(Service(settings, options).run())
+    return code
+
+
+@command(
+    "backup",
+    short_help="Copy the live database consistently to PATH.",
+    epilog=examples("cove backup ~/cove-backup.db"),
+)
+@click.argument("path")
+def backup_command(path: str) -> int:
+    """Copy the live database consistently to PATH (a new file; it must not exist)."""
+    from cove.channels.serve.backup import run_backup
+
+    code: int = asyncio.run(run_backup(load_settings(), path))
+    return code
+
+
+def _token(host: str) -> str | None:
+    """``COVE_WEB_TOKEN``; required off loopback (a service must not print a made-up one)."""
+    token = login_token(host, dict(os.environ))
+    if token is not None and not os.environ.get("COVE_WEB_TOKEN"):
+        raise ConfigError(
+            f"serving the web on {host} needs a login token: set COVE_WEB_TOKEN "
+            "(16 characters or more)"
+        )
+    return token
