@@ -8,7 +8,7 @@ the work to its parts: ``turns`` (send, cancel, steer), ``workspaces`` (files, a
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 
 from cove.config import ModelSettings, Settings
@@ -30,6 +30,7 @@ from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event
 from cove.persistence.records import (
     ConversationRecord,
+    ModelOption,
     SearchHit,
     Transcript,
     VarVersionRecord,
@@ -241,8 +242,12 @@ class Conversations(WatchAPI):
         model: str | None = None,
         max_iterations: int | None = None,
         owner: str | None = None,
+        model_options: Mapping[str, ModelOption] | None = None,
     ) -> TurnHandle:
         """Run one turn; the handle streams its events (the last is ``TurnFinished``).
+
+        ``model_options`` (``temperature``, ``max_tokens``, …) are sent with each of the turn's
+        model calls and recorded with the turn.
 
         Attachments are saved into the conversation's workspace before the turn starts.
         A second send on a busy conversation waits for its turn and first emits ``TurnQueued``;
@@ -263,6 +268,7 @@ class Conversations(WatchAPI):
             model=model,
             max_iterations=max_iterations,
             owner=owner,
+            model_options=model_options,
         )
 
     def check_model(self, model: str | None = None) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from cove.config import ModelSettings, SandboxSettings, Settings, StoreSettings
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.confine import LAYERS, Confinement
-from cove.errors import CoveError
+from cove.errors import ConfigError, CoveError
 from cove.persistence.store import Store
 
 
@@ -128,3 +128,21 @@ async def _endpoint(settings: ModelSettings) -> Check:
         detail,
         "check OPENAI_BASE_URL / OPENAI_API_KEY, or that the server is running",
     )
+
+
+async def endpoint_models(settings: Settings) -> list[str]:
+    """The names of the models the configured endpoint lists, sorted.
+
+    Raises:
+        ConfigError: No model endpoint is configured.
+        ModelError: The endpoint failed or cannot be reached.
+    """
+    model = settings.model
+    if not model.api_key and not model.base_url:
+        raise ConfigError(
+            "no model endpoint is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+            "another OpenAI-compatible server)"
+        )
+    from cove.engine.llm.openai import endpoint_models as listed  # slow to import
+
+    return await listed(model)

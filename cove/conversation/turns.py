@@ -7,7 +7,7 @@ A turn runs as a background task feeding its handle's queue, so a channel that s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from cove.config import Settings
 from cove.conversation.handle import TurnHandle, withdrawn_event
@@ -20,6 +20,7 @@ from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnOptions
 from cove.events import TurnQueued
+from cove.persistence.records import ModelOption
 from cove.persistence.store import Store
 
 
@@ -63,11 +64,13 @@ class Turns:
         model: str | None = None,
         max_iterations: int | None = None,
         owner: str | None = None,
+        model_options: Mapping[str, ModelOption] | None = None,
     ) -> TurnHandle:
         """Start one turn in the background; its handle streams the events."""
         handle = TurnHandle(conversation_id)
+        options = TurnOptions(max_iterations=max_iterations, model_options=model_options or {})
         task = asyncio.create_task(
-            self._run_turn(conversation_id, text, attachments, model, max_iterations, handle, owner)
+            self._run_turn(conversation_id, text, attachments, model, options, handle, owner)
         )
         handle.task = task
         self._tasks.add(task)
@@ -109,7 +112,7 @@ class Turns:
         text: str,
         attachments: Sequence[tuple[str, bytes]],
         model: str | None,
-        max_iterations: int | None,
+        options: TurnOptions,
         handle: TurnHandle,
         owner: str | None,
     ) -> None:
@@ -133,7 +136,7 @@ class Turns:
                 try:
                     async with self.live.use(record.id) as entry:
                         await self._turn_locked(
-                            entry, record.id, text, attachments, model, max_iterations, hub, handle
+                            entry, record.id, text, attachments, model, options, hub, handle
                         )
                 finally:
                     hub.local_turns -= 1
@@ -165,7 +168,7 @@ class Turns:
         text: str,
         attachments: Sequence[tuple[str, bytes]],
         model: str | None,
-        max_iterations: int | None,
+        options: TurnOptions,
         hub: ConversationHub,
         handle: TurnHandle,
     ) -> None:
@@ -178,7 +181,7 @@ class Turns:
             llm=self.llm(model or self.settings.model.name),
             conversation=record,
             request=text,
-            options=TurnOptions(max_iterations=max_iterations),
+            options=options,
             attachments=saved,
         )
 

@@ -8,8 +8,8 @@ cancellation, error budget) the turn is finalized with a status and nothing comm
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import cast
 
 from cove.config import Settings
@@ -18,12 +18,12 @@ from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs, LiveInputs
 from cove.engine.iteration import Iteration, IterationResult, IterationSetup, LoopState
 from cove.engine.journal import Journal
-from cove.engine.llm import LLMClient, Reasoning
+from cove.engine.llm import LLMClient, Reasoning, WithOptions
 from cove.engine.nudges import REPEAT_LIMIT, NudgeState, builtin_nudges
 from cove.environment.environment import Environment
 from cove.errors import CoveError
 from cove.events import Event, Nudge, TurnFinished, TurnStarted
-from cove.persistence.records import ConversationRecord, TurnRecord
+from cove.persistence.records import ConversationRecord, ModelOption, TurnRecord
 from cove.persistence.store import Store
 
 MAX_REQUEST_CHARS = 1_000_000
@@ -62,6 +62,7 @@ class TurnOptions:
     """Per-turn overrides of settings."""
 
     max_iterations: int | None = None
+    model_options: Mapping[str, ModelOption] = field(default_factory=dict)  # sent with each call
 
 
 class Query:
@@ -84,10 +85,12 @@ class Query:
         self.settings = settings
         self.store = store
         self.env = env
-        self.llm = llm
+        self.options = options or TurnOptions()
+        self.llm = (
+            WithOptions(llm, self.options.model_options) if self.options.model_options else llm
+        )
         self.conversation = conversation
         self.request = request
-        self.options = options or TurnOptions()
         self.inputs = inputs or LiveInputs()
         self.attachments = tuple(attachments)  # (name, size) of the files attached to the request
         self.control: TurnControl | None = None
@@ -131,7 +134,11 @@ class Query:
             raise CoveError(f"the request is longer than {MAX_REQUEST_CHARS:,} characters")
         previous = await self._previous_turn()
         turn = await self.store.start_turn(
-            self.conversation.id, request, model=self.llm.model, attachments=self.attachments
+            self.conversation.id,
+            request,
+            model=self.llm.model,
+            attachments=self.attachments,
+            model_options=self.options.model_options,
         )
         started = time.perf_counter()
         control = TurnControl(

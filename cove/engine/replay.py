@@ -110,7 +110,9 @@ async def _replay_turn(
         llm=llm,
         conversation=conversation,
         request=turn.request,
-        options=TurnOptions(max_iterations=max(len(iterations), 1)),
+        options=TurnOptions(
+            max_iterations=max(len(iterations), 1), model_options=turn.model_options
+        ),
         inputs=inputs,
         steering={it.position: list(it.steering) for it in iterations if it.steering},
         attachments=turn.attachments,

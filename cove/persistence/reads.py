@@ -280,23 +280,57 @@ def search(
     query = f"""
         {cte}
         SELECT t.conversation_id, d.turn_id, t.position, d.kind,
-               snippet(search_fts, 0, '[', ']', '…', 16) AS snippet
+               snippet(search_fts, 0, char(2), char(3), '…', 16) AS snippet
         FROM search_fts
         JOIN search_doc d ON d.id = search_fts.rowid
         JOIN turn t ON t.id = d.turn_id {scope}
         WHERE search_fts MATCH ?
         ORDER BY rank LIMIT ?
     """
-    return [
-        SearchHit(
-            conversation_id=row[0],
-            turn_id=row[1],
-            turn_position=row[2],
-            kind=cast(Literal["request", "answer", "code"], row[3]),
-            snippet=row[4],
+    hits = []
+    for row in conn.execute(query, [*params, match, limit]):
+        text, matches = _unmark(row[4])
+        hits.append(
+            SearchHit(
+                conversation_id=row[0],
+                turn_id=row[1],
+                turn_position=row[2],
+                kind=cast(Literal["request", "answer", "code"], row[3]),
+                snippet=_bracketed(text, matches),
+                text=text,
+                matches=matches,
+            )
         )
-        for row in conn.execute(query, [*params, match, limit])
-    ]
+    return hits
+
+
+# Match markers: control characters that requests, answers and code practically never hold.
+_MATCH_START, _MATCH_END = "\x02", "\x03"
+
+
+def _unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """A snippet marked with STX/ETX around each match: the plain text and the match offsets."""
+    text: list[str] = []
+    matches: list[tuple[int, int]] = []
+    length, start = 0, 0
+    for char in marked:
+        if char == _MATCH_START:
+            start = length
+        elif char == _MATCH_END:
+            matches.append((start, length))
+        else:
+            text.append(char)
+            length += 1
+    return "".join(text), tuple(matches)
+
+
+def _bracketed(text: str, matches: tuple[tuple[int, int], ...]) -> str:
+    out, last = [], 0
+    for start, end in matches:
+        out += [text[last:start], "[", text[start:end], "]"]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def system_prompt(conn: sqlite3.Connection, digest: str) -> str:

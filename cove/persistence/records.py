@@ -7,8 +7,11 @@ codec's JSON text (see ``cove.codec``), never pickles.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
+
+ModelOption = float | int | str | bool  # one model option's value (temperature=0.2)
 
 VarKind = Literal["value", "function", "module", "opaque", "deleted"]
 IterationStatus = Literal["running", "ok", "error", "parse_error", "interrupted", "cancelled"]
@@ -193,6 +196,9 @@ class TurnRecord:
     error: str | None
     iterations: tuple[IterationRecord, ...] = ()
     attachments: tuple[tuple[str, int], ...] = ()  # (file name, size in bytes)
+    model_options: Mapping[str, ModelOption] = field(
+        default_factory=dict
+    )  # as sent, e.g. temperature
 
 
 @dataclass(frozen=True)
@@ -233,7 +239,9 @@ class SearchHit:
     turn_id: int | None
     turn_position: int | None
     kind: Literal["request", "answer", "code"]
-    snippet: str
+    snippet: str  # the matched passage with each match in [brackets]
+    text: str = ""  # the same passage without markup
+    matches: tuple[tuple[int, int], ...] = ()  # (start, end) offsets of each match in ``text``
 
 
 @dataclass(frozen=True)

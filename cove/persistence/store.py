@@ -15,7 +15,7 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -31,6 +31,7 @@ from cove.persistence.records import (
     ConversationRecord,
     ConversationScan,
     IterationWrite,
+    ModelOption,
     ReplyWrite,
     SearchHit,
     SubqueryRecord,
@@ -345,11 +346,13 @@ class Store:
         *,
         model: str | None = None,
         attachments: Sequence[tuple[str, int]] = (),
+        model_options: Mapping[str, ModelOption] | None = None,
     ) -> TurnRecord:
         """Record a ``running`` turn after the last turn the conversation sees.
 
         A fork's first own turn is ``fork_turn + 1``. ``attachments`` are the ``(name, size)``
-        of the files attached to the request. Raises ``NotFound``.
+        of the files attached to the request; ``model_options`` the options its model calls
+        are sent with. Raises ``NotFound``.
         """
         return await self._run(
             writes.start_turn,
@@ -358,6 +361,7 @@ class Store:
             request,
             model,
             tuple(attachments),
+            model_options,
             current_fence(),
         )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cove.errors import Busy, CoveError, NotFound, StoreError
@@ -22,6 +22,7 @@ from cove.persistence.records import (
     BlockWrite,
     ConversationRecord,
     IterationWrite,
+    ModelOption,
     ReplyWrite,
     SubqueryWrite,
     TurnRecord,
@@ -110,17 +111,19 @@ def start_turn(
     request: str,
     model: str | None,
     attachments: Sequence[tuple[str, int]] = (),
+    model_options: Mapping[str, ModelOption] | None = None,
     fence: Fence | None = None,
 ) -> TurnRecord:
     """Record a new ``running`` turn after the last one the conversation sees."""
     files = json.dumps([list(item) for item in attachments]) if attachments else None
+    options = json.dumps(dict(model_options)) if model_options else None
     with immediate(conn):
         check_fence(conn, fence, conversation_id)
         position = last_position(conn, conversation_id) + 1
         cursor = conn.execute(
             "INSERT INTO turn (conversation_id, position, request, status, model, started_at,"
-            " attachments) VALUES (?, ?, ?, 'running', ?, ?, ?)",
-            (conversation_id, position, request, model, now, files),
+            " attachments, model_options) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+            (conversation_id, position, request, model, now, files, options),
         )
         turn_id = int(cursor.lastrowid or 0)
         index_text(conn, turn_id, "request", request)

@@ -1,5 +1,9 @@
-"""The CLI channel: the scriptable ``cove`` command (run, chat, inspect, fork, replay, demo)."""
+"""The CLI channel: the scriptable ``cove`` command (run, chat, inspect, fork, replay, demo).
 
-from cove.channels.cli.app import main
+``cove`` is the click group every command is registered on; ``main`` runs it and returns the
+process exit code.
+"""
 
-__all__ = ["main"]
+from cove.channels.cli.app import cove, main
+
+__all__ = ["cove", "main"]

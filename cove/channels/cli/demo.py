@@ -7,15 +7,16 @@ from an earlier turn and a replay that matches the record.
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 import sys
 from typing import Any
 
+import click
 from rich.console import Console
 from rich.markup import escape
 
-from cove.channels.cli.app import EXIT_DIVERGED, EXIT_FAILED, EXIT_OK, run_async
-from cove.channels.cli.common import add_common, program
+from cove.channels.cli.base import command, examples, load_settings, program
+from cove.channels.cli.exits import EXIT_DIVERGED, EXIT_FAILED, EXIT_OK
 from cove.channels.cli.render import ProgressView, console_for
 from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
@@ -103,14 +104,31 @@ FORK_REPLIES: list[dict[str, Any]] = [
 SUBQUERY_REPLIES = ["A mixed roll with one standout die."]
 
 
-def register(sub: Any) -> None:
-    """Add ``demo``."""
-    p = sub.add_parser("demo", help="an offline tour with a scripted model (no API key needed)")
-    add_common(p)
-    p.set_defaults(handler=lambda a, s: run_async(_demo(a, s)))
+DEMO_DB = "demo.db"  # in the data directory, next to (never inside) the real history
 
 
-async def _demo(args: argparse.Namespace, settings: Settings) -> int:
+@command(
+    "demo",
+    short_help="An offline tour with a scripted model (no API key needed).",
+    epilog=examples(
+        "cove demo                  into its own database, demo.db in the data directory",
+        "cove demo --db /tmp/d.db   into another database file",
+    ),
+)
+def demo_command() -> int:
+    """An offline tour of cove with a scripted model: variables that persist and get versions,
+    an error the model recovers from, a sub-query, a fork and a replay.
+
+    It writes into its own database file (demo.db in the data directory), not your history,
+    unless --db names another one.
+    """
+    settings = load_settings()
+    if click.get_current_context().meta.get("cove.db") is None:
+        settings = settings.replace(db_path=str(settings.store.data_dir / DEMO_DB))
+    return asyncio.run(_demo(settings))
+
+
+async def _demo(settings: Settings) -> int:
     console = console_for(sys.stdout)
     replies = [r for _, rs in TURNS for r in rs] + FORK_REPLIES
     factory = scripted_factory(replies, subquery_replies=SUBQUERY_REPLIES)
@@ -145,16 +163,20 @@ async def _demo(args: argparse.Namespace, settings: Settings) -> int:
                 )
             elif isinstance(event, ReplayFinished):
                 ok = event.ok
-    cove = escape(program())
+    cove = escape(program()) + escape(_db_flag(settings))
     console.print(
         "\n[bold]Explore it:[/bold]\n"
         f"  {cove} show {conv.id[:12]}          every iteration, block and result\n"
         f"  {cove} vars {conv.id[:12]} primes   every version of a variable\n"
         f"  {cove} show {fork.id[:12]}          the forked branch\n"
         f"  {cove} replay {conv.id[:12]}        re-execute and compare\n"
-        f"  {cove} chat                       talk to your own model (set OPENAI_API_KEY)\n"
+        f"  {escape(program())} chat    talk to your own model (set OPENAI_API_KEY)\n"
     )
     return EXIT_OK if ok else EXIT_DIVERGED
+
+
+def _db_flag(settings: Settings) -> str:
+    return f" --db {settings.store.database}"
 
 
 async def _turn(console: Console, convs: Conversations, conversation_id: str, text: str) -> bool:

@@ -2,37 +2,32 @@
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 import os
 import sys
-from typing import Any
 
-from cove.channels.cli.app import EXIT_FAILED, EXIT_OK, run_async
-from cove.channels.cli.common import add_common
+from cove.channels.cli.base import command, examples, load_settings, unknown_variables
+from cove.channels.cli.exits import EXIT_FAILED, EXIT_OK
+from cove.channels.cli.models import listed_models
 from cove.channels.cli.render import console_for, line
-from cove.config import Settings, unknown_env_vars
+from cove.config import Settings
 from cove.conversation.health import Check, run_checks
 
 
-def register(sub: Any) -> None:
-    """Add ``doctor``."""
-    p = sub.add_parser("doctor", help="check configuration, database, sandbox and model endpoint")
-    add_common(p)
-    p.set_defaults(handler=lambda a, s: run_async(_doctor(a, s)))
+@command(
+    "doctor",
+    short_help="Check configuration, database, sandbox and model endpoint.",
+    epilog=examples("cove doctor", "COVE_DB=/tmp/x.db cove doctor"),
+)
+def doctor_command() -> int:
+    """Check the configuration, the database, the sandbox and the model endpoint; say how to
+    fix what fails (exit 1 when something does). Warnings do not fail."""
+    return asyncio.run(_doctor(load_settings()))
 
 
-async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+async def _doctor(settings: Settings) -> int:
     console = console_for(sys.stdout)
-    checks: list[Check] = await run_checks(settings)
-    unknown = ", ".join(unknown_env_vars(os.environ))
-    checks.append(
-        Check(
-            "environment",
-            not unknown,
-            f"unknown: {unknown}" if unknown else "no unknown COVE_* variables",
-            "fix or remove the names above",
-        )
-    )
+    checks: list[Check] = [*await run_checks(settings), _environment()]
     for check in checks:
         mark = ("OK  ", "green") if check.ok else ("FAIL", "red")
         console.print(line(mark, f" {check.name}: {check.detail}"))
@@ -40,4 +35,24 @@ async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
             console.print(f"       {item}", markup=False, highlight=False)
         if not check.ok and check.fix:
             console.print(line(("     fix: ", "yellow"), check.fix))
+    warning = await _unlisted_model(settings)
+    if warning is not None:
+        console.print(line(("WARN", "yellow"), f" {warning}"))
     return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
+
+
+def _environment() -> Check:
+    unknown = ", ".join(unknown_variables(os.environ))
+    if unknown:
+        return Check("environment", False, f"unknown: {unknown}", "fix or remove the names above")
+    return Check("environment", True, "no unknown COVE_* variables")
+
+
+async def _unlisted_model(settings: Settings) -> str | None:
+    models = await listed_models(settings)
+    if models is None or settings.model.name in models:
+        return None
+    return (
+        f"model: {settings.model.name} is not among the {len(models)} models the endpoint lists "
+        "(`cove models` shows them); set COVE_MODEL or --model"
+    )

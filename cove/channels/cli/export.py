@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cove.channels.cli.common import when
-from cove.conversation import Transcript
+from cove.channels.cli.base import when
+from cove.conversation import IterationRecord, Transcript, TurnRecord
 
 
 def to_markdown(transcript: Transcript) -> str:
@@ -16,40 +16,7 @@ def to_markdown(transcript: Transcript) -> str:
         lines.append(f"- forked from `{conv.parent_id}` at turn {conv.fork_turn}")
     lines.append("")
     for turn in transcript.turns:
-        lines += [f"## Turn {turn.position} — {turn.status}", "", f"> {turn.request}", ""]
-        for it in turn.iterations:
-            lines.append(f"### Iteration {it.position + 1} ({it.status})")
-            lines.append("")
-            if it.thinking:
-                lines += [f"*{it.thinking}*", ""]
-            if it.parse_error:
-                lines += [f"**Unreadable reply:** {it.parse_error}", ""]
-            for block in it.blocks:
-                lines += ["```python", block.code, "```", ""]
-                if block.stdout:
-                    lines += ["```text", block.stdout.rstrip(), "```", ""]
-                if block.ok and block.result_preview is not None:
-                    lines += [f"→ `{block.result_preview}`", ""]
-                elif not block.ok:
-                    lines += [f"**Error:** {block.error}", ""]
-            if it.running_block is not None:
-                lines += [
-                    f"**Block {it.running_block + 1} of {len(it.planned_blocks)} was running "
-                    "when the turn stopped:**",
-                    "",
-                    "```python",
-                    it.planned_blocks[it.running_block],
-                    "```",
-                    "",
-                ]
-        if turn.answer:
-            lines += ["**Answer:**", "", turn.answer, ""]
-        if turn.error:
-            lines += [f"**Error:** {turn.error}", ""]
-        lines += [
-            f"<sub>{turn.tokens_in:,} + {turn.tokens_out:,} tokens · ${turn.cost_usd:.4f}</sub>",
-            "",
-        ]
+        lines += _turn(turn)
     if transcript.var_versions:
         lines += ["## Variables", "", "| name | version | type | preview |", "|---|---|---|---|"]
         for v in transcript.var_versions:
@@ -57,3 +24,47 @@ def to_markdown(transcript: Transcript) -> str:
             lines.append(f"| {v.name} | {v.version} | {v.type_name} | `{preview}` |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _turn(turn: TurnRecord) -> list[str]:
+    lines = [f"## Turn {turn.position} — {turn.status}", "", f"> {turn.request}", ""]
+    for it in turn.iterations:
+        lines += _iteration(it)
+    if turn.answer:
+        lines += ["**Answer:**", "", turn.answer, ""]
+    if turn.error:
+        lines += [f"**Error:** {turn.error}", ""]
+    lines += [
+        f"<sub>{turn.tokens_in:,} + {turn.tokens_out:,} tokens · ${turn.cost_usd:.4f}</sub>",
+        "",
+    ]
+    return lines
+
+
+def _iteration(it: IterationRecord) -> list[str]:
+    lines = [f"### Iteration {it.position + 1} ({it.status})", ""]
+    if it.thinking:
+        lines += [f"*{it.thinking}*", ""]
+    if it.parse_error:
+        lines += [f"**Unreadable reply:** {it.parse_error}", ""]
+    total = max(len(it.planned_blocks), len(it.blocks))
+    for block in it.blocks:
+        # Labelled, so consecutive blocks never run together into one listing.
+        lines += [f"Block {block.position + 1} of {total}:", "", "```python", block.code, "```", ""]
+        if block.stdout:
+            lines += ["```text", block.stdout.rstrip(), "```", ""]
+        if block.ok and block.result_preview is not None:
+            lines += [f"→ `{block.result_preview}`", ""]
+        elif not block.ok:
+            lines += [f"**Error:** {block.error}", ""]
+    if it.running_block is not None:
+        lines += [
+            f"**Block {it.running_block + 1} of {len(it.planned_blocks)} was running "
+            "when the turn stopped:**",
+            "",
+            "```python",
+            it.planned_blocks[it.running_block],
+            "```",
+            "",
+        ]
+    return lines

@@ -2,53 +2,68 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
-from typing import Any
 
+import click
 from rich.text import Text
 
-from cove.channels.cli.app import EXIT_DIVERGED, EXIT_OK, EXIT_USAGE, run_async
-from cove.channels.cli.common import add_common, positive_int, program
+from cove.channels.cli.base import command, examples, load_settings, program
+from cove.channels.cli.exits import EXIT_DIVERGED, EXIT_OK, EXIT_USAGE
 from cove.channels.cli.render import console_for, print_json, print_json_line
 from cove.config import Settings
 from cove.conversation import Conversations
 from cove.events import ReplayFinished, ReplayTurnChecked
 
 
-def register(sub: Any) -> None:
-    """Add ``fork``, ``delete`` and ``replay``."""
-    p = sub.add_parser("fork", help="branch a conversation from one of its turns")
-    add_common(p)
-    p.add_argument("id")
-    p.add_argument(
-        "--at",
-        type=positive_int,
-        required=True,
-        metavar="N",
-        help="the turn whose variables the fork starts from",
-    )
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=lambda a, s: run_async(_fork(a, s)))
-
-    p = sub.add_parser("delete", help="delete a conversation and its history")
-    add_common(p)
-    p.add_argument("id")
-    p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-    p.set_defaults(handler=lambda a, s: run_async(_delete(a, s)))
-
-    p = sub.add_parser("replay", help="re-run the recorded replies and compare every block")
-    add_common(p)
-    p.add_argument("id")
-    p.add_argument("--json", action="store_true", help="print the report as JSON lines")
-    p.set_defaults(handler=lambda a, s: run_async(_replay(a, s)))
+@command(
+    "fork",
+    short_help="Branch a conversation from one of its turns.",
+    epilog=examples("cove fork 3f2a --at 2     a new conversation with the variables of turn 2"),
+)
+@click.argument("conversation_id", metavar="ID")
+@click.option(
+    "--at",
+    type=click.IntRange(min=1),
+    required=True,
+    metavar="N",
+    help="The turn whose variables the fork starts from.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def fork_command(conversation_id: str, at: int, as_json: bool) -> int:
+    """Branch a conversation: a new one whose sandbox starts from turn N's variables."""
+    return asyncio.run(_fork(load_settings(), conversation_id, at, as_json))
 
 
-async def _fork(args: argparse.Namespace, settings: Settings) -> int:
+@command(
+    "delete",
+    short_help="Delete a conversation and its history.",
+    epilog=examples("cove delete 3f2a", "cove delete 3f2a --yes    without asking"),
+)
+@click.argument("conversation_id", metavar="ID")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+def delete_command(conversation_id: str, yes: bool) -> int:
+    """Delete a conversation, its history and its workspace files."""
+    return asyncio.run(_delete(load_settings(), conversation_id, yes))
+
+
+@command(
+    "replay",
+    short_help="Re-run the recorded replies and compare every block.",
+    epilog=examples("cove replay 3f2a", "cove replay 3f2a --json"),
+)
+@click.argument("conversation_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON lines.")
+def replay_command(conversation_id: str, as_json: bool) -> int:
+    """Re-run a conversation's recorded model replies in a fresh sandbox and compare every
+    block and variable with the record (exit 8 when they diverge)."""
+    return asyncio.run(_replay(load_settings(), conversation_id, as_json))
+
+
+async def _fork(settings: Settings, conversation_id: str, at: int, as_json: bool) -> int:
     async with await Conversations.open(settings) as convs:
-        record = await convs.fork(args.id, at_turn=args.at)
-    if args.json:
+        record = await convs.fork(conversation_id, at_turn=at)
+    if as_json:
         print_json({"id": record.id, "parent_id": record.parent_id, "fork_turn": record.fork_turn})
     else:
         print(f"forked {record.parent_id} at turn {record.fork_turn} → {record.id}")
@@ -56,10 +71,10 @@ async def _fork(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-async def _delete(args: argparse.Namespace, settings: Settings) -> int:
+async def _delete(settings: Settings, conversation_id: str, yes: bool) -> int:
     async with await Conversations.open(settings) as convs:
-        record = await convs.get(args.id)
-        if not args.yes:
+        record = await convs.get(conversation_id)
+        if not yes:
             if not sys.stdin.isatty():
                 print("cove: refusing to delete without confirmation; pass --yes", file=sys.stderr)
                 return EXIT_USAGE
@@ -73,12 +88,12 @@ async def _delete(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-async def _replay(args: argparse.Namespace, settings: Settings) -> int:
+async def _replay(settings: Settings, conversation_id: str, as_json: bool) -> int:
     console = console_for(sys.stdout)
     ok = False
     async with await Conversations.open(settings) as convs:
-        async for event in convs.replay(args.id):
-            if args.json:
+        async for event in convs.replay(conversation_id):
+            if as_json:
                 print_json_line(event.to_json())
             elif isinstance(event, ReplayTurnChecked):
                 mark = "[green]match[/green]" if not event.mismatches else "[red]DIVERGED[/red]"
@@ -90,7 +105,7 @@ async def _replay(args: argparse.Namespace, settings: Settings) -> int:
                     console.print(Text.assemble(("  • ", "red"), item))
             if isinstance(event, ReplayFinished):
                 ok = event.ok
-                if not args.json:
+                if not as_json:
                     verdict = (
                         "every block and variable matched"
                         if ok

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Iterable, Sequence
 from typing import TextIO
 
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.status import Status
 from rich.syntax import Syntax
+from rich.table import Table
 from rich.text import Text
 
 from cove.events import (
     BlockFinished,
+    BlockStarted,
     Event,
     IterationStarted,
     ModelReply,
@@ -44,6 +48,65 @@ def cut(text: str, limit: int = PREVIEW_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f" …[{len(text) - limit:,} more chars]"
+
+
+def print_table(
+    console: Console, headers: Sequence[str], rows: Iterable[Sequence[str | Text]]
+) -> None:
+    """A table: drawn with borders on a terminal, tab-separated lines (header first) when piped.
+
+    Piped cells have tabs and line breaks replaced by spaces, so every row stays one line.
+    """
+    if console.is_terminal:
+        table = Table(*headers)
+        for row in rows:
+            table.add_row(*(cell if isinstance(cell, Text) else Text(cell) for cell in row))
+        console.print(table)
+        return
+    for row in (headers, *rows):
+        cells = (str(cell).replace("\t", " ").replace("\n", " ") for cell in row)
+        console.file.write("\t".join(cells) + "\n")
+    console.file.flush()
+
+
+class RunProgress:
+    """One transient status line on a terminal while a turn runs: iteration, block, time.
+
+    Used on stderr by ``cove run``, whose stdout is the answer; it leaves nothing behind.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._status: Status | None = None
+        self._iteration = ""
+        self._started = time.monotonic()
+
+    def handle(self, event: Event) -> None:
+        """Update the line for one event."""
+        if isinstance(event, IterationStarted):
+            self._iteration = f"iteration {event.iteration}/{event.budget}"
+            self._show(f"{self._iteration} · the model is thinking…")
+        elif isinstance(event, BlockStarted):
+            first = event.code.strip().splitlines()[0] if event.code.strip() else ""
+            self._show(f"{self._iteration} · block {event.index} running: {cut(first, 60)}")
+        elif isinstance(event, TurnQueued):
+            self._show("waiting for the running turn of this conversation…")
+        elif isinstance(event, TurnFinished):
+            self.close()
+
+    def _show(self, text: str) -> None:
+        shown = f"{text} ({time.monotonic() - self._started:.0f}s)"
+        if self._status is None:
+            self._status = self.console.status(shown)
+            self._status.start()
+        else:
+            self._status.update(shown)
+
+    def close(self) -> None:
+        """Remove the line."""
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
 
 
 class ProgressView:

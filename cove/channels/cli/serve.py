@@ -5,67 +5,93 @@ The logic lives in ``cove.channels.serve``; this module only parses arguments.
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 import os
-from typing import Any
 
-from cove.channels.cli.app import run_async
-from cove.channels.cli.common import add_common
+import click
+
+from cove.channels.cli.base import command, examples, load_settings
 from cove.channels.cli.web import login_token
-from cove.config import Settings
 from cove.errors import ConfigError
 
 
-def register(sub: Any) -> None:
-    """Add ``serve`` and ``backup``."""
-    serve = sub.add_parser(
-        "serve",
-        help="run the web and/or Telegram channels as one service (health, metrics, logs)",
-    )
-    add_common(serve)
-    serve.add_argument("--web", action="store_true", help="serve the web channel (default)")
-    serve.add_argument("--telegram", action="store_true", help="run the Telegram bot")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one")
-    serve.add_argument(
-        "--grace",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="how long running turns may finish after SIGTERM before they are cancelled "
-        "(default: the shutdown_grace_s setting)",
-    )
-    serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
-    serve.add_argument(
-        "--log-format",
-        choices=("auto", "json", "text"),
-        default="auto",
-        help="JSON lines, readable text, or auto: text on a terminal (default)",
-    )
-    serve.set_defaults(handler=_serve)
-
-    backup = sub.add_parser("backup", help="copy the live database consistently to PATH")
-    add_common(backup)
-    backup.add_argument("path", help="the new file to write (must not exist)")
-    backup.set_defaults(handler=_backup)
-
-
-def _serve(args: argparse.Namespace, settings: Settings) -> int:
+@command(
+    "serve",
+    short_help="Run the web and/or Telegram channels as one service.",
+    epilog=examples(
+        "cove serve                         the web channel on 127.0.0.1:8000",
+        "cove serve --web --telegram --port 9000 --log-format json",
+    ),
+)
+@click.option("--web", is_flag=True, help="Serve the web channel (the default).")
+@click.option("--telegram", is_flag=True, help="Run the Telegram bot.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port; 0 picks a free one.",
+)
+@click.option(
+    "--grace",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="How long running turns may finish after SIGTERM before they are cancelled "
+    "(default: the shutdown_grace_s setting).",
+)
+@click.option(
+    "--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING or ERROR."
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["auto", "json", "text"]),
+    default="auto",
+    show_default=True,
+    help="JSON lines, readable text, or auto: text on a terminal.",
+)
+def serve_command(
+    web: bool,
+    telegram: bool,
+    host: str,
+    port: int,
+    grace: float | None,
+    log_level: str,
+    log_format: str,
+) -> int:
+    """Run the web and/or Telegram channels as one service, with health, metrics and logs."""
     from cove.channels.serve import ServeOptions, Service
     from cove.channels.serve.logs import configure_logging
 
-    web = args.web or not args.telegram
-    json_lines = {"auto": None, "json": True, "text": False}[args.log_format]
-    configure_logging(args.log_level, json_lines=json_lines)
+    settings = load_settings()
+    web = web or not telegram
+    json_lines = {"auto": None, "json": True, "text": False}[log_format]
+    configure_logging(log_level, json_lines=json_lines)
     options = ServeOptions(
         web=web,
-        telegram=args.telegram,
-        host=args.host,
-        port=args.port,
-        grace_s=settings.channels.shutdown_grace_s if args.grace is None else max(0.0, args.grace),
-        token=_token(args.host) if web else None,
+        telegram=telegram,
+        host=host,
+        port=port,
+        grace_s=settings.channels.shutdown_grace_s if grace is None else max(0.0, grace),
+        token=_token(host) if web else None,
     )
-    return run_async(Service(settings, options).run())
+    code: int = asyncio.run(Service(settings, options).run())
+    return code
+
+
+@command(
+    "backup",
+    short_help="Copy the live database consistently to PATH.",
+    epilog=examples("cove backup ~/cove-backup.db"),
+)
+@click.argument("path")
+def backup_command(path: str) -> int:
+    """Copy the live database consistently to PATH (a new file; it must not exist)."""
+    from cove.channels.serve.backup import run_backup
+
+    code: int = asyncio.run(run_backup(load_settings(), path))
+    return code
 
 
 def _token(host: str) -> str | None:
@@ -77,9 +103,3 @@ def _token(host: str) -> str | None:
             "(16 characters or more)"
         )
     return token
-
-
-def _backup(args: argparse.Namespace, settings: Settings) -> int:
-    from cove.channels.serve.backup import run_backup
-
-    return run_async(run_backup(settings, args.path))

@@ -2,41 +2,59 @@
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 import os
-from typing import Any
 
-from cove.channels.cli.app import run_async
-from cove.channels.cli.common import add_common
-from cove.config import Settings
+import click
 
-
-def register(sub: Any) -> None:
-    """Add ``telegram``."""
-    bot = sub.add_parser("telegram", help="run the Telegram bot (token: $TELEGRAM_BOT_TOKEN)")
-    add_common(bot)
-    bot.add_argument("--api-url", help="Bot API server (default $COVE_TELEGRAM_API_URL)")
-    bot.add_argument("--allow", help="comma-separated user/chat ids (default $COVE_TELEGRAM_ALLOW)")
-    bot.add_argument("--webhook-url", help="receive updates at this public URL instead of polling")
-    bot.add_argument(
-        "--webhook-listen", default="127.0.0.1:8443", metavar="HOST:PORT", help="webhook bind"
-    )
-    bot.set_defaults(handler=_run)
+from cove.channels.cli.base import command, examples, load_settings
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
+@command(
+    "telegram",
+    short_help="Run the Telegram bot (token: $TELEGRAM_BOT_TOKEN).",
+    epilog=examples(
+        "TELEGRAM_BOT_TOKEN=... cove telegram --allow 123456789",
+        "cove telegram --webhook-url https://bot.example.org/tg --webhook-listen 0.0.0.0:8443",
+    ),
+)
+@click.option("--api-url", default=None, help="Bot API server (default $COVE_TELEGRAM_API_URL).")
+@click.option(
+    "--allow",
+    default=None,
+    help="Comma-separated user/chat ids or @usernames (default $COVE_TELEGRAM_ALLOW).",
+)
+@click.option(
+    "--webhook-url", default=None, help="Receive updates at this public URL instead of polling."
+)
+@click.option(
+    "--webhook-listen",
+    default="127.0.0.1:8443",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where the webhook server binds.",
+)
+def telegram_command(
+    api_url: str | None, allow: str | None, webhook_url: str | None, webhook_listen: str
+) -> int:
+    """Run the Telegram bot: each chat owns a sandboxed conversation.
+
+    Only the users and chats on the allow-list are answered; an empty list refuses everyone.
+    """
     from cove.channels.telegram import TelegramOptions, run_bot
     from cove.channels.telegram.standalone import configure_logging
 
-    host, _, port = args.webhook_listen.rpartition(":")
+    settings = load_settings()
+    host, _, port = webhook_listen.rpartition(":")
     options = TelegramOptions.load(
         settings,
         os.environ,
-        api_url=args.api_url,
-        allow=args.allow,
-        webhook_url=args.webhook_url,
+        api_url=api_url,
+        allow=allow,
+        webhook_url=webhook_url,
         webhook_host=host or "127.0.0.1",
         webhook_port=int(port) if port.isdigit() else 8443,
     )
     configure_logging(options.token)
-    return run_async(run_bot(settings, options))
+    code: int = asyncio.run(run_bot(settings, options))
+    return code

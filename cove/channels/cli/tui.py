@@ -8,34 +8,37 @@ accident from the command line.
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 import os
-from typing import Any
 
-from cove.channels.cli.app import run_async
-from cove.channels.cli.common import add_common
+import click
+
+from cove.channels.cli.base import command, examples, load_settings
 from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
 
 SCRIPTED_ENV = "COVE_TUI_SCRIPTED_REPLIES"
 
 
-def register(sub: Any) -> None:
-    """Add ``tui``."""
-    tui = sub.add_parser("tui", help="the terminal UI (conversations, iterations, variables)")
-    add_common(tui)
-    tui.add_argument("id", nargs="?", help="conversation id or prefix (default: the most recent)")
-    tui.set_defaults(handler=lambda a, s: run_async(_tui(a, s)))
+@command(
+    "tui",
+    short_help="The terminal UI (conversations, iterations, variables).",
+    epilog=examples("cove tui           on the most recent conversation", "cove tui 3f2a"),
+)
+@click.argument("conversation_id", metavar="[ID]", required=False)
+def tui_command(conversation_id: str | None) -> int:
+    """The terminal UI: conversations, live iterations and variables side by side."""
+    return asyncio.run(_tui(load_settings(), conversation_id))
 
 
-async def _tui(args: argparse.Namespace, settings: Settings) -> int:
+async def _tui(settings: Settings, conversation_id: str | None) -> int:
     # Imported here: Textual takes a while to import and no other command needs it.
     from cove.channels.tui import CoveApp
 
     scripted = os.environ.get(SCRIPTED_ENV)
     factory = scripted_factory(scripted) if scripted else None
     async with Conversations.open(settings, llm_factory=factory) as convs:
-        if args.id is not None:
-            await convs.get(args.id)  # an unknown id fails here, before the screen opens
-        await CoveApp(convs, args.id).run_async()
+        if conversation_id is not None:
+            await convs.get(conversation_id)  # an unknown id fails here, before the screen opens
+        await CoveApp(convs, conversation_id).run_async()
     return 0

@@ -2,63 +2,64 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import signal
 import sys
 from typing import Any
 
-from cove.channels.cli.app import run_async
-from cove.channels.cli.common import add_common
+import click
+
+from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.json_out import EventNumbering
 from cove.channels.cli.render import ProgressView, console_for, line, print_json_line
 from cove.config import Settings
 from cove.conversation import Conversations
 from cove.events import Event, ModelDelta, Resync, SteerReceived, TurnFinished
 
 
-def register(sub: Any) -> None:
-    """Add ``watch``."""
-    watch = sub.add_parser(
-        "watch", help="follow a conversation live (from another terminal or process)"
-    )
-    add_common(watch)
-    watch.add_argument("id", help="conversation id or prefix")
-    watch.add_argument("--events", action="store_true", help="print events as JSON lines")
-    watch.add_argument(
-        "--after",
-        type=_seq,
-        metavar="N",
-        help="first replay the events after sequence number N (0: the whole conversation)",
-    )
-    watch.add_argument("--once", action="store_true", help="stop when the next turn finishes")
-    watch.set_defaults(handler=lambda a, s: run_async(_watch(a, s)))
+@command(
+    "watch",
+    short_help="Follow a conversation live (from another terminal or process).",
+    epilog=examples(
+        "cove watch 3f2a                 follow its next turns",
+        "cove watch 3f2a --after 0       first replay the whole conversation",
+        "cove watch 3f2a --events --once  JSON lines until the next turn finishes",
+    ),
+)
+@click.argument("conversation_id", metavar="ID")
+@click.option("--events", is_flag=True, help="Print events as JSON lines.")
+@click.option(
+    "--after",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="First replay the events after sequence number N (0: the whole conversation).",
+)
+@click.option("--once", is_flag=True, help="Stop when the next turn finishes.")
+def watch_command(conversation_id: str, events: bool, after: int | None, once: bool) -> int:
+    """Follow a conversation live, whichever process runs its turns. Ctrl-C stops."""
+    return asyncio.run(_watch(load_settings(), conversation_id, events, after, once))
 
 
-def _seq(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a sequence number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a sequence number ≥ 0, got {text}")
-    return value
-
-
-async def _watch(args: argparse.Namespace, settings: Settings) -> int:
+async def _watch(
+    settings: Settings, conversation_id: str, events: bool, after: int | None, once: bool
+) -> int:
     async with Conversations.open(settings) as convs:
-        conv = await convs.get(args.id)
+        conv = await convs.get(conversation_id)
         stderr = console_for(sys.stderr)
-        view = None if args.events else ProgressView(console_for(sys.stdout))
+        view = None if events else ProgressView(console_for(sys.stdout))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGINT, stop.set)
-        stream = convs.watch(conv.id, after=args.after)
+        stream = convs.watch(conv.id, after=after)
         try:
             async with stream:
                 stderr.print(line((f"watching {conv.id} · Ctrl-C to stop", "dim")))
-                reading = asyncio.ensure_future(_show(stream, view, args))
+                # After attaching: every turn that started before is in the record by now.
+                turns = (await convs.inspect(conv.id)).turns if view is None else ()
+                numbering = EventNumbering({t.id: t.position for t in turns})
+                reading = asyncio.ensure_future(_show(stream, view, numbering, once))
                 stopping = asyncio.ensure_future(stop.wait())
                 await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
                 for task in (reading, stopping):
@@ -73,16 +74,18 @@ async def _watch(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _show(stream: Any, view: ProgressView | None, args: argparse.Namespace) -> None:
+async def _show(
+    stream: Any, view: ProgressView | None, numbering: EventNumbering, once: bool
+) -> None:
     async for event in stream:
-        _print(event, view)
-        if args.once and isinstance(event, TurnFinished):
+        _print(event, view, numbering)
+        if once and isinstance(event, TurnFinished):
             return
 
 
-def _print(event: Event, view: ProgressView | None) -> None:
+def _print(event: Event, view: ProgressView | None, numbering: EventNumbering) -> None:
     if view is None:
-        print_json_line(event.to_json())
+        print_json_line(numbering.shape(event))
         return
     if isinstance(event, ModelDelta):
         return  # the human view shows whole replies

@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import secrets
 import sys
 import threading
 import webbrowser
-from typing import Any
 
-from cove.channels.cli.common import add_common
-from cove.config import Settings
+import click
+
+from cove.channels.cli.base import command, examples, load_settings
 from cove.errors import ConfigError
 
 
-def register(sub: Any) -> None:
-    """Add ``web``."""
-    web = sub.add_parser("web", help="serve the chat and inspector in the browser")
-    add_common(web)
-    web.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    web.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    web.add_argument("--open", action="store_true", help="open the page in a browser")
-    web.set_defaults(handler=_serve)
+@command(
+    "web",
+    short_help="Serve the chat and inspector in the browser.",
+    epilog=examples(
+        "cove web --open                      on http://localhost:8000/",
+        "cove web --host 0.0.0.0 --port 9000   reachable from other machines, with a login link",
+    ),
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option("--open", "open_page", is_flag=True, help="Open the page in a browser.")
+def web_command(host: str, port: int, open_page: bool) -> int:
+    """Serve the web channel: chat, conversation list and inspector, streamed live.
+
+    A bind other than loopback needs a login: the printed URL carries a token
+    (COVE_WEB_TOKEN, or a new one each start).
+    """
+    return _serve(host, port, open_page)
 
 
 def login_token(host: str, env: dict[str, str]) -> str | None:
@@ -38,24 +47,25 @@ def login_token(host: str, env: dict[str, str]) -> str | None:
     return given
 
 
-def _serve(args: argparse.Namespace, settings: Settings) -> int:
+def _serve(host: str, port: int, open_page: bool) -> int:
     import uvicorn
 
     from cove.channels.web import create_app
 
-    token = login_token(args.host, dict(os.environ))
-    shown = "localhost" if args.host in ("127.0.0.1", "::1") else args.host
-    url = f"http://{shown}:{args.port}/"
+    settings = load_settings()
+    token = login_token(host, dict(os.environ))
+    shown = "localhost" if host in ("127.0.0.1", "::1") else host
+    url = f"http://{shown}:{port}/"
     if token is not None:
         url += f"login?token={token}"
     print(f"cove web: {url}", file=sys.stderr, flush=True)
     app = create_app(settings, token=token)
-    if args.open:
+    if open_page:
         threading.Timer(1.0, webbrowser.open, (url,)).start()
     config = uvicorn.Config(
         app,
-        host=args.host,
-        port=args.port,
+        host=host,
+        port=port,
         log_level="warning",
         timeout_graceful_shutdown=2,
         proxy_headers=False,

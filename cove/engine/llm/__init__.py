@@ -12,6 +12,7 @@ from cove.engine.llm.client import (
     LLMClient,
     Message,
     Reasoning,
+    WithOptions,
 )
 from cove.engine.llm.scripted import RecordedClient, ReplyFunction, ScriptedClient, ScriptedReply
 
@@ -26,4 +27,5 @@ __all__ = [
     "ReplyFunction",
     "ScriptedClient",
     "ScriptedReply",
+    "WithOptions",
 ]

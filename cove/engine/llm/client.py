@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from cove.persistence.records import ModelOption
+
 Reasoning = Literal["quick", "balanced", "deep"]
 CallKind = Literal["iteration", "subquery"]
 DeltaSink = Callable[[str], Awaitable[None]]
@@ -59,6 +61,7 @@ class LLMClient(Protocol):
         kind: CallKind = "iteration",
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
+        options: Mapping[str, ModelOption] | None = None,
     ) -> Completion:
         """Send ``messages`` and return the model's reply.
 
@@ -69,6 +72,8 @@ class LLMClient(Protocol):
             on_delta: Awaited with each chunk of reply text as it streams. If an attempt breaks
                 mid-stream and is retried, the next attempt's chunks follow; the returned
                 ``Completion.text`` is authoritative.
+            options: Model options sent with the request as they are (``temperature``,
+                ``max_tokens``, …); clients without a real model ignore them.
 
         Raises:
             ModelError: When the endpoint fails for good or the client is closed.
@@ -78,6 +83,39 @@ class LLMClient(Protocol):
     async def aclose(self) -> None:
         """Release connections; later calls raise ``ModelError``."""
         ...
+
+
+class WithOptions:
+    """A client that sends the same model options with every call (a turn's ``-o`` options).
+
+    It does not own the client it wraps: ``aclose`` leaves that one open.
+    """
+
+    def __init__(self, client: LLMClient, options: Mapping[str, ModelOption]) -> None:
+        self.client = client
+        self.model = client.model
+        self.options = dict(options)
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        kind: CallKind = "iteration",
+        reasoning: Reasoning = "balanced",
+        on_delta: DeltaSink | None = None,
+        options: Mapping[str, ModelOption] | None = None,
+    ) -> Completion:
+        """Call the wrapped client with these options (``options`` given here win)."""
+        return await self.client.complete(
+            messages,
+            kind=kind,
+            reasoning=reasoning,
+            on_delta=on_delta,
+            options={**self.options, **(options or {})},
+        )
+
+    async def aclose(self) -> None:
+        """Nothing to release: the wrapped client belongs to its owner."""
 
 
 def estimate_tokens(chars: int) -> int:

@@ -43,6 +43,7 @@ from cove.engine.llm.client import (
 )
 from cove.engine.protocol import REPLY_SCHEMA
 from cove.errors import ModelError
+from cove.persistence.records import ModelOption
 
 log = logging.getLogger("cove.engine.llm")
 
@@ -137,6 +138,7 @@ class OpenAIClient:
         kind: CallKind = "iteration",
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
+        options: Mapping[str, ModelOption] | None = None,
     ) -> Completion:
         """Send one chat request and return the reply (see ``LLMClient.complete``).
 
@@ -153,7 +155,11 @@ class OpenAIClient:
             request = self._plan(kind, reasoning)
             try:
                 text, usage = await self._send(
-                    request, messages, on_delta, retries=self._settings.max_retries - spent
+                    request,
+                    messages,
+                    on_delta,
+                    options or {},
+                    retries=self._settings.max_retries - spent,
                 )
             except openai.APIStatusError as exc:
                 attempts = _attempts(exc.response.request)
@@ -226,6 +232,23 @@ class OpenAIClient:
         listed = ", ".join(names) if names else "no models listed"
         return True, f"{self._url} answered ({listed})"
 
+    async def models(self, timeout_s: float = 10.0) -> list[str]:
+        """The names of the models the endpoint lists (``GET /models``), sorted.
+
+        Raises:
+            ModelError: The endpoint failed or is unreachable (the message has no secrets).
+        """
+        try:
+            page = await self._client.with_options(timeout=timeout_s).models.list()
+        except openai.APIStatusError as exc:
+            message = self._clean(str(exc.message))
+            raise ModelError(
+                f"{self._url} answered HTTP {exc.status_code}: {message}", status=exc.status_code
+            ) from exc
+        except openai.APIError as exc:
+            raise ModelError(f"{self._url} is unreachable: " + self._clean(str(exc))) from exc
+        return sorted(m.id for m in page.data)
+
     def _plan(self, kind: CallKind, reasoning: Reasoning) -> _Request:
         support = self._support
         effort = None
@@ -244,6 +267,7 @@ class OpenAIClient:
         request: _Request,
         messages: Sequence[Message],
         on_delta: DeltaSink | None,
+        options: Mapping[str, ModelOption],
         *,
         retries: int,
     ) -> tuple[str, Any]:
@@ -259,7 +283,8 @@ class OpenAIClient:
         client = self._client
         if retries != self._settings.max_retries:
             client = client.with_options(max_retries=retries)
-        common = self._arguments(request, messages)
+        # The turn's model options (temperature, max_tokens, ...) ride along with every request.
+        common = {**self._arguments(request, messages), **options}
         if not request.stream:
             try:
                 response = await client.chat.completions.create(**common)
@@ -457,3 +482,9 @@ async def probe_endpoint(settings: ModelSettings) -> tuple[bool, str]:
     """Check the configured endpoint answers; see ``OpenAIClient.probe``."""
     async with OpenAIClient(settings) as client:
         return await client.probe()
+
+
+async def endpoint_models(settings: ModelSettings) -> list[str]:
+    """The models the configured endpoint lists; see ``OpenAIClient.models``."""
+    async with OpenAIClient(settings) as client:
+        return await client.models()

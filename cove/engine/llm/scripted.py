@@ -25,6 +25,7 @@ from cove.engine.llm.client import (
     prompt_chars,
 )
 from cove.errors import ConfigError, ModelError
+from cove.persistence.records import ModelOption
 
 ReplyFunction: TypeAlias = Callable[[Sequence[Message]], "str | Mapping[str, Any]"]
 ScriptedReply: TypeAlias = str | Mapping[str, Any] | ReplyFunction | ModelError
@@ -101,6 +102,7 @@ class ScriptedClient:
         kind: CallKind = "iteration",
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
+        options: Mapping[str, ModelOption] | None = None,
     ) -> Completion:
         """Play the next scripted reply of ``kind`` (see ``LLMClient.complete``)."""
         if self._closed:
@@ -179,6 +181,7 @@ class RecordedClient:
         kind: CallKind = "iteration",
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
+        options: Mapping[str, ModelOption] | None = None,
     ) -> Completion:
         """Return the next recorded reply of ``kind`` (see ``LLMClient.complete``)."""
         if self._closed:

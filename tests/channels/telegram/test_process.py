@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from cove.config import Settings
+from tests.channels.cli.helpers import wait_for_requests
 from tests.channels.telegram.conftest import ALLOWED, BotFactory, GatedModel
-from tests.channels.test_cli import wait_for_requests
 from tests.conftest import FAKE_API_KEY
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.fakes.telegram_server import FakeTelegram

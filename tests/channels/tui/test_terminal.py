@@ -96,7 +96,8 @@ def test_cove_tui_in_tmux(tmp_path: Path) -> None:
 def test_cove_tui_with_an_unknown_id_fails_before_the_screen_opens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from cove.channels.cli.app import EXIT_NOT_FOUND, main
+    from cove.channels.cli import main
+    from cove.channels.cli.exits import EXIT_NOT_FOUND
 
     assert main(["--db", str(tmp_path / "cove.db"), "tui", "nosuch"]) == EXIT_NOT_FOUND
     assert "nosuch" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """The ``cove`` command on the paths a new user hits: signals, odd databases, empty requests.
 
-Real subprocesses on real files against the fake endpoint, like ``test_cli.py``.
+Real files against the fake endpoint; real subprocesses where signals, processes or file modes
+are the point, in process otherwise.
 """
 
 from __future__ import annotations
@@ -12,27 +13,18 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
-from tests.channels.test_cli import SPIN, Cli, reply, wait_for_requests
+from tests.channels.cli.helpers import Cove, CoveProcess, wait_for_requests
+from tests.channels.cli.test_signals import SPIN
 from tests.fakes.openai_server import FakeOpenAI, Fault
+from tests.scripted import reply
 
 
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-def cli(tmp_path: Path, server: FakeOpenAI) -> Cli:
-    return Cli(tmp_path, server)
-
-
-def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+def no_traceback(result: subprocess.CompletedProcess[str] | Result) -> None:
     assert "Traceback" not in result.stdout + result.stderr, result.stderr
 
 
@@ -79,11 +71,11 @@ def wait_for_block_start(proc: subprocess.Popen[str]) -> str:
 
 
 def test_sigterm_cancels_a_run_records_it_stops_workers_and_exits_5(
-    cli: Cli, server: FakeOpenAI
+    proc_cli: CoveProcess, server: FakeOpenAI
 ) -> None:
     server.add_replies(SPIN)
-    cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "60"
-    proc = cli.popen("run", "--events", "spin")
+    proc_cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "60"
+    proc = proc_cli.popen("run", "--events", "spin")
     cid = wait_for_block_start(proc)
     workers = descendants(proc.pid)
     assert workers
@@ -92,17 +84,19 @@ def test_sigterm_cancels_a_run_records_it_stops_workers_and_exits_5(
     assert proc.returncode == 5, err
     assert "Traceback" not in err
     assert not [pid for pid in workers if alive(pid)]
-    turn = cli.json("show", cid)["turns"][0]
+    turn = proc_cli.json("show", cid)["turns"][0]
     assert turn["status"] == "cancelled"
     assert turn["iterations"][0]["status"] == "cancelled"
 
 
-def test_sigterm_in_chat_cancels_the_turn_and_leaves_with_5(cli: Cli, server: FakeOpenAI) -> None:
+def test_sigterm_in_chat_cancels_the_turn_and_leaves_with_5(
+    proc_cli: CoveProcess, server: FakeOpenAI
+) -> None:
     server.add_replies(SPIN)
-    cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "60"
+    proc_cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "60"
     proc = subprocess.Popen(
         [sys.executable, "-m", "cove", "chat"],
-        env=cli.env,
+        env=proc_cli.env,
         text=True,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -112,9 +106,9 @@ def test_sigterm_in_chat_cancels_the_turn_and_leaves_with_5(cli: Cli, server: Fa
     proc.stdin.write("spin\n")
     proc.stdin.flush()
     wait_for_requests(server, 1)
-    [conv] = cli.json("list")
+    [conv] = proc_cli.json("list")
     for _ in range(600):  # the reply is recorded when it arrives (item 8): the block runs next
-        if cli.json("show", conv["id"])["turns"][0]["iterations"][0]["raw_reply"]:
+        if proc_cli.json("show", conv["id"])["turns"][0]["iterations"][0]["raw_reply"]:
             break
     else:
         raise AssertionError("the reply was never recorded")
@@ -123,13 +117,13 @@ def test_sigterm_in_chat_cancels_the_turn_and_leaves_with_5(cli: Cli, server: Fa
     assert proc.returncode == 5, err
     assert "Traceback" not in err
     assert f"conversation {conv['id']} saved" in out
-    assert cli.json("show", conv["id"])["turns"][0]["status"] == "cancelled"
+    assert proc_cli.json("show", conv["id"])["turns"][0]["status"] == "cancelled"
 
 
-def test_sigterm_while_chat_waits_for_input_leaves_cleanly_with_5(cli: Cli) -> None:
+def test_sigterm_while_chat_waits_for_input_leaves_cleanly_with_5(proc_cli: CoveProcess) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "cove", "chat"],
-        env=cli.env,
+        env=proc_cli.env,
         text=True,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -148,29 +142,31 @@ def test_sigterm_while_chat_waits_for_input_leaves_cleanly_with_5(cli: Cli) -> N
 
 
 def test_delete_refuses_a_conversation_whose_turn_runs_elsewhere(
-    cli: Cli, server: FakeOpenAI
+    proc_cli: CoveProcess, server: FakeOpenAI
 ) -> None:
     server.add_replies(reply(["a = 1"], "first"))
-    assert cli("run", "start").returncode == 0
-    [conv] = cli.json("list")
-    server.add_faults(Fault.stall(3.0))
-    server.add_replies(reply(["b = 2"], "slow"))
-    slow = cli.popen("run", "-c", conv["id"], "slow one")
+    assert proc_cli("run", "start").returncode == 0
+    [conv] = proc_cli.json("list")
+    server.add_faults(Fault.stall(120.0))  # until the process is stopped below
+    proc_cli.env["COVE_REQUEST_TIMEOUT_S"] = (
+        "300"  # no client timeout, no retry that ends the stall
+    )
+    slow = proc_cli.popen("run", "-c", conv["id"], "slow one")
     wait_for_requests(server, 2)
-    refused = cli("delete", conv["id"], "--yes")
+    refused = proc_cli("delete", conv["id"], "--yes")
     assert refused.returncode == 6, refused.stderr
     assert "running a turn" in refused.stderr
     no_traceback(refused)
-    out, err = slow.communicate(timeout=30)
-    assert slow.returncode == 0, err
-    assert out.strip() == "slow"
-    assert cli("delete", conv["id"], "--yes").returncode == 0
+    slow.send_signal(signal.SIGTERM)
+    _, err = slow.communicate(timeout=30)
+    assert slow.returncode == 5, err
+    assert proc_cli("delete", conv["id"], "--yes").returncode == 0
 
 
 # --- item 4: another application's SQLite database -------------------------------------------
 
 
-def test_a_foreign_sqlite_database_is_refused_unchanged(cli: Cli) -> None:
+def test_a_foreign_sqlite_database_is_refused_unchanged(cli: Cove) -> None:
     with sqlite3.connect(cli.db) as db:
         db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
         db.execute("INSERT INTO notes (text) VALUES ('buy milk')")
@@ -178,7 +174,7 @@ def test_a_foreign_sqlite_database_is_refused_unchanged(cli: Cli) -> None:
     before = cli.db.read_bytes()
     for command in (("list",), ("run", "hello")):
         result = cli(*command)
-        assert result.returncode == 9, result.stderr
+        assert result.exit_code == 9, result.stderr
         assert "not a cove database" in result.stderr
         assert "another application" in result.stderr
         no_traceback(result)
@@ -201,10 +197,10 @@ def unprivileged(cmd: list[str]) -> list[str]:
     return [setpriv, "--bounding-set=-dac_override,-dac_read_search,-fowner", "--", *cmd]
 
 
-def run_read_only(cli: Cli, *args: str) -> subprocess.CompletedProcess[str]:
+def run_read_only(proc_cli: CoveProcess, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         unprivileged([sys.executable, "-m", "cove", *args]),
-        env=cli.env,
+        env=proc_cli.env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -217,44 +213,46 @@ def tree_bytes(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("what", ["file", "folder"])
 def test_inspection_commands_work_on_a_read_only_database(
-    tmp_path: Path, cli: Cli, server: FakeOpenAI, what: str
+    tmp_path: Path, proc_cli: CoveProcess, server: FakeOpenAI, what: str
 ) -> None:
     folder = tmp_path / "ro"
     folder.mkdir()
-    cli.db = folder / "cove.db"
-    cli.env["COVE_DB"] = str(cli.db)
+    proc_cli.db = folder / "cove.db"
+    proc_cli.env["COVE_DB"] = str(proc_cli.db)
     server.add_replies(reply(["total = 6"], "The total is {{total}}.", title="Sums"))
-    assert cli("run", "add numbers").returncode == 0
-    [conv] = cli.json("list")
+    assert proc_cli("run", "add numbers").returncode == 0
+    [conv] = proc_cli.json("list")
     before = tree_bytes(folder)
-    cli.db.chmod(0o444)
+    proc_cli.db.chmod(0o444)
     if what == "folder":
         folder.chmod(0o555)
     try:
-        probe = run_read_only(cli, "run", "-c", conv["id"], "write something")
+        probe = run_read_only(proc_cli, "run", "-c", conv["id"], "write something")
         assert probe.returncode != 0  # the test really runs without write access
-        listed = run_read_only(cli, "list", "--json")
+        listed = run_read_only(proc_cli, "list", "--json")
         assert listed.returncode == 0, listed.stderr
         assert [c["id"] for c in json.loads(listed.stdout)] == [conv["id"]]
-        shown = run_read_only(cli, "show", conv["id"], "--json")
+        shown = run_read_only(proc_cli, "show", conv["id"], "--json")
         assert shown.returncode == 0, shown.stderr
         assert json.loads(shown.stdout)["turns"][0]["answer"] == "The total is 6."
-        found = run_read_only(cli, "search", "numbers", "--json")
+        found = run_read_only(proc_cli, "search", "numbers", "--json")
         assert found.returncode == 0, found.stderr
         assert json.loads(found.stdout)
-        exported = run_read_only(cli, "export", conv["id"])
+        exported = run_read_only(proc_cli, "export", conv["id"])
         assert exported.returncode == 0, exported.stderr
         assert "The total is 6." in exported.stdout
         for result in (listed, shown, found, exported):
             no_traceback(result)
     finally:
         folder.chmod(0o755)
-        cli.db.chmod(0o644)
+        proc_cli.db.chmod(0o644)
     if what == "folder":
         assert tree_bytes(folder) == before
 
 
-def test_a_read_only_database_with_an_old_schema_says_so(tmp_path: Path, cli: Cli) -> None:
+def test_a_read_only_database_with_an_old_schema_says_so(
+    tmp_path: Path, proc_cli: CoveProcess
+) -> None:
     from tests.persistence.test_store_opening import make_schema_1_database
 
     folder = tmp_path / "ro"
@@ -265,7 +263,7 @@ def test_a_read_only_database_with_an_old_schema_says_so(tmp_path: Path, cli: Cl
     db.chmod(0o444)
     folder.chmod(0o555)
     try:
-        result = run_read_only(cli, "--db", str(db), "list")
+        result = run_read_only(proc_cli, "--db", str(db), "list")
     finally:
         folder.chmod(0o755)
     assert result.returncode == 9, result.stderr
@@ -277,26 +275,26 @@ def test_a_read_only_database_with_an_old_schema_says_so(tmp_path: Path, cli: Cl
 # --- item 6: a folder, or a path in a folder that does not exist -----------------------------
 
 
-def test_a_database_path_that_is_a_folder_says_so(tmp_path: Path, cli: Cli) -> None:
+def test_a_database_path_that_is_a_folder_says_so(tmp_path: Path, cli: Cove) -> None:
     for command in (("list",), ("run", "hi")):
         result = cli("--db", str(tmp_path), *command)
-        assert result.returncode == 9
+        assert result.exit_code == 9
         assert "is a directory" in result.stderr
         no_traceback(result)
 
 
 def test_read_only_commands_create_nothing_and_run_says_once_it_created_the_database(
-    tmp_path: Path, cli: Cli, server: FakeOpenAI
+    tmp_path: Path, cli: Cove, server: FakeOpenAI
 ) -> None:
     db = tmp_path / "new" / "place" / "cove.db"
     for command in (("list",), ("search", "x"), ("show", "abc")):
         result = cli("--db", str(db), *command)
-        assert result.returncode in (0, 7), result.stderr
+        assert result.exit_code in (0, 7), result.stderr
         no_traceback(result)
     assert not (tmp_path / "new").exists()
     server.add_replies(reply(["a = 1"], "one"), reply(["b = 2"], "two"))
     first = cli("--db", str(db), "run", "first")
-    assert first.returncode == 0, first.stderr
+    assert first.exit_code == 0, first.stderr
     assert first.stderr.count(f"created a new database at {db}") == 1
     second = cli("--db", str(db), "run", "second")
     assert "created" not in second.stderr
@@ -306,13 +304,13 @@ def test_read_only_commands_create_nothing_and_run_says_once_it_created_the_data
 # --- item 7: an unopenable database ----------------------------------------------------------
 
 
-def test_an_unopenable_database_fails_without_a_traceback(cli: Cli) -> None:
+def test_an_unopenable_database_fails_without_a_traceback(proc_cli: CoveProcess) -> None:
     for _ in range(5):  # the stray-thread traceback came and went from run to run
-        result = cli("--db", "/proc/cove.db", "run", "hi")
+        result = proc_cli("--db", "/proc/cove.db", "run", "hi")
         assert result.returncode == 9
         assert "cannot open database /proc/cove.db" in result.stderr
         no_traceback(result)
-        listed = cli("--db", "/proc/cove.db", "list")  # nothing there to read, nothing made
+        listed = proc_cli("--db", "/proc/cove.db", "list")  # nothing there to read, nothing made
         assert listed.returncode == 0 and "no conversations" in listed.stdout
         no_traceback(listed)
 
@@ -320,13 +318,13 @@ def test_an_unopenable_database_fails_without_a_traceback(cli: Cli) -> None:
 # --- item 10: an empty request makes no conversation -----------------------------------------
 
 
-def test_an_empty_request_creates_no_conversation(cli: Cli) -> None:
+def test_an_empty_request_creates_no_conversation(cli: Cove) -> None:
     empty = cli("run", "  ")
-    assert empty.returncode == 2
+    assert empty.exit_code == 2
     assert "the request is empty" in empty.stderr
     no_traceback(empty)
     chat = cli("chat", stdin="")
-    assert chat.returncode == 0, chat.stderr
+    assert chat.exit_code == 0, chat.stderr
     assert "saved" not in chat.stdout
     chat = cli("chat", stdin="\n   \n/quit\n")
     assert "saved" not in chat.stdout
@@ -336,16 +334,16 @@ def test_an_empty_request_creates_no_conversation(cli: Cli) -> None:
 # --- item 11: show --turn of a turn that does not exist --------------------------------------
 
 
-def test_show_of_a_missing_turn_names_the_turns_and_exits_7(cli: Cli, server: FakeOpenAI) -> None:
+def test_show_of_a_missing_turn_names_the_turns_and_exits_7(cli: Cove, server: FakeOpenAI) -> None:
     server.add_replies(reply(["a = 1"], "one"), reply(["b = 2"], "two"))
-    assert cli("run", "first").returncode == 0
+    assert cli("run", "first").exit_code == 0
     [conv] = cli.json("list")
-    assert cli("run", "-c", conv["id"], "second").returncode == 0
+    assert cli("run", "-c", conv["id"], "second").exit_code == 0
     result = cli("show", conv["id"], "--turn", "9")
-    assert result.returncode == 7
+    assert result.exit_code == 7
     assert "no turn 9" in result.stderr and "1..2" in result.stderr
     no_traceback(result)
-    assert cli("show", conv["id"], "--turn", "2").returncode == 0
+    assert cli("show", conv["id"], "--turn", "2").exit_code == 0
 
 
 # --- items 8 and 9: kill -9 during a block loses nothing that finished -----------------------
@@ -366,19 +364,19 @@ def wait_for_block(proc: subprocess.Popen[str], index: int) -> str:
 
 
 def test_kill_9_during_a_block_keeps_the_reply_finished_blocks_and_totals(
-    cli: Cli, server: FakeOpenAI
+    proc_cli: CoveProcess, server: FakeOpenAI
 ) -> None:
     server.add_replies(
         reply(["kept = [1, 2, 3]"]),  # a whole first iteration
         reply(["more = sum(kept)", SPIN_CODE], thinking="sum, then spin"),  # type: ignore[list-item]
     )
-    cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "60"
-    proc = cli.popen("run", "--events", "long task")
+    proc_cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "60"
+    proc = proc_cli.popen("run", "--events", "long task")
     cid = wait_for_block(proc, 2)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)
 
-    turn = cli.json("show", cid)["turns"][0]
+    turn = proc_cli.json("show", cid)["turns"][0]
     assert turn["status"] == "interrupted"
     first, second = turn["iterations"]
     assert first["status"] == "ok"
@@ -391,48 +389,21 @@ def test_kill_9_during_a_block_keeps_the_reply_finished_blocks_and_totals(
     assert second["tokens_in"] > 0 and first["tokens_in"] > 0
     assert turn["tokens_in"] == first["tokens_in"] + second["tokens_in"]
     assert turn["tokens_out"] == first["tokens_out"] + second["tokens_out"]
-    assert {v["name"]: v["preview"] for v in cli.json("vars", cid)} == {
+    assert {v["name"]: v["preview"] for v in proc_cli.json("vars", cid)} == {
         "kept": "[1, 2, 3]",
         "more": "6",
     }
-    shown = cli("show", cid)
+    shown = proc_cli("show", cid)
     assert "block 2 of 2 was running when the turn stopped" in shown.stdout
     assert "while True:" in shown.stdout
-    exported = cli("export", cid)
+    exported = proc_cli("export", cid)
     assert "Block 2 of 2 was running when the turn stopped" in exported.stdout
     # A writing open runs crash recovery: it records the same totals the read-only view showed.
     server.add_replies(reply(["len(kept)"], "{{more}}"))
-    resumed = cli("run", "-c", cid, "continue")
+    resumed = proc_cli("run", "-c", cid, "continue")
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "6"
-    recovered = cli.json("show", cid, "--turn", "1")["turns"][0]
+    recovered = proc_cli.json("show", cid, "--turn", "1")["turns"][0]
     assert recovered["status"] == "interrupted"
     assert recovered["tokens_in"] == turn["tokens_in"]
     assert recovered["iterations"][1]["blocks"] == second["blocks"]
-
-
-# --- item 13: attachments are announced to the model -----------------------------------------
-
-
-def test_attached_files_are_announced_recorded_and_replayed(
-    tmp_path: Path, cli: Cli, server: FakeOpenAI
-) -> None:
-    sales = tmp_path / "sales.csv"
-    sales.write_text("month,units\nJan,3\nFeb,9\n")
-    size = len(sales.read_bytes())
-    server.add_replies(
-        reply(["rows = read_file('sales.csv').splitlines()[1:]"]),
-        reply(["best = max(rows, key=lambda r: int(r.split(',')[1]))"], "{{best}}"),
-    )
-    result = cli("run", "--attach", str(sales), "Which month sold most?")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "Feb,9"
-    for request in server.requests:
-        said = "\n".join(m["content"] for m in request["messages"])
-        assert f"- sales.csv ({size:,} bytes)" in said
-    [conv] = cli.json("list")
-    turn = cli.json("show", conv["id"])["turns"][0]
-    assert turn["attachments"] == [["sales.csv", size]]
-    assert all("sales.csv" in it["request_message"] for it in turn["iterations"])
-    replayed = cli("replay", conv["id"])
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr

@@ -1,0 +1,164 @@
+"""The ``cove`` click group, the flags every command accepts, and the one place errors become
+exit codes.
+
+A command is one decorated function in its own module::
+
+    @command(epilog=examples('cove hello'))
+    def hello() -> int:
+        ...
+
+``command`` registers it on the group and adds the global ``--db`` and ``--model`` flags, so they
+work before or after the command name. A command returns its exit code; a ``CoveError`` it
+raises is printed on stderr and mapped to an exit code by ``exit_code_for``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_CODES_HELP, exit_code_for
+from cove.config import Settings, unknown_env_vars
+from cove.errors import CoveError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class CoveGroup(click.Group):
+    """A group whose commands return exit codes and whose ``CoveError`` become exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; map its return value and its errors to the process exit code."""
+        try:
+            code = super().invoke(ctx)
+        except CoveError as exc:
+            click.echo(f"cove: {exc}", err=True)
+            ctx.exit(exit_code_for(exc))
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(EXIT_CANCELLED)
+        if isinstance(code, int) and code:
+            ctx.exit(code)
+        return code
+
+
+def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is not None:
+            ctx.meta[f"cove.{name}"] = value
+
+    return store
+
+
+def global_options(f: F) -> F:
+    """Add ``--db`` and ``--model`` (they may come before or after the command name)."""
+    f = click.option(
+        "--db",
+        metavar="PATH",
+        expose_value=False,
+        callback=_remember("db"),
+        help="Database file (default: $COVE_DB or the user data directory).",
+    )(f)
+    f = click.option(
+        "--model",
+        metavar="NAME",
+        expose_value=False,
+        callback=_remember("model"),
+        help="Model name (default: $COVE_MODEL).",
+    )(f)
+    return f
+
+
+def _cove_version() -> str:
+    try:
+        return version("cove")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
+@click.group(
+    cls=CoveGroup,
+    context_settings=CONTEXT,
+    epilog=EXIT_CODES_HELP,
+)
+@click.version_option(
+    _cove_version(), "--version", "-V", prog_name="cove", message="%(prog)s %(version)s"
+)
+@global_options
+def cove() -> None:
+    """A conversational Python sandbox: the model answers by writing code, and every step is
+    versioned in one SQLite database.
+
+    \b
+    Examples:
+      cove run "What is the 20th Fibonacci number?"
+      cove run -c "and the 30th?"          continue the most recent conversation
+      cat data.csv | cove run "summarise this"
+      cove chat                            talk interactively
+      cove list                            your conversations
+      cove show abc123                     every iteration, block and result
+      cove demo                            an offline tour, no API key needed
+    """
+    warn_unknown_variables(os.environ)
+
+
+def command(name: str | None = None, **kwargs: Any) -> Callable[[F], F]:
+    """Register a command on the ``cove`` group, with the global flags."""
+
+    def register(f: F) -> F:
+        kwargs.setdefault("context_settings", CONTEXT)
+        cove.command(name, **kwargs)(global_options(f))
+        return f
+
+    return register
+
+
+def examples(*lines: str) -> str:
+    """A help epilog listing example invocations, one per line, kept as written."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment and the global flags of the current command."""
+    meta = click.get_current_context().meta
+    return Settings.load(
+        db_path=meta.get("cove.db"),
+        model=meta.get("cove.model"),
+        **overrides,
+    )
+
+
+def unknown_variables(env: Mapping[str, str]) -> list[str]:
+    """The ``COVE_*`` variables in ``env`` that no setting reads (``cove.config``'s list)."""
+    return unknown_env_vars(env)
+
+
+def warn_unknown_variables(env: Mapping[str, str]) -> None:
+    """Warn once on stderr about every ``COVE_*`` variable that no setting reads."""
+    for name in unknown_variables(env):
+        click.echo(f"cove: warning: {name} matches no setting (ignored)", err=True)
+
+
+def when(timestamp: float | None) -> str:
+    """A timestamp as local ``YYYY-MM-DD HH:MM``."""
+    if timestamp is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def program() -> str:
+    """How to invoke ``cove`` again: ``cove`` when that is on PATH, else the path used now."""
+    used = sys.argv[0]
+    if Path(used).name != "cove" or shutil.which("cove") == os.path.abspath(used):
+        return "cove"
+    return os.path.relpath(used)

@@ -1,0 +1,173 @@
+"""The slash commands of ``cove chat``: one function per command, looked up in a table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+
+from cove.channels.cli.options import ModelOptions
+from cove.channels.cli.render import cut, line, print_table
+from cove.channels.cli.transcript_view import show_transcript
+from cove.conversation import Conversations
+from cove.errors import CoveError
+
+Sync = Callable[[Coroutine[Any, Any, Any]], Any]
+
+HELP = """Chat commands:
+  /help            this list
+  /exit, /quit     leave (also exit or quit alone, Ctrl-D, or Ctrl-C twice)
+  /vars            the conversation's variables
+  /var NAME        every version of one variable
+  /show            the whole conversation: iterations, code, results
+  /fork N          continue in a new branch from turn N
+  /model NAME      use another model for the next turns
+  /cancel          drop the multi-line message being written
+  !multi ... !end  a multi-line message: the lines between !multi and !end"""
+
+
+class Leave(Exception):
+    """The person asked to leave the chat."""
+
+
+@dataclass
+class ChatState:
+    """What a chat is on: the conversation (None until the first turn) and the model."""
+
+    convs: Conversations
+    console: Console
+    model: str
+    max_iterations: int | None
+    options: ModelOptions = field(default_factory=dict)  # -o: sent with every turn
+    conversation_id: str | None = None
+
+
+def run_chat_command(state: ChatState, text: str, sync: Sync) -> bool:
+    """Run ``text`` if it is a chat command; False when it is a request for the model.
+
+    Raises:
+        Leave: The command was /exit, /quit, exit or quit.
+    """
+    if text in ("exit", "quit"):
+        raise Leave
+    if not text.startswith("/"):
+        return False
+    name, _, arg = text.partition(" ")
+    handler = COMMANDS.get(name)
+    if handler is None:
+        state.console.print(line((f"unknown command {name}; /help lists them", "yellow")))
+        return True
+    try:
+        handler(state, arg.strip(), sync)
+    except CoveError as exc:
+        state.console.print(line((f"{exc}", "red")))
+    return True
+
+
+def _help(state: ChatState, arg: str, sync: Sync) -> None:
+    state.console.print(HELP, markup=False, highlight=False)
+
+
+def _leave(state: ChatState, arg: str, sync: Sync) -> None:
+    raise Leave
+
+
+def _no_conversation(state: ChatState) -> bool:
+    if state.conversation_id is None:
+        state.console.print(
+            line(("nothing yet: the conversation starts with your first request", "dim"))
+        )
+        return True
+    return False
+
+
+def _vars(state: ChatState, arg: str, sync: Sync) -> None:
+    if _no_conversation(state):
+        return
+    rows = sorted(
+        sync(state.convs.variables(state.conversation_id or "")).values(), key=lambda v: v.name
+    )
+    if not rows:
+        state.console.print("no variables yet")
+        return
+    print_table(
+        state.console,
+        ("name", "version", "type", "turn", "preview"),
+        [
+            (v.name, str(v.version), v.type_name, str(v.turn_position), cut(v.preview, 80))
+            for v in rows
+        ],
+    )
+
+
+def _var(state: ChatState, arg: str, sync: Sync) -> None:
+    if not arg:
+        state.console.print(line(("usage: /var NAME", "yellow")))
+        return
+    if _no_conversation(state):
+        return
+    rows = sync(state.convs.var_history(state.conversation_id or "", arg))
+    if not rows:
+        state.console.print(line((f"no variable {arg}", "yellow")))
+        return
+    print_table(
+        state.console,
+        ("version", "kind", "type", "turn", "preview"),
+        [
+            (str(v.version), v.kind, v.type_name, str(v.turn_position), cut(v.preview, 200))
+            for v in rows
+        ],
+    )
+
+
+def _show(state: ChatState, arg: str, sync: Sync) -> None:
+    if _no_conversation(state):
+        return
+    transcript = sync(state.convs.inspect(state.conversation_id or ""))
+    show_transcript(state.console, transcript, state.convs.settings)
+
+
+def _fork(state: ChatState, arg: str, sync: Sync) -> None:
+    if not arg.isdigit() or int(arg) < 1:
+        state.console.print(line(("usage: /fork N (a turn number)", "yellow")))
+        return
+    if _no_conversation(state):
+        return
+    record = sync(state.convs.fork(state.conversation_id or "", at_turn=int(arg)))
+    state.conversation_id = record.id
+    state.console.print(line((f"now in fork {record.id} (from turn {arg})", "cyan")))
+
+
+def _model(state: ChatState, arg: str, sync: Sync) -> None:
+    if not arg:
+        state.console.print(line((f"model {state.model}; /model NAME changes it", "dim")))
+        return
+    state.convs.check_model(arg)
+    state.model = arg
+    state.console.print(line((f"model {arg} for the next turns", "cyan")))
+
+
+def _cancel(state: ChatState, arg: str, sync: Sync) -> None:
+    state.console.print(
+        line(
+            (
+                "nothing to cancel: Ctrl-C cancels a running turn; /cancel drops a !multi message",
+                "dim",
+            )
+        )
+    )
+
+
+COMMANDS: dict[str, Callable[[ChatState, str, Sync], None]] = {
+    "/help": _help,
+    "/exit": _leave,
+    "/quit": _leave,
+    "/vars": _vars,
+    "/var": _var,
+    "/show": _show,
+    "/fork": _fork,
+    "/model": _model,
+    "/cancel": _cancel,
+}

@@ -1,0 +1,124 @@
+"""A conversation's transcript for people: ``cove show`` and the chat's ``/show``.
+
+Iterations and blocks are numbered from 1, as in the JSON output and the Markdown export.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rich.console import Console
+from rich.syntax import Syntax
+
+from cove.channels.cli.base import when
+from cove.channels.cli.render import cut, line
+from cove.config import Settings
+from cove.conversation import IterationRecord, Transcript, TurnRecord, VarVersionRecord
+
+
+def show_transcript(
+    console: Console,
+    transcript: Transcript,
+    settings: Settings,
+    prompts: Mapping[str, str] | None = None,
+) -> None:
+    """Print every turn; with ``prompts`` (digest → text), the exact prompts too."""
+    conv = transcript.conversation
+    console.print(
+        line(
+            (conv.title or "(untitled)", "bold"),
+            f"  {conv.id}  ",
+            (f"{conv.channel}, created {when(conv.created_at)}", "dim"),
+        )
+    )
+    if conv.parent_id:
+        console.print(line((f"forked from {conv.parent_id} at turn {conv.fork_turn}", "dim")))
+    for digest, text in (prompts or {}).items():
+        console.rule(f"system prompt {digest[:12]}")
+        console.print(text, markup=False)
+    for turn in transcript.turns:
+        versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
+        priced = turn.model is not None and settings.model.price_of(turn.model) is not None
+        _turn(console, turn, versions, prompts is not None, priced)
+    if not transcript.turns:
+        console.print("[dim]no turns yet[/dim]")
+
+
+def _turn(
+    console: Console,
+    turn: TurnRecord,
+    versions: Sequence[VarVersionRecord],
+    prompts: bool,
+    priced: bool,
+) -> None:
+    console.rule(f"turn {turn.position} · {turn.status}")
+    console.print(line(("request: ", "bold"), cut(turn.request, 2000)))
+    for it in turn.iterations:
+        _iteration(console, it, prompts)
+    if versions:
+        written = ", ".join(
+            f"{v.name} v{v.version} ({v.kind if v.kind != 'value' else v.type_name})"
+            for v in versions
+        )
+        console.print(line(("variables written: ", "magenta"), written))
+    if turn.answer:
+        console.print(line(("answer: ", "bold green"), turn.answer))
+    if turn.error:
+        console.print(line((f"error: {turn.error}", "red")))
+    cost = f"${turn.cost_usd:.4f}" if priced else "cost unknown (model not in the price table)"
+    usage = f"{turn.tokens_in:,} in + {turn.tokens_out:,} out tokens · {cost} · model {turn.model}"
+    if turn.model_options:
+        usage += " · " + ", ".join(f"{k}={v}" for k, v in turn.model_options.items())
+    console.print(line((usage, "dim")))
+
+
+def _iteration(console: Console, it: IterationRecord, prompts: bool) -> None:
+    console.print(
+        f"[cyan]iteration {it.position + 1}[/cyan] [dim]{it.status} · "
+        f"{it.tokens_in}+{it.tokens_out} tokens · model {it.llm_ms:.0f} ms · "
+        f"seed {it.seed}[/dim]"
+    )
+    for note in it.steering:
+        console.print(line(("you, while it ran: ", "yellow"), cut(note, 2000)))
+    if prompts:
+        console.print(
+            line((f"system prompt {it.system_prompt_hash[:12]}; request message:", "dim"))
+        )
+        console.print(it.request_message, markup=False)
+        console.print(line(("context message:", "dim")))
+        console.print(it.context_message, markup=False)
+    if it.parse_error:
+        console.print(line(("reply problem: ", "red"), cut(it.parse_error)))
+    if it.thinking:
+        console.print(line((cut(it.thinking, 1000), "dim italic")))
+    total = max(len(it.planned_blocks), len(it.blocks))
+    for block in it.blocks:
+        # A labelled rule between blocks: consecutive blocks never read as one.
+        console.print(line((f"── block {block.position + 1} of {total} ", "blue")))
+        console.print(Syntax(block.code, "python", theme="ansi_dark"))
+        _block_result(console, block.stdout, block.ok, block.result_preview, block.error)
+    if it.running_block is not None:
+        console.print(
+            line(
+                (
+                    f"── block {it.running_block + 1} of {len(it.planned_blocks)} was running "
+                    "when the turn stopped:",
+                    "yellow",
+                )
+            )
+        )
+        console.print(Syntax(it.planned_blocks[it.running_block], "python", theme="ansi_dark"))
+    for sq in it.subqueries:
+        answer = cut(sq.reply or sq.error or "", 200)
+        console.print(line((f"llm_query: {cut(sq.prompt, 200)} → {answer}", "dim")))
+
+
+def _block_result(
+    console: Console, stdout: str, ok: bool, preview: str | None, error: str | None
+) -> None:
+    if stdout:
+        console.print(cut(stdout.rstrip()), markup=False)
+    if not ok:
+        console.print(line(("✗ " + cut(error or "failed"), "red")))
+    elif preview is not None:
+        console.print(f"→ {cut(preview)}", markup=False)

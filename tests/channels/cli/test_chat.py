@@ -1,0 +1,108 @@
+"""``cove chat`` read from stdin, in process: requests, chat commands, multi-line input, recap."""
+
+from __future__ import annotations
+
+from tests.channels.cli.helpers import Cove
+from tests.fakes.openai_server import FakeOpenAI
+from tests.scripted import reply
+
+
+def test_chat_reads_lines_until_end_of_input(cli: Cove, server: FakeOpenAI) -> None:
+    server.add_replies(reply(["x = 5"], "x is {{x}}"), reply(["x * 2"], "doubled {{x}}"))
+    result = cli("chat", stdin="set x\n\nuse x\n")
+    assert result.exit_code == 0, result.stderr
+    assert "x is 5" in result.stdout and "doubled 5" in result.stdout
+    [conv] = cli.json("list")
+    assert conv["turn_count"] == 2
+    assert f"conversation {conv['id']} saved" in result.stdout
+
+
+def test_chat_commands(cli: Cove, server: FakeOpenAI) -> None:
+    server.add_replies(
+        reply(["x = 5", "y = [1, 2]"], "set"),
+        reply(["x = x + 1"], "x is {{x}}"),
+        reply(["z = x * 100"], "z is {{z}}"),
+    )
+    script = "\n".join(
+        [
+            "/help",
+            "/vars",  # nothing yet
+            "set x and y",
+            "bump x",
+            "/vars",
+            "/var x",
+            "/show",
+            "/model other-model",
+            "/model",
+            "/model fake-model",
+            "/fork 1",
+            "/vars",
+            "scale x",
+            "/cancel",
+            "/nonsense",
+            "/exit",
+            "never sent",
+        ]
+    )
+    result = cli("chat", stdin=script + "\n")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "/fork N" in out and "!multi" in out  # /help
+    assert "nothing yet: the conversation starts with your first request" in out
+    assert "x is 6" in out
+    vars_tables = out.split("name\tversion\ttype\tturn\tpreview\n")
+    assert len(vars_tables) == 3  # /vars twice with variables (piped: tab-separated)
+    assert "x\t2\tint\t2\t6" in vars_tables[1]
+    assert "version\tkind\ttype\tturn\tpreview\n1\tvalue\tint\t1\t5\n2\tvalue\tint\t2\t6" in out
+    assert "── block 2 of 2" in out  # /show
+    assert "model other-model for the next turns" in out and "model other-model;" in out
+    assert "now in fork" in out
+    assert "x\t1\tint\t1\t5" in vars_tables[2]  # the fork starts from turn 1: x is 5
+    assert "z is 500" in out
+    assert "nothing to cancel" in out and "unknown command /nonsense" in out
+    assert len(server.requests) == 3  # "never sent" was after /exit
+    models = [r["model"] for r in server.requests]
+    assert models == ["fake-model", "fake-model", "fake-model"]
+    original, fork = cli.json("list")[::-1]
+    assert original["turn_count"] == 2 and fork["parent_id"] == original["id"]
+
+
+def test_model_switch_is_used_for_the_next_turn(cli: Cove, server: FakeOpenAI) -> None:
+    server.add_replies(reply(["a = 1"], "one"))
+    result = cli("chat", stdin="/model other-model\nhello\nquit\n")
+    assert result.exit_code == 0, result.stderr
+    assert [r["model"] for r in server.requests] == ["other-model"]
+
+
+def test_multi_line_input_and_dropping_it(cli: Cove, server: FakeOpenAI) -> None:
+    server.add_replies(reply(["n = 3"], "three lines"))
+    script = "!multi\nfirst line\n/cancel\n!multi\nline one\n\nline three\n!end\nexit\n"
+    result = cli("chat", stdin=script)
+    assert result.exit_code == 0, result.stderr
+    assert "dropped" in result.stdout
+    [conv] = cli.json("list")
+    [turn] = cli.json("show", conv["id"])["turns"]
+    assert turn["request"] == "line one\n\nline three"
+
+
+def test_resuming_a_chat_prints_a_recap_of_the_last_turns(cli: Cove, server: FakeOpenAI) -> None:
+    server.add_replies(*(reply([f"v{i} = {i}"], f"answer {i}") for i in range(1, 5)))
+    first = cli("chat", stdin="request 1\nrequest 2\nrequest 3\nrequest 4\n")
+    assert first.exit_code == 0, first.stderr
+    [conv] = cli.json("list")
+    resumed = cli("chat", conv["id"][:8], stdin="")
+    assert resumed.exit_code == 0, resumed.stderr
+    out = resumed.stdout
+    assert f"conversation {conv['id']}" in out
+    assert "the last 3 turn(s) of 4" in out
+    assert "turn 1 · you" not in out
+    for i in (2, 3, 4):
+        assert f"turn {i} · you: request {i}" in out and f"cove: answer {i}" in out
+
+
+def test_a_chat_left_at_once_creates_nothing(cli: Cove) -> None:
+    for script in ("", "\n   \n/quit\n", "exit\n"):
+        result = cli("chat", stdin=script)
+        assert result.exit_code == 0, result.stderr
+        assert "saved" not in result.stdout
+    assert cli.json("list") == []
