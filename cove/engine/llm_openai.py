@@ -30,13 +30,13 @@ import openai
 from openai import AsyncOpenAI, omit
 
 from cove.config import Settings
+from cove.engine.budgets import estimate_tokens
 from cove.engine.llm import (
     CallKind,
     Completion,
     DeltaSink,
     Message,
     Reasoning,
-    estimate_tokens,
     prompt_chars,
 )
 from cove.engine.protocol import REPLY_SCHEMA
@@ -249,6 +249,12 @@ class OpenAIClient:
             if text and on_delta is not None:
                 await on_delta(text)
             return text, response.usage
+        return await self._stream(request, common, on_delta)
+
+    async def _stream(
+        self, request: _Request, common: dict[str, Any], on_delta: DeltaSink | None
+    ) -> tuple[str, Any]:
+        """A streamed round-trip: the first choice's text, passed on as it comes, and usage."""
         stream_options: Any = {"include_usage": True} if request.stream_usage else omit
         stream = await self._client.chat.completions.create(
             **common, stream=True, stream_options=stream_options

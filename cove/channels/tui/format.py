@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 
+from cove.text import cut as bounded
+
 PREVIEW_CHARS = 2000
 
 
 def cut(text: str, limit: int = PREVIEW_CHARS) -> str:
     """Cut ``text`` to ``limit`` characters with a visible marker (sandbox output is unbounded)."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f" …[{len(text) - limit:,} more chars]"
+    return bounded(text, limit, "")
 
 
 def one_line(text: str, limit: int = 80) -> str:

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from cove.channels.tui.format import cut, duration, one_line
-from cove.events import VarChange
+from cove.results import VarVersion
 
 
 def code_piece(code: str) -> RenderableType:
@@ -130,10 +130,10 @@ class IterationView(Widget, can_focus=True):
             self._add(Text(f"✗ {what} after {duration(duration_ms)}: {cut(error or '')}", "red"))
         self._refresh()
 
-    def add_vars(self, changes: Sequence[VarChange]) -> None:
+    def add_vars(self, changes: Sequence[VarVersion]) -> None:
         """Variables the iteration wrote."""
         shown = ", ".join(
-            f"{c.name} deleted" if c.kind == "deleted" else f"{c.name} v{c.version} ({c.type})"
+            f"{c.name} deleted" if c.kind == "deleted" else f"{c.name} v{c.version} ({c.type_name})"
             for c in changes[:12]
         )
         more = f" +{len(changes) - 12} more" if len(changes) > 12 else ""

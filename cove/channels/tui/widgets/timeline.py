@@ -25,7 +25,6 @@ from cove.events import (
     SteerReceived,
     TurnFinished,
     TurnStarted,
-    VarChange,
     VarsChanged,
 )
 
@@ -85,9 +84,7 @@ class Timeline(VerticalScroll):
                 )
             written = versions.get((turn.position, it.position))
             if written:
-                iteration.add_vars(
-                    [VarChange(v.name, v.version, v.type_name, v.preview, v.kind) for v in written]
-                )
+                iteration.add_vars([v.var_version() for v in written])
             for text in it.steering:
                 iteration.add_note(f"you (steering): {text}")
         if turn.status != "running":
@@ -127,14 +124,15 @@ class Timeline(VerticalScroll):
         elif isinstance(event, BlockFinished):
             target = turn.iterations.get(event.iteration)
             if target is not None and target.live:
+                block = event.block
                 target.add_block(
-                    ok=event.ok,
-                    result_preview=event.result_preview,
-                    stdout=event.stdout,
-                    stderr=event.stderr,
-                    error=event.error,
-                    duration_ms=event.duration_ms,
-                    timed_out=event.timed_out,
+                    ok=block.ok,
+                    result_preview=block.result_preview,
+                    stdout=block.stdout,
+                    stderr=block.stderr,
+                    error=block.error,
+                    duration_ms=block.duration_ms,
+                    timed_out=block.timed_out,
                 )
         elif isinstance(event, VarsChanged):
             target = turn.iterations.get(event.iteration)
