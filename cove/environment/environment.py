@@ -157,15 +157,7 @@ class Environment:
                 lost.add(record.name)
                 self._lost_on_open[record.name] = record.type_name
                 continue
-            self.var_index.record(
-                record.name,
-                record.version,
-                snap.kind,
-                snap.type_name,
-                snap.preview,
-                snap.size,
-                snap.signature,
-            )
+            self.var_index.add(replace(snap, version=record.version))
         restored = tuple(r.name for r in live if r.name not in lost)
         self.restored = RestartReport(
             reason=REOPEN_REASON, restored=restored, lost=tuple(sorted(lost))
@@ -248,16 +240,9 @@ class Environment:
                     preview=snap.preview or "deleted",
                 )
             version = self.var_index.next_version(snap.name)
-            writes.append(replace(snap, version=version, block_position=position))
-            self.var_index.record(
-                snap.name,
-                version,
-                snap.kind,
-                snap.type_name,
-                snap.preview,
-                snap.size,
-                snap.signature,
-            )
+            numbered = replace(snap, version=version, block_position=position)
+            writes.append(numbered)
+            self.var_index.add(numbered)
         return tuple(writes)
 
     def forget_after_block(self, names: Sequence[str]) -> None:
