@@ -36,7 +36,7 @@ from cove.channels.web import create_app
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
 from cove.engine.llm import Completion, LLMClient
-from cove.engine.llm_scripted import ScriptedClient
+from cove.engine.llm.scripted import ScriptedClient
 
 CHROMIUM = Path("/usr/bin/chromium")
 

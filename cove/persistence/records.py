@@ -3,8 +3,8 @@
 Write shapes (``*Write``, and the shared ``BlockResult`` and ``VarVersion`` of
 ``cove.results``) are built by the engine and handed to ``Store``; record shapes (``*Record``)
 come back from the read API, a stored block or variable version extending the shared shape with
-where it is stored. All are frozen dataclasses; encoded values are the
-codec's JSON text (see ``codec.py``), never pickles.
+where it is stored. All are frozen dataclasses; encoded values are the codec's JSON text (see
+``cove.codec``), never pickles.
 """
 
 from __future__ import annotations

@@ -1,0 +1,312 @@
+"""The modules sandbox code may import, as curated read-only namespaces.
+
+A real module object is never handed to the sandbox: its public attributes chain to everything
+(``re.enum.sys``, ``json.codecs.open``, ``datetime.sys``, ``uuid.os``). ``import x`` yields a
+``ModuleNamespace`` holding only selected functions, classes and constants of ``x``. Modules whose
+behaviour depends on the outside world are bound to the block: ``random`` and ``uuid.uuid4`` to one
+``random.Random`` seeded per block, ``time.time`` to the block's recorded clock (``datetime``'s
+``now``/``today`` are redirected by the attribute guard). Callables that generate code or take
+names from data are replaced by checked stand-ins (``wrapped.py``). Every name handed out here
+has an audit verdict in ``docs/sandbox-allowlist.md`` (a test keeps the two in sync), and every
+module is covered by a reachability test (``tests/environment/test_policy.py``) and escape tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import collections
+import csv
+import dataclasses
+import datetime
+import decimal
+import enum
+import fractions
+import hashlib
+import heapq
+import itertools
+import json
+import math
+import random
+import re
+import statistics
+import string
+import textwrap
+import time
+import typing
+import unicodedata
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from cove.environment.sandbox.worker import wrapped
+from cove.environment.sandbox.worker.guards import BlockClock, ReadOnlyNamespace
+
+
+class ModuleNamespace(ReadOnlyNamespace):
+    """A read-only stand-in for a module: attribute access to selected members only."""
+
+    __slots__ = ("_members", "_module_name")
+
+    def __init__(self, name: str, members: dict[str, Any]) -> None:
+        object.__setattr__(self, "_module_name", name)
+        object.__setattr__(self, "_members", dict(members))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._members[name]
+        except KeyError:
+            raise AttributeError(
+                f"module {self._module_name!r} has no attribute {name!r} in the sandbox"
+            ) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"module {self._module_name!r} is read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"module {self._module_name!r} is read-only")
+
+    def __dir__(self) -> list[str]:
+        return sorted(self._members)
+
+    def __repr__(self) -> str:
+        return f"<module {self._module_name!r}>"
+
+    @property
+    def module_name(self) -> str:
+        """The name the sandbox imports this namespace under."""
+        return str(object.__getattribute__(self, "_module_name"))
+
+    def members(self) -> dict[str, Any]:
+        """A copy of the members (host side only: the sandbox cannot reach underscore names)."""
+        return dict(object.__getattribute__(self, "_members"))
+
+
+def _pick(module: Any, names: Iterable[str]) -> dict[str, Any]:
+    return {name: getattr(module, name) for name in names}
+
+
+def _public(module: Any, *, exclude: Iterable[str] = ()) -> dict[str, Any]:
+    skip = set(exclude)
+    return {
+        name: getattr(module, name)
+        for name in dir(module)
+        if not name.startswith("_") and name not in skip
+    }
+
+
+class BlockRandom:
+    """The one source of randomness of a worker, reseeded by the host before every block."""
+
+    def __init__(self) -> None:
+        self.rng = random.Random(0)
+
+    def seed(self, seed: int) -> None:
+        """Reseed for a block."""
+        self.rng.seed(seed)
+
+    def new_random(self, seed: Any = None) -> random.Random:
+        """A private ``Random``; without a seed it derives one from the block's generator."""
+        return random.Random(self.rng.getrandbits(64) if seed is None else seed)
+
+    def uuid4(self) -> uuid.UUID:
+        """A version-4 UUID drawn from the block's generator."""
+        return uuid.UUID(int=self.rng.getrandbits(128), version=4)
+
+
+_RANDOM_FUNCTIONS = (
+    "random", "uniform", "randint", "randrange", "choice", "choices", "shuffle", "sample",
+    "gauss", "normalvariate", "lognormvariate", "expovariate", "vonmisesvariate",
+    "gammavariate", "triangular", "betavariate", "paretovariate", "weibullvariate",
+    "getrandbits", "randbytes", "seed",
+)  # fmt: skip
+
+
+Members = dict[str, Any]
+Builder = Callable[[BlockRandom, BlockClock], Members]
+
+
+def _picked(module: Any, *names: str) -> Builder:
+    """A builder of the named members of ``module``."""
+    return lambda chance, clock: _pick(module, names)
+
+
+def _all_public(module: Any, *exclude: str) -> Builder:
+    """A builder of every public member of ``module`` but ``exclude``."""
+    return lambda chance, clock: _public(module, exclude=exclude)
+
+
+def _random(chance: BlockRandom, clock: BlockClock) -> Members:
+    members = _pick(chance.rng, _RANDOM_FUNCTIONS)
+    members["Random"] = chance.new_random
+    return members
+
+
+def _re(chance: BlockRandom, clock: BlockClock) -> Members:
+    members = _pick(
+        re,
+        ("compile", "search", "match", "fullmatch", "split", "findall", "finditer", "sub",
+         "subn", "escape", "error", "Pattern", "Match"),
+    )  # fmt: skip
+    # Plain ints: the RegexFlag enum class is not needed to combine flags.
+    for flag in ("A", "ASCII", "I", "IGNORECASE", "M", "MULTILINE", "S", "DOTALL",
+                 "X", "VERBOSE", "U", "UNICODE", "NOFLAG"):  # fmt: skip
+        members[flag] = int(getattr(re, flag))
+    return members
+
+
+def _time(chance: BlockRandom, clock: BlockClock) -> Members:
+    return {"time": lambda: clock.now, "sleep": time.sleep}
+
+
+def _collections(chance: BlockRandom, clock: BlockClock) -> Members:
+    members = _pick(collections, ("Counter", "OrderedDict", "defaultdict", "deque", "ChainMap"))
+    members["namedtuple"] = wrapped.namedtuple
+    return members
+
+
+def _uuid(chance: BlockRandom, clock: BlockClock) -> Members:
+    members = _pick(
+        uuid, ("UUID", "uuid3", "uuid5", "NAMESPACE_DNS", "NAMESPACE_URL", "NAMESPACE_OID",
+               "NAMESPACE_X500"),
+    )  # fmt: skip
+    members["uuid4"] = chance.uuid4
+    return members
+
+
+def _dataclasses(chance: BlockRandom, clock: BlockClock) -> Members:
+    # No make_dataclass: its namespace argument would let code define dunder methods.
+    members = _pick(
+        dataclasses,
+        ("field", "fields", "asdict", "astuple", "replace", "is_dataclass",
+         "FrozenInstanceError", "KW_ONLY"),
+    )  # fmt: skip
+    members["dataclass"] = wrapped.dataclass
+    return members
+
+
+def _enum(chance: BlockRandom, clock: BlockClock) -> Members:
+    members = _pick(enum, ("auto", "unique"))
+    members.update(wrapped.ENUM_CLASSES)
+    return members
+
+
+_BUILDERS: dict[str, Builder] = {
+    "base64": _picked(
+        base64,
+        "b64encode", "b64decode", "standard_b64encode", "standard_b64decode", "urlsafe_b64encode",
+        "urlsafe_b64decode", "b32encode", "b32decode", "b32hexencode", "b32hexdecode",
+        "b16encode", "b16decode", "b85encode", "b85decode", "a85encode", "a85decode",
+        "encodebytes", "decodebytes",
+    ),
+    "bisect": _picked(
+        bisect, "bisect", "bisect_left", "bisect_right", "insort", "insort_left", "insort_right"
+    ),
+    "collections": _collections,
+    "csv": _picked(
+        csv,
+        "reader", "writer", "DictReader", "DictWriter", "Sniffer", "Error", "QUOTE_ALL",
+        "QUOTE_MINIMAL", "QUOTE_NONE", "QUOTE_NONNUMERIC", "excel", "excel_tab", "unix_dialect",
+    ),
+    "dataclasses": _dataclasses,
+    "datetime": _picked(
+        datetime,
+        "datetime", "date", "time", "timedelta", "timezone", "tzinfo", "MINYEAR", "MAXYEAR",
+    ),
+    # Not the shared template contexts (DefaultContext...): writable module-wide state.
+    "decimal": _all_public(decimal, "DefaultContext", "BasicContext", "ExtendedContext"),
+    "enum": _enum,
+    "fractions": _picked(fractions, "Fraction"),
+    "hashlib": _picked(
+        hashlib,
+        "md5", "sha1", "sha224", "sha256", "sha384", "sha512", "sha3_224", "sha3_256",
+        "sha3_384", "sha3_512", "shake_128", "shake_256", "blake2b", "blake2s", "new",
+        "algorithms_available", "algorithms_guaranteed", "pbkdf2_hmac",
+    ),
+    "heapq": _picked(
+        heapq,
+        "heappush", "heappop", "heapify", "heapreplace", "heappushpop", "nlargest", "nsmallest",
+        "merge",
+    ),
+    "itertools": _all_public(itertools),
+    "json": _picked(json, "dumps", "loads", "JSONDecodeError"),
+    "math": _all_public(math),
+    "random": _random,
+    "re": _re,
+    "statistics": _picked(
+        statistics,
+        "mean", "fmean", "geometric_mean", "harmonic_mean", "median", "median_low", "median_high",
+        "median_grouped", "mode", "multimode", "quantiles", "pstdev", "pvariance", "stdev",
+        "variance", "correlation", "covariance", "linear_regression", "NormalDist",
+        "StatisticsError",
+    ),
+    # Constants only: Formatter and Template reach attributes through format strings.
+    "string": _picked(
+        string,
+        "ascii_letters", "ascii_lowercase", "ascii_uppercase", "digits", "hexdigits", "octdigits",
+        "punctuation", "printable", "whitespace", "capwords",
+    ),
+    "textwrap": _picked(textwrap, "wrap", "fill", "dedent", "indent", "shorten", "TextWrapper"),
+    "time": _time,
+    # No get_type_hints: it evaluates annotation strings with the real eval.
+    "typing": _picked(
+        typing,
+        "Any", "Callable", "Dict", "FrozenSet", "Generator", "Iterable", "Iterator", "List",
+        "Literal", "Mapping", "NamedTuple", "Optional", "Sequence", "Set", "Tuple", "Union",
+        "cast",
+    ),
+    "unicodedata": _all_public(unicodedata, "ucd_3_2_0"),
+    "uuid": _uuid,
+}  # fmt: skip
+"""How each allowed module's members are built (a module object itself is never handed out)."""
+
+
+def _build(name: str, chance: BlockRandom, clock: BlockClock) -> Members:
+    """The members of the curated module ``name`` (the module list is ``ALLOWED_MODULES``)."""
+    return _BUILDERS[name](chance, clock)
+
+
+ALLOWED_MODULES = tuple(sorted(_BUILDERS))
+"""Every module sandbox code may import."""
+
+
+class ModuleTable:
+    """The curated modules of one worker, built on first import, and the guarded importer."""
+
+    def __init__(self, chance: BlockRandom, clock: BlockClock) -> None:
+        self._chance = chance
+        self._clock = clock
+        self._loaded: dict[str, ModuleNamespace] = {}
+
+    def get(self, name: str) -> ModuleNamespace:
+        """The namespace of module ``name``.
+
+        Raises:
+            ImportError: The module is not on the allow-list.
+        """
+        namespace = self._loaded.get(name)
+        if namespace is None:
+            if name not in ALLOWED_MODULES:
+                raise ImportError(
+                    f"import of {name!r} is not allowed in the sandbox; allowed modules: "
+                    + ", ".join(ALLOWED_MODULES)
+                )
+            namespace = ModuleNamespace(name, _build(name, self._chance, self._clock))
+            self._loaded[name] = namespace
+        return namespace
+
+    def loaded(self) -> dict[str, ModuleNamespace]:
+        """The namespaces imported so far."""
+        return dict(self._loaded)
+
+    def importer(self) -> Callable[..., ModuleNamespace]:
+        """The sandbox's ``__import__``."""
+
+        def sandbox_import(
+            name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+        ) -> ModuleNamespace:
+            if level:
+                raise ImportError("relative imports are not allowed in the sandbox")
+            return self.get(name)
+
+        return sandbox_import
