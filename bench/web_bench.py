@@ -33,7 +33,7 @@ import httpx
 import uvicorn
 
 from cove.channels.web import create_app
-from cove.config import Settings
+from cove.config import ModelSettings, Settings
 from cove.conversation import Conversations, LLMFactory
 from cove.engine.llm import Completion, LLMClient
 from cove.engine.llm.scripted import ScriptedClient
@@ -66,7 +66,7 @@ class TimedClient:
         await self.inner.aclose()
 
     def factory(self) -> LLMFactory:
-        def make(settings: Settings, model: str) -> LLMClient:
+        def make(settings: ModelSettings, model: str) -> LLMClient:
             return self
 
         return make
@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
 
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp)).replace(worker_pool_size=1)
+        settings = Settings.load(env={}, data_dir=Path(tmp)).replace(worker_pool_size=1)
         start = time.perf_counter()
         rich = asyncio.run(populate(settings, args.conversations))
         print(

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cove.config import Settings
+from cove.config import ModelSettings, SandboxSettings
 from cove.engine.answer import AnswerRefused, fill_answer
 from cove.engine.budgets import VAR_INDEX_ROWS
 from cove.engine.context import JournalEntry, context_message, request_message
@@ -75,7 +75,8 @@ class IterationResult:
 class IterationSetup:
     """Everything an iteration needs from its turn."""
 
-    settings: Settings
+    model_settings: ModelSettings  # the price table
+    sandbox: SandboxSettings  # the block timeouts
     store: Store
     env: Environment
     llm: LLMClient
@@ -218,7 +219,7 @@ class Iteration:
         assert self.llm_task is not None
         completion = self.llm_task.result()
         cost = self.setup.control.usage.add(
-            self.setup.settings, completion.model, completion.tokens_in, completion.tokens_out
+            self.setup.model_settings, completion.model, completion.tokens_in, completion.tokens_out
         )
         return Called(completion, cost)
 
@@ -428,7 +429,7 @@ class Iteration:
             return await s.env.run_block(
                 block.code,
                 position=index,
-                timeout_s=_clamp_timeout(s.settings, block.timeout_s),
+                timeout_s=_clamp_timeout(s.sandbox, block.timeout_s),
                 seed=s.inputs.block_seed(turn.position, self.position, index, seed),
                 clock=s.inputs.block_clock(turn.position, self.position, index),
             )
@@ -451,6 +452,6 @@ def _status(
     return "ok"
 
 
-def _clamp_timeout(settings: Settings, requested: float | None) -> float:
+def _clamp_timeout(settings: SandboxSettings, requested: float | None) -> float:
     timeout = settings.block_timeout_s if requested is None else float(requested)
     return min(max(timeout, settings.block_timeout_min_s), settings.block_timeout_max_s)

@@ -118,13 +118,14 @@ class Query:
         )
         started = time.perf_counter()
         control = TurnControl(
-            settings=self.settings,
+            loop=self.settings.loop,
+            model_settings=self.settings.model,
             store=self.store,
             llm=self.llm,
             conversation_id=self.conversation.id,
             request=request,
             last_answer=previous.answer if previous else None,
-            budget=self.options.max_iterations or self.settings.max_iterations,
+            budget=self.options.max_iterations or self.settings.loop.max_iterations,
             title=self.conversation.title,
         )
         control.scheduled_steering = {k: list(v) for k, v in self._steering.items()}
@@ -174,7 +175,7 @@ class Query:
             duration_ms=(time.perf_counter() - started) * 1000,
             error=end.error,
             conversation_id=self.conversation.id,
-            cost_known=self.settings.price_of(self.llm.model) is not None,
+            cost_known=self.settings.model.price_of(self.llm.model) is not None,
         )
 
     async def _previous_turn(self) -> TurnRecord | None:
@@ -193,7 +194,8 @@ class Query:
                 thinking=await self.store.last_thinking(previous.id),
             )
         return IterationSetup(
-            settings=self.settings,
+            model_settings=self.settings.model,
+            sandbox=self.settings.sandbox,
             store=self.store,
             env=self.env,
             llm=self.llm,
@@ -227,9 +229,9 @@ class Query:
             await self.store.last_blocks(self.conversation.id, JOURNAL_ITERATIONS * 8),
         )
         setup = await self._setup(turn, control, previous)
-        policy = TurnPolicy(self.settings.error_budget, self.settings.max_restarts)
+        policy = TurnPolicy(self.settings.loop.error_budget, self.settings.loop.max_restarts)
         state = LoopState(journal_entries=journal.entries())
-        nudge_state = NudgeState(error_budget=self.settings.error_budget)
+        nudge_state = NudgeState(error_budget=self.settings.loop.error_budget)
         signatures: list[str] = []
         streak = Streak()
         last: IterationResult | None = None

@@ -69,8 +69,8 @@ def create_app(
         settings: The configuration (the API key stays on the server).
         llm_factory: Builds model clients (tests pass a scripted one).
         token: The login token; None serves loopback ``Host`` names only, without login.
-        upload_limit: Largest upload in bytes; default ``settings.max_file_read_bytes`` (the
-            sandbox refuses to read larger files anyway).
+        upload_limit: Largest upload in bytes; default ``web_upload_limit_bytes``, else
+            ``max_file_read_bytes`` (the sandbox refuses to read larger files anyway).
     """
 
     @asynccontextmanager
@@ -79,7 +79,9 @@ def create_app(
             state = WebState(
                 settings=settings,
                 convs=convs,
-                upload_limit=upload_limit or settings.max_file_read_bytes,
+                upload_limit=upload_limit
+                or settings.channels.web_upload_limit_bytes
+                or settings.sandbox.max_file_read_bytes,
             )
             app.state.web = state
             try:
