@@ -35,3 +35,14 @@ def cut(text: str, limit: int, hint: str, *, keep_tail: bool = False) -> str:
 def _marker(removed: int, hint: str, middle: bool) -> str:
     note = f"; {hint}" if hint else ""
     return f"…[cut {removed:,} chars{note}]" + ("…" if middle else "")
+
+
+def shown(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters for display, with ``…[N more chars]`` after the cut.
+
+    Unlike ``cut`` the marker is added beyond the limit: a screen shows the first ``limit``
+    characters of the text whole.
+    """
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" …[{len(text) - limit:,} more chars]"

@@ -25,7 +25,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
-from cove.text import cut as bounded
+from cove.text import shown
 
 PREVIEW_CHARS = 400
 
@@ -42,7 +42,7 @@ def line(*parts: str | tuple[str, str]) -> Text:
 
 def cut(text: str, limit: int = PREVIEW_CHARS) -> str:
     """Cut ``text`` to ``limit`` characters with a visible marker."""
-    return bounded(text, limit, "")
+    return shown(text, limit)
 
 
 class ProgressView:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from cove.text import cut as bounded
+from cove.text import shown
 
 PREVIEW_CHARS = 2000
 
@@ -31,7 +31,7 @@ def clean(text: str) -> str:
 
 def cut(text: str, limit: int = PREVIEW_CHARS) -> str:
     """``text`` made safe (``clean``) and cut to ``limit`` characters with a visible marker."""
-    return clean(bounded(text, limit, ""))
+    return clean(shown(text, limit))
 
 
 def one_line(text: str, limit: int = 80) -> str:
