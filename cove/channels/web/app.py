@@ -56,12 +56,24 @@ async def _pygments(request: Request) -> Response:
     return Response(pygments_css(), media_type="text/css")
 
 
+@asynccontextmanager
+async def _conversations(
+    settings: Settings, llm_factory: LLMFactory | None, given: Conversations | None
+) -> AsyncIterator[Conversations]:
+    if given is not None:
+        yield given
+        return
+    async with Conversations.open(settings, llm_factory=llm_factory) as opened:
+        yield opened
+
+
 def create_app(
     settings: Settings,
     *,
     llm_factory: LLMFactory | None = None,
     token: str | None = None,
     upload_limit: int | None = None,
+    convs: Conversations | None = None,
 ) -> Starlette:
     """Build the web app; its lifespan opens (and at the end closes) one ``Conversations``.
 
@@ -71,14 +83,16 @@ def create_app(
         token: The login token; None serves loopback ``Host`` names only, without login.
         upload_limit: Largest upload in bytes; default ``web_upload_limit_bytes``, else
             ``max_file_read_bytes`` (the sandbox refuses to read larger files anyway).
+        convs: An open ``Conversations`` to use instead (``cove serve`` shares one between
+            channels); the app then neither opens nor closes it.
     """
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with Conversations.open(settings, llm_factory=llm_factory) as convs:
+        async with _conversations(settings, llm_factory, convs) as opened:
             state = WebState(
                 settings=settings,
-                convs=convs,
+                convs=opened,
                 upload_limit=upload_limit
                 or settings.channels.web_upload_limit_bytes
                 or settings.sandbox.max_file_read_bytes,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +15,8 @@ from cove.channels.web.sse import Frames
 from cove.config import Settings
 from cove.conversation import Conversations, TurnHandle
 from cove.errors import CoveError
+
+log = logging.getLogger("cove.web")
 
 
 @dataclass
@@ -34,9 +36,12 @@ class WebState:
         async def read() -> None:
             # A turn that fails before it starts (busy elsewhere) ends its stream with the
             # error; watchers of the conversation see what did happen.
-            with contextlib.suppress(CoveError):
+            try:
                 async for _ in handle:
                     pass
+            except CoveError as exc:
+                fields = {"conversation_id": handle.conversation_id, "error": type(exc).__name__}
+                log.info("turn refused", extra={"fields": fields})
 
         task = asyncio.get_running_loop().create_task(read())
         self.drains.add(task)
