@@ -269,12 +269,6 @@ class OpenAIClient:
             if text and on_delta is not None:
                 await on_delta(text)
             return text, response.usage
-        return await self._stream(request, common, on_delta)
-
-    async def _stream(
-        self, request: _Request, common: dict[str, Any], on_delta: DeltaSink | None
-    ) -> tuple[str, Any]:
-        """A streamed round-trip: the first choice's text, passed on as it comes, and usage."""
         stream_options: Any = {"include_usage": True} if request.stream_usage else omit
         stream = await client.chat.completions.create(
             **common, stream=True, stream_options=stream_options
