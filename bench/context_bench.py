@@ -25,7 +25,7 @@ import asyncio
 import json
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stack import bench_stack
 
@@ -45,6 +45,7 @@ from cove.engine.query import Query, TurnOptions
 from cove.environment.var_index import VarEntry
 from cove.events import TurnFinished
 from cove.persistence.records import BlockRecord
+from cove.results import BlockResult
 
 CHECKPOINTS = (10, 50, 100, 200)
 REQUEST = (
@@ -137,14 +138,15 @@ def scripted_workload(iterations: int, seed: int = 7) -> Iterator[IterationRecor
         )
         reply = json.dumps({"thinking": thinking, "code": [code], "answer": None})
         entry = JournalEntry(
-            ref=f"t1.i{i}.1",
-            code=code,
-            ok=True,
-            result=result,
-            stdout=stdout,
-            stderr="",
-            error=None,
-            duration_ms=rng.uniform(5, 1500),
+            f"t1.i{i}.1",
+            BlockResult(
+                position=0,
+                code=code,
+                ok=True,
+                result_preview=result,
+                stdout=stdout,
+                duration_ms=rng.uniform(5, 1500),
+            ),
         )
         variable = VarEntry(
             name=name,
@@ -279,7 +281,7 @@ async def engine_run(records: Sequence[IterationRecord]) -> EngineRun:
         IterationRecord(reply, record.thinking, blocks.get(i, ()), ())
         for i, (reply, record) in enumerate(zip(sent, records, strict=False), start=1)
     ]
-    failed = sum(1 for entries in blocks.values() for e in entries if not e.ok)
+    failed = sum(1 for entries in blocks.values() for e in entries if not e.block.ok)
     return EngineRun(sizes, ran, system[0] if system else "", failed, status)
 
 
@@ -288,25 +290,17 @@ def _entry(iteration: int, block: BlockRecord) -> JournalEntry:
     result = block.result_preview
     if block.result_encoded and codec.is_restorable(block.result_encoded):
         result = repr(codec.decode(block.result_encoded))
-    return JournalEntry(
-        ref=f"t1.i{iteration}.{block.position + 1}",
-        code=block.code,
-        ok=block.ok,
-        result=result,
-        stdout=block.stdout,
-        stderr=block.stderr,
-        error=block.error,
-        duration_ms=block.duration_ms,
-        timed_out=block.timed_out,
-    )
+    shown = replace(block.result(), result_preview=result)
+    return JournalEntry(f"t1.i{iteration}.{block.position + 1}", shown)
 
 
 def _tool_output(entry: JournalEntry) -> str:
-    parts = [f"[{entry.ref}]", entry.stdout]
-    if entry.result is not None:
-        parts.append(f"=> {entry.result}")
-    if entry.error:
-        parts.append(f"error: {entry.error}")
+    block = entry.block
+    parts = [f"[{entry.ref}]", block.stdout]
+    if block.result_preview is not None:
+        parts.append(f"=> {block.result_preview}")
+    if block.error:
+        parts.append(f"error: {block.error}")
     return "\n".join(parts)
 
 

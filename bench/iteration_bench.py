@@ -45,12 +45,11 @@ from cove.engine.query import Query, TurnOptions
 from cove.environment.environment import Environment
 from cove.events import BlockFinished, IterationStarted, TurnFinished
 from cove.persistence.records import (
-    BlockWrite,
     ConversationRecord,
     IterationWrite,
-    VarVersionWrite,
 )
 from cove.persistence.store import Store
+from cove.results import BlockResult, VarVersion
 
 TARGET_P50_MS = 5.0
 PROBES = 200  # repetitions of each piece in the breakdown
@@ -113,8 +112,8 @@ async def run_turn(
     async for event in query.run():
         if isinstance(event, (IterationStarted, TurnFinished)):
             marks.append(time.perf_counter())
-        if isinstance(event, BlockFinished) and not event.ok:
-            raise RuntimeError(f"block {event.code!r} failed: {event.error}")
+        if isinstance(event, BlockFinished) and not event.block.ok:
+            raise RuntimeError(f"block {event.block.code!r} failed: {event.block.error}")
         if isinstance(event, TurnFinished):
             status = event.status
             if event.error:
@@ -182,9 +181,9 @@ async def breakdown(store: Store, env: Environment, conversation_id: str) -> dic
                 status="ok",
                 raw_reply=reply,
                 thinking=f"step {k}",
-                blocks=(BlockWrite(position=0, code=code, ok=True, duration_ms=0.3),),
+                blocks=(BlockResult(position=0, code=code, ok=True, duration_ms=0.3),),
                 var_versions=(
-                    VarVersionWrite(
+                    VarVersion(
                         name="probe",
                         version=k + 1,
                         block_position=0,
@@ -255,7 +254,7 @@ async def fill_turns(store: Store, conversation_id: str, count: int) -> None:
                 raw_reply=json.dumps(replies(1)[0]),
                 thinking=f"thinking about question {k} " * 10,
                 blocks=tuple(
-                    BlockWrite(position=p, code=f"v{k}_{p} = {k}", ok=True, duration_ms=0.3)
+                    BlockResult(position=p, code=f"v{k}_{p} = {k}", ok=True, duration_ms=0.3)
                     for p in range(6)
                 ),
             ),

@@ -161,7 +161,7 @@ async def holding_report(pool: WorkerPool, root: Path) -> None:
         try:
             if setup:
                 made = await client.execute(setup, timeout_s=60, seed=1, clock=0.0)
-                assert made.ok and made.changes, made.error
+                assert made.result.ok and made.changes, made.result.error
             samples = await block_samples(client, TRIVIAL, HOLDING_ROUNDS)
             p50 = statistics.median(samples)
             empty_p50 = empty_p50 or p50

@@ -33,17 +33,18 @@ from pathlib import Path
 
 from cove.persistence.connection import connect, enable_wal, put_blob
 from cove.persistence.migrate import migrate
-from cove.persistence.records import BlockWrite, IterationWrite, ReplyWrite, VarVersionWrite
+from cove.persistence.records import IterationWrite, ReplyWrite
 from cove.persistence.store import Store
+from cove.results import BlockResult, VarVersion
 
 SYSTEM_PROMPT = "You answer by writing Python code. " * 200
 CONTEXT = "[iteration 3/10]\n<journal>\n" + "i2.0 total = sum(prices)\n-> 1234\n" * 60
 REPLY = '{"thinking": "sum the prices", "code": ["total = sum(prices)"]}' * 4
 
 
-def _blocks(n: int) -> tuple[BlockWrite, ...]:
+def _blocks(n: int) -> tuple[BlockResult, ...]:
     return tuple(
-        BlockWrite(
+        BlockResult(
             position=k,
             code=f"value_{k} = compute({n}, {k})\nvalue_{k}",
             ok=True,
@@ -57,7 +58,7 @@ def _blocks(n: int) -> tuple[BlockWrite, ...]:
 
 def _iteration(n: int) -> IterationWrite:
     versions = tuple(
-        VarVersionWrite(
+        VarVersion(
             name=name,
             version=n + 1,
             block_position=k,

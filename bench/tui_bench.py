@@ -42,9 +42,9 @@ from cove.events import (
     ModelReply,
     TurnFinished,
     TurnStarted,
-    VarChange,
     VarsChanged,
 )
+from cove.results import BlockResult, VarVersion
 
 SIZE = (120, 40)
 
@@ -60,18 +60,22 @@ def iteration_events(turn_id: int, n: int, budget: int) -> list[Event]:
             turn_id=turn_id,
             iteration=n,
             index=0,
-            code=code,
-            ok=True,
-            result_preview=str(n * (n + 1) // 2),
-            stdout=f"row {n}\n",
-            stderr="",
-            error=None,
-            duration_ms=3.5,
+            block=BlockResult(
+                position=0,
+                code=code,
+                ok=True,
+                result_preview=str(n * (n + 1) // 2),
+                stdout=f"row {n}\n",
+                duration_ms=3.5,
+            ),
         ),
         VarsChanged(
             turn_id=turn_id,
             iteration=n,
-            changes=(VarChange("total", n, "int", str(n)), VarChange("rows", n, "list", "[…]")),
+            changes=(
+                VarVersion("total", "value", None, "int", str(n), version=n),
+                VarVersion("rows", "value", None, "list", "[…]", version=n),
+            ),
         ),
     ]
 

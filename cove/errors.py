@@ -17,8 +17,7 @@ Each channel maps ``CoveError`` to its surface in one place.
     ├── CodecError           a value cannot be encoded or decoded
     │   └── ValueTooLarge    too large or too deeply nested for a snapshot
     ├── SandboxError         the sandbox worker failed (start-up, crash, protocol)
-    ├── ModelError           the model endpoint failed or answered unusably
-    └── TurnCancelled        a turn was cancelled (raised inside the engine only)
+    └── ModelError           the model endpoint failed or answered unusably
 """
 
 from __future__ import annotations
@@ -117,7 +116,3 @@ class ModelError(CoveError):
         super().__init__(message)
         self.status = status
         self.retryable = retryable
-
-
-class TurnCancelled(CoveError):
-    """Raised inside the engine when the running turn has been cancelled."""

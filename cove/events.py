@@ -15,6 +15,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from cove.results import BlockResult, VarVersion
+
 TurnStatus = Literal[
     "running", "done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"
 ]
@@ -33,18 +35,29 @@ class Event:
 
     def to_json(self) -> dict[str, Any]:
         """The event as a JSON-ready dict with its ``type`` first."""
-        body = {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        body = {
+            f.name: jsonable(getattr(self, f.name), sent=True) for f in dataclasses.fields(self)
+        }
         return {"type": self.type, **body}
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` with dataclasses (events, records) turned into dicts, recursively, for JSON."""
+def jsonable(value: Any, *, sent: bool = False) -> Any:
+    """``value`` with dataclasses (events, records) turned into dicts, recursively, for JSON.
+
+    Args:
+        value: What to turn into JSON types.
+        sent: Leave out the fields marked ``cove.results.LOCAL`` (encoded values), as events do.
+    """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: jsonable(getattr(value, f.name), sent=sent)
+            for f in dataclasses.fields(value)
+            if not (sent and f.metadata.get("local"))
+        }
     if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
+        return [jsonable(v, sent=sent) for v in value]
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v, sent=sent) for k, v in value.items()}
     return value
 
 
@@ -112,41 +125,23 @@ class BlockStarted(Event):
 
 @dataclass(frozen=True)
 class BlockFinished(Event):
-    """A code block finished (or failed, or timed out)."""
+    """A code block finished (or failed, or timed out); ``index`` is 1-based like the model's."""
 
     type: ClassVar[str] = "block_finished"
     turn_id: int
     iteration: int
     index: int
-    code: str
-    ok: bool
-    result_preview: str | None
-    stdout: str
-    stderr: str
-    error: str | None
-    duration_ms: float
-    timed_out: bool = False
-
-
-@dataclass(frozen=True)
-class VarChange:
-    """One variable version written by a block (``kind`` is ``deleted`` for a deletion)."""
-
-    name: str
-    version: int
-    type: str
-    preview: str
-    kind: str = "value"
+    block: BlockResult
 
 
 @dataclass(frozen=True)
 class VarsChanged(Event):
-    """Variables created, changed or deleted by an iteration's blocks."""
+    """Variables created, changed or deleted by an iteration's blocks (``kind`` ``deleted``)."""
 
     type: ClassVar[str] = "vars_changed"
     turn_id: int
     iteration: int
-    changes: tuple[VarChange, ...]
+    changes: tuple[VarVersion, ...]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from cove import events
-from cove.events import Event, ModelReply, TurnFinished, VarChange, VarsChanged
+from cove.events import Event, ModelReply, TurnFinished, VarsChanged
+from cove.results import VarVersion
 
 
 def all_event_classes() -> list[type[Event]]:
@@ -97,7 +98,9 @@ def test_every_event_is_frozen(cls: type[Event]) -> None:
 
 
 def test_nested_values_become_plain_json() -> None:
-    change = VarChange(name="total", version=2, type="int", preview="42")
+    change = VarVersion(
+        name="total", kind="value", encoded="42", type_name="int", preview="42", version=2
+    )
     event = VarsChanged(turn_id=1, iteration=0, changes=(change,))
     assert event.to_json() == {
         "type": "vars_changed",
@@ -105,8 +108,17 @@ def test_nested_values_become_plain_json() -> None:
         "seq": 0,
         "turn_id": 1,
         "iteration": 0,
-        "changes": [
-            {"name": "total", "version": 2, "type": "int", "preview": "42", "kind": "value"}
+        "changes": [  # the encoded value stays out of events
+            {
+                "name": "total",
+                "kind": "value",
+                "type_name": "int",
+                "preview": "42",
+                "size": None,
+                "signature": None,
+                "version": 2,
+                "block_position": 0,
+            }
         ],
     }
     reply = ModelReply(turn_id=1, iteration=0, thinking="t", code=("a = 1", "a"))

@@ -128,6 +128,14 @@ class _Previewer:
         if id(value) in self.path or level >= _MAX_LEVEL:
             return f"{opening}...{closing}"
         self.path.add(id(value))
+        parts = self._parts(value, base, level)
+        self.path.discard(id(value))
+        if len(parts) < len(value):
+            parts.append("...")
+        return _enclosed(value, base, opening, closing, parts)
+
+    def _parts(self, value: Any, base: type, level: int) -> list[str]:
+        """The previews of a container's first entries, until the budget is reached."""
         if base is dict:
             entries: Iterable[str] = (
                 f"{self.show(k, level + 1)}: {self.show(v, level + 1)}"
@@ -142,21 +150,24 @@ class _Previewer:
             used += len(entry) + 2
             if used > self.budget:
                 break
-        self.path.discard(id(value))
-        if len(parts) < len(value):
-            parts.append("...")
-        body = ", ".join(parts)
-        if base is tuple and len(value) == 1:
-            body += ","
-        fields = getattr(kind, "_fields", None) if base is tuple else None
-        if isinstance(fields, tuple) and len(fields) == len(parts):  # a namedtuple
-            body = ", ".join(f"{name}={part}" for name, part in zip(fields, parts, strict=True))
-            return f"{kind.__name__}({body})"
-        text = f"{opening}{body}{closing}"
-        is_plain = kind is base or (kind is deque)
-        if base in (frozenset, deque) or not is_plain:
-            return f"{kind.__name__}({text})"
-        return text
+        return parts
+
+
+def _enclosed(value: Any, base: type, opening: str, closing: str, parts: list[str]) -> str:
+    """A container's entry previews in its brackets, named when it is a subclass."""
+    kind = type(value)
+    body = ", ".join(parts)
+    if base is tuple and len(value) == 1:
+        body += ","
+    fields = getattr(kind, "_fields", None) if base is tuple else None
+    if isinstance(fields, tuple) and len(fields) == len(parts):  # a namedtuple
+        body = ", ".join(f"{name}={part}" for name, part in zip(fields, parts, strict=True))
+        return f"{kind.__name__}({body})"
+    text = f"{opening}{body}{closing}"
+    is_plain = kind is base or (kind is deque)
+    if base in (frozenset, deque) or not is_plain:
+        return f"{kind.__name__}({text})"
+    return text
 
 
 _BRACKETS: dict[type, tuple[str, str]] = {

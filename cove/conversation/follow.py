@@ -16,6 +16,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from cove.conversation.hub import ConversationHub
 from cove.conversation.lease import owner_is_dead
@@ -24,7 +25,7 @@ from cove.conversation.sequence import turn_of
 from cove.errors import CoveError, NotFound
 from cove.events import TitleChanged
 from cove.persistence.connection import MEMORY, connect
-from cove.persistence.records import ConversationRecord
+from cove.persistence.records import ConversationRecord, Transcript
 from cove.persistence.store import Store
 
 #: How often the poller asks SQLite whether anything was committed: often while commits come,
@@ -144,6 +145,20 @@ async def follow(
         hub.close_watchers(exc)
 
 
+@dataclass
+class _Followed:
+    """What a follower remembers between reads of its conversation."""
+
+    title: str | None = None
+    next_lease_check: float = 0.0
+    marker: tuple[object, ...] | None = None
+    running: bool = False
+
+    def wait_s(self) -> float:
+        """How long to wait for a commit before looking again."""
+        return LEASE_CHECK_S if self.running else 5.0
+
+
 async def _follow(
     hub: ConversationHub,
     store: Store,
@@ -151,43 +166,59 @@ async def _follow(
     cost_known: Callable[[str | None], bool],
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
-    cid = hub.conversation_id
-    title: str | None = None
-    next_lease_check = 0.0
-    marker: tuple[object, ...] | None = None
-    running = False
+    state = _Followed()
     async with poller.use():
         seen = poller.version
         while hub.watchers:
             if hub.local_turns == 0:
                 try:
-                    # Most commits are to other conversations: a cheap check comes first.
-                    changed = await store.change_marker(cid)
-                    lease_due = running and time.monotonic() >= next_lease_check
-                    if changed == marker and not lease_due:
-                        seen = await poller.wait(seen, LEASE_CHECK_S if running else 5.0)
-                        continue
-                    marker = changed
-                    transcript = await store.transcript_since(cid, turn_of(hub.last_seq))
+                    transcript = await _changes(hub, store, state)
                 except NotFound:
                     hub.close_watchers()
                     return
                 # Re-checked after the read: a turn that started here meanwhile publishes live.
-                if hub.local_turns == 0:
-                    for event in rebuild(transcript, hub.last_seq, cost_known):
-                        hub.publish_rebuilt(event)
-                    conversation = transcript.conversation
-                    if title is not None and conversation.title not in (None, title):
-                        hub.publish(TitleChanged(title=conversation.title or ""))
-                    title = conversation.title
-                    running = bool(transcript.turns) and transcript.turns[-1].status == "running"
-                    now = time.monotonic()
-                    if running and now >= next_lease_check:
-                        next_lease_check = now + LEASE_CHECK_S
-                        if lease_is_stale(conversation):
-                            await reap(conversation)
-                            continue
-            seen = await poller.wait(seen, LEASE_CHECK_S if running else 5.0)
+                if transcript is not None and hub.local_turns == 0:
+                    stale = _publish(hub, transcript, state, cost_known)
+                    if stale is not None:
+                        await reap(stale)
+                        continue
+            seen = await poller.wait(seen, state.wait_s())
+
+
+async def _changes(hub: ConversationHub, store: Store, state: _Followed) -> Transcript | None:
+    """What was committed since the hub's last event, or None when nothing was.
+
+    Most commits are to other conversations: a cheap check comes first.
+    """
+    changed = await store.change_marker(hub.conversation_id)
+    lease_due = state.running and time.monotonic() >= state.next_lease_check
+    if changed == state.marker and not lease_due:
+        return None
+    state.marker = changed
+    return await store.transcript_since(hub.conversation_id, turn_of(hub.last_seq))
+
+
+def _publish(
+    hub: ConversationHub,
+    transcript: Transcript,
+    state: _Followed,
+    cost_known: Callable[[str | None], bool],
+) -> ConversationRecord | None:
+    """Publish the rebuilt events and a title change; returns the conversation when its running
+    turn's lease is stale (its process is gone) and it must be reaped."""
+    for event in rebuild(transcript, hub.last_seq, cost_known):
+        hub.publish_rebuilt(event)
+    conversation = transcript.conversation
+    if state.title is not None and conversation.title not in (None, state.title):
+        hub.publish(TitleChanged(title=conversation.title or ""))
+    state.title = conversation.title
+    state.running = bool(transcript.turns) and transcript.turns[-1].status == "running"
+    now = time.monotonic()
+    if state.running and now >= state.next_lease_check:
+        state.next_lease_check = now + LEASE_CHECK_S
+        if lease_is_stale(conversation):
+            return conversation
+    return None
 
 
 def lease_is_stale(conversation: ConversationRecord) -> bool:

@@ -99,11 +99,12 @@ async def _sandbox(settings: SandboxSettings) -> Check:
         return Check("sandbox", False, str(exc), "check the resource limits in the settings")
     finally:
         await pool.aclose()
-    if not outcome.ok or outcome.value_preview != "45":
+    result = outcome.result
+    if not result.ok or result.result_preview != "45":
         return Check(
             "sandbox",
             False,
-            f"a test block gave {outcome.error or outcome.value_preview}",
+            f"a test block gave {result.error or result.result_preview}",
             "reinstall cove (`make install`)",
         )
     confined = "not confined (sandbox_confine is off)"

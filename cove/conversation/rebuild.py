@@ -25,7 +25,6 @@ from cove.events import (
     SteerReceived,
     TurnFinished,
     TurnStarted,
-    VarChange,
     VarsChanged,
 )
 from cove.persistence.records import IterationRecord, Transcript, TurnRecord, VarVersionRecord
@@ -114,27 +113,10 @@ def _iteration_events(
         index = block.position + 1
         events.append(BlockStarted(turn_id=turn.id, iteration=number, index=index, code=block.code))
         events.append(
-            BlockFinished(
-                turn_id=turn.id,
-                iteration=number,
-                index=index,
-                code=block.code,
-                ok=block.ok,
-                result_preview=block.result_preview,
-                stdout=block.stdout,
-                stderr=block.stderr,
-                error=block.error,
-                duration_ms=block.duration_ms,
-                timed_out=block.timed_out,
-            )
+            BlockFinished(turn_id=turn.id, iteration=number, index=index, block=block.result())
         )
     if versions and iteration.status != "running":
-        changes = tuple(
-            VarChange(
-                name=v.name, version=v.version, type=v.type_name, preview=v.preview, kind=v.kind
-            )
-            for v in versions
-        )
+        changes = tuple(v.var_version() for v in versions)
         events.append(VarsChanged(turn_id=turn.id, iteration=number, changes=changes))
     return events
 

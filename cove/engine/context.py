@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from cove.engine import budgets as b
 from cove.engine.prompt import system_prompt
 from cove.environment.var_index import VarEntry
+from cove.results import BlockResult
+from cove.text import cut
 
 __all__ = [
     "JOURNAL_ITERATIONS",
@@ -50,25 +52,11 @@ class JournalEntry:
 
     Attributes:
         ref: The block's reference, ``tT.iN.K``, e.g. ``t2.i3.1``.
-        code: The block's source.
-        ok: Whether the block ran without error.
-        result: Preview of the trailing expression's value, None when there is none.
-        stdout: Captured ``print`` output.
-        stderr: Captured error output.
-        error: The error line of a failed block.
-        duration_ms: Wall-clock run time.
-        timed_out: Whether the block was stopped at its time limit.
+        block: The block's result.
     """
 
     ref: str
-    code: str
-    ok: bool
-    result: str | None
-    stdout: str
-    stderr: str
-    error: str | None
-    duration_ms: float
-    timed_out: bool = False
+    block: BlockResult
 
 
 @dataclass(frozen=True)
@@ -78,36 +66,6 @@ class Handover:
     request: str
     answer: str | None
     thinking: str | None
-
-
-def cut(text: str, limit: int, hint: str, *, keep_tail: bool = False) -> str:
-    """``text`` if it fits in ``limit`` characters, else a shortened copy with a visible marker.
-
-    The marker reads ``…[cut 12,345 chars; <hint>]`` and the result is never longer than
-    ``limit``. With ``keep_tail`` the marker goes in the middle and about a third of the kept
-    characters come from the end (where output and tracebacks say what happened last).
-
-    Args:
-        text: The text to bound.
-        limit: The largest length allowed.
-        hint: Where the full text can be found, e.g. ``"the full request is in REQUEST"``.
-        keep_tail: Keep the end of the text as well as the beginning.
-    """
-    if len(text) <= limit:
-        return text
-    # Sizing the marker for the largest possible count keeps the result within the limit.
-    keep = limit - len(_marker(len(text), hint, keep_tail))
-    if keep <= 0:
-        return _marker(len(text), hint, keep_tail)[:limit]
-    tail = keep // 3 if keep_tail else 0
-    head = keep - tail
-    marker = _marker(len(text) - keep, hint, keep_tail)
-    return text[:head] + marker + (text[len(text) - tail :] if tail else "")
-
-
-def _marker(removed: int, hint: str, middle: bool) -> str:
-    note = f"; {hint}" if hint else ""
-    return f"…[cut {removed:,} chars{note}]" + ("…" if middle else "")
 
 
 def request_message(
@@ -257,6 +215,7 @@ def _journal(entries: Sequence[JournalEntry]) -> str:
 
 
 def _entry(entry: JournalEntry, *, compact: bool) -> str:
+    block = entry.block
     limits = (
         (b.COMPACT_CODE_CHARS, b.COMPACT_RESULT_CHARS, b.COMPACT_STDOUT_CHARS)
         if compact
@@ -264,25 +223,25 @@ def _entry(entry: JournalEntry, *, compact: bool) -> str:
     )
     stderr_limit = b.COMPACT_STDERR_CHARS if compact else b.BLOCK_STDERR_CHARS
     error_limit = b.COMPACT_ERROR_CHARS if compact else b.BLOCK_ERROR_CHARS
-    if entry.timed_out:
-        status = f"timed out after {entry.duration_ms:,.0f} ms"
+    if block.timed_out:
+        status = f"timed out after {block.duration_ms:,.0f} ms"
     else:
-        status = "ok" if entry.ok else "failed"
-        if entry.duration_ms >= b.SLOW_BLOCK_MS:
-            status += f" (slow: {entry.duration_ms:,.0f} ms)"
+        status = "ok" if block.ok else "failed"
+        if block.duration_ms >= b.SLOW_BLOCK_MS:
+            status += f" (slow: {block.duration_ms:,.0f} ms)"
     ref = cut(entry.ref, b.BLOCK_REF_CHARS, "")
-    code = cut(entry.code.strip("\n"), limits[0], _SEE_HISTORY, keep_tail=True)
+    code = cut(block.code.strip("\n"), limits[0], _SEE_HISTORY, keep_tail=True)
     lines = [f"[{ref}] {status}", "```python", code, "```"]
-    if entry.result is not None:
-        lines.append(_field("=>", cut(entry.result, limits[1], _SEE_VARIABLE)))
-    if entry.stdout:
-        stdout = cut(entry.stdout.rstrip("\n"), limits[2], _SEE_VARIABLE, keep_tail=True)
+    if block.result_preview is not None:
+        lines.append(_field("=>", cut(block.result_preview, limits[1], _SEE_VARIABLE)))
+    if block.stdout:
+        stdout = cut(block.stdout.rstrip("\n"), limits[2], _SEE_VARIABLE, keep_tail=True)
         lines.append(_field("stdout:", stdout))
-    if entry.stderr:
-        stderr = cut(entry.stderr.rstrip("\n"), stderr_limit, _SEE_HISTORY, keep_tail=True)
+    if block.stderr:
+        stderr = cut(block.stderr.rstrip("\n"), stderr_limit, _SEE_HISTORY, keep_tail=True)
         lines.append(_field("stderr:", stderr))
-    if entry.error:
-        lines.append(_field("error:", cut(entry.error, error_limit, _SEE_HISTORY, keep_tail=True)))
+    if block.error:
+        lines.append(_field("error:", cut(block.error, error_limit, _SEE_HISTORY, keep_tail=True)))
     return "\n".join(lines)
 
 

@@ -23,7 +23,7 @@ from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs
 from cove.engine.journal import block_ref
 from cove.engine.llm import Completion, LLMClient
-from cove.engine.protocol import CodeBlock, ReplyParseError, parse_reply
+from cove.engine.protocol import CodeBlock, Reply, ReplyParseError, parse_reply
 from cove.environment.environment import Environment
 from cove.environment.sandbox.outcome import BlockOutcome
 from cove.errors import ModelError
@@ -36,11 +36,11 @@ from cove.events import (
     ModelReply,
     SandboxRestarted,
     SteerReceived,
-    VarChange,
     VarsChanged,
 )
-from cove.persistence.records import BlockWrite, IterationWrite, ReplyWrite, TurnRecord
+from cove.persistence.records import IterationWrite, ReplyWrite, TurnRecord
 from cove.persistence.store import Store
+from cove.results import BlockResult, VarVersion
 
 IterationOutcome = Literal["ok", "error", "parse_error", "cancelled", "failed"]
 
@@ -88,6 +88,36 @@ class IterationSetup:
     request_message: str = ""  # the request message of every other iteration
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """An iteration's recorded start: its row, seed and the three messages it sends."""
+
+    iteration_id: int
+    seed: int
+    messages: list[dict[str, str]]
+    steering: list[str]
+
+
+@dataclass(frozen=True)
+class BlockDone:
+    """A block's outcome, and whether it was recorded as it finished.
+
+    A block that did not run (after a failure or a cancellation) is written when the iteration
+    closes.
+    """
+
+    outcome: BlockOutcome
+    recorded: bool
+
+
+@dataclass(frozen=True)
+class Called:
+    """The model's completion and what it cost."""
+
+    completion: Completion
+    cost: float
+
+
 class Iteration:
     """One LLM round-trip; iterate ``run()`` for events, then read ``result``."""
 
@@ -100,12 +130,56 @@ class Iteration:
         self.nudges = list(nudges)
         self.result = IterationResult(status="failed", failure="iteration did not run")
         self.llm_task: asyncio.Task[Completion] | None = None
+        self._started = time.perf_counter()
 
     async def run(self) -> AsyncIterator[Event]:
-        """Run the iteration, yielding its events; the outcome lands in ``self.result``."""
+        """Run the iteration, yielding its events; the outcome lands in ``self.result``.
+
+        prepare → call → parse → run blocks → answer → commit.
+        """
         s, control = self.setup, self.setup.control
-        turn = s.turn
-        started = time.perf_counter()
+        self._started = time.perf_counter()
+        prompt = await self._prepare()
+        yield IterationStarted(turn_id=s.turn.id, iteration=self.number, budget=control.budget)
+        for note in prompt.steering:
+            yield SteerReceived(turn_id=s.turn.id, iteration=self.number, text=note)
+        try:
+            async for event in self._complete(prompt.messages):
+                yield event
+        except (ModelError, asyncio.CancelledError) as exc:
+            self.result = await self._call_failed(prompt, exc)
+            return
+        called = self._called()
+        try:
+            reply = parse_reply(called.completion.text)
+        except ReplyParseError as exc:
+            yield self._reply_event(parse_error=str(exc))
+            self.result = await self._unreadable(prompt, called, exc)
+            return
+        await self._record_reply(prompt, called, reply)
+        yield self._reply_event(reply=reply)
+        if reply.title and control.title is None:
+            await control.set_title(reply.title)
+        for event in control.take_events():
+            yield event
+        done: list[BlockDone] = []
+        async for item in self._run_blocks(reply.blocks, prompt):
+            if isinstance(item, BlockDone):
+                done.append(item)
+            else:
+                yield item
+        self.result = await self._commit(prompt, called, reply, done)
+        for event in control.take_events():
+            yield event
+
+    @property
+    def number(self) -> int:
+        """The iteration's 1-based number, as events and the model see it."""
+        return self.position + 1
+
+    async def _prepare(self) -> Prompt:
+        """Build the context and record the iteration's start with its exact prompt."""
+        s, control = self.setup, self.setup.control
         request_msg = (
             s.handover_message
             if self.position == 0 and s.handover_message
@@ -113,7 +187,7 @@ class Iteration:
         )
         steering = control.take_steering(self.position)
         context_msg = context_message(
-            iteration=self.position + 1,
+            iteration=self.number,
             budget=control.budget,
             prior_thinking=self.state.prior_thinking,
             journal=self.state.journal_entries,
@@ -122,9 +196,9 @@ class Iteration:
             steering=steering,
             var_count=len(s.env.var_index),
         )
-        seed = s.inputs.iteration_seed(turn.position, self.position)
+        seed = s.inputs.iteration_seed(s.turn.position, self.position)
         iteration_id = await s.store.start_iteration(
-            turn.id,
+            s.turn.id,
             self.position,
             system_prompt=s.system_prompt,
             request_message=request_msg,
@@ -133,174 +207,154 @@ class Iteration:
         )
         if steering:
             await s.store.add_steering(iteration_id, steering)
-        yield IterationStarted(turn_id=turn.id, iteration=self.position + 1, budget=control.budget)
-        for note in steering:
-            yield SteerReceived(turn_id=turn.id, iteration=self.position + 1, text=note)
         messages = [
             {"role": "system", "content": s.system_prompt},
             {"role": "user", "content": request_msg},
             {"role": "user", "content": context_msg},
         ]
-        completion: Completion | None = None
-        try:
-            async for event in self._complete(messages):
-                yield event
-            assert self.llm_task is not None
-            completion = self.llm_task.result()
-        except (ModelError, asyncio.CancelledError) as exc:
-            cancelled = control.cancel_requested.is_set()
-            if not cancelled and isinstance(exc, asyncio.CancelledError):
-                raise
-            ending: IterationOutcome = "cancelled" if cancelled else "failed"
-            await s.store.finish_iteration(
-                iteration_id,
-                IterationWrite(
-                    status="cancelled" if cancelled else "error",
-                    raw_reply=None,
-                    parse_error=None if cancelled else str(exc),
-                    duration_ms=_ms(started),
-                ),
-            )
-            self.result = IterationResult(status=ending, failure=None if cancelled else str(exc))
-            return
-        cost = control.usage.add(
-            s.model_settings, completion.model, completion.tokens_in, completion.tokens_out
+        return Prompt(iteration_id, seed, messages, steering)
+
+    def _called(self) -> Called:
+        """The finished call's completion, its cost added to the turn's usage."""
+        assert self.llm_task is not None
+        completion = self.llm_task.result()
+        cost = self.setup.control.usage.add(
+            self.setup.model_settings, completion.model, completion.tokens_in, completion.tokens_out
         )
-        try:
-            reply = parse_reply(completion.text)
-        except ReplyParseError as exc:
-            yield ModelReply(
-                turn_id=turn.id,
-                iteration=self.position + 1,
+        return Called(completion, cost)
+
+    async def _call_failed(
+        self, prompt: Prompt, exc: ModelError | asyncio.CancelledError
+    ) -> IterationResult:
+        """Close an iteration whose model call failed or was cancelled."""
+        cancelled = self.setup.control.cancel_requested.is_set()
+        if not cancelled and isinstance(exc, asyncio.CancelledError):
+            raise exc
+        await self.setup.store.finish_iteration(
+            prompt.iteration_id,
+            IterationWrite(
+                status="cancelled" if cancelled else "error",
+                raw_reply=None,
+                parse_error=None if cancelled else str(exc),
+                duration_ms=self._ms(),
+            ),
+        )
+        if cancelled:
+            return IterationResult(status="cancelled")
+        return IterationResult(status="failed", failure=str(exc))
+
+    def _reply_event(self, *, reply: Reply | None = None, parse_error: str | None = None) -> Event:
+        if reply is None:
+            return ModelReply(
+                turn_id=self.setup.turn.id,
+                iteration=self.number,
                 thinking="",
                 code=(),
-                parse_error=str(exc),
+                parse_error=parse_error,
             )
-            entry = JournalEntry(
-                ref=block_ref(turn.position, self.position, 0),
-                code="(unreadable reply)",
-                ok=False,
-                result=None,
-                stdout="",
-                stderr="",
-                error=str(exc),
-                duration_ms=0.0,
-            )
-            await s.store.finish_iteration(
-                iteration_id,
-                IterationWrite(
-                    status="parse_error",
-                    raw_reply=completion.text,
-                    parse_error=str(exc),
-                    tokens_in=completion.tokens_in,
-                    tokens_out=completion.tokens_out,
-                    cost_usd=cost,
-                    llm_ms=completion.duration_ms,
-                    duration_ms=_ms(started),
-                ),
-            )
-            self.result = IterationResult(
+        return ModelReply(
+            turn_id=self.setup.turn.id,
+            iteration=self.number,
+            thinking=reply.thinking,
+            code=tuple(b.code for b in reply.blocks),
+            answer=reply.answer,
+        )
+
+    async def _unreadable(
+        self, prompt: Prompt, called: Called, exc: ReplyParseError
+    ) -> IterationResult:
+        """Close an iteration whose reply could not be parsed."""
+        completion = called.completion
+        await self.setup.store.finish_iteration(
+            prompt.iteration_id,
+            IterationWrite(
                 status="parse_error",
-                journal=[entry],
-                signature=f"parse:{exc}",
-                parse_problem=exc.problem,
-            )
-            return
-        await s.store.record_reply(
-            iteration_id,
+                raw_reply=completion.text,
+                parse_error=str(exc),
+                tokens_in=completion.tokens_in,
+                tokens_out=completion.tokens_out,
+                cost_usd=called.cost,
+                llm_ms=completion.duration_ms,
+                duration_ms=self._ms(),
+            ),
+        )
+        unreadable = BlockResult(position=0, code="(unreadable reply)", ok=False, error=str(exc))
+        return IterationResult(
+            status="parse_error",
+            journal=[self._journal_entry(unreadable)],
+            signature=f"parse:{exc}",
+            parse_problem=exc.problem,
+        )
+
+    async def _record_reply(self, prompt: Prompt, called: Called, reply: Reply) -> None:
+        """Record the reply as soon as it arrives, with the blocks it plans to run."""
+        completion = called.completion
+        await self.setup.store.record_reply(
+            prompt.iteration_id,
             ReplyWrite(
                 raw_reply=completion.text,
                 thinking=reply.thinking,
                 tokens_in=completion.tokens_in,
                 tokens_out=completion.tokens_out,
-                cost_usd=cost,
+                cost_usd=called.cost,
                 llm_ms=completion.duration_ms,
                 planned_blocks=tuple(b.code for b in reply.blocks),
             ),
         )
-        yield ModelReply(
-            turn_id=turn.id,
-            iteration=self.position + 1,
-            thinking=reply.thinking,
-            code=tuple(b.code for b in reply.blocks),
-            answer=reply.answer,
-        )
-        if reply.title and control.title is None:
-            await control.set_title(reply.title)
-        for event in control.take_events():
-            yield event
 
-        blocks: list[BlockWrite] = []
-        unrecorded: list[BlockWrite] = []
-        outcomes: list[BlockOutcome] = []
-        async for event in self._run_blocks(
-            reply.blocks, iteration_id, seed, blocks, unrecorded, outcomes
-        ):
-            yield event
+    def _answer(
+        self, reply: Reply, results: Sequence[BlockResult]
+    ) -> tuple[str | None, str | None]:
+        """The reply's answer with its ``{{name}}`` filled in, or why it was refused."""
+        if reply.answer is None or self.setup.control.cancel_requested.is_set():
+            return None, None
+        failed = [i + 1 for i, block in enumerate(results) if not block.ok]
+        try:
+            return fill_answer(reply.answer, self.setup.env.value_text, failed_blocks=failed), None
+        except AnswerRefused as exc:
+            return None, exc.reason
 
-        failed = [i + 1 for i, block in enumerate(blocks) if not block.ok]
-        answer: str | None = None
-        refusal: str | None = None
-        cancelled = control.cancel_requested.is_set()
-        if reply.answer is not None and not cancelled:
-            try:
-                answer = fill_answer(reply.answer, s.env.value_text, failed_blocks=failed)
-            except AnswerRefused as exc:
-                refusal = exc.reason
-        status: Literal["cancelled", "error", "ok"] = "ok"
-        if cancelled:
-            status = "cancelled"
-        elif (blocks and len(failed) == len(blocks)) or refusal:
-            status = "error"
+    async def _commit(
+        self, prompt: Prompt, called: Called, reply: Reply, done: Sequence[BlockDone]
+    ) -> IterationResult:
+        """Decide the answer and the status, and close the iteration with what is unrecorded."""
+        s, completion = self.setup, called.completion
+        results = [d.outcome.result for d in done]
+        answer, refusal = self._answer(reply, results)
+        status = _status(s.control.cancel_requested.is_set(), results, refusal)
         await s.store.finish_iteration(
-            iteration_id,
+            prompt.iteration_id,
             IterationWrite(
                 status=status,
                 raw_reply=completion.text,
                 thinking=reply.thinking,
                 tokens_in=completion.tokens_in,
                 tokens_out=completion.tokens_out,
-                cost_usd=cost,
+                cost_usd=called.cost,
                 llm_ms=completion.duration_ms,
-                duration_ms=_ms(started),
-                blocks=tuple(unrecorded),
-                subqueries=control.take_subqueries(),
+                duration_ms=self._ms(),
+                blocks=tuple(d.outcome.result for d in done if not d.recorded),
+                subqueries=s.control.take_subqueries(),
             ),
         )
-        journal = [
-            JournalEntry(
-                ref=block_ref(turn.position, self.position, b.position),
-                code=b.code,
-                ok=b.ok,
-                result=b.result_preview,
-                stdout=b.stdout,
-                stderr=b.stderr,
-                error=b.error,
-                duration_ms=b.duration_ms,
-                timed_out=b.timed_out,
-            )
-            for b in blocks
-        ]
-        lost: tuple[str, ...] = ()
-        restart_reason: str | None = None
-        for outcome in outcomes:
-            if outcome.restart is not None:
-                lost += outcome.restart.lost
-                restart_reason = outcome.restart.reason
-        self.result = IterationResult(
+        restarts = [d.outcome.restart for d in done if d.outcome.restart is not None]
+        return IterationResult(
             status=status,
             thinking=reply.thinking,
             answer=answer,
             confidence=reply.confidence,
-            journal=journal,
-            signature=repr([(b.code, b.result_preview, b.error) for b in blocks]),
+            journal=[self._journal_entry(r) for r in results],
+            signature=repr([(r.code, r.result_preview, r.error) for r in results]),
             refusal=refusal,
             next_reasoning=reply.next_reasoning,
-            restart_reason=restart_reason,
-            restarted_lost=lost,
+            restart_reason=restarts[-1].reason if restarts else None,
+            restarted_lost=tuple(name for r in restarts for name in r.lost),
         )
-        for event in control.take_events():
-            yield event
+
+    def _journal_entry(self, block: BlockResult) -> JournalEntry:
+        return JournalEntry(
+            block_ref(self.setup.turn.position, self.position, block.position), block
+        )
 
     async def _complete(self, messages: list[dict[str, str]]) -> AsyncIterator[Event]:
         """Call the model, yielding ``ModelDelta`` events while the reply streams."""
@@ -317,90 +371,42 @@ class Iteration:
         s.control.running_llm = self.llm_task
         try:
             while (text := await queue.get()) is not None:
-                yield ModelDelta(turn_id=turn.id, iteration=self.position + 1, text=text)
+                yield ModelDelta(turn_id=turn.id, iteration=self.number, text=text)
             await self.llm_task
         finally:
             s.control.running_llm = None
 
     async def _run_blocks(
-        self,
-        code_blocks: Sequence[CodeBlock],
-        iteration_id: int,
-        seed: int,
-        blocks: list[BlockWrite],
-        unrecorded: list[BlockWrite],
-        outcomes: list[BlockOutcome],
-    ) -> AsyncIterator[Event]:
-        """Run the reply's blocks in order, recording each with its versions as it finishes.
+        self, code_blocks: Sequence[CodeBlock], prompt: Prompt
+    ) -> AsyncIterator[Event | BlockDone]:
+        """Run the reply's blocks in order, yielding their events and a ``BlockDone`` each.
 
-        Blocks that do not run (after a failure or a cancellation) land in ``unrecorded``, for
-        the iteration's closing write.
+        A block runs only while every block before it succeeded and the turn is not cancelled;
+        the others are reported as not run.
         """
         s, control, turn = self.setup, self.setup.control, self.setup.turn
         stop_reason: str | None = None
-        changes: list[VarChange] = []
+        changes: list[VarVersion] = []
         for index, block in enumerate(code_blocks):
             if stop_reason is None and control.cancel_requested.is_set():
                 stop_reason = "not run: the turn was cancelled"
             if stop_reason is not None:
-                skipped = BlockWrite(position=index, code=block.code, ok=False, error=stop_reason)
-                blocks.append(skipped)
-                unrecorded.append(skipped)
+                skipped = BlockResult(position=index, code=block.code, ok=False, error=stop_reason)
+                yield BlockDone(BlockOutcome(skipped), recorded=False)
                 continue
             yield BlockStarted(
-                turn_id=turn.id, iteration=self.position + 1, index=index + 1, code=block.code
+                turn_id=turn.id, iteration=self.number, index=index + 1, code=block.code
             )
-            block_seed = s.inputs.block_seed(turn.position, self.position, index, seed)
-            clock = s.inputs.block_clock(turn.position, self.position, index)
-            control.current_block = index
-            outcome, new_versions = await s.env.run_block(
-                block.code,
-                position=index,
-                timeout_s=_clamp_timeout(s.sandbox, block.timeout_s),
-                seed=block_seed,
-                clock=clock,
-            )
-            control.current_block = None
-            outcomes.append(outcome)
-            changes.extend(
-                VarChange(
-                    name=v.name, version=v.version, type=v.type_name, preview=v.preview, kind=v.kind
-                )
-                for v in new_versions
-            )
-            finished = BlockWrite(
-                position=index,
-                code=block.code,
-                ok=outcome.ok,
-                result_preview=outcome.value_preview,
-                result_encoded=outcome.value_encoded,
-                stdout=outcome.stdout,
-                stderr=outcome.stderr,
-                error=outcome.error,
-                duration_ms=outcome.duration_ms,
-                timed_out=outcome.timed_out,
-                seed=block_seed,
-                clock=clock,
-            )
-            blocks.append(finished)
+            outcome = await self._run_block(index, block, prompt.seed)
+            changes.extend(outcome.changes)
             # Recorded now, so a crash in a later block cannot lose this one.
             await s.store.record_block(
-                iteration_id, finished, new_versions, control.take_subqueries()
+                prompt.iteration_id, outcome.result, outcome.changes, control.take_subqueries()
             )
             for event in control.take_events():
                 yield event
             yield BlockFinished(
-                turn_id=turn.id,
-                iteration=self.position + 1,
-                index=index + 1,
-                code=block.code,
-                ok=outcome.ok,
-                result_preview=outcome.value_preview,
-                stdout=outcome.stdout,
-                stderr=outcome.stderr,
-                error=outcome.error,
-                duration_ms=outcome.duration_ms,
-                timed_out=outcome.timed_out,
+                turn_id=turn.id, iteration=self.number, index=index + 1, block=outcome.result
             )
             if outcome.restart is not None:
                 yield SandboxRestarted(
@@ -409,16 +415,43 @@ class Iteration:
                     restored=outcome.restart.restored,
                     lost=outcome.restart.lost,
                 )
-            if not outcome.ok:
+            yield BlockDone(outcome, recorded=True)
+            if not outcome.result.ok:
                 stop_reason = f"not run: block {index + 1} failed"
         if changes:
-            yield VarsChanged(turn_id=turn.id, iteration=self.position + 1, changes=tuple(changes))
+            yield VarsChanged(turn_id=turn.id, iteration=self.number, changes=tuple(changes))
+
+    async def _run_block(self, index: int, block: CodeBlock, seed: int) -> BlockOutcome:
+        """Run one block in the environment with its seed and clock."""
+        s, control, turn = self.setup, self.setup.control, self.setup.turn
+        control.current_block = index
+        try:
+            return await s.env.run_block(
+                block.code,
+                position=index,
+                timeout_s=_clamp_timeout(s.sandbox, block.timeout_s),
+                seed=s.inputs.block_seed(turn.position, self.position, index, seed),
+                clock=s.inputs.block_clock(turn.position, self.position, index),
+            )
+        finally:
+            control.current_block = None
+
+    def _ms(self) -> float:
+        return (time.perf_counter() - self._started) * 1000
+
+
+def _status(
+    cancelled: bool, results: Sequence[BlockResult], refusal: str | None
+) -> Literal["cancelled", "error", "ok"]:
+    """An iteration's status: cancelled, an error when every block failed or the answer was
+    refused, else ok."""
+    if cancelled:
+        return "cancelled"
+    if (results and all(not r.ok for r in results)) or refusal:
+        return "error"
+    return "ok"
 
 
 def _clamp_timeout(settings: SandboxSettings, requested: float | None) -> float:
     timeout = settings.block_timeout_s if requested is None else float(requested)
     return min(max(timeout, settings.block_timeout_min_s), settings.block_timeout_max_s)
-
-
-def _ms(started: float) -> float:
-    return (time.perf_counter() - started) * 1000

@@ -18,17 +18,7 @@ def block_ref(turn: int, iteration: int, block: int) -> str:
 
 def entry_from_record(turn: int, iteration: int, block: BlockRecord) -> JournalEntry:
     """A journal entry for a stored block."""
-    return JournalEntry(
-        ref=block_ref(turn, iteration, block.position),
-        code=block.code,
-        ok=block.ok,
-        result=block.result_preview,
-        stdout=block.stdout,
-        stderr=block.stderr,
-        error=block.error,
-        duration_ms=block.duration_ms,
-        timed_out=block.timed_out,
-    )
+    return JournalEntry(block_ref(turn, iteration, block.position), block)
 
 
 class Journal:

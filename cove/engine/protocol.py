@@ -148,18 +148,33 @@ def parse_reply(text: str) -> Reply:
     stripped = text.strip()
     if not stripped:
         raise ReplyParseError("the reply was empty")
-    decode_error: str | None = None
-    try:
-        return _from_json_value(_loads(stripped), depth=0)
-    except json.JSONDecodeError as exc:
-        decode_error = _describe(exc)
     fences = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
-    for lang, body in fences:
+    reply, decode_error = _from_json_text(stripped, fences)
+    if reply is None:
+        reply = _from_prose(text, fences)
+    if reply is not None:
+        return reply
+    if decode_error is not None and "{" in text:
+        raise ReplyParseError(f"the JSON object is invalid ({decode_error})")
+    raise ReplyParseError("no JSON object was found in the reply")
+
+
+def _from_json_text(
+    stripped: str, fences: list[tuple[str, str]]
+) -> tuple[Reply | None, str | None]:
+    """The reply when the text, or a fenced block, is JSON; else the last decoding error."""
+    decode_error: str | None = None
+    for lang, body in [("json", stripped), *fences]:
         if _looks_like_json(lang, body):
             try:
-                return _from_json_value(_loads(body), depth=0)
+                return _from_json_value(_loads(body), depth=0), None
             except json.JSONDecodeError as exc:
                 decode_error = _describe(exc)
+    return None, decode_error
+
+
+def _from_prose(text: str, fences: list[tuple[str, str]]) -> Reply | None:
+    """The reply found in prose: an object with known keys, fenced code, any object, a repair."""
     found, known = _first_object(text)
     if found is not None and known:
         return _from_object(found)
@@ -170,11 +185,7 @@ def parse_reply(text: str) -> Reply:
     if found is not None:
         return _from_object(found)
     repaired = _repaired(text)
-    if repaired is not None:
-        return _from_object(repaired)
-    if decode_error is not None and "{" in text:
-        raise ReplyParseError(f"the JSON object is invalid ({decode_error})")
-    raise ReplyParseError("no JSON object was found in the reply")
+    return None if repaired is None else _from_object(repaired)
 
 
 def _loads(text: str) -> Any:

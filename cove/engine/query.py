@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 from cove.config import Settings
 from cove.engine.context import JOURNAL_ITERATIONS, Handover, request_message, system_prompt
@@ -18,8 +17,9 @@ from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs, LiveInputs
 from cove.engine.iteration import Iteration, IterationResult, IterationSetup, LoopState
 from cove.engine.journal import Journal
-from cove.engine.llm import LLMClient, Reasoning, WithOptions
-from cove.engine.nudges import REPEAT_LIMIT, NudgeState, builtin_nudges
+from cove.engine.llm import LLMClient, WithOptions
+from cove.engine.nudges import NudgeState, builtin_nudges
+from cove.engine.policy import Ending, Streak, TurnPolicy, observed
 from cove.environment.environment import Environment
 from cove.errors import CoveError
 from cove.events import Event, Nudge, TurnFinished, TurnStarted
@@ -27,34 +27,17 @@ from cove.persistence.records import ConversationRecord, ModelOption, TurnRecord
 from cove.persistence.store import Store
 
 MAX_REQUEST_CHARS = 1_000_000
-#: Consecutive failed iterations after which the model is asked to reason harder.
-ESCALATE_AFTER_ERRORS = 2
-#: Unusable replies in a row that end the turn, in error budgets (a strategy restart between).
-UNUSABLE_BUDGETS = 2
 
 
-@dataclass
+@dataclass(frozen=True)
 class TurnEnd:
-    """How a turn ended; the loop fills it in, ``run`` records it."""
+    """How a turn ended, as ``run`` records it."""
 
     status: str = "failed"
     answer: str | None = None
     confidence: str | None = None
     error: str | None = "the turn ended unexpectedly"
     iterations: int = 0
-
-    def set(
-        self,
-        status: str,
-        iterations: int,
-        *,
-        answer: str | None = None,
-        confidence: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        """Record the ending."""
-        self.status, self.iterations = status, iterations
-        self.answer, self.confidence, self.error = answer, confidence, error
 
 
 @dataclass
@@ -167,12 +150,15 @@ class Query:
         try:
             await self.env.begin_turn(control)
             try:
-                async for event in self._loop(turn, control, previous, end):
-                    yield event
+                async for item in self._loop(turn, control, previous):
+                    if isinstance(item, TurnEnd):
+                        end = item
+                    else:
+                        yield item
             finally:
                 self.env.end_turn()
         except CoveError as exc:
-            end.set("failed", end.iterations, error=str(exc))
+            end = TurnEnd("failed", iterations=end.iterations, error=str(exc))
         finally:
             record = await self.store.finish_turn(
                 turn.id,
@@ -203,13 +189,10 @@ class Query:
         # One indexed lookup: a turn's start must not read what grows with the conversation.
         return await self.store.last_turn(self.conversation.id)
 
-    async def _loop(
-        self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None, end: TurnEnd
-    ) -> AsyncIterator[Event]:
-        journal = Journal.from_records(
-            JOURNAL_ITERATIONS,
-            await self.store.last_blocks(self.conversation.id, JOURNAL_ITERATIONS * 8),
-        )
+    async def _setup(
+        self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None
+    ) -> IterationSetup:
+        """What every iteration of the turn needs: the prompt, the request and its handover."""
         handover = None
         if previous is not None:
             handover = Handover(
@@ -217,7 +200,7 @@ class Query:
                 answer=previous.answer,
                 thinking=await self.store.last_thinking(previous.id),
             )
-        setup = IterationSetup(
+        return IterationSetup(
             model_settings=self.settings.model,
             sandbox=self.settings.sandbox,
             store=self.store,
@@ -232,27 +215,40 @@ class Query:
             ),
             request_message=request_message(control.request, None, self.attachments),
         )
+
+    def _nudges(self, state: NudgeState, control: TurnControl, position: int) -> list[str]:
+        """The nudges of iteration ``position``: the built-in ones, then the extensions'."""
+        state.iteration = position + 1
+        state.budget = control.budget
+        state.has_title = control.title is not None
+        state.var_count = len(self.env.var_index)
+        return [
+            *builtin_nudges(state),
+            *self.env.extension_nudges(iteration=position + 1, budget=control.budget),
+        ]
+
+    async def _loop(
+        self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None
+    ) -> AsyncIterator[Event | TurnEnd]:
+        """Run iterations until the policy ends the turn; the last item is the ``TurnEnd``."""
+        journal = Journal.from_records(
+            JOURNAL_ITERATIONS,
+            await self.store.last_blocks(self.conversation.id, JOURNAL_ITERATIONS * 8),
+        )
+        setup = await self._setup(turn, control, previous)
+        policy = TurnPolicy(self.settings.loop.error_budget, self.settings.loop.max_restarts)
         state = LoopState(journal_entries=journal.entries())
         nudge_state = NudgeState(error_budget=self.settings.loop.error_budget)
         signatures: list[str] = []
-        errors = restarts = unusable = 0
+        streak = Streak()
         last: IterationResult | None = None
         position = 0
         while True:
-            if control.cancel_requested.is_set():
-                end.set("cancelled", position)
+            before = policy.before(position, control.budget, control.cancel_requested.is_set())
+            if before is not None:
+                yield _ending(before, position, last)
                 return
-            if position >= control.budget:
-                end.set("max_iterations", position, answer=_fallback(last))
-                return
-            nudge_state.iteration = position + 1
-            nudge_state.budget = control.budget
-            nudge_state.has_title = control.title is not None
-            nudge_state.var_count = len(self.env.var_index)
-            nudges = [
-                *builtin_nudges(nudge_state),
-                *self.env.extension_nudges(iteration=position + 1, budget=control.budget),
-            ]
+            nudges = self._nudges(nudge_state, control, position)
             for text in nudges:
                 yield Nudge(turn_id=turn.id, text=text)
             iteration = Iteration(setup, position, state, nudges)
@@ -260,61 +256,27 @@ class Query:
                 yield event
             result = iteration.result
             position += 1
-            if result.status == "failed":
-                end.set("failed", position, error=result.failure)
+            if result.status not in ("failed", "cancelled"):
+                journal.add((turn.position, position - 1), result.journal)
+                state.journal_entries = journal.entries()
+                state.prior_thinking = result.thinking or state.prior_thinking
+                last = result
+                signatures.append(result.signature)
+            step = policy.after(streak, result)
+            if step.ending is not None:
+                yield _ending(step.ending, position, last)
                 return
-            if result.status == "cancelled":
-                end.set("cancelled", position)
-                return
-            journal.add((turn.position, position - 1), result.journal)
-            state.journal_entries = journal.entries()
-            state.prior_thinking = result.thinking or state.prior_thinking
-            last = result
-            if result.answer is not None:
-                end.set("done", position, answer=result.answer, confidence=result.confidence)
-                return
-            signatures.append(result.signature)
-            nudge_state.repeated = signatures[-REPEAT_LIMIT:].count(result.signature)
-            nudge_state.lost_variables = result.restarted_lost
-            nudge_state.sandbox_restarted = result.restart_reason is not None
-            nudge_state.restart_reason = result.restart_reason
-            nudge_state.refusal = result.refusal
-            nudge_state.strategy_restart = False
-            errors = errors + 1 if result.status in ("error", "parse_error") else 0
-            nudge_state.error_streak = errors
-            # A strategy restart forgives failing code, not replies that cannot be read: those
-            # get one restart's worth of chances, then end the turn.
-            unusable = unusable + 1 if result.status == "parse_error" else 0
-            if unusable >= UNUSABLE_BUDGETS * self.settings.loop.error_budget:
-                end.set(
-                    "error_budget",
-                    position,
-                    answer=_fallback(last),
-                    error=f"{unusable} replies in a row could not be used; the last: "
-                    + (result.parse_problem or "unreadable"),
-                )
-                return
-            if errors >= self.settings.loop.error_budget:
-                if restarts >= self.settings.loop.max_restarts:
-                    end.set(
-                        "error_budget",
-                        position,
-                        answer=_fallback(last),
-                        error=f"{errors} consecutive failed iterations after {restarts} restarts",
-                    )
-                    return
-                restarts += 1
-                errors = 0
-                nudge_state.error_streak = 0
-                nudge_state.strategy_restart = True
-            control.reasoning = _next_reasoning(result.next_reasoning, errors, restarts)
+            streak = step.streak
+            nudge_state = observed(nudge_state, result, step, signatures)
+            control.reasoning = step.reasoning
 
 
-def _next_reasoning(requested: str | None, errors: int, restarts: int) -> Reasoning:
-    """The effort of the next call: the model's request, else raised while the turn struggles."""
-    if requested in ("quick", "balanced", "deep"):
-        return cast(Reasoning, requested)
-    return "deep" if errors >= ESCALATE_AFTER_ERRORS or restarts else "balanced"
+def _ending(ending: Ending, iterations: int, last: IterationResult | None) -> TurnEnd:
+    """The turn's end as recorded: a ``done`` ending carries the last iteration's answer."""
+    if ending.status == "done" and last is not None:
+        return TurnEnd("done", last.answer, last.confidence, None, iterations)
+    answer = _fallback(last) if ending.fallback else None
+    return TurnEnd(ending.status, answer, None, ending.error, iterations)
 
 
 def _fallback(last: IterationResult | None) -> str:

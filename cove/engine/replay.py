@@ -24,7 +24,7 @@ from cove.engine.query import Query, TurnOptions
 from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished, TurnStarted
-from cove.persistence.records import BlockRecord, TurnRecord, VarVersionRecord
+from cove.persistence.records import BlockRecord, IterationRecord, TurnRecord, VarVersionRecord
 from cove.persistence.store import Store
 
 COMPARED_FIELDS = ("ok", "result_preview", "stdout", "stderr", "error")
@@ -89,40 +89,22 @@ async def _replay_turn(
     versions: Sequence[VarVersionRecord],
 ) -> ReplayTurnChecked:
     iterations = [it for it in turn.iterations if it.raw_reply is not None]
-    llm = RecordedClient(
-        [it.raw_reply for it in iterations if it.raw_reply is not None],
-        [sq.reply for it in iterations for sq in sorted(it.subqueries, key=lambda s: s.position)],
-        model=turn.model or "recorded",
-    )
-    inputs = RecordedInputs(
-        {(turn.position, it.position): it.seed or 0 for it in iterations},
-        {
-            (turn.position, it.position, b.position): (b.seed, b.clock)
-            for it in iterations
-            for b in it.blocks
-        },
-    )
     conversation = await store.get_conversation(conversation_id)
     query = Query(
         settings=settings,
         store=store,
         env=env,
-        llm=llm,
+        llm=_recorded_client(turn, iterations),
         conversation=conversation,
         request=turn.request,
         options=TurnOptions(
             max_iterations=max(len(iterations), 1), model_options=turn.model_options
         ),
-        inputs=inputs,
+        inputs=_recorded_inputs(turn, iterations),
         steering={it.position: list(it.steering) for it in iterations if it.steering},
         attachments=turn.attachments,
     )
-    replayed_status, position = "failed", turn.position
-    async for event in query.run():
-        if isinstance(event, TurnStarted):
-            position = event.position
-        elif isinstance(event, TurnFinished):
-            replayed_status = event.status
+    replayed_status, position = await _run(query, turn.position)
     replayed = await store.transcript(conversation_id, turn=position)  # that turn only
     mismatches = _compare_blocks(turn, replayed.turns[0])
     mismatches += _compare_steering(turn, replayed.turns[0])
@@ -136,6 +118,38 @@ async def _replay_turn(
         recorded_status=turn.status,
         replayed_status=replayed_status,
     )
+
+
+def _recorded_client(turn: TurnRecord, iterations: Sequence[IterationRecord]) -> RecordedClient:
+    """A client that answers with the recorded replies and sub-query replies, in order."""
+    return RecordedClient(
+        [it.raw_reply for it in iterations if it.raw_reply is not None],
+        [sq.reply for it in iterations for sq in sorted(it.subqueries, key=lambda s: s.position)],
+        model=turn.model or "recorded",
+    )
+
+
+def _recorded_inputs(turn: TurnRecord, iterations: Sequence[IterationRecord]) -> RecordedInputs:
+    """The recorded seeds and clocks of the turn's iterations and blocks."""
+    return RecordedInputs(
+        {(turn.position, it.position): it.seed or 0 for it in iterations},
+        {
+            (turn.position, it.position, b.position): (b.seed, b.clock)
+            for it in iterations
+            for b in it.blocks
+        },
+    )
+
+
+async def _run(query: Query, position: int) -> tuple[str, int]:
+    """Run the replayed turn: its final status and the position it was recorded at."""
+    status = "failed"
+    async for event in query.run():
+        if isinstance(event, TurnStarted):
+            position = event.position
+        elif isinstance(event, TurnFinished):
+            status = event.status
+    return status, position
 
 
 def _compare_blocks(recorded: TurnRecord, replayed: TurnRecord) -> list[str]:

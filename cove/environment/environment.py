@@ -31,10 +31,10 @@ from cove.environment.extensions.base import CallContext, Extension, NudgeContex
 from cove.environment.extensions.docs import render_docs
 from cove.environment.extensions.registry import ExtensionRegistry
 from cove.environment.imports import import_binding, import_changes, import_snapshots
-from cove.environment.sandbox.outcome import BlockOutcome, RestartReport, VarSnapshot
+from cove.environment.sandbox.outcome import BlockOutcome, RestartReport
 from cove.environment.var_index import VarIndex
 from cove.errors import SandboxError
-from cove.persistence.records import VarVersionRecord, VarVersionWrite
+from cove.results import VarVersion
 
 if TYPE_CHECKING:
     from cove.config import SandboxSettings
@@ -147,7 +147,7 @@ class Environment:
         live = [r for r in state.values() if r.kind != "deleted"]
         modules = {r.name: import_binding(r) for r in live if r.kind == "module"}
         report = await self._live().restore(
-            [_snapshot(r) for r in live if r.kind != "module"], imports=modules
+            [r.var_version() for r in live if r.kind != "module"], imports=modules
         )
         current = {**self._live().snapshots(), **import_snapshots(self._live().imports())}
         lost = set(report.lost)
@@ -157,15 +157,7 @@ class Environment:
                 lost.add(record.name)
                 self._lost_on_open[record.name] = record.type_name
                 continue
-            self.var_index.record(
-                record.name,
-                record.version,
-                snap.kind,
-                snap.type_name,
-                snap.preview,
-                snap.size,
-                snap.signature,
-            )
+            self.var_index.add(replace(snap, version=record.version))
         restored = tuple(r.name for r in live if r.name not in lost)
         self.restored = RestartReport(
             reason=REOPEN_REASON, restored=restored, lost=tuple(sorted(lost))
@@ -185,7 +177,7 @@ class Environment:
 
     async def run_block(
         self, code: str, *, position: int, timeout_s: float, seed: int, clock: float
-    ) -> tuple[BlockOutcome, tuple[VarVersionWrite, ...]]:
+    ) -> BlockOutcome:
         """Run one code block and number the variable versions it produced.
 
         Args:
@@ -196,7 +188,8 @@ class Environment:
             clock: The wall-clock time the block sees.
 
         Returns:
-            The sandbox's outcome and the versions to commit with the iteration.
+            The sandbox's outcome, its ``changes`` numbered: the versions to commit with the
+            block.
 
         Raises:
             SandboxError: The environment is closed or the sandbox failed beyond recovery.
@@ -206,7 +199,9 @@ class Environment:
         self._forget = []
         imports_before = client.imports()
         try:
-            outcome = await client.execute(code, timeout_s=timeout_s, seed=seed, clock=clock)
+            outcome = await client.execute(
+                code, timeout_s=timeout_s, seed=seed, clock=clock, position=position
+            )
         finally:
             self._block_position = None
         changes = {snap.name: snap for snap in outcome.changes}
@@ -221,16 +216,17 @@ class Environment:
                 lost[name] = entry.type_name if entry else "unknown"
         for name, type_name in lost.items():
             if name not in changes or changes[name].kind == "deleted":
-                changes[name] = VarSnapshot(
+                changes[name] = VarVersion(
                     name, "deleted", None, type_name, f"lost: not restorable ({restart_reason})"
                 )
         for name, snap in (await self._apply_forget(timeout_s, seed, clock)).items():
             changes[name] = replace(snap, preview="forgotten")
-        return outcome, self._number(changes.values(), position, known=set(lost))
+        numbered = self._number(changes.values(), position, known=set(lost))
+        return replace(outcome, changes=numbered)
 
     def _number(
-        self, changes: Iterable[VarSnapshot], position: int, known: set[str]
-    ) -> tuple[VarVersionWrite, ...]:
+        self, changes: Iterable[VarVersion], position: int, known: set[str]
+    ) -> tuple[VarVersion, ...]:
         writes = []
         for snap in changes:
             entry = self.var_index.get(snap.name)
@@ -244,27 +240,9 @@ class Environment:
                     preview=snap.preview or "deleted",
                 )
             version = self.var_index.next_version(snap.name)
-            writes.append(
-                VarVersionWrite(
-                    name=snap.name,
-                    version=version,
-                    block_position=position,
-                    kind=snap.kind,
-                    encoded=snap.encoded,
-                    type_name=snap.type_name,
-                    preview=snap.preview,
-                    size=snap.size,
-                )
-            )
-            self.var_index.record(
-                snap.name,
-                version,
-                snap.kind,
-                snap.type_name,
-                snap.preview,
-                snap.size,
-                snap.signature,
-            )
+            numbered = replace(snap, version=version, block_position=position)
+            writes.append(numbered)
+            self.var_index.add(numbered)
         return tuple(writes)
 
     def forget_after_block(self, names: Sequence[str]) -> None:
@@ -286,7 +264,7 @@ class Environment:
 
     async def _apply_forget(
         self, timeout_s: float, seed: int, clock: float
-    ) -> dict[str, VarSnapshot]:
+    ) -> dict[str, VarVersion]:
         names, self._forget = list(dict.fromkeys(self._forget)), []
         client = self._live()
         names = [n for n in names if (snap := client.snapshot(n)) and snap.kind != "deleted"]
@@ -295,8 +273,9 @@ class Environment:
         outcome = await self._live().execute(
             f"del {', '.join(names)}", timeout_s=timeout_s, seed=seed, clock=clock
         )
-        if not outcome.ok:
-            raise SandboxError(f"forget() could not delete {', '.join(names)}: {outcome.error}")
+        if not outcome.result.ok:
+            deleting = ", ".join(names)
+            raise SandboxError(f"forget() could not delete {deleting}: {outcome.result.error}")
         return {snap.name: snap for snap in outcome.changes}
 
     # -- what the engine reads -----------------------------------------------------------------
@@ -386,16 +365,3 @@ class Environment:
 
     async def _on_call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         return await self._registry.dispatch(self._context(), name, args, kwargs)
-
-
-def _snapshot(record: VarVersionRecord) -> VarSnapshot:
-    return VarSnapshot(
-        name=record.name,
-        kind=record.kind,
-        encoded=record.encoded,
-        type_name=record.type_name,
-        preview=record.preview,
-        size=record.size,
-        # The sandbox previews a function or class by its signature.
-        signature=record.preview if record.kind == "function" else None,
-    )

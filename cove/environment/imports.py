@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from cove.environment.sandbox.outcome import ImportBinding, VarSnapshot
+from cove.environment.sandbox.outcome import ImportBinding
 from cove.persistence.records import VarVersionRecord
+from cove.results import VarVersion
 
 
 def import_binding(record: VarVersionRecord) -> ImportBinding:
@@ -20,16 +21,16 @@ def import_binding(record: VarVersionRecord) -> ImportBinding:
     return (str(data.get("module", "")), data.get("member"))
 
 
-def _import_snapshot(name: str, binding: ImportBinding) -> VarSnapshot:
+def _import_snapshot(name: str, binding: ImportBinding) -> VarVersion:
     module, member = binding
     preview = f"import {module}" if member is None else f"from {module} import {member}"
     if name != (module if member is None else member):
         preview += f" as {name}"
     encoded = json.dumps({"module": module, "member": member}, sort_keys=True)
-    return VarSnapshot(name, "module", encoded, "module" if member is None else "import", preview)
+    return VarVersion(name, "module", encoded, "module" if member is None else "import", preview)
 
 
-def import_snapshots(imports: Mapping[str, ImportBinding]) -> dict[str, VarSnapshot]:
+def import_snapshots(imports: Mapping[str, ImportBinding]) -> dict[str, VarVersion]:
     """Snapshots of the given import bindings."""
     return {name: _import_snapshot(name, binding) for name, binding in imports.items()}
 
@@ -37,8 +38,8 @@ def import_snapshots(imports: Mapping[str, ImportBinding]) -> dict[str, VarSnaps
 def import_changes(
     before: Mapping[str, ImportBinding],
     after: Mapping[str, ImportBinding],
-    value_changes: Mapping[str, VarSnapshot],
-) -> dict[str, VarSnapshot]:
+    value_changes: Mapping[str, VarVersion],
+) -> dict[str, VarVersion]:
     """Import bindings made, changed or dropped by a block, as variable snapshots.
 
     Imports are named bindings like any other, so they are versioned and restored with the
@@ -51,5 +52,5 @@ def import_changes(
     }
     for name in before.keys() - after.keys():
         if name not in value_changes:
-            found[name] = VarSnapshot(name, "deleted", None, "module", "deleted")
+            found[name] = VarVersion(name, "deleted", None, "module", "deleted")
     return found

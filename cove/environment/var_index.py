@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import islice
 
+from cove.results import VarVersion
+
 
 @dataclass(frozen=True)
 class VarEntry:
@@ -62,6 +64,18 @@ class VarIndex:
     def next_version(self, name: str) -> int:
         """The version number the next write of ``name`` gets."""
         return self.latest_version(name) + 1
+
+    def add(self, version: VarVersion) -> None:
+        """Take note of a written version (see ``record``)."""
+        self.record(
+            version.name,
+            version.version,
+            version.kind,
+            version.type_name,
+            version.preview,
+            version.size,
+            version.signature,
+        )
 
     def record(
         self,

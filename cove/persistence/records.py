@@ -1,19 +1,22 @@
 """The shapes of what the store writes and reads.
 
-Write shapes (``*Write``) are built by the engine and handed to ``Store``; record shapes
-(``*Record``) come back from the read API. All are frozen dataclasses; encoded values are the
-codec's JSON text (see ``cove.codec``), never pickles.
+Write shapes (``*Write``, and the shared ``BlockResult`` and ``VarVersion`` of
+``cove.results``) are built by the engine and handed to ``Store``; record shapes (``*Record``)
+come back from the read API, a stored block or variable version extending the shared shape with
+where it is stored. All are frozen dataclasses; encoded values are the codec's JSON text (see
+``cove.codec``), never pickles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal
+
+from cove.results import BlockResult, VarVersion
 
 ModelOption = float | int | str | bool  # one model option's value (temperature=0.2)
 
-VarKind = Literal["value", "function", "module", "opaque", "deleted"]
 IterationStatus = Literal["running", "ok", "error", "parse_error", "interrupted", "cancelled"]
 
 
@@ -34,38 +37,6 @@ class ConversationRecord:
     lease_until: float | None = None
     turn_count: int = 0
     owner: str | None = None  # the principal a channel set; None: no owner (local use)
-
-
-@dataclass(frozen=True)
-class BlockWrite:
-    """One code block's outcome, written with its iteration."""
-
-    position: int
-    code: str
-    ok: bool
-    result_preview: str | None = None
-    result_encoded: str | None = None
-    stdout: str = ""
-    stderr: str = ""
-    error: str | None = None
-    duration_ms: float = 0.0
-    timed_out: bool = False
-    seed: int | None = None
-    clock: float | None = None  # the wall-clock time the block saw (recorded for replay)
-
-
-@dataclass(frozen=True)
-class VarVersionWrite:
-    """One new version of a named variable, produced by the block at ``block_position``."""
-
-    name: str
-    version: int
-    block_position: int
-    kind: VarKind
-    encoded: str | None
-    type_name: str
-    preview: str
-    size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -114,18 +85,22 @@ class IterationWrite:
     tokens_out: int = 0
     llm_ms: float = 0.0
     duration_ms: float = 0.0
-    blocks: tuple[BlockWrite, ...] = ()
-    var_versions: tuple[VarVersionWrite, ...] = ()
+    blocks: tuple[BlockResult, ...] = ()
+    var_versions: tuple[VarVersion, ...] = ()
     subqueries: tuple[SubqueryWrite, ...] = ()
     cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)
-class BlockRecord(BlockWrite):
+class BlockRecord(BlockResult):
     """A stored block."""
 
     id: int = 0
     iteration_id: int = 0
+
+    def result(self) -> BlockResult:
+        """The block's result alone, without where it is stored."""
+        return BlockResult(**{f.name: getattr(self, f.name) for f in fields(BlockResult)})
 
 
 @dataclass(frozen=True)
@@ -201,22 +176,24 @@ class TurnRecord:
     )  # as sent, e.g. temperature
 
 
-@dataclass(frozen=True)
-class VarVersionRecord:
-    """A stored version of a named variable, with where it was written."""
+@dataclass(frozen=True, kw_only=True)
+class VarVersionRecord(VarVersion):
+    """A stored version of a named variable, with where and when it was written."""
 
     conversation_id: str
-    name: str
-    version: int
-    kind: VarKind
-    encoded: str | None
-    type_name: str
-    preview: str
-    size: int | None
     turn_position: int
     iteration_position: int
-    block_position: int
     created_at: float
+
+    def var_version(self) -> VarVersion:
+        """The version alone, as the sandbox reports it, without where it is stored.
+
+        The store keeps no signature: a function's preview is its signature.
+        """
+        shared = {f.name: getattr(self, f.name) for f in fields(VarVersion)}
+        return VarVersion(
+            **{**shared, "signature": self.preview if self.kind == "function" else None}
+        )
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from cove.persistence.records import (
     IterationStatus,
     SubqueryRecord,
     TurnRecord,
-    VarKind,
     VarVersionRecord,
 )
+from cove.results import VarKind
 
 CONVERSATION_SELECT = """
 SELECT c.*,

@@ -27,7 +27,6 @@ from cove.persistence.dbthread import DbThread
 from cove.persistence.fence import current_fence
 from cove.persistence.records import (
     BlockRecord,
-    BlockWrite,
     ConversationRecord,
     ConversationScan,
     IterationWrite,
@@ -39,8 +38,8 @@ from cove.persistence.records import (
     Transcript,
     TurnRecord,
     VarVersionRecord,
-    VarVersionWrite,
 )
+from cove.results import BlockResult, VarVersion
 
 #: Write units up to this many bytes may run on the event loop's thread (see ``Store._write``).
 INLINE_WRITE_BYTES = 64 * 1024
@@ -417,8 +416,8 @@ class Store:
     async def record_block(
         self,
         iteration_id: int,
-        block: BlockWrite,
-        versions: Sequence[VarVersionWrite] = (),
+        block: BlockResult,
+        versions: Sequence[VarVersion] = (),
         subqueries: Sequence[SubqueryWrite] = (),
     ) -> None:
         """Record one finished block with its variable versions and sub-queries, atomically.
@@ -616,7 +615,7 @@ class Store:
         return await self._run(reads.last_blocks, conversation_id, limit)
 
 
-def _block_size(block: BlockWrite) -> int:
+def _block_size(block: BlockResult) -> int:
     return len(block.code) + len(block.result_encoded or "") + len(block.stdout) + len(block.stderr)
 
 

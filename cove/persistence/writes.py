@@ -14,26 +14,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cove.errors import Busy, CoveError, NotFound, StoreError
+from cove.events import FINAL_STATUSES
 from cove.persistence import reads
 from cove.persistence.chain import last_position
 from cove.persistence.connection import collect_blobs, immediate, put_blob, put_encoded
 from cove.persistence.fence import Fence, check_fence
 from cove.persistence.records import (
-    BlockWrite,
     ConversationRecord,
     IterationWrite,
     ModelOption,
     ReplyWrite,
     SubqueryWrite,
     TurnRecord,
-    VarVersionWrite,
 )
 from cove.persistence.search_index import index_blocks, index_text
 from cove.persistence.totals import RECORDED_TOTALS
+from cove.results import BlockResult, VarVersion
 
-TURN_END_STATUSES = frozenset(
-    {"done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"}
-)
 ITERATION_END_STATUSES = frozenset({"ok", "error", "parse_error", "interrupted", "cancelled"})
 
 
@@ -218,8 +215,8 @@ def record_block(
     conn: sqlite3.Connection,
     now: float,
     iteration_id: int,
-    block: BlockWrite,
-    versions: Sequence[VarVersionWrite],
+    block: BlockResult,
+    versions: Sequence[VarVersion],
     subqueries: Sequence[SubqueryWrite],
     fence: Fence | None = None,
 ) -> None:
@@ -254,23 +251,29 @@ def finish_iteration(
             result.subqueries,
         )
         index_blocks(conn, "?", [iteration_id])  # while it still reads as running
-        conn.execute(
-            "UPDATE iteration SET status = ?, raw_reply = coalesce(?, raw_reply),"
-            " thinking = coalesce(?, thinking), parse_error = ?, tokens_in = ?, tokens_out = ?,"
-            " cost_usd = ?, llm_ms = ?, duration_ms = ? WHERE id = ?",
-            (
-                result.status,
-                result.raw_reply,
-                result.thinking,
-                result.parse_error,
-                result.tokens_in,
-                result.tokens_out,
-                result.cost_usd,
-                result.llm_ms,
-                result.duration_ms,
-                iteration_id,
-            ),
-        )
+        _close_iteration(conn, iteration_id, result)
+
+
+def _close_iteration(conn: sqlite3.Connection, iteration_id: int, result: IterationWrite) -> None:
+    """Set a finished iteration's status, reply and usage (a reply left None keeps the one
+    ``record_reply`` recorded)."""
+    conn.execute(
+        "UPDATE iteration SET status = ?, raw_reply = coalesce(?, raw_reply),"
+        " thinking = coalesce(?, thinking), parse_error = ?, tokens_in = ?, tokens_out = ?,"
+        " cost_usd = ?, llm_ms = ?, duration_ms = ? WHERE id = ?",
+        (
+            result.status,
+            result.raw_reply,
+            result.thinking,
+            result.parse_error,
+            result.tokens_in,
+            result.tokens_out,
+            result.cost_usd,
+            result.llm_ms,
+            result.duration_ms,
+            iteration_id,
+        ),
+    )
 
 
 def _insert_units(
@@ -279,8 +282,8 @@ def _insert_units(
     iteration_id: int,
     turn_id: int,
     conversation_id: str,
-    blocks: Sequence[BlockWrite],
-    versions: Sequence[VarVersionWrite],
+    blocks: Sequence[BlockResult],
+    versions: Sequence[VarVersion],
     subqueries: Sequence[SubqueryWrite],
 ) -> None:
     """Insert blocks, the variable versions they made and sub-queries of one iteration.
@@ -288,6 +291,15 @@ def _insert_units(
     Block code is not indexed for search here: ``finish_iteration`` (or whatever closes the
     iteration) indexes all its blocks at once (see ``search_index``).
     """
+    block_ids = _insert_blocks(conn, iteration_id, blocks)
+    _insert_var_versions(conn, now, iteration_id, conversation_id, versions, block_ids)
+    _insert_subqueries(conn, iteration_id, subqueries)
+
+
+def _insert_blocks(
+    conn: sqlite3.Connection, iteration_id: int, blocks: Sequence[BlockResult]
+) -> dict[int, int]:
+    """Insert an iteration's blocks; returns the row id of each by block position."""
     block_ids: dict[int, int] = {}
     for block in blocks:
         inline, digest = put_encoded(conn, block.result_encoded)
@@ -313,19 +325,44 @@ def _insert_units(
             ),
         )
         block_ids[block.position] = int(cursor.lastrowid or 0)
+    return block_ids
+
+
+def _block_id(
+    conn: sqlite3.Connection, iteration_id: int, var: VarVersion, block_ids: dict[int, int]
+) -> int:
+    """The row id of the block that wrote ``var``: one just inserted, or one recorded earlier.
+
+    Raises:
+        StoreError: The iteration has no block at that position.
+    """
+    block_id = block_ids.get(var.block_position)
+    if block_id is not None:
+        return block_id
+    row = conn.execute(
+        "SELECT id FROM block WHERE iteration_id = ? AND position = ?",
+        (iteration_id, var.block_position),
+    ).fetchone()
+    if row is None:
+        raise StoreError(
+            f"variable {var.name!r} v{var.version} names block {var.block_position}, "
+            f"which is not part of iteration {iteration_id}"
+        )
+    block_ids[var.block_position] = int(row[0])
+    return int(row[0])
+
+
+def _insert_var_versions(
+    conn: sqlite3.Connection,
+    now: float,
+    iteration_id: int,
+    conversation_id: str,
+    versions: Sequence[VarVersion],
+    block_ids: dict[int, int],
+) -> None:
+    """Insert variable versions, each linked to the block that wrote it."""
     for var in versions:
-        block_id = block_ids.get(var.block_position)
-        if block_id is None:
-            row = conn.execute(
-                "SELECT id FROM block WHERE iteration_id = ? AND position = ?",
-                (iteration_id, var.block_position),
-            ).fetchone()
-            if row is None:
-                raise StoreError(
-                    f"variable {var.name!r} v{var.version} names block {var.block_position}, "
-                    f"which is not part of iteration {iteration_id}"
-                )
-            block_id = block_ids[var.block_position] = int(row[0])
+        block_id = _block_id(conn, iteration_id, var, block_ids)
         inline, digest = put_encoded(conn, var.encoded)
         conn.execute(
             "INSERT INTO var_version (conversation_id, name, version, block_id, kind,"
@@ -345,6 +382,12 @@ def _insert_units(
                 now,
             ),
         )
+
+
+def _insert_subqueries(
+    conn: sqlite3.Connection, iteration_id: int, subqueries: Sequence[SubqueryWrite]
+) -> None:
+    """Insert an iteration's ``llm_query`` sub-queries."""
     conn.executemany(
         "INSERT INTO subquery (iteration_id, block_position, position, prompt, reply, model,"
         " tokens_in, tokens_out, cost_usd, duration_ms, error)"
@@ -382,7 +425,7 @@ def finish_turn(
     fence: Fence | None = None,
 ) -> TurnRecord:
     """Close a running turn; iterations it left running end with it."""
-    if status not in TURN_END_STATUSES:
+    if status not in FINAL_STATUSES:
         raise StoreError(f"{status!r} is not a finished turn status")
     with immediate(conn):
         conversation_id = _running_turn(conn, turn_id, fence)

@@ -130,7 +130,9 @@ async def test_a_turn_run_by_another_process_arrives_in_order(
     assert [r.thinking for r in replies] == ["first", "second", "done"]
     assert replies[0].code == ("a = 6", "a * 7")
     blocks = [
-        (e.iteration, e.index, e.result_preview) for e in events if isinstance(e, BlockFinished)
+        (e.iteration, e.index, e.block.result_preview)
+        for e in events
+        if isinstance(e, BlockFinished)
     ]
     assert blocks == [(1, 1, None), (1, 2, "42"), (2, 1, None)]
     changes = [[c.name for c in e.changes] for e in events if isinstance(e, VarsChanged)]

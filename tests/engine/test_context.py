@@ -19,13 +19,14 @@ from cove.engine.context import (
 )
 from cove.engine.prompt import CORE_INSTRUCTIONS
 from cove.environment.var_index import VarEntry
+from cove.results import BlockResult
 
 CUT = re.compile(r"…\[cut ([\d,]+) chars")
 
 
 def entry(ref: str = "t1.i1.1", **changes: object) -> JournalEntry:
     fields: dict[str, object] = {
-        "ref": ref,
+        "position": 0,
         "code": "x = 1\nx",
         "ok": True,
         "result": "1",
@@ -35,7 +36,8 @@ def entry(ref: str = "t1.i1.1", **changes: object) -> JournalEntry:
         "duration_ms": 3.0,
     }
     fields.update(changes)
-    return JournalEntry(**fields)  # type: ignore[arg-type]
+    fields["result_preview"] = fields.pop("result")
+    return JournalEntry(ref, BlockResult(**fields))  # type: ignore[arg-type]
 
 
 def var(name: str, seq: int, **changes: object) -> VarEntry:
@@ -356,14 +358,18 @@ text_values = st.text(max_size=3_000)
         st.builds(
             JournalEntry,
             ref=st.text(max_size=80),
-            code=text_values,
-            ok=st.booleans(),
-            result=st.none() | text_values,
-            stdout=text_values,
-            stderr=text_values,
-            error=st.none() | text_values,
-            duration_ms=st.floats(0, 1e7),
-            timed_out=st.booleans(),
+            block=st.builds(
+                BlockResult,
+                position=st.just(0),
+                code=text_values,
+                ok=st.booleans(),
+                result_preview=st.none() | text_values,
+                stdout=text_values,
+                stderr=text_values,
+                error=st.none() | text_values,
+                duration_ms=st.floats(0, 1e7),
+                timed_out=st.booleans(),
+            ),
         ),
         max_size=25,
     ),

@@ -258,7 +258,7 @@ async def test_answer_is_refused_when_a_block_failed(
     ):
         events, final = await stack.turn("index")
     assert final.answer == "fixed" and final.iterations == 2
-    errors = [e.error for e in events if isinstance(e, BlockFinished) and not e.ok]
+    errors = [e.block.error for e in events if isinstance(e, BlockFinished) and not e.block.ok]
     assert errors and "IndexError" in (errors[0] or "")
 
 
@@ -295,13 +295,13 @@ async def test_cancel_kills_a_long_block_quickly(
         await task
         variables = await stack.store.vars_as_of(stack.conversation.id)
         # The sandbox still works after the kill and kept the earlier variable.
-        outcome, _ = await stack.env.run_block(
+        outcome = await stack.env.run_block(
             "before + 1", position=0, timeout_s=5, seed=0, clock=0.0
         )
     assert final.status == "cancelled"  # type: ignore[attr-defined]
     assert finished_at - cancelled_at < 1.0
     assert "before" in variables
-    assert outcome.ok and outcome.value_preview == "2"
+    assert outcome.result.ok and outcome.result.result_preview == "2"
 
 
 async def test_sub_queries_are_recorded_and_costed(

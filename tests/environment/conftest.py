@@ -94,5 +94,5 @@ async def run(
 async def ok(client: SandboxClient, code: str, **kwargs: Any) -> BlockOutcome:
     """Execute ``code`` and insist that it succeeded."""
     outcome = await run(client, code, **kwargs)
-    assert outcome.ok, outcome.error
+    assert outcome.result.ok, outcome.result.error
     return outcome

@@ -15,11 +15,12 @@ from cove.environment.extensions import Extension, NudgeContext, builtin_extensi
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.outcome import BlockOutcome
 from cove.errors import NotFound, SandboxError
-from cove.persistence.records import BlockWrite, IterationWrite, VarVersionWrite
+from cove.persistence.records import IterationWrite
 from cove.persistence.store import Store
+from cove.results import BlockResult, VarVersion
 
 CLOCK = 1_700_000_000.0
-Ran = list[tuple[BlockOutcome, tuple[VarVersionWrite, ...]]]
+Ran = list[tuple[BlockOutcome, tuple[VarVersion, ...]]]
 
 
 class FakeTurn:
@@ -73,14 +74,13 @@ class Harness:
         await env.begin_turn(hooks or FakeTurn())
         ran: Ran = []
         for position, code in enumerate(codes):
-            ran.append(
-                await env.run_block(
-                    code, position=position, timeout_s=timeout_s, seed=position, clock=CLOCK
-                )
+            outcome = await env.run_block(
+                code, position=position, timeout_s=timeout_s, seed=position, clock=CLOCK
             )
+            ran.append((outcome, outcome.changes))
         env.end_turn()
         blocks = tuple(
-            BlockWrite(position=i, code=code, ok=outcome.ok, error=outcome.error)
+            BlockResult(position=i, code=code, ok=outcome.result.ok, error=outcome.result.error)
             for i, (code, (outcome, _)) in enumerate(zip(codes, ran, strict=True))
         )
         versions = tuple(v for _, writes in ran for v in writes)
@@ -114,7 +114,7 @@ async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
         await pool.aclose()
 
 
-def versions(writes: Sequence[VarVersionWrite]) -> list[tuple[str, int, str]]:
+def versions(writes: Sequence[VarVersion]) -> list[tuple[str, int, str]]:
     return [(w.name, w.version, w.kind) for w in writes]
 
 
@@ -128,8 +128,8 @@ async def test_values_functions_and_classes_survive_blocks_and_reopen(harness: H
         "        return self.v",
         "add(0)",
     )
-    assert [o.ok for o, _ in ran] == [True, True, True, True]
-    assert ran[3][0].value_preview == "42"
+    assert [o.result.ok for o, _ in ran] == [True, True, True, True]
+    assert ran[3][0].result.result_preview == "42"
     assert versions(ran[0][1] + ran[1][1] + ran[2][1]) == [
         ("total", 1, "value"),
         ("add", 1, "function"),
@@ -145,7 +145,7 @@ async def test_values_functions_and_classes_survive_blocks_and_reopen(harness: H
     assert set(env.restored.restored) == {"total", "add", "Box"}
     assert [e.name for e in env.var_index.entries()] == ["Box", "add", "total"]
     ran = await harness.turn(env, "Box(add(1)).get()", "total = 1")
-    assert ran[0][0].value_preview == "43"
+    assert ran[0][0].result.result_preview == "43"
     assert versions(ran[1][1]) == [("total", 2, "value")]
     await env.aclose()
 
@@ -198,11 +198,11 @@ async def test_a_timeout_restart_records_the_lost_variables(harness: Harness) ->
         env, "it = iter([1])", "keep = [1, 2]", "while True:\n    pass", "keep", timeout_s=1
     )
     outcome, writes = ran[2]
-    assert outcome.timed_out and not outcome.ok
+    assert outcome.result.timed_out and not outcome.result.ok
     assert outcome.restart is not None and "it" in outcome.restart.lost
     assert versions(writes) == [("it", 2, "deleted")]
     assert writes[0].type_name == "list_iterator"
-    assert ran[3][0].value_preview == "[1, 2]"
+    assert ran[3][0].result.result_preview == "[1, 2]"
     assert [e.name for e in env.var_index.entries()] == ["keep"]
     await env.aclose()
 
@@ -216,20 +216,20 @@ async def test_forget_deletes_after_the_block(harness: Harness) -> None:
         "seen",
     )
     outcome, writes = ran[1]
-    assert outcome.ok, outcome.error
+    assert outcome.result.ok, outcome.result.error
     assert versions(writes) == [("seen", 1, "value"), ("a", 2, "deleted")]
     assert writes[1].preview == "forgotten"
-    assert ran[2][0].value_preview == "2"
+    assert ran[2][0].result.result_preview == "2"
     assert [e.name for e in env.var_index.entries()] == ["seen", "b"]
     ran = await harness.turn(env, "a")
-    assert "NameError" in (ran[0][0].error or "")
+    assert "NameError" in (ran[0][0].result.error or "")
     await env.aclose()
 
 
 async def test_forget_refuses_extension_names(harness: Harness) -> None:
     env = await harness.open()
     ran = await harness.turn(env, "forget('read_file')", "forget('REQUEST')", "forget(3)")
-    errors = [outcome.error or "" for outcome, _ in ran]
+    errors = [outcome.result.error or "" for outcome, _ in ran]
     assert "'read_file' is provided by an extension" in errors[0]
     assert "'REQUEST' is provided by an extension" in errors[1]
     assert "3 is not a variable name" in errors[2]
@@ -248,8 +248,8 @@ async def test_restore_var_rebuilds_values_and_functions(harness: Harness) -> No
     ran = await harness.turn(
         env, 'old = restore_var("prices", 1)', 'f = restore_var("f", 1)', "(old, f(5))"
     )
-    assert [o.ok for o, _ in ran] == [True, True, True], [o.error for o, _ in ran]
-    assert ran[2][0].value_preview == "([1, 2], 10)"
+    assert [o.result.ok for o, _ in ran] == [True, True, True], [o.result.error for o, _ in ran]
+    assert ran[2][0].result.result_preview == "([1, 2], 10)"
     assert versions(ran[1][1]) == [("f", 3, "function")]
     await env.aclose()
 
@@ -257,9 +257,9 @@ async def test_restore_var_rebuilds_values_and_functions(harness: Harness) -> No
 async def test_constants_follow_the_turn(harness: Harness) -> None:
     env = await harness.open()
     ran = await harness.turn(env, "(REQUEST, LAST_ANSWER)", hooks=FakeTurn("sum it", "41"))
-    assert ran[0][0].value_preview == "('sum it', '41')"
+    assert ran[0][0].result.result_preview == "('sum it', '41')"
     ran = await harness.turn(env, "REQUEST", hooks=FakeTurn("next one"))
-    assert ran[0][0].value_preview == "'next one'"
+    assert ran[0][0].result.result_preview == "'next one'"
     await env.aclose()
 
 
@@ -295,10 +295,10 @@ async def test_kill_running_stops_a_block_at_once(harness: Harness) -> None:
         await asyncio.sleep(0.01)
     assert marker.exists(), "the block never started"
     await env.kill_running()
-    outcome, _ = await block
-    assert not outcome.ok
+    outcome = await block
+    assert not outcome.result.ok
     ran = await harness.turn(env, "kept")
-    assert ran[0][0].value_preview == "7"
+    assert ran[0][0].result.result_preview == "7"
     await env.aclose()
 
 
@@ -348,7 +348,7 @@ async def test_a_fork_starts_from_its_parents_variables(harness: Harness) -> Non
     env = await harness.open(conversation_id=fork.id)
     assert set(env.restored.restored) == {"x", "keep"}
     ran = await harness.turn(env, "(x, keep)", "x = 10")
-    assert ran[0][0].value_preview == "(1, 'parent')"
+    assert ran[0][0].result.result_preview == "(1, 'parent')"
     assert versions(ran[1][1]) == [("x", 2, "value")]  # the parent's turn 2 is not visible
     await env.aclose()
 
@@ -363,7 +363,7 @@ async def test_as_of_turn_restores_older_state_and_numbers_after_everything(
     env = await harness.open(as_of_turn=1)
     assert env.restored.restored == ("x",)
     ran = await harness.turn(env, "x", "x = 'third'")
-    assert ran[0][0].value_preview == "'first'"
+    assert ran[0][0].result.result_preview == "'first'"
     assert versions(ran[1][1]) == [("x", 3, "value")]
     await env.aclose()
 
@@ -385,6 +385,6 @@ async def test_imports_are_versioned_and_survive_a_rebuild(harness: Harness) -> 
     [(outcome, _), (_, dropped)] = await harness.turn(
         reopened, "replace_all('a', 'b', str(math.floor(2.5)) + 'a')", "del math"
     )
-    assert outcome.ok and outcome.value_preview == "'2b'"
+    assert outcome.result.ok and outcome.result.result_preview == "'2b'"
     assert [(v.name, v.kind) for v in dropped] == [("math", "deleted")]
     await reopened.aclose()

@@ -25,8 +25,8 @@ async def test_huge_ints_give_text_for_answers_and_diffs(harness: Harness) -> No
     filled = fill_answer("The value is {{x}}", env.value_text)
     assert filled == "The value is " + text
     ran = await harness.turn(env, "print(var_diff('xs', 1, 2))")
-    assert ran[0][0].ok, ran[0][0].error
-    assert "+" in ran[0][0].stdout
+    assert ran[0][0].result.ok, ran[0][0].result.error
+    assert "+" in ran[0][0].result.stdout
     await env.aclose()
 
 

@@ -8,12 +8,11 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 from cove.persistence.records import (
-    BlockWrite,
     IterationStatus,
     IterationWrite,
-    VarVersionWrite,
 )
 from cove.persistence.store import Store
+from cove.results import BlockResult, VarVersion
 
 SYSTEM_PROMPT = "You answer by writing Python code."
 
@@ -58,7 +57,7 @@ def iteration_write(
     Variable versions are written by the last block; ``encoded=None`` records a deletion.
     """
     block_writes = tuple(
-        BlockWrite(
+        BlockResult(
             position=k,
             code=code.format(n=k),
             ok=True,
@@ -72,7 +71,7 @@ def iteration_write(
         for k in range(blocks)
     )
     versions = tuple(
-        VarVersionWrite(
+        VarVersion(
             name=name,
             version=version,
             block_position=blocks - 1,

@@ -20,8 +20,9 @@ import os
 import sys
 
 from cove.errors import Busy
-from cove.persistence.records import BlockWrite, IterationWrite, ReplyWrite, VarVersionWrite
+from cove.persistence.records import IterationWrite, ReplyWrite
 from cove.persistence.store import Store
+from cove.results import BlockResult, VarVersion
 
 SYSTEM_PROMPT = "You answer by writing Python code."
 
@@ -30,11 +31,12 @@ def iteration(n: int) -> IterationWrite:
     """Three blocks and two variable versions; every fifth value is large (a blob)."""
     value = '"' + "v" * 6000 + f'{n}"' if n % 5 == 0 else str(n)
     blocks = tuple(
-        BlockWrite(position=k, code=f"a = {n}\nb = a * {k}", ok=True, result_encoded=value)
+        BlockResult(position=k, code=f"a = {n}\nb = a * {k}", ok=True, result_encoded=value)
         for k in range(3)
     )
     versions = tuple(
-        VarVersionWrite(name, n + 1, 2, "value", value, "int", str(n)) for name in ("a", "b")
+        VarVersion(name, "value", value, "int", str(n), version=n + 1, block_position=2)
+        for name in ("a", "b")
     )
     return IterationWrite(status="ok", raw_reply="{}", blocks=blocks, var_versions=versions)
 

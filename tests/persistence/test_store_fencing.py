@@ -10,15 +10,15 @@ import pytest
 
 from cove.errors import Busy
 from cove.persistence.fence import Fence, fenced
-from cove.persistence.records import BlockWrite
 from cove.persistence.store import Store, StoreOpener
+from cove.results import BlockResult
 from tests.persistence.store_helpers import FakeClock, count
 
 TTL = 30.0
 
 
-def block(code: str = "x = 1") -> BlockWrite:
-    return BlockWrite(position=0, code=code, ok=True)
+def block(code: str = "x = 1") -> BlockResult:
+    return BlockResult(position=0, code=code, ok=True)
 
 
 async def test_the_epoch_grows_with_every_new_holder_and_not_with_renewals(

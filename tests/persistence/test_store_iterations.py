@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from cove.errors import Busy, NotFound, StoreError
-from cove.persistence.records import IterationWrite, SubqueryWrite, VarVersionWrite
+from cove.persistence.records import IterationWrite, SubqueryWrite
 from cove.persistence.store import Store
+from cove.results import VarVersion
 from tests.persistence.store_helpers import (
     SYSTEM_PROMPT,
     add_iteration,
@@ -82,7 +83,7 @@ async def test_a_failing_write_leaves_nothing_behind(store: Store, db_path: Path
     iteration_id = await store.start_iteration(
         turn_id, 0, system_prompt="s", request_message="r", context_message="c"
     )
-    orphan = VarVersionWrite("x", 1, 9, "value", "1", "int", "1")
+    orphan = VarVersion("x", "value", "1", "int", "1", version=1, block_position=9)
     broken = replace(iteration_write(), var_versions=(orphan,))
 
     with pytest.raises(StoreError, match="names block 9"):

@@ -14,13 +14,12 @@ import pytest
 
 from cove.errors import Busy, StoreError
 from cove.persistence.records import (
-    BlockWrite,
     IterationWrite,
     ReplyWrite,
     SubqueryWrite,
-    VarVersionWrite,
 )
 from cove.persistence.store import Store, StoreOpener
+from cove.results import BlockResult, VarVersion
 from tests.persistence.store_helpers import SYSTEM_PROMPT, count
 
 
@@ -33,12 +32,12 @@ async def start(store: Store, position: int = 0) -> tuple[str, int, int]:
     return conversation.id, turn.id, iteration_id
 
 
-def block(position: int, code: str = "x = 1") -> BlockWrite:
-    return BlockWrite(position=position, code=code, ok=True, result_preview="1")
+def block(position: int, code: str = "x = 1") -> BlockResult:
+    return BlockResult(position=position, code=code, ok=True, result_preview="1")
 
 
-def version(name: str, number: int, position: int) -> VarVersionWrite:
-    return VarVersionWrite(name, number, position, "value", "1", "int", "1")
+def version(name: str, number: int, position: int) -> VarVersion:
+    return VarVersion(name, "value", "1", "int", "1", version=number, block_position=position)
 
 
 async def test_reply_and_blocks_are_readable_before_the_iteration_ends(store: Store) -> None:

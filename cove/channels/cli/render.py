@@ -29,6 +29,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
+from cove.text import shown
 
 PREVIEW_CHARS = 400
 
@@ -45,9 +46,7 @@ def line(*parts: str | tuple[str, str]) -> Text:
 
 def cut(text: str, limit: int = PREVIEW_CHARS) -> str:
     """Cut ``text`` to ``limit`` characters with a visible marker."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f" …[{len(text) - limit:,} more chars]"
+    return shown(text, limit)
 
 
 def print_table(
@@ -134,7 +133,7 @@ class ProgressView:
         elif isinstance(event, BlockFinished):
             self._block(event)
         elif isinstance(event, VarsChanged):
-            shown = ", ".join(f"{v.name} v{v.version} ({v.type})" for v in event.changes[:12])
+            shown = ", ".join(f"{v.name} v{v.version} ({v.type_name})" for v in event.changes[:12])
             more = f" +{len(event.changes) - 12} more" if len(event.changes) > 12 else ""
             c.print(line(("variables: ", "magenta"), shown + more))
         elif isinstance(event, Nudge):
@@ -164,14 +163,14 @@ class ProgressView:
             self._start_spinner("running code…")
 
     def _block(self, event: BlockFinished) -> None:
-        c = self.console
-        if event.stdout:
-            c.print(cut(event.stdout.rstrip()), markup=False)
-        if event.ok:
-            if event.result_preview is not None:
-                c.print(line(("→ ", "green"), cut(event.result_preview)))
+        c, block = self.console, event.block
+        if block.stdout:
+            c.print(cut(block.stdout.rstrip()), markup=False)
+        if block.ok:
+            if block.result_preview is not None:
+                c.print(line(("→ ", "green"), cut(block.result_preview)))
         else:
-            c.print(line(("✗ " + cut(event.error or "failed"), "red")))
+            c.print(line(("✗ " + cut(block.error or "failed"), "red")))
 
     def _finished(self, event: TurnFinished) -> None:
         c = self.console

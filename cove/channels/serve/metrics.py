@@ -140,8 +140,8 @@ class ServeMetrics:
             if began is not None:
                 self.model_latency.observe(now - began)
         elif isinstance(event, BlockFinished):
-            self.blocks.labels(str(event.ok).lower()).observe(event.duration_ms / 1000)
-            if event.timed_out:
+            self.blocks.labels(str(event.block.ok).lower()).observe(event.block.duration_ms / 1000)
+            if event.block.timed_out:
                 self.block_timeouts.inc()
         elif isinstance(event, SandboxRestarted):
             self.sandbox_restarts.inc()

@@ -78,11 +78,12 @@ class StatusLine:
 
 
 def _block_preview(event: BlockFinished) -> str:
-    if event.timed_out:
+    block = event.block
+    if block.timed_out:
         return "timed out"
-    if not event.ok:
-        return "error: " + _short(event.error or "", PREVIEW_CHARS)
-    shown = event.stdout.strip() or (event.result_preview or "")
+    if not block.ok:
+        return "error: " + _short(block.error or "", PREVIEW_CHARS)
+    shown = block.stdout.strip() or (block.result_preview or "")
     return _short(shown, PREVIEW_CHARS) if shown else "ok"
 
 

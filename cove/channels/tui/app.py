@@ -245,7 +245,7 @@ class CoveApp(App[None]):
             self.status.set(iteration=f"{event.iteration}/{event.budget}")
         elif isinstance(event, VarsChanged):
             for c in event.changes:
-                self.variables.update_row(c.name, c.version, c.type, c.preview, c.kind)
+                self.variables.update_row(c.name, c.version, c.type_name, c.preview, c.kind)
         elif isinstance(event, TitleChanged):
             entry = self.sidebar.entries.get(event.conversation_id)
             if entry is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+from cove.text import shown
+
 PREVIEW_CHARS = 2000
 
 # C0 controls but tab and newline become their Unicode "control pictures" (ESC shows as ␛),
@@ -29,9 +31,7 @@ def clean(text: str) -> str:
 
 def cut(text: str, limit: int = PREVIEW_CHARS) -> str:
     """``text`` made safe (``clean``) and cut to ``limit`` characters with a visible marker."""
-    if len(text) <= limit:
-        return clean(text)
-    return clean(text[:limit]) + f" …[{len(text) - limit:,} more chars]"
+    return clean(shown(text, limit))
 
 
 def one_line(text: str, limit: int = 80) -> str:

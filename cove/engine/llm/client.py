@@ -118,11 +118,6 @@ class WithOptions:
         """Nothing to release: the wrapped client belongs to its owner."""
 
 
-def estimate_tokens(chars: int) -> int:
-    """Estimate a token count from a character count (characters / 4, rounded up)."""
-    return (chars + 3) // 4
-
-
 def prompt_chars(messages: Sequence[Message]) -> int:
     """Total characters of the messages' contents, for token estimates."""
     return sum(len(m.get("content", "")) for m in messages)

@@ -32,13 +32,13 @@ from openai import AsyncOpenAI, AsyncStream, omit
 from openai.types.chat import ChatCompletionChunk
 
 from cove.config import ModelSettings
+from cove.engine.budgets import estimate_tokens
 from cove.engine.llm.client import (
     CallKind,
     Completion,
     DeltaSink,
     Message,
     Reasoning,
-    estimate_tokens,
     prompt_chars,
 )
 from cove.engine.protocol import REPLY_SCHEMA

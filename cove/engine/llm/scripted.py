@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from cove.engine.budgets import estimate_tokens
 from cove.engine.llm.client import (
     CallKind,
     Completion,
     DeltaSink,
     Message,
     Reasoning,
-    estimate_tokens,
     prompt_chars,
 )
 from cove.errors import ConfigError, ModelError

@@ -53,13 +53,18 @@ def _shape(value: Any, depth: int) -> str:
 
 
 def _fields(items: Iterable[tuple[Any, Any]], total: int, depth: int) -> str:
+    return _listed(((key, _shape(item, depth)) for key, item in items), total)
+
+
+def _listed(entries: Iterable[tuple[Any, str]], total: int) -> str:
+    """``{key: text, ...}`` with at most ``MAX_KEYS`` entries, then how many more there are."""
     parts = []
-    for count, (key, item) in enumerate(items):
+    for count, (key, text) in enumerate(entries):
         if count == MAX_KEYS:
             parts.append(f"… +{total - MAX_KEYS} more")
             break
         label = key if isinstance(key, str) else preview(key, 60)  # repr may fail (huge int)
-        parts.append(f"{label}: {_shape(item, depth)}")
+        parts.append(f"{label}: {text}")
     return "{" + ", ".join(parts) + "}"
 
 
@@ -86,11 +91,4 @@ def _rows(rows: list[dict[Any, Any]], depth: int) -> str:
         for key, item in row.items():
             columns.setdefault(key, set()).add(_shape(item, depth))
     described = ((key, "|".join(sorted(kinds))) for key, kinds in columns.items())
-    parts = []
-    for count, (key, kinds) in enumerate(described):
-        if count == MAX_KEYS:
-            parts.append(f"… +{len(columns) - MAX_KEYS} more")
-            break
-        label = key if isinstance(key, str) else preview(key, 60)  # repr may fail (huge int)
-        parts.append(f"{label}: {kinds}")
-    return "dict rows {" + ", ".join(parts) + "}"
+    return "dict rows " + _listed(described, len(columns))

@@ -1,32 +1,17 @@
-"""What the sandbox reports back to the parent: block outcomes, variable snapshots, restarts."""
+"""What the sandbox reports back to the parent: block outcomes, restarts.
+
+A block's result and the variable versions it left are the shared ``cove.results`` shapes.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-SnapshotKind = Literal["value", "function", "module", "opaque", "deleted"]
+from cove.results import BlockResult, VarVersion
+
 #: An import binding: (module, member) for ``from module import member``, (module, None) for
 #: ``import module``.
 ImportBinding = tuple[str, str | None]
-
-
-@dataclass(frozen=True)
-class VarSnapshot:
-    """The state of one user variable after a block.
-
-    ``encoded`` is the codec's JSON text (for ``function`` it encodes the definition's source,
-    for ``module`` the import binding); it is None for ``deleted`` and for ``opaque`` values,
-    which cannot be restored.
-    """
-
-    name: str
-    kind: SnapshotKind
-    encoded: str | None
-    type_name: str
-    preview: str
-    size: int | None = None
-    signature: str | None = None
 
 
 @dataclass(frozen=True)
@@ -40,23 +25,16 @@ class RestartReport:
 
 @dataclass(frozen=True)
 class BlockOutcome:
-    """The result of running one code block.
+    """What the sandbox reports after running one code block.
 
-    ``error`` reads like ``ZeroDivisionError: division by zero (line 3)`` with no host paths.
-    ``changes`` lists every variable created, changed (by value fingerprint) or deleted.
-    ``restart`` is set when the worker had to be replaced because of this block (timeout, crash,
-    memory exhaustion); the variables from before the block were then restored.
+    ``result`` is the block's result. ``changes`` lists every variable created, changed (by
+    value fingerprint) or deleted, unnumbered as the sandbox sees them (the environment numbers
+    them). ``restart`` is set when the worker had to be replaced because of this block (timeout,
+    crash, memory exhaustion); the variables from before the block were then restored.
+    ``error_type`` names the exception of a failed block (``ZeroDivisionError``).
     """
 
-    ok: bool
-    value_preview: str | None
-    value_encoded: str | None
-    stdout: str
-    stderr: str
-    error: str | None
-    duration_ms: float
-    timed_out: bool
-    seed: int
-    changes: tuple[VarSnapshot, ...] = ()
+    result: BlockResult
+    changes: tuple[VarVersion, ...] = ()
     restart: RestartReport | None = None
     error_type: str | None = None

@@ -22,9 +22,9 @@ from cove.events import (
     ModelReply,
     TurnFinished,
     TurnStarted,
-    VarChange,
     VarsChanged,
 )
+from cove.results import BlockResult, VarVersion
 from tests.channels.tui.helpers import SIZE, until
 from tests.scripted import settings_for
 
@@ -43,18 +43,22 @@ def long_turn(iterations: int) -> list[Event]:
                 turn_id=1,
                 iteration=n,
                 index=i,
-                code=code,
-                ok=True,
-                result_preview=None if i == 1 else str(n * (n + 1) * (2 * n + 1) // 6),
-                stdout="",
-                stderr="",
-                error=None,
-                duration_ms=2.0,
+                block=BlockResult(
+                    position=i - 1,
+                    code=code,
+                    ok=True,
+                    result_preview=None if i == 1 else str(n * (n + 1) * (2 * n + 1) // 6),
+                    duration_ms=2.0,
+                ),
             )
             for i, code in enumerate(codes, start=1)
         ]
         events.append(
-            VarsChanged(turn_id=1, iteration=n, changes=(VarChange("total", n, "int", "…"),))
+            VarsChanged(
+                turn_id=1,
+                iteration=n,
+                changes=(VarVersion("total", "value", None, "int", "…", version=n),),
+            )
         )
     total = iterations * (iterations + 1) * (2 * iterations + 1) // 6
     events.append(

@@ -12,8 +12,9 @@ from cove import codec
 from cove.codec.shapes import Definition
 from cove.config import Settings
 from cove.environment.extensions import CallContext, ExtensionRegistry, builtin_extensions
-from cove.persistence.records import BlockWrite, IterationWrite, VarVersionWrite
+from cove.persistence.records import IterationWrite
 from cove.persistence.store import Store
+from cove.results import BlockResult, VarVersion
 
 
 @pytest.fixture
@@ -22,9 +23,9 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
         yield opened
 
 
-def version(name: str, number: int, value: Any, kind: str = "value") -> VarVersionWrite:
+def version(name: str, number: int, value: Any, kind: str = "value") -> VarVersion:
     encoded = None if kind == "deleted" else codec.encode(value)
-    return VarVersionWrite(
+    return VarVersion(
         name=name,
         version=number,
         block_position=0,
@@ -36,13 +37,13 @@ def version(name: str, number: int, value: Any, kind: str = "value") -> VarVersi
 
 
 async def commit_turn(
-    store: Store, conversation_id: str, request: str, code: str, *versions: VarVersionWrite
+    store: Store, conversation_id: str, request: str, code: str, *versions: VarVersion
 ) -> None:
     turn = await store.start_turn(conversation_id, request)
     iteration = await store.start_iteration(
         turn.id, 0, system_prompt="s", request_message=request, context_message="c"
     )
-    block = BlockWrite(position=0, code=code, ok=True, result_preview="done")
+    block = BlockResult(position=0, code=code, ok=True, result_preview="done")
     await store.finish_iteration(
         iteration,
         IterationWrite(status="ok", raw_reply="{}", blocks=(block,), var_versions=versions),
@@ -126,7 +127,7 @@ async def test_restore_var_returns_values_and_definitions(ctx: CallContext) -> N
 
 
 async def test_restore_var_refuses_opaque_versions(ctx: CallContext, store: Store) -> None:
-    opaque = VarVersionWrite(
+    opaque = VarVersion(
         name="sock",
         version=1,
         block_position=0,

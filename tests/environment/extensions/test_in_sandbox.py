@@ -95,7 +95,7 @@ async def run(pair: tuple[Harness, Any], *codes: str, hooks: FakeTurn | None = N
 
 async def test_sync_and_async_functions_return_values(env_harness: Any) -> None:
     outcomes = await run(env_harness, "greet('Ada', punct='?')", "fetch(3)")
-    assert [o.value_preview for o in outcomes] == ["'hello Ada?'", "[0, 1, 2]"]
+    assert [o.result.result_preview for o in outcomes] == ["'hello Ada?'", "[0, 1, 2]"]
 
 
 async def test_errors_surface_as_readable_block_errors(env_harness: Any) -> None:
@@ -106,20 +106,20 @@ async def test_errors_surface_as_readable_block_errors(env_harness: Any) -> None
         "greet('a', loud=True)",
         "try:\n    explode()\nexcept ExtensionError as exc:\n    caught = str(exc)\ncaught",
     )
-    assert not outcomes[0].ok
-    assert outcomes[0].error == "ExtensionError: ValueError: the gauge is broken (line 2)"
-    assert "missing a required argument: 'name'" in outcomes[1].error
-    assert "greet(): got an unexpected keyword argument 'loud'" in outcomes[2].error
-    assert outcomes[3].value_preview == "'ValueError: the gauge is broken'"
+    assert not outcomes[0].result.ok
+    assert outcomes[0].result.error == "ExtensionError: ValueError: the gauge is broken (line 2)"
+    assert "missing a required argument: 'name'" in outcomes[1].result.error
+    assert "greet(): got an unexpected keyword argument 'loud'" in outcomes[2].result.error
+    assert outcomes[3].result.result_preview == "'ValueError: the gauge is broken'"
     for outcome in outcomes[:3]:
-        assert "Traceback" not in outcome.error and "/cove/" not in outcome.error
+        assert "Traceback" not in outcome.result.error and "/cove/" not in outcome.result.error
 
 
 async def test_hooks_short_circuit_rewrite_and_fall_back(env_harness: Any) -> None:
     outcomes = await run(
         env_harness, "echo('cached')", "echo('shout')", "echo('x', punct='.')", "safe_explode()"
     )
-    assert [o.value_preview for o in outcomes] == [
+    assert [o.result.result_preview for o in outcomes] == [
         "'from cache'",
         "{'wrapped': 'hello SHOUT!'}",
         "{'wrapped': 'hello x.'}",
@@ -130,10 +130,10 @@ async def test_hooks_short_circuit_rewrite_and_fall_back(env_harness: Any) -> No
 async def test_retry_is_bounded(env_harness: Any) -> None:
     attempts.clear()
     ok = await run(env_harness, "flaky(3)")
-    assert ok[0].value_preview == "'ok on try 3'"
+    assert ok[0].result.result_preview == "'ok on try 3'"
     attempts.clear()
     failed = await run(env_harness, "flaky(9)")
-    assert failed[0].error == "ExtensionError: ConnectionError: try 3 failed (line 1)"
+    assert failed[0].result.error == "ExtensionError: ConnectionError: try 3 failed (line 1)"
     assert len(attempts) == 3
 
 
@@ -148,7 +148,7 @@ async def test_turn_functions_and_llm_from_code(env_harness: Any) -> None:
         "shape([{'a': 1}, {'a': 2}])",
         hooks=turn,
     )
-    assert [o.value_preview for o in outcomes] == [
+    assert [o.result.result_preview for o in outcomes] == [
         "'HI'",
         "['A', 'B']",
         "13",
@@ -160,8 +160,8 @@ async def test_turn_functions_and_llm_from_code(env_harness: Any) -> None:
 
 async def test_turn_functions_outside_a_turn_fail_clearly(env_harness: Any) -> None:
     _, env = env_harness
-    outcome, _ = await env.run_block("llm_query('hi')", position=0, timeout_s=5, seed=0, clock=0.0)
-    assert outcome.error == (
+    outcome = await env.run_block("llm_query('hi')", position=0, timeout_s=5, seed=0, clock=0.0)
+    assert outcome.result.error == (
         "ExtensionError: RuntimeError: llm_query() is only available while a turn is running "
         "(line 1)"
     )
@@ -170,8 +170,8 @@ async def test_turn_functions_outside_a_turn_fail_clearly(env_harness: Any) -> N
 async def test_history_and_search_from_code(env_harness: Any) -> None:
     await run(env_harness, "alpha = 'needle'")
     outcomes = await run(env_harness, "history(1)", "search('needle')[0]['kind']")
-    assert "'ref': 't1.i1.1'" in outcomes[0].value_preview
-    assert outcomes[1].value_preview == "'code'"
+    assert "'ref': 't1.i1.1'" in outcomes[0].result.result_preview
+    assert outcomes[1].result.result_preview == "'code'"
 
 
 async def test_files_from_code_stay_in_the_workspace(env_harness: Any, tmp_path: Path) -> None:
@@ -183,10 +183,14 @@ async def test_files_from_code_stay_in_the_workspace(env_harness: Any, tmp_path:
         "read_file('../cove.db', binary=True)",
         "write_file('/tmp/escape.txt', 'x')",
     )
-    assert [o.value_preview for o in outcomes[:3]] == ["7", "['one', 'two']", "['data/a.txt']"]
-    assert outcomes[3].error == (
+    assert [o.result.result_preview for o in outcomes[:3]] == [
+        "7",
+        "['one', 'two']",
+        "['data/a.txt']",
+    ]
+    assert outcomes[3].result.error == (
         "ExtensionError: PermissionError: read_file(): '..' is not allowed in paths "
         "('../cove.db') (line 1)"
     )
-    assert "absolute paths are not allowed" in outcomes[4].error
+    assert "absolute paths are not allowed" in outcomes[4].result.error
     assert (tmp_path / "workspace" / "data" / "a.txt").read_text() == "one\ntwo"

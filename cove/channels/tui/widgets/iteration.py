@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from cove.channels.tui.format import clean, cut, duration, one_line
-from cove.events import VarChange
+from cove.results import VarVersion
 
 #: Characters of the streaming reply kept, and lines of it shown, while it arrives.
 STREAM_KEEP = 2000
@@ -196,10 +196,10 @@ class IterationView(Widget, can_focus=True):
             block.outcome.append(Text(line, style="red"))
         self._refresh()
 
-    def add_vars(self, changes: Sequence[VarChange]) -> None:
+    def add_vars(self, changes: Sequence[VarVersion]) -> None:
         """Variables the iteration wrote."""
         shown = ", ".join(
-            f"{c.name} deleted" if c.kind == "deleted" else f"{c.name} v{c.version} ({c.type})"
+            f"{c.name} deleted" if c.kind == "deleted" else f"{c.name} v{c.version} ({c.type_name})"
             for c in changes[:12]
         )
         more = f" +{len(changes) - 12} more" if len(changes) > 12 else ""

@@ -37,7 +37,6 @@ from cove.events import (
     SteerReceived,
     TurnFinished,
     TurnStarted,
-    VarChange,
     VarsChanged,
 )
 
@@ -181,9 +180,7 @@ class Timeline(VerticalScroll):
                 )
             written = versions.get((turn.position, it.position))
             if written:
-                iteration.add_vars(
-                    [VarChange(v.name, v.version, v.type_name, v.preview, v.kind) for v in written]
-                )
+                iteration.add_vars([v.var_version() for v in written])
             for text in it.steering:
                 iteration.add_note(f"you (steering): {text}")
         if turn.status != "running":
@@ -241,16 +238,17 @@ def apply_to_iteration(
     elif isinstance(event, ModelReply):
         view.add_reply(event.thinking, event.code, event.parse_error)
     elif isinstance(event, BlockFinished):
+        block = event.block
         view.add_block(
             number=event.index,
-            code=event.code,
-            ok=event.ok,
-            result_preview=event.result_preview,
-            stdout=event.stdout,
-            stderr=event.stderr,
-            error=event.error,
-            duration_ms=event.duration_ms,
-            timed_out=event.timed_out,
+            code=block.code,
+            ok=block.ok,
+            result_preview=block.result_preview,
+            stdout=block.stdout,
+            stderr=block.stderr,
+            error=block.error,
+            duration_ms=block.duration_ms,
+            timed_out=block.timed_out,
         )
     else:
         view.add_vars(event.changes)

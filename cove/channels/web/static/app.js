@@ -142,19 +142,20 @@ function chatPage() {
     },
     block_finished(e) {
       const block = blockNode(e);
+      const b = e.block;
       if (!block) return;
-      block.className = `block ${e.ok ? "ok" : "failed"}`;
-      if (e.stdout) block.append(el("pre", "stdout", e.stdout));
-      if (e.stderr) block.append(el("pre", "stderr", e.stderr));
-      if (e.ok && e.result_preview !== null) block.append(el("pre", "value", `→ ${e.result_preview}`));
-      if (e.error) block.append(el("pre", "error", e.error));
-      block.append(el("span", "meta", `${Math.round(e.duration_ms)} ms${e.timed_out ? " · timed out" : ""}`));
+      block.className = `block ${b.ok ? "ok" : "failed"}`;
+      if (b.stdout) block.append(el("pre", "stdout", b.stdout));
+      if (b.stderr) block.append(el("pre", "stderr", b.stderr));
+      if (b.ok && b.result_preview !== null) block.append(el("pre", "value", `→ ${b.result_preview}`));
+      if (b.error) block.append(el("pre", "error", b.error));
+      block.append(el("span", "meta", `${Math.round(b.duration_ms)} ms${b.timed_out ? " · timed out" : ""}`));
     },
     vars_changed(e) {
       const it = iterationNode(e.turn_id, e.iteration);
       const names = e.changes.map((c) => `${c.name} v${c.version}`).join(", ");
       if (it && names) it.append(el("p", "vars-note", `changed: ${names}`));
-      for (const change of e.changes) updateVariable(cid, change);
+      for (const change of e.changes) updateVariable(cid, { ...change, type: change.type_name, size: sizeText(change.size) });
     },
     nudge(e) { liveTurn(e.turn_id)?.querySelector(".timeline")?.append(el("p", "nudge", e.text)); },
     sandbox_restarted(e) {
@@ -256,7 +257,7 @@ function updateVariable(cid, change) {
     tbody.append(row);
   }
   $(".type", row).textContent = change.type;
-  $(".size", row).textContent = change.size ?? "";  // known again when the turn ends
+  $(".size", row).textContent = change.size ?? "";
   $(".version", row).textContent = `v${change.version}`;
   $(".preview", row).textContent = change.preview;
 }

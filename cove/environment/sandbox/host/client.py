@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,10 +28,10 @@ from cove.environment.sandbox.outcome import (
     BlockOutcome,
     ImportBinding,
     RestartReport,
-    VarSnapshot,
 )
 from cove.environment.sandbox.worker.confine import Confinement
 from cove.errors import SandboxError
+from cove.results import BlockResult, VarVersion
 
 CallHandler = Callable[[str, list[Any], dict[str, Any]], Awaitable[Any]]
 """Runs an extension call from sandbox code: ``(function name, args, kwargs) -> result``."""
@@ -75,7 +75,7 @@ class SandboxClient:
         self._on_call = on_call
         self._settings = settings
         self._lock = asyncio.Lock()
-        self._snapshots: dict[str, VarSnapshot] = {}
+        self._snapshots: dict[str, VarVersion] = {}
         self._imports: dict[str, ImportBinding] = {}
         self._functions: list[str] = []
         self._constants: dict[str, str] = {}
@@ -94,24 +94,25 @@ class SandboxClient:
         """How far the current worker is confined (user, network), or None when there is none."""
         return self._worker.confinement if self._worker is not None else None
 
-    def snapshots(self) -> dict[str, VarSnapshot]:
+    def snapshots(self) -> dict[str, VarVersion]:
         """The latest snapshot of each live user variable, as tracked from the worker's reports.
 
         A copy of all of them: for one name use ``snapshot``.
         """
         return dict(self._snapshots)
 
-    def snapshot(self, name: str) -> VarSnapshot | None:
+    def snapshot(self, name: str) -> VarVersion | None:
         """The latest snapshot of user variable ``name``, or None when it is not live."""
         return self._snapshots.get(name)
 
     async def execute(
-        self, code: str, *, timeout_s: float, seed: int, clock: float
+        self, code: str, *, timeout_s: float, seed: int, clock: float, position: int = 0
     ) -> BlockOutcome:
         """Run one block.
 
         Args:
             code: The block's source.
+            position: The block's position in its iteration (reported in the result).
             timeout_s: Wall-clock limit; past it the worker is killed and replaced.
             seed: Seeds the sandbox's ``random`` (and ``uuid.uuid4``) for this block.
             clock: The time (seconds since the epoch) the block sees as "now".
@@ -141,32 +142,29 @@ class SandboxClient:
             except (WorkerGone, ProtocolError, asyncio.CancelledError) as exc:
                 failure = self._failure(exc)
             duration_ms = (time.monotonic() - started) * 1000
+            ran = BlockResult(
+                position=position, code=code, ok=False, duration_ms=duration_ms, seed=seed,
+                clock=clock,
+            )  # fmt: skip
             if failure is not None:
                 reason, error_type, error = failure
-                return BlockOutcome(
-                    ok=False, value_preview=None, value_encoded=None, stdout="", stderr="",
-                    error=error, duration_ms=duration_ms, timed_out=timed_out, seed=seed,
-                    restart=await self._replace(reason), error_type=error_type,
-                )  # fmt: skip
+                failed = replace(ran, error=error, timed_out=timed_out)
+                restarted = await self._replace(reason)
+                return BlockOutcome(failed, restart=restarted, error_type=error_type)
             self._apply(reply.changes)
             self._imports = dict(reply.imports)
             restart = earlier
             if reply.fatal:
                 restart = await self._replace("memory")
-            return BlockOutcome(
+            result = replace(
+                ran,
                 ok=reply.ok,
-                value_preview=reply.value_preview,
-                value_encoded=reply.value_encoded,
+                result_preview=reply.value_preview,
+                result_encoded=reply.value_encoded,
                 stdout=reply.stdout,
-                stderr="",
                 error=reply.error,
-                duration_ms=duration_ms,
-                timed_out=False,
-                seed=seed,
-                changes=reply.changes,
-                restart=restart,
-                error_type=reply.error_type,
             )
+            return BlockOutcome(result, reply.changes, restart, error_type=reply.error_type)
 
     async def configure(self, *, functions: Sequence[str], constants: Mapping[str, Any]) -> None:
         """Bind extension function proxies and read-only constants (e.g. ``REQUEST``).
@@ -199,7 +197,7 @@ class SandboxClient:
 
     async def restore(
         self,
-        snapshots: Sequence[VarSnapshot],
+        snapshots: Sequence[VarVersion],
         *,
         imports: Mapping[str, ImportBinding] | None = None,
     ) -> RestartReport:
@@ -359,7 +357,7 @@ class SandboxClient:
             return {"op": "reply", "ok": False, "error": f"{type(exc).__name__}: {exc}"}
         return {"op": "reply", "ok": True, "value": encoded}
 
-    def _apply(self, changes: Sequence[VarSnapshot]) -> None:
+    def _apply(self, changes: Sequence[VarVersion]) -> None:
         for change in changes:
             if change.kind == "deleted":
                 self._snapshots.pop(change.name, None)
@@ -442,8 +440,8 @@ class SandboxClient:
         return tuple(restored), tuple(lost)
 
 
-def _chunks(snapshots: list[VarSnapshot]) -> list[list[VarSnapshot]]:
-    chunks: list[list[VarSnapshot]] = [[]]
+def _chunks(snapshots: list[VarVersion]) -> list[list[VarVersion]]:
+    chunks: list[list[VarVersion]] = [[]]
     size = 0
     for snapshot in snapshots:
         weight = len(snapshot.encoded or "") + len(snapshot.preview) + 200

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from cove.environment.sandbox.frames import Frame, ProtocolError
-from cove.environment.sandbox.outcome import SnapshotKind, VarSnapshot
+from cove.results import VarKind, VarVersion
 
-_KINDS = frozenset(get_args(SnapshotKind))
+_KINDS = frozenset(get_args(VarKind))
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class BlockReply:
     error: str | None
     error_type: str | None
     fatal: bool
-    changes: tuple[VarSnapshot, ...]
+    changes: tuple[VarVersion, ...]
     imports: dict[str, tuple[str, str | None]]
 
 
@@ -70,8 +70,8 @@ def restore_reply(reply: Frame) -> tuple[list[str], list[str]]:
     return [_typed(n, str) for n in restored], [_typed(n, str) for n in lost]
 
 
-def snapshot(item: Any) -> VarSnapshot:
-    """A ``VarSnapshot`` from its wire form.
+def snapshot(item: Any) -> VarVersion:
+    """A ``VarVersion`` from its wire form.
 
     Raises:
         ProtocolError: The item is malformed.
@@ -81,7 +81,7 @@ def snapshot(item: Any) -> VarSnapshot:
     size = item.get("size")
     if size is not None and (type(size) is not int):
         raise ProtocolError("malformed variable snapshot size")
-    return VarSnapshot(
+    return VarVersion(
         name=_typed(item.get("name"), str),
         kind=item["kind"],
         encoded=_optional_str(item.get("encoded")),

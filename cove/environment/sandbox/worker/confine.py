@@ -93,19 +93,12 @@ class Confinement:
         """
         if not isinstance(data, dict):
             raise ProtocolError("malformed confinement report")
-        enabled, user, uid = data.get("enabled"), data.get("user"), data.get("uid")
+        enabled: Any = data.get("enabled")
+        user: Any = data.get("user")
+        uid: Any = data.get("uid")
         network, notes = data.get("network"), data.get("notes", [])
         layers = data.get("layers", [])
-        if (
-            type(enabled) is not bool
-            or not isinstance(user, str)
-            or type(uid) is not int
-            or network not in get_args(Network)
-            or not isinstance(notes, list)
-            or not all(isinstance(note, str) for note in notes)
-            or not isinstance(layers, list)
-            or not all(isinstance(layer, str) and layer in LAYERS for layer in layers)
-        ):
+        if not _well_formed(enabled, user, uid, network, notes, layers):
             raise ProtocolError("malformed confinement report")
         checked: Network = "isolated" if network == "isolated" else "host"
         return cls(
@@ -125,6 +118,23 @@ class Confinement:
             return "switched off (sandbox_confine)"
         reasons = [note.partition(": ")[2] for note in self.notes if note.startswith(f"{name}: ")]
         return "; ".join(reasons) or "not in force"
+
+
+def _well_formed(enabled: Any, user: Any, uid: Any, network: Any, notes: Any, layers: Any) -> bool:
+    """Whether a worker's confinement report has the fields and types of one."""
+    return (
+        type(enabled) is bool
+        and isinstance(user, str)
+        and type(uid) is int
+        and network in get_args(Network)
+        and _strings(notes)
+        and _strings(layers)
+        and all(layer in LAYERS for layer in layers)
+    )
+
+
+def _strings(items: Any) -> bool:
+    return isinstance(items, list) and all(isinstance(item, str) for item in items)
 
 
 NOT_REPORTED = Confinement(False, "unknown", -1, "host", ("the worker did not report",))
@@ -201,16 +211,7 @@ def seal(preparation: Preparation, *, parent: int, uid: int | None) -> Confineme
         user, current = _current_user()
         return Confinement(False, user, current, "host", ("switched off (sandbox_confine)",))
     libc = _libc(notes)
-    if preparation.root and uid is not None:
-        if _drop_to(uid, notes):
-            layers.append("uid")
-    elif not preparation.root:
-        notes.append("uid: the host is not root: the worker runs as the host's user")
-    # While the user database can still be read; an id of the reserved range has no account.
-    if uid is not None and "uid" in layers:
-        user, current = f"uid {uid}", uid
-    else:
-        user, current = _current_user()
+    user, current = _own_user(preparation, uid, notes, layers)
     # A change of user resets both of these: set them (again) after it.
     _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", notes)
     armed = die_with_parent(parent)
@@ -218,18 +219,7 @@ def seal(preparation: Preparation, *, parent: int, uid: int | None) -> Confineme
         layers.append("pdeathsig")
     else:
         notes.append(f"pdeathsig: {armed}")
-    if preparation.ruleset is not None:
-        try:
-            preparation.ruleset.restrict()
-            layers.append("landlock")
-        except OSError as exc:
-            notes.append(f"landlock: {exc.strerror or exc}")
-    if preparation.program is not None:
-        try:
-            seccomp.load(preparation.program)
-            layers.append("seccomp")
-        except OSError as exc:
-            notes.append(f"seccomp: {exc.strerror or exc}")
+    _restrict(preparation, notes, layers)
     if _can_become_root():
         notes.append("uid: the worker can still become root")
         user, current = "root", 0
@@ -243,6 +233,37 @@ def seal(preparation: Preparation, *, parent: int, uid: int | None) -> Confineme
         tuple(notes),
         tuple(layer for layer in LAYERS if layer in layers),
     )
+
+
+def _own_user(
+    preparation: Preparation, uid: int | None, notes: list[str], layers: list[str]
+) -> tuple[str, int]:
+    """Drop to the worker's own user when the process is root: the user's name and id after."""
+    if preparation.root and uid is not None:
+        if _drop_to(uid, notes):
+            layers.append("uid")
+    elif not preparation.root:
+        notes.append("uid: the host is not root: the worker runs as the host's user")
+    # While the user database can still be read; an id of the reserved range has no account.
+    if uid is not None and "uid" in layers:
+        return f"uid {uid}", uid
+    return _current_user()
+
+
+def _restrict(preparation: Preparation, notes: list[str], layers: list[str]) -> None:
+    """Put the prepared Landlock ruleset and seccomp filter in force."""
+    if preparation.ruleset is not None:
+        try:
+            preparation.ruleset.restrict()
+            layers.append("landlock")
+        except OSError as exc:
+            notes.append(f"landlock: {exc.strerror or exc}")
+    if preparation.program is not None:
+        try:
+            seccomp.load(preparation.program)
+            layers.append("seccomp")
+        except OSError as exc:
+            notes.append(f"seccomp: {exc.strerror or exc}")
 
 
 def confine(enabled: bool, *, parent: int, uid: int | None = None) -> Confinement:

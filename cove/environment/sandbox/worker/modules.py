@@ -122,133 +122,151 @@ _RANDOM_FUNCTIONS = (
 )  # fmt: skip
 
 
-def _build(name: str, chance: BlockRandom, clock: BlockClock) -> dict[str, Any]:
+Members = dict[str, Any]
+Builder = Callable[[BlockRandom, BlockClock], Members]
+
+
+def _picked(module: Any, *names: str) -> Builder:
+    """A builder of the named members of ``module``."""
+    return lambda chance, clock: _pick(module, names)
+
+
+def _all_public(module: Any, *exclude: str) -> Builder:
+    """A builder of every public member of ``module`` but ``exclude``."""
+    return lambda chance, clock: _public(module, exclude=exclude)
+
+
+def _random(chance: BlockRandom, clock: BlockClock) -> Members:
+    members = _pick(chance.rng, _RANDOM_FUNCTIONS)
+    members["Random"] = chance.new_random
+    return members
+
+
+def _re(chance: BlockRandom, clock: BlockClock) -> Members:
+    members = _pick(
+        re,
+        ("compile", "search", "match", "fullmatch", "split", "findall", "finditer", "sub",
+         "subn", "escape", "error", "Pattern", "Match"),
+    )  # fmt: skip
+    # Plain ints: the RegexFlag enum class is not needed to combine flags.
+    for flag in ("A", "ASCII", "I", "IGNORECASE", "M", "MULTILINE", "S", "DOTALL",
+                 "X", "VERBOSE", "U", "UNICODE", "NOFLAG"):  # fmt: skip
+        members[flag] = int(getattr(re, flag))
+    return members
+
+
+def _time(chance: BlockRandom, clock: BlockClock) -> Members:
+    return {"time": lambda: clock.now, "sleep": time.sleep}
+
+
+def _collections(chance: BlockRandom, clock: BlockClock) -> Members:
+    members = _pick(collections, ("Counter", "OrderedDict", "defaultdict", "deque", "ChainMap"))
+    members["namedtuple"] = wrapped.namedtuple
+    return members
+
+
+def _uuid(chance: BlockRandom, clock: BlockClock) -> Members:
+    members = _pick(
+        uuid, ("UUID", "uuid3", "uuid5", "NAMESPACE_DNS", "NAMESPACE_URL", "NAMESPACE_OID",
+               "NAMESPACE_X500"),
+    )  # fmt: skip
+    members["uuid4"] = chance.uuid4
+    return members
+
+
+def _dataclasses(chance: BlockRandom, clock: BlockClock) -> Members:
+    # No make_dataclass: its namespace argument would let code define dunder methods.
+    members = _pick(
+        dataclasses,
+        ("field", "fields", "asdict", "astuple", "replace", "is_dataclass",
+         "FrozenInstanceError", "KW_ONLY"),
+    )  # fmt: skip
+    members["dataclass"] = wrapped.dataclass
+    return members
+
+
+def _enum(chance: BlockRandom, clock: BlockClock) -> Members:
+    members = _pick(enum, ("auto", "unique"))
+    members.update(wrapped.ENUM_CLASSES)
+    return members
+
+
+_BUILDERS: dict[str, Builder] = {
+    "base64": _picked(
+        base64,
+        "b64encode", "b64decode", "standard_b64encode", "standard_b64decode", "urlsafe_b64encode",
+        "urlsafe_b64decode", "b32encode", "b32decode", "b32hexencode", "b32hexdecode",
+        "b16encode", "b16decode", "b85encode", "b85decode", "a85encode", "a85decode",
+        "encodebytes", "decodebytes",
+    ),
+    "bisect": _picked(
+        bisect, "bisect", "bisect_left", "bisect_right", "insort", "insort_left", "insort_right"
+    ),
+    "collections": _collections,
+    "csv": _picked(
+        csv,
+        "reader", "writer", "DictReader", "DictWriter", "Sniffer", "Error", "QUOTE_ALL",
+        "QUOTE_MINIMAL", "QUOTE_NONE", "QUOTE_NONNUMERIC", "excel", "excel_tab", "unix_dialect",
+    ),
+    "dataclasses": _dataclasses,
+    "datetime": _picked(
+        datetime,
+        "datetime", "date", "time", "timedelta", "timezone", "tzinfo", "MINYEAR", "MAXYEAR",
+    ),
+    # Not the shared template contexts (DefaultContext...): writable module-wide state.
+    "decimal": _all_public(decimal, "DefaultContext", "BasicContext", "ExtendedContext"),
+    "enum": _enum,
+    "fractions": _picked(fractions, "Fraction"),
+    "hashlib": _picked(
+        hashlib,
+        "md5", "sha1", "sha224", "sha256", "sha384", "sha512", "sha3_224", "sha3_256",
+        "sha3_384", "sha3_512", "shake_128", "shake_256", "blake2b", "blake2s", "new",
+        "algorithms_available", "algorithms_guaranteed", "pbkdf2_hmac",
+    ),
+    "heapq": _picked(
+        heapq,
+        "heappush", "heappop", "heapify", "heapreplace", "heappushpop", "nlargest", "nsmallest",
+        "merge",
+    ),
+    "itertools": _all_public(itertools),
+    "json": _picked(json, "dumps", "loads", "JSONDecodeError"),
+    "math": _all_public(math),
+    "random": _random,
+    "re": _re,
+    "statistics": _picked(
+        statistics,
+        "mean", "fmean", "geometric_mean", "harmonic_mean", "median", "median_low", "median_high",
+        "median_grouped", "mode", "multimode", "quantiles", "pstdev", "pvariance", "stdev",
+        "variance", "correlation", "covariance", "linear_regression", "NormalDist",
+        "StatisticsError",
+    ),
+    # Constants only: Formatter and Template reach attributes through format strings.
+    "string": _picked(
+        string,
+        "ascii_letters", "ascii_lowercase", "ascii_uppercase", "digits", "hexdigits", "octdigits",
+        "punctuation", "printable", "whitespace", "capwords",
+    ),
+    "textwrap": _picked(textwrap, "wrap", "fill", "dedent", "indent", "shorten", "TextWrapper"),
+    "time": _time,
+    # No get_type_hints: it evaluates annotation strings with the real eval.
+    "typing": _picked(
+        typing,
+        "Any", "Callable", "Dict", "FrozenSet", "Generator", "Iterable", "Iterator", "List",
+        "Literal", "Mapping", "NamedTuple", "Optional", "Sequence", "Set", "Tuple", "Union",
+        "cast",
+    ),
+    "unicodedata": _all_public(unicodedata, "ucd_3_2_0"),
+    "uuid": _uuid,
+}  # fmt: skip
+"""How each allowed module's members are built (a module object itself is never handed out)."""
+
+
+def _build(name: str, chance: BlockRandom, clock: BlockClock) -> Members:
     """The members of the curated module ``name`` (the module list is ``ALLOWED_MODULES``)."""
-    if name == "math":
-        return _public(math)
-    if name == "random":
-        members = _pick(chance.rng, _RANDOM_FUNCTIONS)
-        members["Random"] = chance.new_random
-        return members
-    if name == "re":
-        members = _pick(
-            re,
-            ("compile", "search", "match", "fullmatch", "split", "findall", "finditer", "sub",
-             "subn", "escape", "error", "Pattern", "Match"),
-        )  # fmt: skip
-        # Plain ints: the RegexFlag enum class is not needed to combine flags.
-        for flag in ("A", "ASCII", "I", "IGNORECASE", "M", "MULTILINE", "S", "DOTALL",
-                     "X", "VERBOSE", "U", "UNICODE", "NOFLAG"):  # fmt: skip
-            members[flag] = int(getattr(re, flag))
-        return members
-    if name == "json":
-        return _pick(json, ("dumps", "loads", "JSONDecodeError"))
-    if name == "datetime":
-        return _pick(
-            datetime,
-            ("datetime", "date", "time", "timedelta", "timezone", "tzinfo", "MINYEAR", "MAXYEAR"),
-        )
-    if name == "time":
-        return {"time": lambda: clock.now, "sleep": time.sleep}
-    if name == "itertools":
-        return _public(itertools)
-    if name == "collections":
-        members = _pick(collections, ("Counter", "OrderedDict", "defaultdict", "deque", "ChainMap"))
-        members["namedtuple"] = wrapped.namedtuple
-        return members
-    if name == "heapq":
-        return _pick(
-            heapq,
-            ("heappush", "heappop", "heapify", "heapreplace", "heappushpop", "nlargest",
-             "nsmallest", "merge"),
-        )  # fmt: skip
-    if name == "bisect":
-        return _pick(
-            bisect,
-            ("bisect", "bisect_left", "bisect_right", "insort", "insort_left", "insort_right"),
-        )
-    if name == "decimal":
-        # Not the shared template contexts (DefaultContext...): writable module-wide state.
-        return _public(decimal, exclude=("DefaultContext", "BasicContext", "ExtendedContext"))
-    if name == "fractions":
-        return _pick(fractions, ("Fraction",))
-    if name == "statistics":
-        return _pick(
-            statistics,
-            ("mean", "fmean", "geometric_mean", "harmonic_mean", "median", "median_low",
-             "median_high", "median_grouped", "mode", "multimode", "quantiles", "pstdev",
-             "pvariance", "stdev", "variance", "correlation", "covariance", "linear_regression",
-             "NormalDist", "StatisticsError"),
-        )  # fmt: skip
-    if name == "textwrap":
-        return _pick(textwrap, ("wrap", "fill", "dedent", "indent", "shorten", "TextWrapper"))
-    if name == "unicodedata":
-        return _public(unicodedata, exclude=("ucd_3_2_0",))
-    if name == "base64":
-        return _pick(
-            base64,
-            ("b64encode", "b64decode", "standard_b64encode", "standard_b64decode",
-             "urlsafe_b64encode", "urlsafe_b64decode", "b32encode", "b32decode", "b32hexencode",
-             "b32hexdecode", "b16encode", "b16decode", "b85encode", "b85decode", "a85encode",
-             "a85decode", "encodebytes", "decodebytes"),
-        )  # fmt: skip
-    if name == "hashlib":
-        return _pick(
-            hashlib,
-            ("md5", "sha1", "sha224", "sha256", "sha384", "sha512", "sha3_224", "sha3_256",
-             "sha3_384", "sha3_512", "shake_128", "shake_256", "blake2b", "blake2s", "new",
-             "algorithms_available", "algorithms_guaranteed", "pbkdf2_hmac"),
-        )  # fmt: skip
-    if name == "uuid":
-        members = _pick(
-            uuid, ("UUID", "uuid3", "uuid5", "NAMESPACE_DNS", "NAMESPACE_URL", "NAMESPACE_OID",
-                   "NAMESPACE_X500"),
-        )  # fmt: skip
-        members["uuid4"] = chance.uuid4
-        return members
-    if name == "csv":
-        return _pick(
-            csv,
-            ("reader", "writer", "DictReader", "DictWriter", "Sniffer", "Error", "QUOTE_ALL",
-             "QUOTE_MINIMAL", "QUOTE_NONE", "QUOTE_NONNUMERIC", "excel", "excel_tab",
-             "unix_dialect"),
-        )  # fmt: skip
-    if name == "string":
-        # Constants only: Formatter and Template reach attributes through format strings.
-        return _pick(
-            string,
-            ("ascii_letters", "ascii_lowercase", "ascii_uppercase", "digits", "hexdigits",
-             "octdigits", "punctuation", "printable", "whitespace", "capwords"),
-        )  # fmt: skip
-    if name == "dataclasses":
-        # No make_dataclass: its namespace argument would let code define dunder methods.
-        members = _pick(
-            dataclasses,
-            ("field", "fields", "asdict", "astuple", "replace", "is_dataclass",
-             "FrozenInstanceError", "KW_ONLY"),
-        )  # fmt: skip
-        members["dataclass"] = wrapped.dataclass
-        return members
-    if name == "typing":
-        # No get_type_hints: it evaluates annotation strings with the real eval.
-        return _pick(
-            typing,
-            ("Any", "Callable", "Dict", "FrozenSet", "Generator", "Iterable", "Iterator", "List",
-             "Literal", "Mapping", "NamedTuple", "Optional", "Sequence", "Set", "Tuple", "Union",
-             "cast"),
-        )  # fmt: skip
-    if name == "enum":
-        members = _pick(enum, ("auto", "unique"))
-        members.update(wrapped.ENUM_CLASSES)
-        return members
-    raise KeyError(name)
+    return _BUILDERS[name](chance, clock)
 
 
-ALLOWED_MODULES = (
-    "base64", "bisect", "collections", "csv", "dataclasses", "datetime", "decimal", "enum",
-    "fractions", "hashlib", "heapq", "itertools", "json", "math", "random", "re", "statistics",
-    "string", "textwrap", "time", "typing", "unicodedata", "uuid",
-)  # fmt: skip
+ALLOWED_MODULES = tuple(sorted(_BUILDERS))
 """Every module sandbox code may import."""
 
 

@@ -130,30 +130,7 @@ class Runtime:
         self.clock.now = clock
         self.output = BlockOutput(self.output_limit)
         self.namespace["_print"] = PrintScope(self.output)
-        value: Any = None
-        error: tuple[str, str] | None = None
-        ran: list[CodeType] = []  # what the block ran: the tracker checks only what it reaches
-        try:
-            block = compile_block(code)
-        except BlockSyntaxError as exc:
-            where = f" (line {exc.line})" if exc.line is not None else ""
-            error = ("SyntaxError", f"SyntaxError: {exc.message}{where}")
-        except BaseException as exc:  # compile can hit RecursionError/MemoryError on deep nesting
-            error = describe(exc)
-        else:
-            ran = [c for c in (block.body, block.tail) if c is not None]
-            self._defined = []
-            try:
-                if block.body is not None:
-                    exec(block.body, self.namespace)
-                if block.tail is not None:
-                    value = eval(block.tail, self.namespace)
-            except BaseException as exc:  # SystemExit and friends are block errors, too
-                error = describe(exc)
-            finally:
-                made, self._defined = self._defined, []
-                sources = [(obj, block.definitions[k][1]) for obj, k in made]
-                self.tracker.remember([(obj, text) for obj, text in sources if text])
+        value, error, ran = self._run(code)
         reply: Frame = {
             "op": "done",
             "ok": error is None,
@@ -169,16 +146,46 @@ class Runtime:
             return reply  # the host replaces this worker: its heap is not to be trusted
         if value is not None:
             reply["value_preview"] = codec.preview(value)
-            try:
-                reply["value_encoded"] = self.tracker.encode(value)
-            except MemoryError:
-                raise
-            except Exception:
-                pass
+            reply["value_encoded"] = self._encoded(value)
         value = None
         reply["changes"] = self.tracker.changes(self.namespace, ran)
         reply["imports"] = self.tracker.imports
         return reply
+
+    def _run(self, code: str) -> tuple[Any, tuple[str, str] | None, list[CodeType]]:
+        """Compile and run a block: its trailing value, its error (type, line) and what it ran
+        (the tracker checks only what that code reaches)."""
+        try:
+            block = compile_block(code)
+        except BlockSyntaxError as exc:
+            where = f" (line {exc.line})" if exc.line is not None else ""
+            return None, ("SyntaxError", f"SyntaxError: {exc.message}{where}"), []
+        except BaseException as exc:  # compile can hit RecursionError/MemoryError on deep nesting
+            return None, describe(exc), []
+        value: Any = None
+        error: tuple[str, str] | None = None
+        self._defined = []
+        try:
+            if block.body is not None:
+                exec(block.body, self.namespace)
+            if block.tail is not None:
+                value = eval(block.tail, self.namespace)
+        except BaseException as exc:  # SystemExit and friends are block errors, too
+            error = describe(exc)
+        finally:
+            made, self._defined = self._defined, []
+            sources = [(obj, block.definitions[k][1]) for obj, k in made]
+            self.tracker.remember([(obj, text) for obj, text in sources if text])
+        return value, error, [c for c in (block.body, block.tail) if c is not None]
+
+    def _encoded(self, value: Any) -> str | None:
+        """The codec's text of a block's value, or None when it cannot be encoded."""
+        try:
+            return self.tracker.encode(value)
+        except MemoryError:
+            raise
+        except Exception:
+            return None
 
     def _define_hook(self, index: int) -> Callable[[Any], Any]:
         """``_define_(k)``: note that definition ``k`` of the running block made ``value``."""
@@ -249,13 +256,7 @@ class Runtime:
             self.tracker.forget_all()
         self.output = BlockOutput(self.output_limit)
         self.namespace["_print"] = PrintScope(self.output)
-        for name, ref in imports.items():
-            try:
-                self.namespace[name] = self.tracker.resolve((str(ref[0]), ref[1]))
-                self.tracker.imports[name] = (str(ref[0]), ref[1])
-            except Exception:
-                pass
-        restored: list[str] = []
+        self._restore_imports(imports)
         pending: list[Frame] = []
         lost: list[str] = []
         for snapshot in snapshots:
@@ -263,26 +264,42 @@ class Runtime:
                 pending.append(snapshot)
             elif snapshot["kind"] != "deleted":
                 lost.append(str(snapshot["name"]))
+        restored: list[str] = []
         for _ in range(_RESTORE_PASSES):
-            failed: list[Frame] = []
-            for snapshot in pending:
-                name, encoded = str(snapshot["name"]), str(snapshot["encoded"])
-                try:
-                    value = codec.decode(encoded, make_definition=self._make_definition)
-                except MemoryError:
-                    raise
-                except Exception:  # a definition needing another one not restored yet, or junk
-                    failed.append(snapshot)
-                    continue
-                self.namespace[name] = value
-                self.tracker.adopt(name, value, encoded)
-                restored.append(name)
+            done, failed = self._restore_pass(pending)
+            restored += done
             progress = len(failed) < len(pending)
             pending = failed
             if not pending or not progress:
                 break
         lost.extend(str(s["name"]) for s in pending)
         return {"op": "restored", "restored": restored, "lost": lost}
+
+    def _restore_imports(self, imports: dict[str, Any]) -> None:
+        for name, ref in imports.items():
+            try:
+                self.namespace[name] = self.tracker.resolve((str(ref[0]), ref[1]))
+                self.tracker.imports[name] = (str(ref[0]), ref[1])
+            except Exception:
+                pass
+
+    def _restore_pass(self, pending: list[Frame]) -> tuple[list[str], list[Frame]]:
+        """Decode what is pending, in order: the names restored, the snapshots that failed."""
+        restored: list[str] = []
+        failed: list[Frame] = []
+        for snapshot in pending:
+            name, encoded = str(snapshot["name"]), str(snapshot["encoded"])
+            try:
+                value = codec.decode(encoded, make_definition=self._make_definition)
+            except MemoryError:
+                raise
+            except Exception:  # a definition needing another one not restored yet, or junk
+                failed.append(snapshot)
+                continue
+            self.namespace[name] = value
+            self.tracker.adopt(name, value, encoded)
+            restored.append(name)
+        return restored, failed
 
     def _make_definition(self, definition: Definition) -> Any:
         """Run a recorded definition again, under the policy of live code (``compile_definition``).

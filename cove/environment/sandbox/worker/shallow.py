@@ -53,7 +53,12 @@ class Shallow:
             return None
         if len(ids) == 1:
             return cls(None, None, value.copy(), None) if len(value) <= MAX_ELEMENTS else None
-        # A table: distinct rows (one id each), all dicts or all lists/tuples, of scalars only.
+        return cls._table(value, ids)
+
+    @classmethod
+    def _table(cls, value: list[Any], ids: frozenset[int]) -> Shallow | None:
+        """A record of a table: distinct rows (one id each), all dicts or all lists/tuples, of
+        scalars only; None for any other list."""
         kinds = set(map(type, value))
         if len(ids) != len(value) + 1 or not (kinds == {dict} or kinds <= {list, tuple}):
             return None

@@ -200,18 +200,7 @@ class VariableTracker:
         self.namespace = namespace
         self._proven.clear()
         reach = self._reach()
-        if codes is None:
-            candidates = dict.fromkeys(n for n in namespace if not n.startswith("_"))
-        else:
-            reach.from_code(codes)
-            candidates = dict.fromkeys(reach.names)
-            for name, (_, ids) in reach.walked.items():
-                old = self.state.get(name)
-                # Other holders of a reached object: shared ones, and any the value newly holds.
-                keys = ids & self._owners.shared
-                if old is None or old.value is not reach.namespace.get(name) or ids != old.ids:
-                    keys |= ids - (old.ids if old is not None else frozenset())
-                candidates.update(dict.fromkeys(sorted(self._owners.names_for(keys))))
+        candidates = self._candidates(namespace, codes, reach)
         found: list[dict[str, Any]] = []
         self._budget = REPORT_BUDGET_BYTES
         pending = list(candidates)
@@ -222,17 +211,41 @@ class VariableTracker:
             checked.add(name)
             also = self._check(namespace, name, found, reach.walked.get(name))
             pending.extend(sorted(also - checked))
+        self._sweep(namespace, checked, found)
+        return found
+
+    def _candidates(
+        self, namespace: dict[str, Any], codes: Sequence[CodeType] | None, reach: Reach
+    ) -> dict[str, None]:
+        """The names to check first, in order: those the code reached, and their co-holders."""
+        if codes is None:
+            return dict.fromkeys(n for n in namespace if not n.startswith("_"))
+        reach.from_code(codes)
+        candidates = dict.fromkeys(reach.names)
+        for name, (_, ids) in reach.walked.items():
+            old = self.state.get(name)
+            # Other holders of a reached object: shared ones, and any the value newly holds.
+            keys = ids & self._owners.shared
+            if old is None or old.value is not reach.namespace.get(name) or ids != old.ids:
+                keys |= ids - (old.ids if old is not None else frozenset())
+            candidates.update(dict.fromkeys(sorted(self._owners.names_for(keys))))
+        return candidates
+
+    def _sweep(
+        self, namespace: dict[str, Any], checked: set[str], found: list[dict[str, Any]]
+    ) -> None:
+        """When the namespace holds a binding no name led to, compare every name once."""
         expected = -1
         if self._hidden is not None:
             expected = self._hidden + len(self.state) + len(self.imports)
-        if len(namespace) != expected:  # a binding no name led to: compare every name once
-            for name in [n for n in namespace if not n.startswith("_") and n not in checked]:
-                if name not in self.state and name not in self.imports:
-                    self._check(namespace, name, found, None)
-            for name in [n for n in (*self.state, *self.imports) if n not in namespace]:
+        if len(namespace) == expected:
+            return
+        for name in [n for n in namespace if not n.startswith("_") and n not in checked]:
+            if name not in self.state and name not in self.imports:
                 self._check(namespace, name, found, None)
-            self._hidden = sum(1 for n in namespace if n.startswith("_"))
-        return found
+        for name in [n for n in (*self.state, *self.imports) if n not in namespace]:
+            self._check(namespace, name, found, None)
+        self._hidden = sum(1 for n in namespace if n.startswith("_"))
 
     def _check(
         self,
@@ -245,10 +258,7 @@ class VariableTracker:
         old = self.state.get(name)
         if name not in namespace:
             self.imports.pop(name, None)
-            if old is not None:
-                found.append(deleted(name))
-                return self._untrack(name)
-            return set()
+            return self._gone(name, found) if old is not None else set()
         value = namespace[name]
         if name in self._proven or (old is not None and old.unchanged(value)):
             return set()  # the same object, provably holding the same: nothing to encode
@@ -256,11 +266,24 @@ class VariableTracker:
             ref = self._import_ref(value)
             if ref is not None:
                 self.imports[name] = ref
-                if old is not None:
-                    found.append(deleted(name))
-                    return self._untrack(name)
-                return set()
+                return self._gone(name, found) if old is not None else set()
             self.imports.pop(name, None)
+        return self._compare(name, value, old, found, walked)
+
+    def _gone(self, name: str, found: list[dict[str, Any]]) -> set[str]:
+        """A tracked value is no longer a variable (deleted, or now an import)."""
+        found.append(deleted(name))
+        return self._untrack(name)
+
+    def _compare(
+        self,
+        name: str,
+        value: object,
+        old: _Tracked | None,
+        found: list[dict[str, Any]],
+        walked: tuple[object, frozenset[int]] | None,
+    ) -> set[str]:
+        """Snapshot ``value`` and report it when its content changed; track it either way."""
         snapshot, fingerprint = self.snapshot(name, value)
         ids = walked[1] if walked is not None and walked[0] is value else None
         if old is not None and old.value is value and old.fingerprint == fingerprint:

@@ -44,12 +44,12 @@ async def test_a_loop_of_calls_runs_out_of_budget_with_a_clear_error(
         "print(failure)\ncalls"
     )
     outcome = await ok(budgeted, code)
-    assert "used up their 0.5 s of host time (extension_time_budget_s)" in outcome.stdout
-    assert outcome.value_preview is not None and int(outcome.value_preview) < 10
+    assert "used up their 0.5 s of host time (extension_time_budget_s)" in outcome.result.stdout
+    assert outcome.result.result_preview is not None and int(outcome.result.result_preview) < 10
     # Once spent, later calls fail at once: the host serves no more than the budget.
     assert sum(1 for name, *_ in extensions.calls if name == "wait") <= 10
     # The next block has a budget of its own.
-    assert (await ok(budgeted, "wait(0.1)")).value_preview == "0.1"
+    assert (await ok(budgeted, "wait(0.1)")).result.result_preview == "0.1"
 
 
 async def test_var_diff_of_large_values_is_bounded(harness: Harness) -> None:
@@ -57,6 +57,9 @@ async def test_var_diff_of_large_values_is_bounded(harness: Harness) -> None:
     await harness.turn(env, "xs = list(range(20000))", "xs.reverse()")
     ran = await harness.turn(env, "d = var_diff('xs', 1, 2)\n(len(d.splitlines()), d[-60:])")
     outcome = ran[0][0]
-    assert outcome.ok, outcome.error
-    assert outcome.value_preview is not None and "diff limited" in outcome.value_preview
+    assert outcome.result.ok, outcome.result.error
+    assert (
+        outcome.result.result_preview is not None
+        and "diff limited" in outcome.result.result_preview
+    )
     await env.aclose()

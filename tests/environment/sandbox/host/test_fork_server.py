@@ -81,7 +81,7 @@ async def test_workers_are_forked_into_sessions_of_their_own(
         b"PYTHONDONTWRITEBYTECODE=1",
     }
     for client in clients:
-        assert (await ok(client, "6 * 7")).value_preview == "42"
+        assert (await ok(client, "6 * 7")).result.result_preview == "42"
 
 
 async def test_a_worker_killed_by_timeout_leaves_the_zygote_and_its_siblings_alone(
@@ -93,13 +93,13 @@ async def test_a_worker_killed_by_timeout_leaves_the_zygote_and_its_siblings_alo
     await ok(sibling, "mine = 2")
     zygote, sibling_pid, old_pid = zygote_of(cold_pool), sibling.pid, victim.pid
     outcome = await run(victim, "while True:\n    pass", timeout_s=1.0)
-    assert outcome.timed_out and outcome.restart is not None
+    assert outcome.result.timed_out and outcome.restart is not None
     assert zygote_of(cold_pool) is zygote and os.getpgid(zygote.pid) == zygote.pid
     assert victim.pid != old_pid and victim.pid is not None
     assert parent_of(victim.pid) == zygote.pid  # the replacement is forked as well
-    assert (await ok(victim, "keep")).value_preview == "'kept'"
+    assert (await ok(victim, "keep")).result.result_preview == "'kept'"
     assert sibling.pid == sibling_pid
-    assert (await ok(sibling, "mine * 21")).value_preview == "42"
+    assert (await ok(sibling, "mine * 21")).result.result_preview == "42"
 
 
 async def test_the_zygote_reaps_every_worker(cold_pool: WorkerPool, tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ async def test_the_zygote_reaps_every_worker(cold_pool: WorkerPool, tmp_path: Pa
             break
         await asyncio.sleep(0.02)
     assert zombies_of(zygote.pid) == []
-    assert (await ok(client, "'alive'")).value_preview == "'alive'"
+    assert (await ok(client, "'alive'")).result.result_preview == "'alive'"
 
 
 async def test_a_worker_sees_nothing_an_earlier_worker_changed(
@@ -131,16 +131,16 @@ async def test_a_worker_sees_nothing_an_earlier_worker_changed(
         "class Mark:\n    pass\n"
         "str(decimal.Decimal(2).sqrt())"
     )
-    assert (await ok(first, code)).value_preview == "'1.41'"
-    assert (await ok(first, "SECRET")).value_preview == "'from a'"
+    assert (await ok(first, code)).result.result_preview == "'1.41'"
+    assert (await ok(first, "SECRET")).result.result_preview == "'from a'"
     second = await acquire(cold_pool, tmp_path / "b")
     assert parent_of(second.pid or 0) == zygote_of(cold_pool).pid
     after = await ok(second, "import decimal\nstr(decimal.Decimal(2).sqrt())")
-    assert after.value_preview == "'1.414213562373095048801688724'"
+    assert after.result.result_preview == "'1.414213562373095048801688724'"
     for name in ("SECRET", "Mark"):
         outcome = await run(second, name)
-        assert outcome.error_type == "NameError", outcome.error
-    assert (await ok(first, "str(decimal.Decimal(2).sqrt())")).value_preview == "'1.41'"
+        assert outcome.error_type == "NameError", outcome.result.error
+    assert (await ok(first, "str(decimal.Decimal(2).sqrt())")).result.result_preview == "'1.41'"
 
 
 async def test_a_lost_zygote_means_cold_starts_then_a_new_zygote(
@@ -154,12 +154,12 @@ async def test_a_lost_zygote_means_cold_starts_then_a_new_zygote(
     # While a new zygote starts in the background, workers are started cold.
     cold = await acquire(cold_pool, tmp_path / "c")
     assert cold.pid is not None and parent_of(cold.pid) == os.getpid()
-    assert (await ok(cold, "6 * 7")).value_preview == "42"
+    assert (await ok(cold, "6 * 7")).result.result_preview == "42"
     await until(lambda: cold_pool._zygote is not old and cold_pool._zygote is not None)
     new = zygote_of(cold_pool)
     forked = await acquire(cold_pool, tmp_path / "f")
     assert forked.pid is not None and parent_of(forked.pid) == new.pid != old.pid
-    assert (await ok(forked, "6 * 7")).value_preview == "42"
+    assert (await ok(forked, "6 * 7")).result.result_preview == "42"
     # A worker of the dead zygote died with it (its death signal): the next block finds it
     # gone and it is replaced as after any crash, its variables restored.
     orphan = running.pid
@@ -167,7 +167,7 @@ async def test_a_lost_zygote_means_cold_starts_then_a_new_zygote(
     crashed = await run(running, "kept")
     assert crashed.restart is not None and crashed.restart.restored == ("kept",)
     assert running.pid not in (None, orphan)
-    assert (await ok(running, "kept + 1")).value_preview == "2"
+    assert (await ok(running, "kept + 1")).result.result_preview == "2"
 
 
 async def until(condition: Callable[[], bool]) -> None:
@@ -223,7 +223,7 @@ async def test_the_switch_off_means_cold_starts(tmp_path: Path) -> None:
         client = await acquire(pool, tmp_path / "w")
         assert pool._zygote is None
         assert client.pid is not None and parent_of(client.pid) == os.getpid()
-        assert (await ok(client, "6 * 7")).value_preview == "42"
+        assert (await ok(client, "6 * 7")).result.result_preview == "42"
     finally:
         await pool.aclose()
 

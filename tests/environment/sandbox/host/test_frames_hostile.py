@@ -61,7 +61,7 @@ async def test_a_forged_deep_frame_restarts_the_worker(client: SandboxClient) ->
     assert stdout is not None
     stdout.feed_data(framed(DEEP_SMALL))  # as if the worker had written it
     outcome = await run(client, "1 + 1")
-    assert not outcome.ok and outcome.restart is not None
+    assert not outcome.result.ok and outcome.restart is not None
     assert outcome.restart.reason == "protocol"
     assert "kept" in outcome.restart.restored
-    assert (await ok(client, "sum(kept)")).value_preview == "3"
+    assert (await ok(client, "sum(kept)")).result.result_preview == "3"

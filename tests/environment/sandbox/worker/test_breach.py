@@ -135,9 +135,9 @@ class Scene:
         outcome = await self.attacker.execute(
             prelude + attack(body), timeout_s=30, seed=0, clock=0.0
         )
-        assert outcome.ok, outcome.error
-        assert outcome.value_preview is not None
-        verdict: str = ast.literal_eval(outcome.value_preview)
+        assert outcome.result.ok, outcome.result.error
+        assert outcome.result.result_preview is not None
+        verdict: str = ast.literal_eval(outcome.result.result_preview)
         return verdict
 
 

@@ -108,9 +108,9 @@ async def test_confinement_can_be_switched_off(tmp_path: Path) -> None:
         assert confinement.notes == ("switched off (sandbox_confine)",)
         assert network_namespace(sandbox.pid) == network_namespace("self")
         assert os.readlink(f"/proc/{sandbox.pid}/cwd") == str(tmp_path / "ws")
-        assert (await ok(sandbox, "import decimal\ndecimal.Decimal('1.5') * 2")).value_preview == (
-            "Decimal('3.0')"
-        )
+        assert (
+            await ok(sandbox, "import decimal\ndecimal.Decimal('1.5') * 2")
+        ).result.result_preview == ("Decimal('3.0')")
     finally:
         await workers.aclose()
 
@@ -126,11 +126,11 @@ async def test_blocks_run_normally_in_a_confined_worker(client: SandboxClient) -
         "(total, rows, day)"
     )
     outcome = await ok(client, code)
-    assert outcome.value_preview == (
+    assert outcome.result.result_preview == (
         "(Decimal('3.10'), [['a', 'b'], ['1', '2,3']], datetime.date(2024, 2, 29))"
     )
     codecs = await ok(client, "'é'.encode('cp1252'), 'mü.de'.encode('idna'), 'x'.encode('utf-16')")
-    assert codecs.value_preview == "(b'\\xe9', b'xn--m-eha.de', b'\\xff\\xfex\\x00')"
+    assert codecs.result.result_preview == "(b'\\xe9', b'xn--m-eha.de', b'\\xff\\xfex\\x00')"
     before = confinement_of(client)
     old_pid = client.pid
     await client.kill()
@@ -140,7 +140,7 @@ async def test_blocks_run_normally_in_a_confined_worker(client: SandboxClient) -
         before.network,
     )
     again = await ok(client, "import statistics\n(total * 2, rows[1][1], statistics.mean([1, 2]))")
-    assert again.value_preview == "(Decimal('6.20'), '2,3', 1.5)"
+    assert again.result.result_preview == "(Decimal('6.20'), '2,3', 1.5)"
 
 
 @pytest.fixture
@@ -178,7 +178,7 @@ async def test_a_workspace_closed_to_the_worker_leaves_it_in_the_root(
     sandbox = await pool.acquire(workspace=tmp_path / "private", on_call=Extensions())
     assert sandbox.pid == idle_pid
     assert os.readlink(f"/proc/{sandbox.pid}/cwd") == "/"
-    assert (await ok(sandbox, "6 * 7")).value_preview == "42"
+    assert (await ok(sandbox, "6 * 7")).result.result_preview == "42"
 
 
 @root_only
@@ -192,7 +192,7 @@ async def test_a_cold_start_in_a_closed_workspace_moves_to_the_root(
         sandbox = await workers.acquire(workspace=closed, on_call=Extensions())
         assert os.readlink(f"/proc/{sandbox.pid}/cwd") == "/"
         assert confinement_of(sandbox).notes == ("working directory not accessible: moved to /",)
-        assert (await ok(sandbox, "6 * 7")).value_preview == "42"
+        assert (await ok(sandbox, "6 * 7")).result.result_preview == "42"
     finally:
         await workers.aclose()
 

@@ -45,7 +45,7 @@ SHAPES = {
 
 async def _calls(client: SandboxClient, names: list[str]) -> str | None:
     probe = "[" + ", ".join(f"{name}()" for name in names) + "]"
-    return (await ok(client, probe)).value_preview
+    return (await ok(client, probe)).result.result_preview
 
 
 def _names(shape: str) -> list[str]:

@@ -143,23 +143,28 @@ async def test_escape_attempt_fails_and_the_host_is_fine(name: str, client: Sand
     await ok(client, "canary = [1, 2, 3]")
     pid = client.pid
     outcome = await run(client, ESCAPES[name])
-    assert not outcome.ok, f"{name}: the block succeeded with {outcome.value_preview!r}"
-    assert outcome.error is not None
+    assert not outcome.result.ok, (
+        f"{name}: the block succeeded with {outcome.result.result_preview!r}"
+    )
+    assert outcome.result.error is not None
     # The worker survived (no restart was needed), its state is intact, and the host is alive.
     assert outcome.restart is None and client.pid == pid
-    assert (await ok(client, "sum(canary)")).value_preview == "6"
+    assert (await ok(client, "sum(canary)")).result.result_preview == "6"
     assert os.getpid() > 0
 
 
 async def test_module_namespaces_hide_their_origin(client: SandboxClient) -> None:
     outcome = await ok(client, "import re, json\n(repr(re), sorted(dir(json)))")
-    assert outcome.value_preview == "(\"<module 're'>\", ['JSONDecodeError', 'dumps', 'loads'])"
+    assert (
+        outcome.result.result_preview
+        == "(\"<module 're'>\", ['JSONDecodeError', 'dumps', 'loads'])"
+    )
 
 
 async def test_safe_formatting_still_works(client: SandboxClient) -> None:
     code = "x = 3\n('{} + {n} = {:>3}'.format(1, 4, n=x), f'{x!r:>4}', '%s-%d' % ('a', 2))"
     outcome = await ok(client, code)
-    assert outcome.value_preview == "('1 + 3 =   4', '   3', 'a-2')"
+    assert outcome.result.result_preview == "('1 + 3 =   4', '   3', 'a-2')"
 
 
 async def test_the_worker_cannot_read_the_host_environment(client: SandboxClient) -> None:

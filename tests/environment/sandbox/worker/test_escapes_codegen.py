@@ -296,11 +296,11 @@ async def test_payload_in_a_worker_leaves_it_intact(name: str, client: SandboxCl
     await ok(client, "canary = [1, 2, 3]")
     pid = client.pid
     outcome = await run(client, SETUP + code)
-    assert outcome.ok is not must_fail, outcome.error
+    assert outcome.result.ok is not must_fail, outcome.result.error
     assert outcome.restart is None and client.pid == pid
     for snapshot in outcome.changes:
         assert not _leaks(snapshot.preview) and not _leaks(snapshot.encoded or "")
-    assert (await ok(client, "(sum(canary), box)")).value_preview == "(6, [])"
+    assert (await ok(client, "(sum(canary), box)")).result.result_preview == "(6, [])"
 
 
 def test_there_are_enough_payloads() -> None:

@@ -49,20 +49,20 @@ async def test_abuse_is_stopped_and_the_state_restored(
 
     async def serve_bystander() -> None:
         for i in range(5):
-            assert (await ok(bystander, f"{i} + 1")).value_preview == str(i + 1)
+            assert (await ok(bystander, f"{i} + 1")).result.result_preview == str(i + 1)
         finished_first.append("bystander")
 
     (elapsed, outcome), _ = await asyncio.gather(abuse(), serve_bystander())
-    assert not outcome.ok  # type: ignore[attr-defined]
+    assert not outcome.result.ok  # type: ignore[attr-defined]
     assert outcome.error_type == error_type  # type: ignore[attr-defined]
-    assert outcome.error.startswith(f"{error_type}: ")  # type: ignore[attr-defined]
-    assert outcome.timed_out is timed_out  # type: ignore[attr-defined]
+    assert outcome.result.error.startswith(f"{error_type}: ")  # type: ignore[attr-defined]
+    assert outcome.result.timed_out is timed_out  # type: ignore[attr-defined]
     assert outcome.restart is not None  # type: ignore[attr-defined]
     assert set(outcome.restart.restored) == {"keep", "twice"}  # type: ignore[attr-defined]
     assert elapsed < TIMEOUT_S + MARGIN_S
     if timed_out:
         assert finished_first[0] == "bystander"  # served while the abuse was running
-    assert (await ok(client, "twice(len(keep))")).value_preview == "6"
+    assert (await ok(client, "twice(len(keep))")).result.result_preview == "6"
 
 
 async def test_deep_recursion_is_an_ordinary_error(client: SandboxClient) -> None:
@@ -70,26 +70,26 @@ async def test_deep_recursion_is_an_ordinary_error(client: SandboxClient) -> Non
     pid = client.pid
     outcome = await run(client, "def down(n):\n    return down(n + 1)\ndown(0)")
     assert outcome.error_type == "RecursionError"
-    assert outcome.error is not None and outcome.error.endswith("(line 2)")
+    assert outcome.result.error is not None and outcome.result.error.endswith("(line 2)")
     assert outcome.restart is None and client.pid == pid
 
 
 async def test_deeply_nested_values_are_opaque_not_fatal(client: SandboxClient) -> None:
     outcome = await ok(client, "deep = []\nfor i in range(100000):\n    deep = [deep]")
     assert ("deep", "opaque") in [(c.name, c.kind) for c in outcome.changes]
-    assert not (await run(client, "repr(deep)")).ok  # RecursionError, caught
+    assert not (await run(client, "repr(deep)")).result.ok  # RecursionError, caught
 
 
 async def test_deeply_nested_code_is_a_block_error(client: SandboxClient) -> None:
     outcome = await run(client, "x = " + "(" * 5000 + "1" + ")" * 5000)
-    assert not outcome.ok and outcome.error_type in {"SyntaxError", "RecursionError"}
-    assert (await ok(client, "2 + 2")).value_preview == "4"
+    assert not outcome.result.ok and outcome.error_type in {"SyntaxError", "RecursionError"}
+    assert (await ok(client, "2 + 2")).result.result_preview == "4"
 
 
 async def test_a_bounded_output_flood_is_capped(client: SandboxClient) -> None:
     outcome = await ok(client, "for i in range(100000):\n    print('y' * 100)\n'done'")
-    assert outcome.value_preview == "'done'"
-    assert outcome.stdout.endswith("[… output cut at 500 chars]\n")
+    assert outcome.result.result_preview == "'done'"
+    assert outcome.result.stdout.endswith("[… output cut at 500 chars]\n")
 
 
 async def test_the_cpu_limit_kills_the_worker_and_state_survives(tmp_path: Path) -> None:
@@ -99,9 +99,11 @@ async def test_the_cpu_limit_kills_the_worker_and_state_survives(tmp_path: Path)
         sandbox = await workers.acquire(workspace=tmp_path / "w", on_call=Extensions())
         await ok(sandbox, "keep = 'safe'")
         outcome = await run(sandbox, "while True:\n    pass", timeout_s=30.0)
-        assert outcome.error == "SandboxError: worker died (signal 24: CPU time limit reached)"
+        assert (
+            outcome.result.error == "SandboxError: worker died (signal 24: CPU time limit reached)"
+        )
         assert outcome.restart is not None and outcome.restart.reason == "crash"
-        assert (await ok(sandbox, "keep")).value_preview == "'safe'"
+        assert (await ok(sandbox, "keep")).result.result_preview == "'safe'"
     finally:
         await workers.aclose()
 
@@ -116,9 +118,9 @@ async def test_a_kill_stops_a_running_block_at_once(
     await client.kill()
     outcome = await task
     assert time.monotonic() - started < 10.0
-    assert outcome.error_type == "CancelledError" and not outcome.timed_out
+    assert outcome.error_type == "CancelledError" and not outcome.result.timed_out
     assert outcome.restart is not None and outcome.restart.reason == "killed"
-    assert (await ok(client, "keep")).value_preview == "1"
+    assert (await ok(client, "keep")).result.result_preview == "1"
 
 
 async def test_cancelling_execute_kills_the_block(
@@ -131,7 +133,7 @@ async def test_cancelling_execute_kills_the_block(
     with pytest.raises(asyncio.CancelledError):
         await task
     outcome = await ok(client, "keep")
-    assert outcome.value_preview == "2"
+    assert outcome.result.result_preview == "2"
     assert outcome.restart is not None and outcome.restart.reason == "killed"
 
 
@@ -153,5 +155,5 @@ async def test_an_extension_call_during_a_timeout_is_abandoned(
     await sandbox.configure(functions=["wait_forever"], constants={})
     await ok(sandbox, "keep = 3")
     outcome = await run(sandbox, "wait_forever()", timeout_s=1.0)
-    assert outcome.timed_out and cancelled == ["wait_forever"]
-    assert (await ok(sandbox, "keep")).value_preview == "3"
+    assert outcome.result.timed_out and cancelled == ["wait_forever"]
+    assert (await ok(sandbox, "keep")).result.result_preview == "3"

@@ -13,7 +13,7 @@ import pytest
 from cove import codec
 from cove.codec.shapes import Definition
 from cove.environment.sandbox.host.client import SandboxClient
-from cove.environment.sandbox.outcome import VarSnapshot
+from cove.results import VarVersion
 from tests.environment.conftest import ok
 
 EVIL = r"""'q"+str(self.value.append(__import__("builtins").__dict__))\n  #'"""
@@ -38,10 +38,10 @@ FORGED = {
 }
 
 
-def forged_snapshots(source: str) -> list[VarSnapshot]:
-    box = VarSnapshot("box", "value", codec.encode([]), "list", "[]")
+def forged_snapshots(source: str) -> list[VarVersion]:
+    box = VarVersion("box", "value", codec.encode([]), "list", "[]")
     definition = codec.encode(Definition("function", "f", source))
-    return [box, VarSnapshot("f", "function", definition, "function", "f()")]
+    return [box, VarVersion("f", "function", definition, "function", "f()")]
 
 
 @pytest.mark.parametrize("name", list(FORGED))
@@ -51,12 +51,12 @@ async def test_a_forged_definition_is_lost_and_escapes_nothing(
     imports = {"enum": ("enum", None), "dataclasses": ("dataclasses", None)}
     report = await client.restore(forged_snapshots(FORGED[name]), imports=imports)
     assert "f" in report.lost and "box" in report.restored
-    assert (await ok(client, "box")).value_preview == "[]"
+    assert (await ok(client, "box")).result.result_preview == "[]"
     for _ in range(2):  # and again after a restart, which restores the same snapshots
         await client.kill()
-        assert (await ok(client, "(box, 'f' in [n for n in ['f'] if n])")).value_preview == (
-            "([], True)"
-        )
+        assert (
+            await ok(client, "(box, 'f' in [n for n in ['f'] if n])")
+        ).result.result_preview == ("([], True)")
 
 
 async def test_a_genuine_definition_with_decorator_and_body_comes_back(
@@ -68,4 +68,4 @@ async def test_a_genuine_definition_with_decorator_and_body_comes_back(
         "    def twice(self):\n        return self.x * 2",
     )
     await client.kill()
-    assert (await ok(client, "P(4).twice()")).value_preview == "8"
+    assert (await ok(client, "P(4).twice()")).result.result_preview == "8"

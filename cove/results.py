@@ -1,0 +1,82 @@
+"""What running code produces: a block's result and the variable versions it wrote.
+
+One shape each, shared by every layer: the sandbox reports them, the environment numbers the
+versions, the store writes them and reads them back (its records extend them with where they are
+stored), the journal shows them and events carry them. Encoded values are the codec's JSON text;
+fields marked ``LOCAL`` stay out of the JSON that events send (see ``cove.events``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+#: Field metadata: the field is not sent with events (it can be large; channels read previews).
+LOCAL = {"local": True}
+
+VarKind = Literal["value", "function", "module", "opaque", "deleted"]
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    """One code block: what ran and what came of it.
+
+    Attributes:
+        position: The block's 0-based position in its iteration.
+        code: The block's source.
+        ok: Whether the block ran without error.
+        result_preview: Preview of the trailing expression's value, None when there is none.
+        result_encoded: The codec's text of that value (not sent with events).
+        stdout: Captured ``print`` output.
+        stderr: Captured error output.
+        error: The error line of a failed block, like ``ZeroDivisionError: division by zero
+            (line 3)``, with no host paths.
+        duration_ms: Wall-clock run time.
+        timed_out: Whether the block was stopped at its time limit.
+        seed: The block's random seed.
+        clock: The wall-clock time the block saw (recorded for replay).
+    """
+
+    position: int
+    code: str
+    ok: bool
+    result_preview: str | None = None
+    result_encoded: str | None = field(default=None, metadata=LOCAL)
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    duration_ms: float = 0.0
+    timed_out: bool = False
+    seed: int | None = None
+    clock: float | None = None
+
+
+@dataclass(frozen=True)
+class VarVersion:
+    """One version of a named variable, as a block left it.
+
+    The sandbox reports versions unnumbered (``version`` 0); the environment numbers them and
+    sets ``block_position`` before they are stored.
+
+    Attributes:
+        name: The variable's name.
+        kind: ``value``, ``function``, ``module``, ``opaque`` or ``deleted``.
+        encoded: The codec's text (for ``function`` the definition's source, for ``module`` the
+            import binding); None for ``deleted`` and ``opaque``, which cannot be restored.
+        type_name: The value's type name.
+        preview: A short text of the value.
+        size: The value's size in bytes, when known.
+        signature: How a function or class is shown (its signature).
+        version: The version number (1-based per name, deletions included); 0 until numbered.
+        block_position: The position of the block that wrote it in its iteration.
+    """
+
+    name: str
+    kind: VarKind
+    encoded: str | None = field(metadata=LOCAL)
+    type_name: str
+    preview: str
+    size: int | None = None
+    signature: str | None = None
+    version: int = 0
+    block_position: int = 0
