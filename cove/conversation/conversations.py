@@ -24,6 +24,7 @@ from cove.conversation.hub import ConversationHub
 from cove.conversation.lease import held_lease, new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache, LiveConversation
 from cove.conversation.opener import Opener
+from cove.conversation.rebuild import keep_note
 from cove.conversation.turn_queue import TurnQueue
 from cove.conversation.watch_api import WatchAPI
 from cove.conversation.watching import Watching
@@ -361,7 +362,9 @@ class Conversations(WatchAPI):
             handle.query = query
             try:
                 async for event in query.run():
-                    hub.publish(event)
+                    stamped = hub.publish(event)
+                    if stamped is not None:
+                        await keep_note(self.store, stamped)
             finally:
                 del self._running[record.id]
                 handle.query = None

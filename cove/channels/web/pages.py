@@ -12,15 +12,15 @@ from starlette.routing import Route
 
 from cove.channels.web.render import diff
 from cove.channels.web.state import web
+from cove.channels.web.timeline import notes_by_iteration, resume_after
 from cove.config import Settings
 from cove.conversation import (
     ConversationRecord,
     SearchHit,
     Transcript,
-    TurnRecord,
     VarVersionRecord,
+    timeline,
 )
-from cove.conversation.sequence import make_seq
 from cove.errors import NotFound
 
 LIST_LIMIT = 200
@@ -70,25 +70,11 @@ def iteration_cost(settings: Settings, model: str | None, tokens_in: int, tokens
     return f"${cost:.4f}"
 
 
-def resume_after(transcript: Transcript) -> tuple[list[TurnRecord], int]:
-    """The turns the page renders, and the seq its event stream resumes after.
-
-    A running turn is not rendered: the stream replays it from its start, so the page shows
-    every event of it exactly once.
-    """
-    shown: list[TurnRecord] = []
-    for turn in transcript.turns:
-        if turn.status == "running":
-            return shown, make_seq(turn.position, 0, 0) - 1
-        shown.append(turn)
-    next_position = (transcript.turns[-1].position + 1) if transcript.turns else 1
-    return shown, make_seq(next_position, 0, 0) - 1
-
-
 async def chat(request: Request) -> Response:
     convs = web(request).convs
     transcript = await convs.inspect(request.path_params["cid"])
-    turns, after = resume_after(transcript)
+    events = timeline(transcript)
+    turns, after = resume_after(transcript, events)
     current = await convs.variables(transcript.conversation.id)
     variables = [v for _, v in sorted(current.items()) if v.kind != "deleted"]
     context = {
@@ -97,6 +83,7 @@ async def chat(request: Request) -> Response:
         "after": after,
         "variables": variables,
         "changes": changes_by_iteration(transcript),
+        "notes": notes_by_iteration(events),
         "upload_limit": web(request).upload_limit,
     }
     return _render(request, "chat.html", context)
@@ -109,8 +96,12 @@ async def turn_fragment(request: Request) -> Response:
     turn = next((t for t in transcript.turns if t.position == position), None)
     if turn is None:
         raise NotFound("turn", str(position))
-    context = {"conv": transcript.conversation, "turn": turn}
-    context["changes"] = changes_by_iteration(await convs.inspect(transcript.conversation.id))
+    context = {
+        "conv": transcript.conversation,
+        "turn": turn,
+        "changes": changes_by_iteration(transcript),  # a turn's transcript has what it wrote
+        "notes": notes_by_iteration(timeline(transcript)),
+    }
     return _render(request, "_turn.html", context)
 
 
