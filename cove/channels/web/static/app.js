@@ -328,7 +328,10 @@ function setupFiles(cid) {
     zone.classList.remove("over");
     upload(event.dataTransfer.files);
   });
-  $("#file-input").addEventListener("change", (event) => upload(event.target.files));
+  $("#file-input").addEventListener("change", async (event) => {
+    await upload([...event.target.files]);
+    event.target.value = "";  // so that choosing the same file again uploads it again
+  });
   refresh();
 }
 
