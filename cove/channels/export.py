@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 
-from cove.conversation import Transcript
+from cove.conversation import BlockRecord, IterationRecord, Transcript, TurnRecord
 from cove.events import jsonable
 
 
@@ -35,40 +35,7 @@ def to_markdown(transcript: Transcript) -> str:
         lines.append(f"- forked from `{conv.parent_id}` at turn {conv.fork_turn}")
     lines.append("")
     for turn in transcript.turns:
-        lines += [f"## Turn {turn.position} — {turn.status}", "", f"> {turn.request}", ""]
-        for it in turn.iterations:
-            lines.append(f"### Iteration {it.position + 1} ({it.status})")
-            lines.append("")
-            if it.thinking:
-                lines += [f"*{it.thinking}*", ""]
-            if it.parse_error:
-                lines += [f"**Unreadable reply:** {it.parse_error}", ""]
-            for block in it.blocks:
-                lines += ["```python", block.code, "```", ""]
-                if block.stdout:
-                    lines += ["```text", block.stdout.rstrip(), "```", ""]
-                if block.ok and block.result_preview is not None:
-                    lines += [f"→ `{block.result_preview}`", ""]
-                elif not block.ok:
-                    lines += [f"**Error:** {block.error}", ""]
-            if it.running_block is not None:
-                lines += [
-                    f"**Block {it.running_block + 1} of {len(it.planned_blocks)} was running "
-                    "when the turn stopped:**",
-                    "",
-                    "```python",
-                    it.planned_blocks[it.running_block],
-                    "```",
-                    "",
-                ]
-        if turn.answer:
-            lines += ["**Answer:**", "", turn.answer, ""]
-        if turn.error:
-            lines += [f"**Error:** {turn.error}", ""]
-        lines += [
-            f"<sub>{turn.tokens_in:,} + {turn.tokens_out:,} tokens · ${turn.cost_usd:.4f}</sub>",
-            "",
-        ]
+        lines += _turn_lines(turn)
     if transcript.var_versions:
         lines += ["## Variables", "", "| name | version | type | preview |", "|---|---|---|---|"]
         for v in transcript.var_versions:
@@ -76,3 +43,50 @@ def to_markdown(transcript: Transcript) -> str:
             lines.append(f"| {v.name} | {v.version} | {v.type_name} | `{preview}` |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _turn_lines(turn: TurnRecord) -> list[str]:
+    lines = [f"## Turn {turn.position} — {turn.status}", "", f"> {turn.request}", ""]
+    for it in turn.iterations:
+        lines += _iteration_lines(it)
+    if turn.answer:
+        lines += ["**Answer:**", "", turn.answer, ""]
+    if turn.error:
+        lines += [f"**Error:** {turn.error}", ""]
+    lines += [
+        f"<sub>{turn.tokens_in:,} + {turn.tokens_out:,} tokens · ${turn.cost_usd:.4f}</sub>",
+        "",
+    ]
+    return lines
+
+
+def _iteration_lines(it: IterationRecord) -> list[str]:
+    lines = [f"### Iteration {it.position + 1} ({it.status})", ""]
+    if it.thinking:
+        lines += [f"*{it.thinking}*", ""]
+    if it.parse_error:
+        lines += [f"**Unreadable reply:** {it.parse_error}", ""]
+    for block in it.blocks:
+        lines += _block_lines(block)
+    if it.running_block is not None:
+        lines += [
+            f"**Block {it.running_block + 1} of {len(it.planned_blocks)} was running "
+            "when the turn stopped:**",
+            "",
+            "```python",
+            it.planned_blocks[it.running_block],
+            "```",
+            "",
+        ]
+    return lines
+
+
+def _block_lines(block: BlockRecord) -> list[str]:
+    lines = ["```python", block.code, "```", ""]
+    if block.stdout:
+        lines += ["```text", block.stdout.rstrip(), "```", ""]
+    if block.ok and block.result_preview is not None:
+        lines += [f"→ `{block.result_preview}`", ""]
+    elif not block.ok:
+        lines += [f"**Error:** {block.error}", ""]
+    return lines

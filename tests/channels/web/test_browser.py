@@ -112,7 +112,14 @@ def test_fork_from_turn_one_and_a_new_variable_version(site: Site, page: Any) ->
 
 def test_uploaded_csv_is_read_by_the_model(site: Site, page: Any, tmp_path: Path) -> None:
     site.fake.add_replies(
-        answer("", ["rows = read_file('people.csv').splitlines()", "len(rows)"]),
+        answer(
+            "",
+            [
+                "rows = read_file('people.csv').splitlines()",
+                "write_file('count.txt', str(len(rows)))",
+                "len(rows)",
+            ],
+        ),
         answer("{{len(rows)}} rows"),
     )
     cid = site.conversation()
@@ -123,8 +130,12 @@ def test_uploaded_csv_is_read_by_the_model(site: Site, page: Any, tmp_path: Path
     page.wait_for_selector("#files a:text('people.csv')")
     send(page, "how many rows?")
     page.wait_for_selector(".turn[data-status='done']")
-    assert page.text_content(".turn .block .value") == "→ 3"
-    page.wait_for_selector("#vars tr[data-name='rows'] .size:text('len 3')")  # after the turn
+    assert page.locator(".turn .block .value").all_text_contents()[-1] == "→ 3"
+    page.wait_for_selector("#vars tr[data-name='rows'] .size:text('len 3')")
+    page.wait_for_selector("#files a:text('count.txt')")  # the file the code wrote
+    with page.expect_download() as download:
+        page.click("#files a:text('count.txt')")
+    assert Path(download.value.path()).read_text() == "3"
 
 
 def test_oversize_upload_shows_the_limit(site: Site, page: Any, tmp_path: Path) -> None:

@@ -170,6 +170,7 @@ function chatPage() {
     async turn_finished(e) {
       setRunning(false);
       refreshVariables(cid);
+      refreshFiles();  // the code may have written some
       const position = positions.get(e.turn_id);
       const response = await fetch(`/c/${cid}/turns/${position}`, { credentials: "same-origin" });
       const old = turnNode(position);
@@ -263,7 +264,7 @@ function chatPage() {
     catch (error) { notice(error.message, true); }
   });
 
-  setupFiles(cid);
+  const refreshFiles = setupFiles(cid);
 }
 
 function sizeText(size) {
@@ -333,6 +334,7 @@ function setupFiles(cid) {
     event.target.value = "";  // so that choosing the same file again uploads it again
   });
   refresh();
+  return () => refresh().catch(() => {});
 }
 
 const page = document.body.dataset.page;
