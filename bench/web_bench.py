@@ -231,7 +231,7 @@ SALES = [
             "thinking": "Now the mean and the best month.",
             "code": [
                 "mean = total / len(sales)",
-                "best = max(range(len(sales)), key=lambda i: sales[i])",
+                "best = 1 + max(range(len(sales)), key=lambda i: sales[i])",
             ],
         }
     ),
@@ -239,7 +239,7 @@ SALES = [
         {
             "thinking": "Everything is known.",
             "answer": "| | sales |\n|---|--:|\n| total | {{total}} |\n| mean | {{mean}} |\n\n"
-            "The best month was month **{{best + 1}}**.",
+            "The best month was month **{{best}}**.",
         }
     ),
 ]

@@ -206,7 +206,12 @@ def test_inspector_and_replay(site: Site, page: Any) -> None:
 
 
 def test_phone_width_and_dark_mode(site: Site, browser: Any) -> None:
+    site.fake.add_replies(answer("", ["wide = 'x' * 500", "wide"]), answer("{{wide}}"))
     cid = site.conversation()
+    with httpx.Client(base_url=site.url, timeout=30) as http:  # a turn with very long lines
+        http.post(f"/api/conversations/{cid}/messages", json={"text": "a long line " * 40})
+        with http.stream("GET", f"/api/conversations/{cid}/events?after=0") as events:
+            next(line for line in events.iter_lines() if '"turn_finished"' in line)
     looks = {}
     for scheme in ("light", "dark"):
         context = browser.new_context(viewport={"width": 390, "height": 800}, color_scheme=scheme)
@@ -215,6 +220,11 @@ def test_phone_width_and_dark_mode(site: Site, browser: Any) -> None:
         phone.wait_for_selector("#composer")
         assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
         assert phone.is_visible("#message") and phone.is_visible("#dropzone")
+        assert phone.is_visible("#delete") and phone.is_visible("#rename")
+        for path in ("/", f"/c/{cid}/inspect/1/1"):
+            phone.goto(f"{site.url}{path}")
+            assert phone.evaluate("document.documentElement.scrollWidth") <= 390, path
+        phone.goto(f"{site.url}/c/{cid}")
         looks[scheme] = phone.evaluate("getComputedStyle(document.body).backgroundColor")
         context.close()
     assert looks["light"] != looks["dark"]
