@@ -35,7 +35,7 @@ from typing import Any
 from cove.config import Settings
 from cove.conversation.conversations import Conversations
 from cove.engine.llm import LLMClient, Message
-from cove.engine.llm_scripted import ScriptedClient
+from cove.engine.llm.scripted import ScriptedClient
 from cove.events import IterationStarted, TurnFinished
 
 MODEL_DELAY_S = 0.05
@@ -99,7 +99,10 @@ def worker_rss_kb() -> dict[int, int]:
             if "VmRSS" not in fields:
                 continue
             parent = fields.get("PPid", "").strip()
-            if parent == me and b"sandbox.zygote" in Path(entry.path, "cmdline").read_bytes():
+            if (
+                parent == me
+                and b"sandbox.worker.zygote" in Path(entry.path, "cmdline").read_bytes()
+            ):
                 zygotes.add(entry.name)
                 continue
             parents[int(entry.name)] = parent

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from stack import bench_stack
 
+from cove import codec
 from cove.engine.budgets import PROMPT_CHARS, estimate_tokens
 from cove.engine.context import (
     JOURNAL_ITERATIONS,
@@ -38,12 +39,11 @@ from cove.engine.context import (
     system_prompt,
 )
 from cove.engine.llm import Message
-from cove.engine.llm_scripted import ReplyFunction, ScriptedClient
+from cove.engine.llm.scripted import ReplyFunction, ScriptedClient
 from cove.engine.nudges import NudgeState, builtin_nudges
 from cove.engine.query import Query, TurnOptions
 from cove.environment.var_index import VarEntry
 from cove.events import TurnFinished
-from cove.persistence import codec
 from cove.persistence.records import BlockRecord
 
 CHECKPOINTS = (10, 50, 100, 200)

@@ -39,7 +39,7 @@ from stack import BenchStack, bench_stack
 from cove.config import Settings
 from cove.engine.context import JOURNAL_ITERATIONS, context_message, request_message, system_prompt
 from cove.engine.journal import Journal
-from cove.engine.llm_scripted import ScriptedClient
+from cove.engine.llm.scripted import ScriptedClient
 from cove.engine.protocol import parse_reply
 from cove.engine.query import Query, TurnOptions
 from cove.environment.environment import Environment

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from cove.config import Settings
-from cove.environment.sandbox.policy import compile_block
-from cove.environment.sandbox.pool import WorkerPool
-from cove.environment.sandbox.runtime import Runtime
+from cove.environment.sandbox.host.pool import WorkerPool
+from cove.environment.sandbox.worker.policy import compile_block
+from cove.environment.sandbox.worker.runtime import Runtime
 
 TRIVIAL = "x = 1\nx + 1"
 ROUNDS = 500

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cove.config import Settings
 from cove.environment.environment import Environment
-from cove.environment.sandbox.pool import WorkerPool
+from cove.environment.sandbox.host.pool import WorkerPool
 from cove.persistence.records import ConversationRecord
 from cove.persistence.store import Store
 

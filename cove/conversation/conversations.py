@@ -1,44 +1,35 @@
 """``Conversations``: the one API every channel uses (DESIGN §2).
 
-It owns the store, the worker pool, the LLM clients and the live-environment cache. A turn runs
-as a background task feeding a queue, so a channel that stops listening (a closed browser tab)
-never loses the turn; ``cancel`` is the only way to stop one.
+It owns the store, the worker pool, the LLM clients and the live-environment cache, and hands
+the work to its parts: ``turns`` (send, cancel, steer), ``workspaces`` (files, attachments),
+``watching`` (watchers of conversations and of the list).
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import shutil
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import replace
-from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from cove.config import Settings
 from cove.conversation.follow import CommitPoller
-from cove.conversation.handle import TurnHandle, withdrawn_event
-from cove.conversation.hub import ConversationHub
-from cove.conversation.lease import held_lease, new_owner_id, owner_is_dead
-from cove.conversation.live import LiveCache, LiveConversation
+from cove.conversation.handle import TurnHandle
+from cove.conversation.lease import new_owner_id, owner_is_dead
+from cove.conversation.live import LiveCache
 from cove.conversation.opener import Opener
-from cove.conversation.rebuild import keep_note
-from cove.conversation.turn_queue import TurnQueue
+from cove.conversation.recovered import as_recovered
+from cove.conversation.turns import Turns
 from cove.conversation.watch_api import WatchAPI
 from cove.conversation.watching import Watching
+from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
-from cove.engine.query import Query, TurnOptions
 from cove.engine.replay import replay_conversation
 from cove.environment.environment import Environment
-from cove.environment.sandbox.pool import WorkerPool
+from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
-from cove.events import Event, TurnQueued
-from cove.persistence.leases import INTERRUPTED
+from cove.events import Event
 from cove.persistence.records import (
     ConversationRecord,
-    IterationRecord,
     SearchHit,
     Transcript,
     VarVersionRecord,
@@ -56,7 +47,7 @@ def _openai_factory(settings: Settings, model: str) -> LLMClient:
         )
     # Imported here: the openai package takes most of a second to import, and inspection
     # commands never talk to a model.
-    from cove.engine.llm_openai import OpenAIClient
+    from cove.engine.llm.openai import OpenAIClient
 
     return OpenAIClient(settings, model=model)
 
@@ -72,17 +63,16 @@ class Conversations(WatchAPI):
         self._llms: dict[str, LLMClient] = {}
         self.owner = new_owner_id()
         self.live = LiveCache(settings.max_live_environments, self._open_environment)
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._handles: set[TurnHandle] = set()  # turns sent and not yet ended
         self._pool_started = False
-        self._admission = asyncio.Lock()
-        self._turn_queues: dict[str, TurnQueue] = {}
-        self._running: dict[str, Query] = {}
         self._closed = False
+        self.workspaces = Workspaces(settings.workspaces)
         self.watching = Watching(
             store,
             CommitPoller(store.path),
             cost_known=lambda model: settings.price_of(model or settings.model) is not None,
+        )
+        self.turns = Turns(
+            settings, store, self.live, self.watching, self.workspaces, self._llm, self.owner
         )
 
     @staticmethod
@@ -146,8 +136,7 @@ class Conversations(WatchAPI):
         record = await self.store.create_conversation(
             channel=channel, title=title, external_id=external_id, owner=owner
         )
-        workspace = self._workspace(record.id)
-        workspace.mkdir(parents=True, exist_ok=True)
+        self.workspaces.ensure(record.id)
         return record
 
     async def for_external(
@@ -224,23 +213,19 @@ class Conversations(WatchAPI):
             fork_turn=at_turn,
             owner=parent.owner,
         )
-        source = self._workspace(parent.id)
-        target = self._workspace(record.id)
-        if source.is_dir():
-            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
-        target.mkdir(parents=True, exist_ok=True)
+        self.workspaces.copy(parent.id, record.id)
         return record
 
     async def delete(self, conversation_id: str) -> None:
         """Delete a conversation, its history and its workspace (refused while a turn runs)."""
         record = await self.get(conversation_id)
-        if record.id in self._turn_queues:
+        if self.turns.busy(record.id):
             raise Busy(record.id, message=f"conversation {record.id} is running a turn")
         await self.live.drop(record.id)
         # The store refuses while another process holds the lease (its turn is running).
         await self.store.delete_conversation(record.id, lease_owner=self.owner)
         self.watching.forget(record.id)
-        shutil.rmtree(self._workspace(record.id), ignore_errors=True)
+        self.workspaces.remove(record.id)
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -266,111 +251,14 @@ class Conversations(WatchAPI):
                 the conversation.
         """
         self._check_open()
-        handle = TurnHandle(conversation_id)
-        task = asyncio.create_task(
-            self._run_turn(conversation_id, text, attachments, model, max_iterations, handle, owner)
+        return self.turns.send(
+            conversation_id,
+            text,
+            attachments,
+            model=model,
+            max_iterations=max_iterations,
+            owner=owner,
         )
-        handle.task = task
-        self._tasks.add(task)
-        self._handles.add(handle)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(lambda _: self._handles.discard(handle))
-        return handle
-
-    async def _run_turn(
-        self,
-        conversation_id: str,
-        text: str,
-        attachments: Sequence[tuple[str, bytes]],
-        model: str | None,
-        max_iterations: int | None,
-        handle: TurnHandle,
-        owner: str | None,
-    ) -> None:
-        stream = handle.watcher
-        try:
-            async with self._admission:  # FIFO: sends join their queues in the order they came
-                record = await self.store.resolve(conversation_id, owner=owner)
-                handle.conversation_id = record.id
-                turns = self._turn_queues.setdefault(record.id, TurnQueue())
-                ticket = turns.join()
-            try:
-                if not ticket.is_set():
-                    stream.push(TurnQueued(conversation_id=record.id, request=text))
-                    await ticket.wait()
-                handle.started = True
-                hub = self.watching.hub(record.id)
-                hub.local_turns += 1  # before the turn's first commit: the follower stands by
-                hub.attach(stream)
-                try:
-                    async with self.live.use(record.id) as entry:
-                        await self._turn_locked(
-                            entry, record.id, text, attachments, model, max_iterations, hub, handle
-                        )
-                finally:
-                    hub.local_turns -= 1
-                    hub.detach(stream)
-            finally:
-                turns.leave(ticket)
-                if not turns.busy:
-                    self._turn_queues.pop(record.id, None)
-        except asyncio.CancelledError as exc:
-            if handle.withdrawn and not handle.started:
-                stream.push(withdrawn_event(handle.conversation_id))
-                stream.close()
-                return
-            stream.close(exc)
-            raise
-        except BaseException as exc:
-            stream.close(exc)
-            if not isinstance(exc, Exception):
-                raise
-        finally:
-            stream.close()
-
-    async def _turn_locked(
-        self,
-        entry: LiveConversation,
-        conversation_id: str,
-        text: str,
-        attachments: Sequence[tuple[str, bytes]],
-        model: str | None,
-        max_iterations: int | None,
-        hub: ConversationHub,
-        handle: TurnHandle,
-    ) -> None:
-        record = await self.store.get_conversation(conversation_id)
-        saved = self._save_attachments(record.id, attachments)
-        query = Query(
-            settings=self.settings,
-            store=self.store,
-            env=entry.env,
-            llm=self._llm(model or self.settings.model),
-            conversation=record,
-            request=text,
-            options=TurnOptions(max_iterations=max_iterations),
-            attachments=saved,
-        )
-
-        def lost() -> None:
-            task = asyncio.get_running_loop().create_task(query.cancel())
-            self._tasks.add(task)  # held until done: no task without a reference
-            task.add_done_callback(self._tasks.discard)
-
-        async with held_lease(self.store, record.id, self.owner, self.settings.lease_ttl_s, lost):
-            self._running[record.id] = query
-            handle.query = query
-            try:
-                async for event in query.run():
-                    stamped = hub.publish(event)
-                    if stamped is not None:
-                        await keep_note(self.store, stamped)
-            finally:
-                del self._running[record.id]
-                handle.query = None
-        late = query.take_unshown_steering()
-        if late and not self._closed:  # came after the last iteration began: the next turn
-            self.send(record.id, "\n\n".join(late))
 
     def check_model(self, model: str | None = None) -> None:
         """Build the client for ``model`` now, so a missing endpoint fails before any turn.
@@ -382,11 +270,31 @@ class Conversations(WatchAPI):
 
     async def cancel(self, conversation_id: str) -> bool:
         """Cancel the running turn of a conversation; False when none is running here."""
-        query = self._running.get((await self.get(conversation_id)).id)
-        if query is None:
-            return False
-        await query.cancel()
-        return True
+        return await self.turns.cancel((await self.get(conversation_id)).id)
+
+    async def steer(
+        self, conversation_id: str, text: str, *, owner: str | None = None
+    ) -> TurnHandle | None:
+        """Fold a message from the person into the turn running now.
+
+        The next iteration shows it to the model in its context message, records it with that
+        iteration (``cove show``, replay) and emits ``SteerReceived``. With no turn running in
+        this process it is sent as a turn instead (queued like ``send``), and a message that
+        arrives after the last iteration began becomes the next turn.
+
+        Returns:
+            None when the running turn took it; else the handle of the turn it became.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s). CoveError: Empty message.
+        """
+        self._check_open()
+        if not text.strip():
+            raise CoveError("the message is empty")
+        record = await self.get(conversation_id, owner=owner)
+        if self.turns.steer(record.id, text):
+            return None
+        return self.send(record.id, text, owner=owner)
 
     # -- inspection ------------------------------------------------------------------------
 
@@ -403,7 +311,7 @@ class Conversations(WatchAPI):
                 "turn", str(turn), f"conversation {record.id} has no turn {turn} (turns: {shown})"
             )
         if self.store.read_only:
-            return _as_recovered(transcript)
+            return as_recovered(transcript)
         return transcript
 
     async def system_prompt(self, digest: str) -> str:
@@ -437,24 +345,6 @@ class Conversations(WatchAPI):
 
     # -- internals -------------------------------------------------------------------------
 
-    def _workspace(self, conversation_id: str) -> Path:
-        return self.settings.workspaces / conversation_id
-
-    def _save_attachments(
-        self, conversation_id: str, attachments: Sequence[tuple[str, bytes]]
-    ) -> tuple[tuple[str, int], ...]:
-        """Write the files into the workspace; return their (name, size) for the request."""
-        workspace = self._workspace(conversation_id)
-        workspace.mkdir(parents=True, exist_ok=True)
-        saved: dict[str, int] = {}
-        for name, data in attachments:
-            safe = Path(name).name
-            if not safe or safe.startswith("."):
-                raise CoveError(f"attachment name {name!r} is not allowed")
-            (workspace / safe).write_bytes(data)
-            saved[safe] = len(data)
-        return tuple(saved.items())
-
     def _llm(self, model: str) -> LLMClient:
         client = self._llms.get(model)
         if client is None:
@@ -465,8 +355,7 @@ class Conversations(WatchAPI):
         if not self._pool_started:
             self._pool_started = True
             await self.pool.start()
-        workspace = self._workspace(conversation_id)
-        workspace.mkdir(parents=True, exist_ok=True)
+        workspace = self.workspaces.ensure(conversation_id)
         return await Environment.open(
             conversation_id=conversation_id,
             settings=self.settings,
@@ -487,57 +376,10 @@ class Conversations(WatchAPI):
         if self._closed:
             return
         self._closed = True
-        for handle in list(self._handles):
-            if not handle.started:
-                await handle.cancel()
-        for query in list(self._running.values()):
-            await query.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.turns.aclose()
         await self.watching.aclose()
         await self.live.aclose()
         for client in self._llms.values():
             await client.aclose()
         await self.pool.aclose()
         await self.store.aclose()
-
-
-def _as_recovered(transcript: Transcript) -> Transcript:
-    """Show a dead process's running turns as crash recovery would record them.
-
-    A read-only open cannot run recovery, so a turn whose process died would still read as
-    ``running``; it is shown ``interrupted`` (nothing is written).
-    """
-    conv = transcript.conversation
-    live = (
-        conv.lease_owner is not None
-        and (conv.lease_until or 0) > time.time()
-        and not owner_is_dead(conv.lease_owner)
-    )
-    if live or not any(t.status == "running" for t in transcript.turns):
-        return transcript
-    turns = []
-    for turn in transcript.turns:
-        if turn.status == "running" and turn.conversation_id == conv.id:
-            iterations = tuple(
-                replace(it, status="interrupted") if it.status == "running" else it
-                for it in turn.iterations
-            )
-            turn = replace(
-                turn,
-                status="interrupted",
-                error=INTERRUPTED,
-                iterations=iterations,
-                tokens_in=max(turn.tokens_in, _recorded(iterations, "tokens_in")),
-                tokens_out=max(turn.tokens_out, _recorded(iterations, "tokens_out")),
-                cost_usd=max(turn.cost_usd, _recorded(iterations, "cost_usd")),
-            )
-        turns.append(turn)
-    return replace(transcript, turns=tuple(turns))
-
-
-def _recorded(iterations: tuple[IterationRecord, ...], field: str) -> Any:
-    """A total over iterations and their sub-queries, as crash recovery sums it."""
-    return sum(getattr(it, field) for it in iterations) + sum(
-        getattr(sq, field) for it in iterations for sq in it.subqueries
-    )

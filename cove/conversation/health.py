@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cove.config import Settings
-from cove.environment.sandbox.confine import LAYERS, Confinement
-from cove.environment.sandbox.pool import WorkerPool
+from cove.environment.sandbox.host.pool import WorkerPool
+from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 from cove.errors import CoveError
 from cove.persistence.store import Store
 
@@ -117,7 +117,7 @@ async def _sandbox(settings: Settings) -> Check:
 
 
 async def _endpoint(settings: Settings) -> Check:
-    from cove.engine.llm_openai import probe_endpoint  # the openai package is slow to import
+    from cove.engine.llm.openai import probe_endpoint  # the openai package is slow to import
 
     ok, detail = await probe_endpoint(settings)
     if ok:

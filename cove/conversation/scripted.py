@@ -9,7 +9,7 @@ from typing import Any
 from cove.config import Settings
 from cove.conversation.conversations import LLMFactory
 from cove.engine.llm import LLMClient
-from cove.engine.llm_scripted import ScriptedClient
+from cove.engine.llm.scripted import ScriptedClient
 
 
 def scripted_factory(

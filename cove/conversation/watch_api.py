@@ -1,4 +1,4 @@
-"""Watching, steering and the conversation list: the part of ``Conversations`` channels use
+"""Watching and the conversation list: the part of ``Conversations`` channels use
 to follow what happens, wherever it runs (see ``watching.py`` for the machinery)."""
 
 from __future__ import annotations
@@ -11,21 +11,18 @@ from cove.conversation.hub import WATCH_CAPACITY, Watcher
 from cove.conversation.lease import owner_is_dead
 from cove.conversation.list_watch import ListWatch
 from cove.conversation.watch_stream import WatchStream
-from cove.errors import CoveError
 from cove.persistence.records import ConversationRecord
 
 if TYPE_CHECKING:
     from cove.conversation.watching import Watching
-    from cove.engine.query import Query
     from cove.persistence.store import Store
 
 
 class WatchAPI:
-    """``watch``, ``watch_list`` and ``steer``, mixed into ``Conversations``."""
+    """``watch`` and ``watch_list``, mixed into ``Conversations``."""
 
     store: Store
     watching: Watching
-    _running: dict[str, Query]
 
     @abstractmethod
     def _check_open(self) -> None: ...
@@ -35,32 +32,6 @@ class WatchAPI:
 
     @abstractmethod
     def send(self, conversation_id: str, text: str, *, owner: str | None = None) -> TurnHandle: ...
-
-    async def steer(
-        self, conversation_id: str, text: str, *, owner: str | None = None
-    ) -> TurnHandle | None:
-        """Fold a message from the person into the turn running now.
-
-        The next iteration shows it to the model in its context message, records it with that
-        iteration (``cove show``, replay) and emits ``SteerReceived``. With no turn running in
-        this process it is sent as a turn instead (queued like ``send``), and a message that
-        arrives after the last iteration began becomes the next turn.
-
-        Returns:
-            None when the running turn took it; else the handle of the turn it became.
-
-        Raises:
-            NotFound: Unknown conversation (or not ``owner``'s). CoveError: Empty message.
-        """
-        self._check_open()
-        if not text.strip():
-            raise CoveError("the message is empty")
-        record = await self.get(conversation_id, owner=owner)
-        query = self._running.get(record.id)
-        if query is not None:
-            query.steer(text)
-            return None
-        return self.send(record.id, text, owner=owner)
 
     def watch(
         self,

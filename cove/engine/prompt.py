@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from cove.engine import budgets as b
-from cove.environment.sandbox.modules import ALLOWED_MODULES
+from cove.environment.sandbox.worker.modules import ALLOWED_MODULES
 
 #: The sandbox's own allow-list, so the prompt can never promise a module it refuses.
 ALLOWED_IMPORTS: Final = ", ".join(ALLOWED_MODULES)

@@ -17,10 +17,10 @@ from pathlib import Path
 from cove.config import Settings
 from cove.engine.determinism import RecordedInputs
 from cove.engine.journal import block_ref
-from cove.engine.llm_scripted import RecordedClient
+from cove.engine.llm.scripted import RecordedClient
 from cove.engine.query import Query, TurnOptions
 from cove.environment.environment import Environment
-from cove.environment.sandbox.pool import WorkerPool
+from cove.environment.sandbox.host.pool import WorkerPool
 from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished, TurnStarted
 from cove.persistence.records import BlockRecord, TurnRecord, VarVersionRecord
 from cove.persistence.store import Store

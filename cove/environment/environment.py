@@ -23,6 +23,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cove import codec
+from cove.codec.preview import text_of
+from cove.codec.shapes import Definition, Opaque
 from cove.environment.extensions import builtin_extensions
 from cove.environment.extensions.base import CallContext, Extension, NudgeContext, TurnHooks
 from cove.environment.extensions.docs import render_docs
@@ -31,15 +34,12 @@ from cove.environment.imports import import_binding, import_changes, import_snap
 from cove.environment.sandbox.outcome import BlockOutcome, RestartReport, VarSnapshot
 from cove.environment.var_index import VarIndex
 from cove.errors import SandboxError
-from cove.persistence import codec
-from cove.persistence.codec_preview import text_of
-from cove.persistence.codec_shapes import Definition, Opaque
 from cove.persistence.records import VarVersionRecord, VarVersionWrite
 
 if TYPE_CHECKING:
     from cove.config import Settings
-    from cove.environment.sandbox.client import SandboxClient
-    from cove.environment.sandbox.pool import WorkerPool
+    from cove.environment.sandbox.host.client import SandboxClient
+    from cove.environment.sandbox.host.pool import WorkerPool
     from cove.persistence.store import Store
 
 log = logging.getLogger(__name__)

@@ -1,1 +1,1 @@
-"""Persistence: the one SQLite database (store, migrations, value codec)."""
+"""Persistence: the one SQLite database (store, migrations)."""

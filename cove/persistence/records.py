@@ -2,7 +2,7 @@
 
 Write shapes (``*Write``) are built by the engine and handed to ``Store``; record shapes
 (``*Record``) come back from the read API. All are frozen dataclasses; encoded values are the
-codec's JSON text (see ``codec.py``), never pickles.
+codec's JSON text (see ``cove.codec``), never pickles.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import pytest
 
 from cove.config import Settings
 from cove.conversation.health import confinement_items, run_checks
-from cove.environment.sandbox.confine import LAYERS, Confinement
-from cove.environment.sandbox.pool import unconfined_warning
+from cove.environment.sandbox.host.pool import unconfined_warning
+from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 
 
 async def sandbox_check_items(settings: Settings) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from typing import Any
 from cove.config import Settings
 from cove.conversation import LLMFactory
 from cove.engine.llm import Completion, LLMClient
-from cove.engine.llm_scripted import ScriptedClient
+from cove.engine.llm.scripted import ScriptedClient
 from cove.events import (
     BlockFinished,
     BlockStarted,

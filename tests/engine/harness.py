@@ -11,7 +11,7 @@ from cove.config import Settings
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnOptions
 from cove.environment.environment import Environment
-from cove.environment.sandbox.pool import WorkerPool
+from cove.environment.sandbox.host.pool import WorkerPool
 from cove.events import Event, TurnFinished
 from cove.persistence.records import ConversationRecord
 from cove.persistence.store import Store

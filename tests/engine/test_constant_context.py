@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cove.config import Settings
 from cove.engine.budgets import CONTEXT_CHARS, PROMPT_CHARS
-from cove.engine.llm_scripted import ScriptedClient
+from cove.engine.llm.scripted import ScriptedClient
 from tests.engine.harness import engine_stack
 
 ITERATIONS = 200

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cove.config import Price, Settings
-from cove.engine.llm_openai import OpenAIClient
+from cove.engine.llm.openai import OpenAIClient
 from cove.events import (
     BlockFinished,
     IterationStarted,

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from cove.config import Settings
-from cove.environment.sandbox.client import SandboxClient
+from cove.environment.sandbox.host.client import SandboxClient
+from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.outcome import BlockOutcome
-from cove.environment.sandbox.pool import WorkerPool
 
 CLOCK = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 

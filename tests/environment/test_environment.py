@@ -12,8 +12,8 @@ import pytest
 from cove.config import Settings
 from cove.environment.environment import Environment
 from cove.environment.extensions import Extension, NudgeContext, builtin_extensions
+from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.outcome import BlockOutcome
-from cove.environment.sandbox.pool import WorkerPool
 from cove.errors import NotFound, SandboxError
 from cove.persistence.records import BlockWrite, IterationWrite, VarVersionWrite
 from cove.persistence.store import Store

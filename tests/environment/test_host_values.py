@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from cove.codec.preview import text_of
 from cove.engine.answer import AnswerRefused, fill_answer
 from cove.environment.extensions.shape import describe_shape
-from cove.persistence.codec_preview import text_of
 from tests.environment.test_environment import Harness, harness
 
 __all__ = ["harness"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from cove.environment.extensions.base import (
     Call,
     CallContext,
+    EnvironmentView,
     Extension,
     ExtensionConstant,
     ExtensionFunction,
@@ -30,6 +31,7 @@ __all__ = [
     "LLM",
     "Call",
     "CallContext",
+    "EnvironmentView",
     "Extension",
     "ExtensionConstant",
     "ExtensionFunction",

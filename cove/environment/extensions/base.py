@@ -23,8 +23,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cove.config import Settings
-    from cove.environment.environment import Environment
     from cove.persistence.store import Store
+
+
+class EnvironmentView(Protocol):
+    """The part of the environment extensions use (``Environment`` provides it).
+
+    Declared here so the extension spec does not depend on the environment that binds it.
+    """
+
+    def forget_after_block(self, names: Sequence[str]) -> None:
+        """Schedule ``names`` for deletion when the running block finishes."""
+        ...
 
 
 class TurnHooks(Protocol):
@@ -61,7 +71,7 @@ class TurnHooks(Protocol):
 class CallContext:
     """What an extension function (or constant, or hook) sees besides the sandbox's arguments."""
 
-    environment: Environment
+    environment: EnvironmentView
     conversation_id: str
     workspace: Path
     store: Store
@@ -87,7 +97,7 @@ class CallContext:
 class NudgeContext:
     """What an extension's ``nudge`` sees between iterations."""
 
-    environment: Environment
+    environment: EnvironmentView
     conversation_id: str
     hooks: TurnHooks | None
     iteration: int | None = None
@@ -183,7 +193,7 @@ class Extension:
     prompt: str = ""
     functions: tuple[ExtensionFunction, ...] = ()
     constants: tuple[ExtensionConstant, ...] = ()
-    activate: Callable[[Environment], bool] | None = None
+    activate: Callable[[EnvironmentView], bool] | None = None
     nudge: Callable[[NudgeContext], str | None] | None = None
 
 

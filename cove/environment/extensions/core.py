@@ -13,6 +13,9 @@ import keyword
 import pprint
 from typing import Any
 
+from cove import codec
+from cove.codec.preview import text_of
+from cove.codec.shapes import Definition, Opaque
 from cove.environment.extensions.base import (
     CallContext,
     Extension,
@@ -21,9 +24,6 @@ from cove.environment.extensions.base import (
 )
 from cove.environment.extensions.shape import describe_shape
 from cove.errors import NotFound
-from cove.persistence import codec
-from cove.persistence.codec_preview import text_of
-from cove.persistence.codec_shapes import Definition, Opaque
 from cove.persistence.records import VarVersionRecord
 
 MAX_HISTORY = 50

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cove.persistence.codec_preview import preview
+from cove.codec.preview import preview
 
 MAX_DEPTH = 3
 MAX_KEYS = 12

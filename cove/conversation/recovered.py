@@ -1,0 +1,52 @@
+"""A transcript read without recovery, shown as crash recovery would record it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from cove.conversation.lease import owner_is_dead
+from cove.persistence.leases import INTERRUPTED
+from cove.persistence.records import IterationRecord, Transcript
+
+
+def as_recovered(transcript: Transcript) -> Transcript:
+    """Show a dead process's running turns as crash recovery would record them.
+
+    A read-only open cannot run recovery, so a turn whose process died would still read as
+    ``running``; it is shown ``interrupted`` (nothing is written).
+    """
+    conv = transcript.conversation
+    live = (
+        conv.lease_owner is not None
+        and (conv.lease_until or 0) > time.time()
+        and not owner_is_dead(conv.lease_owner)
+    )
+    if live or not any(t.status == "running" for t in transcript.turns):
+        return transcript
+    turns = []
+    for turn in transcript.turns:
+        if turn.status == "running" and turn.conversation_id == conv.id:
+            iterations = tuple(
+                replace(it, status="interrupted") if it.status == "running" else it
+                for it in turn.iterations
+            )
+            turn = replace(
+                turn,
+                status="interrupted",
+                error=INTERRUPTED,
+                iterations=iterations,
+                tokens_in=max(turn.tokens_in, _recorded(iterations, "tokens_in")),
+                tokens_out=max(turn.tokens_out, _recorded(iterations, "tokens_out")),
+                cost_usd=max(turn.cost_usd, _recorded(iterations, "cost_usd")),
+            )
+        turns.append(turn)
+    return replace(transcript, turns=tuple(turns))
+
+
+def _recorded(iterations: tuple[IterationRecord, ...], field: str) -> Any:
+    """A total over iterations and their sub-queries, as crash recovery sums it."""
+    return sum(getattr(it, field) for it in iterations) + sum(
+        getattr(sq, field) for it in iterations for sq in it.subqueries
+    )

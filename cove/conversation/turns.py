@@ -1,0 +1,200 @@
+"""Turns: admission in order, one turn at a time per conversation, cancel and steer.
+
+A turn runs as a background task feeding its handle's queue, so a channel that stops listening
+(a closed browser tab) never loses the turn; ``cancel`` is the only way to stop one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from cove.config import Settings
+from cove.conversation.handle import TurnHandle, withdrawn_event
+from cove.conversation.hub import ConversationHub
+from cove.conversation.lease import held_lease
+from cove.conversation.live import LiveCache, LiveConversation
+from cove.conversation.rebuild import keep_note
+from cove.conversation.turn_queue import TurnQueue
+from cove.conversation.watching import Watching
+from cove.conversation.workspaces import Workspaces
+from cove.engine.llm import LLMClient
+from cove.engine.query import Query, TurnOptions
+from cove.events import TurnQueued
+from cove.persistence.store import Store
+
+
+class Turns:
+    """The turns this process runs: waiting in their queues, running, and the tasks behind them."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        live: LiveCache,
+        watching: Watching,
+        workspaces: Workspaces,
+        llm: Callable[[str], LLMClient],
+        owner: str,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.live = live
+        self.watching = watching
+        self.workspaces = workspaces
+        self.llm = llm
+        self.owner = owner
+        self.closed = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._handles: set[TurnHandle] = set()  # turns sent and not yet ended
+        self._admission = asyncio.Lock()
+        self._queues: dict[str, TurnQueue] = {}
+        self._running: dict[str, Query] = {}
+
+    def busy(self, conversation_id: str) -> bool:
+        """True while a turn of the conversation runs or waits here."""
+        return conversation_id in self._queues
+
+    def send(
+        self,
+        conversation_id: str,
+        text: str,
+        attachments: Sequence[tuple[str, bytes]] = (),
+        *,
+        model: str | None = None,
+        max_iterations: int | None = None,
+        owner: str | None = None,
+    ) -> TurnHandle:
+        """Start one turn in the background; its handle streams the events."""
+        handle = TurnHandle(conversation_id)
+        task = asyncio.create_task(
+            self._run_turn(conversation_id, text, attachments, model, max_iterations, handle, owner)
+        )
+        handle.task = task
+        self._tasks.add(task)
+        self._handles.add(handle)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: self._handles.discard(handle))
+        return handle
+
+    def steer(self, conversation_id: str, text: str) -> bool:
+        """Fold ``text`` into the turn running here; False when none is running."""
+        query = self._running.get(conversation_id)
+        if query is None:
+            return False
+        query.steer(text)
+        return True
+
+    async def cancel(self, conversation_id: str) -> bool:
+        """Cancel the running turn of a conversation; False when none is running here."""
+        query = self._running.get(conversation_id)
+        if query is None:
+            return False
+        await query.cancel()
+        return True
+
+    async def aclose(self) -> None:
+        """Withdraw the waiting turns, cancel the running ones and wait for every task."""
+        self.closed = True
+        for handle in list(self._handles):
+            if not handle.started:
+                await handle.cancel()
+        for query in list(self._running.values()):
+            await query.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _run_turn(
+        self,
+        conversation_id: str,
+        text: str,
+        attachments: Sequence[tuple[str, bytes]],
+        model: str | None,
+        max_iterations: int | None,
+        handle: TurnHandle,
+        owner: str | None,
+    ) -> None:
+        stream = handle.watcher
+        try:
+            async with self._admission:  # FIFO: sends join their queues in the order they came
+                record = await self.store.resolve(conversation_id, owner=owner)
+                handle.conversation_id = record.id
+                turns = self._queues.setdefault(record.id, TurnQueue())
+                ticket = turns.join()
+            try:
+                if not ticket.is_set():
+                    stream.push(TurnQueued(conversation_id=record.id, request=text))
+                    await ticket.wait()
+                handle.started = True
+                hub = self.watching.hub(record.id)
+                hub.local_turns += 1  # before the turn's first commit: the follower stands by
+                hub.attach(stream)
+                try:
+                    async with self.live.use(record.id) as entry:
+                        await self._turn_locked(
+                            entry, record.id, text, attachments, model, max_iterations, hub, handle
+                        )
+                finally:
+                    hub.local_turns -= 1
+                    hub.detach(stream)
+            finally:
+                turns.leave(ticket)
+                if not turns.busy:
+                    self._queues.pop(record.id, None)
+        except asyncio.CancelledError as exc:
+            if handle.withdrawn and not handle.started:
+                stream.push(withdrawn_event(handle.conversation_id))
+                stream.close()
+                return
+            stream.close(exc)
+            raise
+        except BaseException as exc:
+            stream.close(exc)
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            stream.close()
+
+    async def _turn_locked(
+        self,
+        entry: LiveConversation,
+        conversation_id: str,
+        text: str,
+        attachments: Sequence[tuple[str, bytes]],
+        model: str | None,
+        max_iterations: int | None,
+        hub: ConversationHub,
+        handle: TurnHandle,
+    ) -> None:
+        record = await self.store.get_conversation(conversation_id)
+        saved = self.workspaces.save_attachments(record.id, attachments)
+        query = Query(
+            settings=self.settings,
+            store=self.store,
+            env=entry.env,
+            llm=self.llm(model or self.settings.model),
+            conversation=record,
+            request=text,
+            options=TurnOptions(max_iterations=max_iterations),
+            attachments=saved,
+        )
+
+        def lost() -> None:
+            task = asyncio.get_running_loop().create_task(query.cancel())
+            self._tasks.add(task)  # held until done: no task without a reference
+            task.add_done_callback(self._tasks.discard)
+
+        async with held_lease(self.store, record.id, self.owner, self.settings.lease_ttl_s, lost):
+            self._running[record.id] = query
+            handle.query = query
+            try:
+                async for event in query.run():
+                    stamped = hub.publish(event)
+                    if stamped is not None:
+                        await keep_note(self.store, stamped)
+            finally:
+                del self._running[record.id]
+                handle.query = None
+        late = query.take_unshown_steering()
+        if late and not self.closed:  # came after the last iteration began: the next turn
+            self.send(record.id, "\n\n".join(late))

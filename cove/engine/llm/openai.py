@@ -1,0 +1,410 @@
+"""``OpenAIClient``: any OpenAI-compatible chat endpoint through the ``openai`` package.
+
+Endpoints differ in what they accept, so the client starts with the richest request (streaming
+with usage, ``response_format`` json_schema, ``reasoning_effort`` when enabled) and steps down
+when the endpoint rejects a feature with a 400: json_schema -> json_object -> no response_format;
+``stream_options`` dropped; streaming off; ``reasoning_effort`` dropped. What worked is remembered
+for the client's lifetime (one client talks to one endpoint and model).
+
+Transient failures (429, 408/409, 5xx, connection errors, timeouts, garbled bodies) are retried
+with exponential backoff, honouring ``Retry-After`` up to a cap. The ``openai`` package's own
+retries are off so these are the only ones. Every failure leaves as ``ModelError`` whose message,
+like every log record and ``repr``, never contains the API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+from openai import AsyncOpenAI, omit
+
+from cove.config import Settings
+from cove.engine.llm.client import (
+    CallKind,
+    Completion,
+    DeltaSink,
+    Message,
+    Reasoning,
+    estimate_tokens,
+    prompt_chars,
+)
+from cove.engine.protocol import REPLY_SCHEMA
+from cove.errors import ModelError
+
+log = logging.getLogger("cove.engine.llm")
+
+DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
+# Local endpoints ignore the key, but the openai package insists on one.
+PLACEHOLDER_API_KEY: Final = "not-needed"
+RETRY_AFTER_CAP_S: Final = 30.0
+BACKOFF_CAP_S: Final = 30.0
+REASONING_EFFORT: Final[dict[str, str]] = {"quick": "low", "balanced": "medium", "deep": "high"}
+JSON_SCHEMA_FORMAT: Final[dict[str, Any]] = {
+    "type": "json_schema",
+    "json_schema": {"name": "cove_reply", "strict": True, "schema": REPLY_SCHEMA},
+}
+_RETRYABLE_STATUS: Final = frozenset({408, 409, 429})
+_REDACTED: Final = "[redacted]"
+#: Keys shorter than this are placeholders ("x", "none"), not secrets: never redacted, so an
+#: error message keeps its words.
+MIN_SECRET_CHARS: Final = 8
+#: Keys at least this long are redacted wherever they occur: a random string this long cannot
+#: turn up inside other text by chance. Shorter keys only as whole tokens.
+ANYWHERE_SECRET_CHARS: Final = 20
+
+ResponseFormat = Literal["json_schema", "json_object", "none"]
+
+
+@dataclass
+class _Support:
+    """What the endpoint has been seen to accept; only ever steps down."""
+
+    response_format: ResponseFormat = "json_schema"
+    stream: bool = True
+    stream_usage: bool = True
+    reasoning_effort: bool = True
+
+
+@dataclass(frozen=True)
+class _Request:
+    kind: CallKind
+    response_format: ResponseFormat | None
+    stream: bool
+    stream_usage: bool
+    reasoning_effort: str | None
+
+
+class OpenAIClient:
+    """An ``LLMClient`` for OpenAI-compatible endpoints (see the module docstring).
+
+    Attributes:
+        model: The model every request asks for.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        model: str | None = None,
+        retry_after_cap_s: float = RETRY_AFTER_CAP_S,
+    ) -> None:
+        """Build a client for ``settings.base_url`` (OpenAI's API when None).
+
+        Args:
+            settings: Supplies base URL, API key, timeout, retry policy and reasoning switch.
+            model: The model to ask for; ``settings.model`` when None.
+            retry_after_cap_s: The longest ``Retry-After`` the client will honour.
+        """
+        self.model = model or settings.model
+        self._settings = settings
+        self._secret = settings.api_key or None
+        self._secret_pattern = secret_pattern(self._secret)
+        self._url = _without_userinfo(settings.base_url or DEFAULT_BASE_URL)
+        self._retry_after_cap_s = retry_after_cap_s
+        self._support = _Support()
+        self._closed = False
+        self._client = AsyncOpenAI(
+            api_key=settings.api_key or PLACEHOLDER_API_KEY,
+            base_url=settings.base_url or DEFAULT_BASE_URL,
+            timeout=settings.request_timeout_s,
+            max_retries=0,
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient(model={self.model!r}, base_url={self._url!r})"
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        kind: CallKind = "iteration",
+        reasoning: Reasoning = "balanced",
+        on_delta: DeltaSink | None = None,
+    ) -> Completion:
+        """Send one chat request and return the reply (see ``LLMClient.complete``).
+
+        Raises:
+            ModelError: After the retries are exhausted, on a non-retryable error, or when the
+                client is closed. ``status`` is the last HTTP status (None without one).
+        """
+        if self._closed:
+            raise ModelError("the LLM client is closed")
+        started = time.perf_counter()
+        failures = 0
+        while True:
+            request = self._plan(kind, reasoning)
+            try:
+                text, usage = await self._send(request, messages, on_delta)
+            except openai.APIStatusError as exc:
+                if exc.status_code in (400, 422) and self._step_down(exc, request):
+                    continue
+                error = self._status_error(exc)
+                delay = _retry_after(exc.response.headers, self._retry_after_cap_s)
+                cause: BaseException = exc
+            except openai.APIError as exc:
+                error, delay, cause = self._transport_error(exc), None, exc
+            except json.JSONDecodeError as exc:
+                error = ModelError(
+                    f"the model endpoint {self._url} sent a body that is not valid JSON",
+                    retryable=True,
+                )
+                delay, cause = None, exc
+            else:
+                return self._completion(text, usage, messages, started)
+            if not error.retryable or failures >= self._settings.max_retries:
+                if failures:
+                    error = ModelError(
+                        f"{error.message} (gave up after {failures + 1} attempts)",
+                        status=error.status,
+                        retryable=error.retryable,
+                    )
+                # The foreign exception may quote the key (an echoing endpoint): drop it then.
+                raise error from (None if self._leaks(cause) else cause)
+            failures += 1
+            if delay is None:
+                delay = self._settings.retry_base_delay_s * 2 ** (failures - 1)
+            delay = min(delay, BACKOFF_CAP_S)
+            log.warning(
+                "%s; retry %d/%d in %.2f s",
+                error.message,
+                failures,
+                self._settings.max_retries,
+                delay,
+            )
+            await asyncio.sleep(delay)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections; later calls raise ``ModelError``."""
+        if not self._closed:
+            self._closed = True
+            await self._client.close()
+
+    async def __aenter__(self) -> OpenAIClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- one attempt ---------------------------------------------------------------------------
+
+    async def probe(self, timeout_s: float = 5.0) -> tuple[bool, str]:
+        """Check that the endpoint answers (``GET /models``); never raises.
+
+        Returns:
+            Whether it answered, and a one-line description without secrets.
+        """
+        try:
+            page = await self._client.with_options(timeout=timeout_s).models.list()
+        except openai.APIStatusError as exc:
+            return False, f"{self._url} answered HTTP {exc.status_code}: " + self._clean(
+                str(exc.message)
+            )
+        except openai.APIError as exc:
+            return False, f"{self._url} is unreachable: " + self._clean(str(exc))
+        names = [m.id for m in page.data][:5]
+        listed = ", ".join(names) if names else "no models listed"
+        return True, f"{self._url} answered ({listed})"
+
+    def _plan(self, kind: CallKind, reasoning: Reasoning) -> _Request:
+        support = self._support
+        effort = None
+        if self._settings.reasoning_effort and support.reasoning_effort:
+            effort = REASONING_EFFORT[reasoning]
+        return _Request(
+            kind=kind,
+            response_format=support.response_format if kind == "iteration" else None,
+            stream=support.stream,
+            stream_usage=support.stream and support.stream_usage,
+            reasoning_effort=effort,
+        )
+
+    async def _send(
+        self, request: _Request, messages: Sequence[Message], on_delta: DeltaSink | None
+    ) -> tuple[str, Any]:
+        """One HTTP round-trip: the reply text and the endpoint's usage object (or None)."""
+        formats: dict[str, Any] = {
+            "json_schema": JSON_SCHEMA_FORMAT,
+            "json_object": {"type": "json_object"},
+        }
+        common: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "response_format": formats.get(request.response_format or "none", omit),
+            "reasoning_effort": request.reasoning_effort or omit,
+        }
+        if not request.stream:
+            response = await self._client.chat.completions.create(**common)
+            text = (response.choices[0].message.content or "") if response.choices else ""
+            if text and on_delta is not None:
+                await on_delta(text)
+            return text, response.usage
+        stream_options: Any = {"include_usage": True} if request.stream_usage else omit
+        stream = await self._client.chat.completions.create(
+            **common, stream=True, stream_options=stream_options
+        )
+        parts: list[str] = []
+        usage = None
+        async with stream:
+            async for chunk in stream:
+                usage = chunk.usage or usage
+                for choice in chunk.choices:
+                    content = choice.delta.content if choice.delta else None
+                    if choice.index == 0 and content:
+                        parts.append(content)
+                        if on_delta is not None:
+                            await on_delta(content)
+        return "".join(parts), usage
+
+    def _completion(
+        self, text: str, usage: Any, messages: Sequence[Message], started: float
+    ) -> Completion:
+        tokens_in = getattr(usage, "prompt_tokens", None)
+        tokens_out = getattr(usage, "completion_tokens", None)
+        if isinstance(tokens_in, int) and isinstance(tokens_out, int):
+            estimated = False
+        else:
+            estimated = True
+            tokens_in = estimate_tokens(prompt_chars(messages))
+            tokens_out = estimate_tokens(len(text))
+        return Completion(
+            text=text,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            model=self.model,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            estimated=estimated,
+        )
+
+    # -- falling back --------------------------------------------------------------------------
+
+    def _step_down(self, exc: openai.APIStatusError, request: _Request) -> bool:
+        """Drop the feature a 400 rejected; False when the rejection names none we sent."""
+        said = f"{exc.message} {exc.param or ''} {exc.code or ''}".lower()
+        support = self._support
+        if request.stream_usage and "stream_options" in said:
+            support.stream_usage = False
+            dropped = "stream_options"
+        elif request.reasoning_effort and "reasoning" in said:
+            support.reasoning_effort = False
+            dropped = "reasoning_effort"
+        elif request.response_format not in (None, "none") and (
+            "response_format" in said or "json" in said or "schema" in said
+        ):
+            support.response_format = (
+                "json_object" if request.response_format == "json_schema" else "none"
+            )
+            dropped = f"response_format {request.response_format}"
+        elif request.stream and "stream" in said:
+            support.stream = False
+            dropped = "streaming"
+        else:
+            return False
+        log.warning(
+            "the model endpoint %s rejected %s; not sending it again (%s)",
+            self._url,
+            dropped,
+            self._clean(exc.message),
+        )
+        return True
+
+    # -- errors --------------------------------------------------------------------------------
+
+    def _status_error(self, exc: openai.APIStatusError) -> ModelError:
+        status = exc.status_code
+        detail = exc.message
+        if isinstance(exc.body, dict) and isinstance(exc.body.get("message"), str):
+            detail = exc.body["message"]
+        hint = ""
+        if status in (401, 403):
+            hint = " (check the API key: OPENAI_API_KEY)"
+        elif status == 404:
+            hint = f" (check the base URL and the model name {self.model!r})"
+        return ModelError(
+            self._clean(f"the model endpoint {self._url} answered {status}: {detail}{hint}"),
+            status=status,
+            retryable=status in _RETRYABLE_STATUS or status >= 500,
+        )
+
+    def _transport_error(self, exc: openai.APIError) -> ModelError:
+        if isinstance(exc, openai.APITimeoutError):
+            message = (
+                f"the model endpoint {self._url} did not answer within "
+                f"{self._settings.request_timeout_s:g} s"
+            )
+        elif isinstance(exc, openai.APIConnectionError):
+            reason = str(exc.__cause__ or exc) or type(exc.__cause__).__name__
+            message = f"cannot reach the model endpoint {self._url}: {reason}"
+        else:
+            message = f"the model endpoint {self._url} failed mid-reply: {exc.message}"
+        return ModelError(self._clean(message), retryable=True)
+
+    def _clean(self, text: str) -> str:
+        """``text`` with the API key blanked out, however the endpoint echoed it."""
+        return redact(text, self._secret_pattern)
+
+    def _leaks(self, exc: BaseException) -> bool:
+        if self._secret_pattern is None:
+            return False
+        body = getattr(exc, "body", None)
+        return self._secret_pattern.search(f"{exc} {body!r} {exc.__cause__}") is not None
+
+
+def secret_pattern(secret: str | None) -> re.Pattern[str] | None:
+    """What finds ``secret`` in text, or None for a key too short to be a secret.
+
+    A key of ``ANYWHERE_SECRET_CHARS`` or more matches anywhere; a shorter one only as a whole
+    token (not next to a letter or digit), so a key like ``hunter22`` never blanks out part of
+    another word. Keys shorter than ``MIN_SECRET_CHARS`` match nothing.
+    """
+    if not secret or len(secret) < MIN_SECRET_CHARS:
+        return None
+    if len(secret) >= ANYWHERE_SECRET_CHARS:
+        return re.compile(re.escape(secret))
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])")
+
+
+def redact(text: str, pattern: re.Pattern[str] | None) -> str:
+    """``text`` with every match of ``pattern`` (see ``secret_pattern``) replaced."""
+    return text if pattern is None else pattern.sub(_REDACTED, text)
+
+
+def _retry_after(headers: Mapping[str, str], cap_s: float) -> float | None:
+    """Seconds the endpoint asked us to wait (``retry-after-ms`` or ``retry-after``), capped."""
+    seconds: float | None = None
+    try:
+        if "retry-after-ms" in headers:
+            seconds = float(headers["retry-after-ms"]) / 1000
+        elif "retry-after" in headers:
+            seconds = float(headers["retry-after"])
+    except ValueError:
+        with contextlib.suppress(TypeError, ValueError):
+            when = email.utils.parsedate_to_datetime(headers["retry-after"])
+            seconds = when.timestamp() - time.time()
+    if seconds is None:
+        return None
+    return max(0.0, min(seconds, cap_s))
+
+
+def _without_userinfo(url: str) -> str:
+    """The URL without ``user:password@``, so it can go into messages."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+async def probe_endpoint(settings: Settings) -> tuple[bool, str]:
+    """Check the configured endpoint answers; see ``OpenAIClient.probe``."""
+    async with OpenAIClient(settings) as client:
+        return await client.probe()

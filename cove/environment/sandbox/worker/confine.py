@@ -1,0 +1,368 @@
+"""Confining a worker: the operating-system boundary behind RestrictedPython.
+
+Every layer is best effort: a layer the host does not allow is left out, recorded in the returned
+``Confinement`` (which the worker reports in its ``ready`` frame, and ``cove doctor`` shows) and
+the worker carries on. Confinement comes in two steps, so that a zygote does the costly part once
+and each forked worker only the part that must be its own:
+
+``prepare`` (the zygote, or a cold worker, before any sandbox code exists):
+    - as root, a new, empty network namespace (not even the host's loopback is reachable);
+      otherwise, or when refused, a user namespace holding a new network namespace;
+    - ``no_new_privs`` and non-dumpable (no one of the same user reads its memory or environ);
+    - a Landlock ruleset (``landlock.py``) and a seccomp program (``seccomp.py``), built once.
+
+``seal`` (each worker, after the fork):
+    - as root, the ids of a user of its own (``uids.py``) with no supplementary groups, checked
+      (``setuid(0)`` must fail) — the zygote stays root to do this, but never runs sandbox code;
+    - non-dumpable again (a change of user resets it), the death signal (``lifeline.py``);
+    - the Landlock ruleset enforced (no file but the Python runtime, read-only; no TCP; no signal
+      or abstract socket out of its own domain), then the seccomp filter (no socket, no ptrace,
+      no namespaces, no prctl...).
+
+Once the ids are dropped the interpreter's own files may be out of reach (a Python installed under
+``/root``), so the worker imports what it could need lazily beforehand (``preload_codecs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import os
+import pkgutil
+import pwd
+import stat
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from cove.environment.sandbox.frames import ProtocolError
+from cove.environment.sandbox.worker import seccomp
+from cove.environment.sandbox.worker.landlock import Ruleset, runtime_paths
+from cove.environment.sandbox.worker.libc import libc
+from cove.environment.sandbox.worker.lifeline import die_with_parent
+
+Network = Literal["isolated", "host"]
+
+LAYERS = ("uid", "network", "landlock", "seccomp", "no_new_privs", "pdeathsig")
+"""Every layer of confinement, in the order ``cove doctor`` lists them."""
+
+UNPRIVILEGED_USER = "nobody"
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_PR_SET_DUMPABLE = 4
+_PR_SET_NO_NEW_PRIVS = 38
+_NET_NAMESPACE = "/proc/self/ns/net"
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What confinement a worker achieved, as it reported it.
+
+    Attributes:
+        enabled: Whether confinement was asked for (``Settings.sandbox_confine``).
+        user: The name of the user the worker runs as (``uid N`` for an id of no account).
+        uid: That user's id as the host sees it.
+        network: ``"isolated"`` in a network namespace of its own, else ``"host"``.
+        notes: The steps that did not happen and why (each starts with its layer's name), and
+            fallbacks taken.
+        layers: The layers (of ``LAYERS``) in force.
+    """
+
+    enabled: bool
+    user: str
+    uid: int
+    network: Network
+    notes: tuple[str, ...] = ()
+    layers: tuple[str, ...] = ()
+
+    def as_frame(self) -> dict[str, Any]:
+        """The wire form, for the worker's ``ready`` frame."""
+        frame = asdict(self)
+        frame["notes"] = list(self.notes)
+        frame["layers"] = list(self.layers)
+        return frame
+
+    @classmethod
+    def from_frame(cls, data: Any) -> Confinement:
+        """Check and rebuild a worker's report.
+
+        Raises:
+            ProtocolError: The report is malformed.
+        """
+        if not isinstance(data, dict):
+            raise ProtocolError("malformed confinement report")
+        enabled, user, uid = data.get("enabled"), data.get("user"), data.get("uid")
+        network, notes = data.get("network"), data.get("notes", [])
+        layers = data.get("layers", [])
+        if (
+            type(enabled) is not bool
+            or not isinstance(user, str)
+            or type(uid) is not int
+            or network not in get_args(Network)
+            or not isinstance(notes, list)
+            or not all(isinstance(note, str) for note in notes)
+            or not isinstance(layers, list)
+            or not all(isinstance(layer, str) and layer in LAYERS for layer in layers)
+        ):
+            raise ProtocolError("malformed confinement report")
+        checked: Network = "isolated" if network == "isolated" else "host"
+        return cls(
+            enabled,
+            user[:200],
+            uid,
+            checked,
+            tuple(note[:500] for note in notes[:20]),
+            tuple(layer for layer in LAYERS if layer in layers),
+        )
+
+    def layer(self, name: str) -> str:
+        """``"active"``, or why the layer ``name`` is not in force."""
+        if name in self.layers:
+            return "active"
+        if not self.enabled:
+            return "switched off (sandbox_confine)"
+        reasons = [note.partition(": ")[2] for note in self.notes if note.startswith(f"{name}: ")]
+        return "; ".join(reasons) or "not in force"
+
+
+NOT_REPORTED = Confinement(False, "unknown", -1, "host", ("the worker did not report",))
+"""The confinement of a worker that has not said yet."""
+
+
+@dataclass
+class Preparation:
+    """What ``prepare`` achieved, for ``seal`` to finish in each worker."""
+
+    enabled: bool
+    root: bool = False
+    network: Network = "host"
+    ruleset: Ruleset | None = None
+    program: bytes | None = None
+    layers: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def keep_fds(self) -> set[int]:
+        """The descriptors ``seal`` still needs (closing every other one is safe)."""
+        return {self.ruleset.fd} if self.ruleset is not None else set()
+
+
+def prepare(enabled: bool) -> Preparation:
+    """The first step of confinement, shared by all workers of a zygote (module docstring).
+
+    Args:
+        enabled: False leaves the process as it is.
+    """
+    if not enabled:
+        return Preparation(False)
+    if not sys.platform.startswith("linux"):
+        return Preparation(True, notes=[f"confinement: not available on {sys.platform}"])
+    done = Preparation(True, root=os.geteuid() == 0)
+    libc = _libc(done.notes)
+    host_network = _network_namespace()
+    isolated = done.root and _unshare(libc, _CLONE_NEWNET, "network namespace", done.notes)
+    if not isolated:
+        isolated = _unshare(
+            libc, _CLONE_NEWUSER | _CLONE_NEWNET, "user+network namespace", done.notes
+        )
+    if isolated and _network_namespace() == host_network:
+        isolated = False
+        done.notes.append("network: namespace unchanged after unshare")
+    if isolated:
+        done.network = "isolated"
+        done.layers.append("network")
+    if _prctl(libc, _PR_SET_NO_NEW_PRIVS, 1, "no_new_privs", done.notes):
+        done.layers.append("no_new_privs")
+    _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", done.notes)
+    try:
+        done.ruleset = Ruleset.prepare(runtime_paths())
+    except OSError as exc:
+        done.notes.append(f"landlock: {exc.strerror or exc}")
+    try:
+        done.program = seccomp.build()
+    except OSError as exc:
+        done.notes.append(f"seccomp: {exc.strerror or exc}")
+    return done
+
+
+def seal(preparation: Preparation, *, parent: int, uid: int | None) -> Confinement:
+    """The second step, in each worker: its own user, the death signal, Landlock, seccomp.
+
+    Args:
+        preparation: What ``prepare`` achieved in this process or the zygote it was forked from.
+        parent: The process this one must not outlive (armed even when confinement is off).
+        uid: The worker's own user id when the process is root (``uids.py``).
+    """
+    notes = list(preparation.notes)
+    layers = list(preparation.layers)
+    if not preparation.enabled:
+        die_with_parent(parent)
+        user, current = _current_user()
+        return Confinement(False, user, current, "host", ("switched off (sandbox_confine)",))
+    libc = _libc(notes)
+    if preparation.root and uid is not None:
+        if _drop_to(uid, notes):
+            layers.append("uid")
+    elif not preparation.root:
+        notes.append("uid: the host is not root: the worker runs as the host's user")
+    # While the user database can still be read; an id of the reserved range has no account.
+    if uid is not None and "uid" in layers:
+        user, current = f"uid {uid}", uid
+    else:
+        user, current = _current_user()
+    # A change of user resets both of these: set them (again) after it.
+    _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", notes)
+    armed = die_with_parent(parent)
+    if armed is None:
+        layers.append("pdeathsig")
+    else:
+        notes.append(f"pdeathsig: {armed}")
+    if preparation.ruleset is not None:
+        try:
+            preparation.ruleset.restrict()
+            layers.append("landlock")
+        except OSError as exc:
+            notes.append(f"landlock: {exc.strerror or exc}")
+    if preparation.program is not None:
+        try:
+            seccomp.load(preparation.program)
+            layers.append("seccomp")
+        except OSError as exc:
+            notes.append(f"seccomp: {exc.strerror or exc}")
+    if _can_become_root():
+        notes.append("uid: the worker can still become root")
+        user, current = "root", 0
+        if "uid" in layers:
+            layers.remove("uid")
+    return Confinement(
+        True,
+        user,
+        current,
+        preparation.network,
+        tuple(notes),
+        tuple(layer for layer in LAYERS if layer in layers),
+    )
+
+
+def confine(enabled: bool, *, parent: int, uid: int | None = None) -> Confinement:
+    """Both steps at once, for a cold-started worker (module docstring)."""
+    return seal(prepare(enabled), parent=parent, uid=uid)
+
+
+def enter_directory(path: str) -> str:
+    """Change to ``path``, or to ``/`` when this (dropped) process may not enter it.
+
+    The worker needs no file access (files are handled by the host), so a workspace closed to
+    the worker's user is no reason to fail; and once Landlock is in force, ``/`` gives access to
+    nothing either.
+
+    Returns:
+        The directory entered.
+
+    Raises:
+        OSError: ``path`` does not exist or is not a directory.
+    """
+    try:
+        os.chdir(path)
+    except PermissionError:
+        os.chdir("/")
+        return "/"
+    return path
+
+
+def will_drop_user(enabled: bool) -> bool:
+    """Whether ``confine(enabled)`` is going to change the user of this process."""
+    return enabled and sys.platform.startswith("linux") and os.geteuid() == 0
+
+
+def preload_codecs() -> None:
+    """Import every text codec now, if the standard library will be out of reach after the drop.
+
+    Sandbox code reaches codec modules lazily (``s.encode("cp1252")``); a dropped worker whose
+    interpreter lives under an unreadable directory could then no longer load them.
+    """
+    import encodings
+
+    directory = Path(encodings.__path__[0])
+    if _open_to_everyone(directory):
+        return
+    for module in pkgutil.iter_modules(encodings.__path__):
+        # A few codecs exist only on Windows (mbcs, oem) and fail to import elsewhere.
+        with contextlib.suppress(ImportError, LookupError):
+            importlib.import_module(f"encodings.{module.name}")
+
+
+# -- steps ------------------------------------------------------------------------------------
+
+
+def _current_user() -> tuple[str, int]:
+    uid = os.getuid()
+    try:
+        return pwd.getpwuid(uid).pw_name, uid
+    except KeyError:
+        return f"uid {uid}", uid
+
+
+def _libc(notes: list[str]) -> ctypes.CDLL | None:
+    try:
+        return libc()
+    except OSError as exc:
+        notes.append(f"confinement: no C library to call: {exc}")
+        return None
+
+
+def _unshare(libc: ctypes.CDLL | None, flags: int, what: str, notes: list[str]) -> bool:
+    if libc is None:
+        return False
+    if libc.unshare(flags) == 0:
+        return True
+    notes.append(f"network: no {what}: {os.strerror(ctypes.get_errno())}")
+    return False
+
+
+def _drop_to(uid: int, notes: list[str]) -> bool:
+    """Take ``uid`` as every user id and group id, with no supplementary groups."""
+    try:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # real, effective and saved: no way back
+    except OSError as exc:
+        notes.append(f"uid: still root: cannot take the ids {uid}: {exc}")
+        return False
+    return True
+
+
+def _prctl(libc: ctypes.CDLL | None, option: int, value: int, what: str, notes: list[str]) -> bool:
+    if libc is not None and libc.prctl(option, value, 0, 0, 0) == 0:
+        return True
+    if libc is not None:
+        notes.append(f"{what}: {os.strerror(ctypes.get_errno())}")
+    return False
+
+
+def _can_become_root() -> bool:
+    if os.geteuid() == 0:
+        return True
+    try:
+        os.setuid(0)
+    except OSError:
+        return False
+    return True
+
+
+def _network_namespace() -> str:
+    try:
+        return os.readlink(_NET_NAMESPACE)
+    except OSError:
+        return ""
+
+
+def _open_to_everyone(directory: Path) -> bool:
+    """Whether any user may list ``directory`` and pass through every directory above it."""
+    try:
+        if not os.stat(directory).st_mode & stat.S_IROTH:
+            return False
+        return all(os.stat(d).st_mode & stat.S_IXOTH for d in (directory, *directory.parents))
+    except OSError:
+        return False

@@ -1,0 +1,201 @@
+"""The sandbox worker process: ``python -m cove.environment.sandbox.worker.main CONFIG_JSON``.
+
+Start-up order matters. The two pipe ends are first moved to private descriptors and 0/1/2 are
+pointed at /dev/null, so nothing printed by any means can reach the frame channel. Then the heavy
+imports run, every other descriptor is closed, the worker confines itself (``confine.py``: its
+own user, no network, Landlock, seccomp, the death signal — as far as the host allows), starts the
+thread that ends it when the host's pipe closes (``lifeline.py``) and applies the resource limits
+(address space, CPU seconds, file size, open files, no core dumps, no child processes). Only then
+does the worker announce ``{"op": "ready"}`` with the confinement it achieved and serve requests,
+one at a time, until the host closes the pipe.
+
+The host starts the worker in its own session with an empty environment (see ``process.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource  # at the top: once the worker dropped to nobody, the stdlib may be unreadable
+import signal
+import sys
+import traceback
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from cove.environment.sandbox.frames import FrameChannel, ProtocolError
+from cove.environment.sandbox.worker.confine import (
+    confine,
+    enter_directory,
+    preload_codecs,
+    will_drop_user,
+)
+from cove.environment.sandbox.worker.lifeline import watch_pipe
+from cove.environment.sandbox.worker.uids import UidPool
+
+CLOSED_WORKSPACE = "working directory not accessible: moved to /"
+
+if TYPE_CHECKING:  # imported lazily: a failing import is reported in a "fatal" frame
+    from cove.environment.sandbox.worker.runtime import Runtime
+
+
+def claim_channel() -> FrameChannel:
+    """Move the pipes off 0/1 and point 0/1/2 at /dev/null."""
+    channel = FrameChannel(os.dup(0), os.dup(1))
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    return channel
+
+
+def close_other_descriptors(keep: set[int]) -> None:
+    """Close every file descriptor not in ``keep``."""
+    try:
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        open_fds = list(range(3, 1024))
+    for fd in open_fds:
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def apply_limits(config: dict[str, Any], *, forking: bool = False) -> None:
+    """Apply the resource limits (best effort: a limit the host forbids is skipped).
+
+    Args:
+        config: The worker configuration (``process.worker_config``).
+        forking: For the zygote, which must keep forking and lives long: no CPU-time limit and no
+            limit on processes; each forked worker then applies the full set to itself.
+    """
+    mib = 1024 * 1024
+    cpu = int(config["cpu_s"])
+    limits = [
+        (resource.RLIMIT_AS, int(config["memory_mb"]) * mib, int(config["memory_mb"]) * mib),
+        (
+            resource.RLIMIT_FSIZE,
+            int(config["file_size_mb"]) * mib,
+            int(config["file_size_mb"]) * mib,
+        ),
+        (resource.RLIMIT_NOFILE, int(config["open_files"]), int(config["open_files"])),
+        (resource.RLIMIT_CORE, 0, 0),
+    ]
+    if not forking:
+        # The soft CPU limit sends SIGXCPU; the hard one, a little later, SIGKILL.
+        limits += [(resource.RLIMIT_CPU, cpu, cpu + 2), (resource.RLIMIT_NPROC, 0, 0)]
+    for kind, soft, hard in limits:
+        try:
+            _, current_hard = resource.getrlimit(kind)
+            if current_hard != resource.RLIM_INFINITY:
+                soft, hard = min(soft, current_hard), min(hard, current_hard)
+            resource.setrlimit(kind, (soft, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def warm_up(*, dropping_user: bool) -> None:
+    """Import lazily loaded standard-library pieces before the limits and the drop shut them out."""
+    import datetime
+
+    datetime.datetime.strptime("2000-01-01", "%Y-%m-%d")
+    if dropping_user:
+        preload_codecs()
+
+
+def make_runtime(channel: FrameChannel, config: dict[str, Any]) -> Runtime:
+    """A fresh sandbox runtime whose extension calls go through ``channel``."""
+    from cove.environment.sandbox.worker.runtime import Runtime
+
+    def request(message: dict[str, Any]) -> dict[str, Any]:
+        channel.send(message)
+        reply = channel.receive()
+        if reply is None:
+            os._exit(0)  # the host is gone; nothing left to serve
+        return reply
+
+    return Runtime(
+        request=request,
+        output_limit=int(config["output_limit"]),
+        snapshot_limit=int(config["snapshot_limit"]),
+    )
+
+
+def main() -> int:
+    """Run the worker; returns the process exit code."""
+    channel = claim_channel()
+    try:
+        config = json.loads(sys.argv[1])
+        runtime = make_runtime(channel, config)
+        confining = bool(config.get("confine", True))
+        warm_up(dropping_user=will_drop_user(confining))
+        # Its own session keeps terminal Ctrl-C away; an interrupt between blocks must not end it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})
+        # Before the limits: with RLIMIT_NPROC already 0, older kernels refuse the setuid.
+        uid = UidPool().pick() if will_drop_user(confining) else None
+        confinement = confine(confining, parent=int(config["owner"]), uid=uid)
+        if not os.access(".", os.X_OK):  # a workspace closed to its user: it needs no files
+            os.chdir("/")
+            confinement = replace(confinement, notes=(*confinement.notes, CLOSED_WORKSPACE))
+        watch_pipe(channel.read_fd)  # a thread: after seccomp (it inherits it), before NPROC 0
+        apply_limits(config)
+    except BaseException:
+        channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
+        return 1
+    channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
+    return serve(channel, runtime, config)
+
+
+def serve(channel: FrameChannel, runtime: Runtime, config: dict[str, Any]) -> int:
+    """Answer the host's requests, one at a time, until it closes the pipe; the exit code.
+
+    With ``config["unrestricted"]`` (tests only: ``WorkerPool(assume_breach=True)``) blocks run
+    as plain Python (``run_unrestricted``).
+    """
+    unrestricted = bool(config.get("unrestricted", False))
+    while True:
+        try:
+            message = channel.receive()
+        except ProtocolError as exc:
+            channel.send({"op": "error", "error": f"bad frame from host: {exc}"})
+            return 2
+        if message is None:
+            return 0
+        try:
+            reply: dict[str, Any]
+            if unrestricted and message.get("op") == "execute":
+                reply = run_unrestricted(runtime, message)
+            elif message.get("op") == "chdir":
+                # Dropped to nobody, the worker may be unable to enter the workspace.
+                reply = {"op": "ok", "cwd": enter_directory(str(message["path"]))}
+            else:
+                reply = runtime.handle(message)
+        except MemoryError:
+            reply = {"op": "error", "error": "MemoryError while serving a request", "fatal": True}
+        except Exception as exc:
+            reply = {"op": "error", "error": f"{type(exc).__name__}: {exc}"}
+        try:
+            channel.send(reply)
+        except ProtocolError as exc:  # the reply would not fit in a frame
+            channel.send({"op": "error", "error": str(exc)})
+
+
+def run_unrestricted(runtime: Runtime, message: dict[str, Any]) -> dict[str, Any]:
+    """Run a block as plain, unrestricted Python: what escaped code could do (tests only).
+
+    The block leaves its finding in ``result``; the reply is that of a block whose value is
+    ``str(result)``, or the exception it raised.
+    """
+    namespace: dict[str, Any] = {"__name__": "__breach__"}
+    try:
+        exec(compile(str(message["code"]), "<breach>", "exec"), namespace)
+        result = str(namespace.get("result"))
+    except BaseException as exc:  # what escaped code raises is its finding too
+        result = f"raised {type(exc).__name__}: {exc}"
+    return runtime.execute(repr(result[:400]), int(message["seed"]), float(message["clock"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""What a block can reach: the names and objects its code may read or change.
+
+A block can only get at a user variable by naming it (its code's ``co_names``), by calling code
+that names it (a function or method defined in the sandbox, whose own ``co_names`` count), or by
+holding an object that is also part of another variable's value (an alias, a container element,
+a closure cell, a bound method's ``self``). ``Reach`` follows the first two from the block's code
+objects: names lead to the namespace's values, values lead to the objects they reference (through
+``gc.get_referents``, which runs no Python code, so a hostile object cannot steer the walk), and
+every code object met adds its names. It returns, per name, the ids of the objects its value is
+made of; the tracker's index of which variable holds which object supplies the third path.
+
+The walk never enters the namespace itself, the builtins, curated module namespaces, classes or
+functions not made in the sandbox, or the frames of host code: they hold no user value that a name
+would not also lead to.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
+from itertools import chain
+from types import CodeType, FrameType, FunctionType, MethodType, ModuleType, TracebackType
+from typing import Any
+
+from cove.environment.sandbox.worker.guards import ReadOnlyNamespace
+
+# Types whose instances reference nothing a block could change: never walked, never recorded.
+_LEAVES: frozenset[type] = frozenset({int, float, complex, str, bytes, bool, type(None), CodeType})
+# Containers whose referents are exactly their contents: walked in bulk, level by level.
+_PLAIN: frozenset[type] = frozenset(
+    {list, dict, tuple, set, frozenset, deque, OrderedDict, bytearray, MethodType}
+)
+
+
+class Reach:
+    """Walks over the objects sandbox code can reach.
+
+    Args:
+        namespace: The sandbox's globals (never walked: names lead into it).
+        builtins: The sandbox's builtins (never walked).
+        is_sandbox_class: Whether a class was defined in the sandbox (its body is walked).
+        known: The ids of a variable's value when it is provably unchanged and holds no code
+            (a container of scalars): such a value is not walked again.
+    """
+
+    def __init__(
+        self,
+        namespace: dict[str, Any],
+        builtins: dict[str, Any],
+        is_sandbox_class: Callable[[type], bool],
+        known: Callable[[str, object], frozenset[int] | None] = lambda name, value: None,
+    ) -> None:
+        self.namespace = namespace
+        self.known = known
+        self.builtins = builtins
+        self.is_sandbox_class = is_sandbox_class
+        self.names: list[str] = []  # in the order met: the block's own names come first
+        self.walked: dict[str, tuple[object, frozenset[int]]] = {}  # name -> (value, its ids)
+        self._named: set[str] = set()
+        self._codes: set[int] = set()
+
+    def from_code(self, codes: Iterable[CodeType]) -> None:
+        """Collect every name the given code can reach, walking each name's value once."""
+        for code in codes:
+            self._add_code(code)
+        index = 0
+        while index < len(self.names):  # walking a value may name more (a function's globals)
+            name = self.names[index]
+            index += 1
+            if name.startswith("_") or name not in self.namespace:
+                continue
+            value = self.namespace[name]
+            known = self.known(name, value)
+            if known is not None:
+                self.walked[name] = (value, known)
+                continue
+            ids, found = self.objects_of(value)
+            self.walked[name] = (value, ids)
+            for code in found:
+                self._add_code(code)
+
+    def objects_of(self, value: object) -> tuple[frozenset[int], list[CodeType]]:
+        """The ids of the objects ``value`` is made of, and the sandbox code objects among them."""
+        flat = _table_objects(value)
+        if flat is not None:
+            return flat, []
+        seen: set[int] = {id(self.namespace), id(self.builtins)}
+        ids: set[int] = set()
+        codes: list[CodeType] = []
+        level: list[object] = [value]
+        while level:
+            found = {id(o): o for o in level if type(o) not in _LEAVES}
+            fresh = found.keys() - seen
+            if not fresh:
+                break
+            seen |= fresh
+            objects = [found[key] for key in fresh] if len(fresh) < len(found) else found.values()
+            plain = [o for o in objects if type(o) in _PLAIN]
+            ids.update(map(id, plain))
+            level = gc.get_referents(*plain) if plain else []
+            for obj in objects:
+                if type(obj) not in _PLAIN and self._special(obj, level, codes):
+                    ids.add(id(obj))
+        return frozenset(ids), codes
+
+    def _special(self, obj: object, level: list[object], codes: list[CodeType]) -> bool:
+        """Queue what ``obj`` (not a plain container) leads to; whether it is worth recording."""
+        kind = type(obj)  # by type, never ``__class__``: a hostile object cannot pose as another
+        if issubclass(kind, ModuleType | ReadOnlyNamespace):
+            return False
+        if kind is FunctionType:
+            if obj.__globals__ is not self.namespace:  # type: ignore[attr-defined]
+                return False  # host code: an extension proxy, a curated function
+            codes.append(obj.__code__)  # type: ignore[attr-defined]
+        elif issubclass(kind, type):
+            if not self.is_sandbox_class(obj):  # type: ignore[arg-type]
+                return False
+        elif kind is FrameType:
+            frame: FrameType = obj  # type: ignore[assignment]
+            if frame.f_globals is self.namespace:  # a sandbox frame; its host caller is not
+                codes.append(frame.f_code)
+                scope = frame.f_locals
+                if scope is not self.namespace:  # a block's own frame: its names say enough
+                    level.extend(scope.values())
+            return False
+        elif kind is TracebackType:
+            level.extend((obj.tb_frame, obj.tb_next))  # type: ignore[attr-defined]
+            return False
+        level.extend(gc.get_referents(obj))
+        return True
+
+    def _add_code(self, code: CodeType) -> None:
+        stack = [code]
+        while stack:
+            current = stack.pop()
+            if id(current) in self._codes:
+                continue
+            self._codes.add(id(current))
+            for name in current.co_names:
+                if name not in self._named:
+                    self._named.add(name)
+                    self.names.append(name)
+            stack.extend(c for c in current.co_consts if type(c) is CodeType)
+
+
+_SCALARS: frozenset[type] = _LEAVES - {CodeType}
+
+
+def _table_objects(value: object) -> frozenset[int] | None:
+    """The objects of a container of scalars, or of a table of them, found at C speed; else None.
+
+    The common shapes of data (a list of numbers, rows of a CSV) need no object-by-object walk:
+    a few passes over their contents' types prove there is nothing else to find.
+    """
+    if type(value) is dict:
+        rows: Any = value
+        if set(map(type, rows)) <= _SCALARS and set(map(type, rows.values())) <= _SCALARS:
+            return frozenset((id(value),))
+        return None
+    if type(value) is not list:
+        return None
+    items: list[Any] = value
+    kinds = set(map(type, items))
+    if kinds <= _SCALARS:
+        return frozenset((id(value),))
+    if kinds == {dict}:
+        keys = set(map(type, chain.from_iterable(items)))
+        values = set(map(type, chain.from_iterable(map(dict.values, items))))
+        if not (keys <= _SCALARS and values <= _SCALARS):
+            return None
+    elif not (kinds <= {list, tuple} and set(map(type, chain.from_iterable(items))) <= _SCALARS):
+        return None
+    return frozenset((id(value), *map(id, items)))

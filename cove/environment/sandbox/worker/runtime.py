@@ -1,0 +1,300 @@
+"""The worker's interpreter state: one namespace, and the operations the host asks for.
+
+``Runtime`` knows nothing about pipes: the worker hands it a ``request`` function for extension
+calls and feeds it decoded frames (``handle``), getting reply frames back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import traceback
+from collections.abc import Callable
+from types import CodeType, ModuleType, TracebackType
+from typing import Any
+
+from cove import codec
+from cove.codec.shapes import Definition
+from cove.environment.sandbox.worker.guards import SANDBOX_MODULE, BlockClock, Guards
+from cove.environment.sandbox.worker.modules import BlockRandom, ModuleTable
+from cove.environment.sandbox.worker.output import BlockOutput, PrintScope
+from cove.environment.sandbox.worker.policy import (
+    BLOCK_FILENAME,
+    DEFINE_HOOK,
+    BlockSyntaxError,
+    compile_block,
+    compile_definition,
+    defined_name,
+    make_builtins,
+)
+from cove.environment.sandbox.worker.tracking import VariableTracker
+from cove.errors import CodecError
+
+Frame = dict[str, Any]
+Request = Callable[[Frame], Frame]
+
+_MESSAGE_LIMIT = 2_000
+_RESTORE_PASSES = 3
+# Absolute paths of host files (site-packages, the cove package...) never reach an error message.
+_HOST_PATH = re.compile(r"(?:/[\w.+-]+)+\.py[cd]?\b")
+
+
+class ExtensionError(Exception):
+    """Raised inside a block when an extension function failed on the host."""
+
+
+def describe(exc: BaseException) -> tuple[str, str]:
+    """``(type name, "Type: message (line N)")`` for an exception raised by sandbox code."""
+    name = type(exc).__name__
+    try:
+        message = str(exc)
+    except BaseException:
+        message = "<message unavailable>"
+    message = _HOST_PATH.sub("<host>", message)
+    if len(message) > _MESSAGE_LIMIT:
+        message = message[:_MESSAGE_LIMIT] + "…"
+    if not message and isinstance(exc, MemoryError):
+        message = "the block ran out of memory"
+    line = block_line(exc.__traceback__)
+    text = f"{name}: {message}" if message else name
+    return name, text + (f" (line {line})" if line is not None else "")
+
+
+def block_line(tb: TracebackType | None) -> int | None:
+    """The line of the innermost sandbox frame of a traceback."""
+    line = None
+    for frame, lineno in traceback.walk_tb(tb):
+        if frame.f_code.co_filename == BLOCK_FILENAME:
+            line = lineno
+    return line
+
+
+class Runtime:
+    """One worker's sandbox: namespace, builtins, curated modules and variable tracking."""
+
+    def __init__(self, *, request: Request, output_limit: int, snapshot_limit: int) -> None:
+        self._request = request
+        self.output_limit = output_limit
+        self.snapshot_limit = snapshot_limit
+        self.clock = BlockClock()
+        self.chance = BlockRandom()
+        self.modules = ModuleTable(self.chance, self.clock)
+        self.output = BlockOutput(output_limit)
+        self.builtins = make_builtins(
+            Guards(self.clock),
+            print_factory=self._print_scope,
+            importer=self.modules.importer(),
+            extras={"ExtensionError": ExtensionError, DEFINE_HOOK: self._define_hook},
+        )
+        self._defined: list[tuple[object, int]] = []  # (object, definition index) of this block
+        self._original = dict(self.builtins)
+        self._configured: set[str] = set()
+        self.namespace: dict[str, Any] = {"__builtins__": self.builtins}
+        # Classes made in the sandbox live in module "sandbox"; dataclasses runs the code it
+        # generates for them with that module's globals, which therefore hold the sandbox's
+        # builtins (exec would otherwise put the real ones there).
+        module = sys.modules.setdefault(SANDBOX_MODULE, ModuleType(SANDBOX_MODULE))
+        vars(module)["__builtins__"] = self.builtins
+        self.tracker = VariableTracker(
+            snapshot_limit=snapshot_limit,
+            modules=self.modules,
+            builtins=self.builtins,
+            namespace=self.namespace,
+        )
+
+    def handle(self, message: Frame) -> Frame:
+        """Run one host request and return the reply frame."""
+        op = message["op"]
+        if op == "execute":
+            return self.execute(str(message["code"]), int(message["seed"]), float(message["clock"]))
+        if op == "configure":
+            return self.configure(list(message["functions"]), dict(message["constants"]))
+        if op == "restore":
+            return self.restore(
+                dict(message.get("imports", {})), list(message["snapshots"]), bool(message["reset"])
+            )
+        if op == "chdir":
+            os.chdir(str(message["path"]))
+            return {"op": "ok"}
+        if op == "ping":
+            return {"op": "ok"}
+        return {"op": "error", "error": f"unknown op {op!r}"}
+
+    # -- blocks -----------------------------------------------------------------------------
+
+    def execute(self, code: str, seed: int, clock: float) -> Frame:
+        """Run one block and report its value, output, error and variable changes."""
+        self.chance.seed(seed)
+        self.clock.now = clock
+        self.output = BlockOutput(self.output_limit)
+        self.namespace["_print"] = PrintScope(self.output)
+        value: Any = None
+        error: tuple[str, str] | None = None
+        ran: list[CodeType] = []  # what the block ran: the tracker checks only what it reaches
+        try:
+            block = compile_block(code)
+        except BlockSyntaxError as exc:
+            where = f" (line {exc.line})" if exc.line is not None else ""
+            error = ("SyntaxError", f"SyntaxError: {exc.message}{where}")
+        except BaseException as exc:  # compile can hit RecursionError/MemoryError on deep nesting
+            error = describe(exc)
+        else:
+            ran = [c for c in (block.body, block.tail) if c is not None]
+            self._defined = []
+            try:
+                if block.body is not None:
+                    exec(block.body, self.namespace)
+                if block.tail is not None:
+                    value = eval(block.tail, self.namespace)
+            except BaseException as exc:  # SystemExit and friends are block errors, too
+                error = describe(exc)
+            finally:
+                made, self._defined = self._defined, []
+                sources = [(obj, block.definitions[k][1]) for obj, k in made]
+                self.tracker.remember([(obj, text) for obj, text in sources if text])
+        reply: Frame = {
+            "op": "done",
+            "ok": error is None,
+            "error_type": error[0] if error else None,
+            "error": error[1] if error else None,
+            "stdout": self.output.text(),
+            "fatal": bool(error and error[0] == "MemoryError"),
+            "value_preview": None,
+            "value_encoded": None,
+            "changes": [],
+        }
+        if reply["fatal"]:
+            return reply  # the host replaces this worker: its heap is not to be trusted
+        if value is not None:
+            reply["value_preview"] = codec.preview(value)
+            try:
+                reply["value_encoded"] = self.tracker.encode(value)
+            except MemoryError:
+                raise
+            except Exception:
+                pass
+        value = None
+        reply["changes"] = self.tracker.changes(self.namespace, ran)
+        reply["imports"] = self.tracker.imports
+        return reply
+
+    def _define_hook(self, index: int) -> Callable[[Any], Any]:
+        """``_define_(k)``: note that definition ``k`` of the running block made ``value``."""
+
+        def record(value: Any) -> Any:
+            self._defined.append((value, index))
+            return value
+
+        return record
+
+    def _print_scope(self, _getattr_: Any = None) -> PrintScope:
+        return PrintScope(self.output)
+
+    # -- extensions -------------------------------------------------------------------------
+
+    def configure(self, functions: list[str], constants: dict[str, str]) -> Frame:
+        """Bind extension function proxies and read-only constants as builtins."""
+        for name in self._configured:
+            if name in self._original:
+                self.builtins[name] = self._original[name]
+            else:
+                self.builtins.pop(name, None)
+        bound: set[str] = set()
+        for name in [*functions, *constants]:
+            if not name.isidentifier() or name.startswith("_"):
+                return {"op": "error", "error": f"invalid extension name {name!r}"}
+        for name in functions:
+            self.builtins[name] = self._proxy(name)
+            bound.add(name)
+        for name, encoded in constants.items():
+            self.builtins[name] = codec.decode(encoded)
+            bound.add(name)
+        self._configured = bound
+        return {"op": "configured"}
+
+    def _proxy(self, name: str) -> Callable[..., Any]:
+        call = self.call_extension
+
+        def extension(*args: Any, **kwargs: Any) -> Any:
+            return call(name, args, kwargs)
+
+        extension.__name__ = extension.__qualname__ = name
+        return extension
+
+    def call_extension(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Send one extension call to the host and wait for its result."""
+        try:
+            encoded_args = self.tracker.encode(list(args))
+            encoded_kwargs = self.tracker.encode(dict(kwargs))
+        except CodecError as exc:
+            raise TypeError(
+                f"the arguments of {name}() cannot be sent to the host: {exc}"
+            ) from None
+        reply = self._request(
+            {"op": "call", "name": name, "args": encoded_args, "kwargs": encoded_kwargs}
+        )
+        if reply.get("ok"):
+            return codec.decode(str(reply["value"]), make_definition=self._make_definition)
+        raise ExtensionError(str(reply.get("error") or f"{name}() failed")) from None
+
+    # -- restore ----------------------------------------------------------------------------
+
+    def restore(self, imports: dict[str, Any], snapshots: list[Frame], reset: bool) -> Frame:
+        """Rebuild variables from snapshots: values decoded, definitions run again."""
+        if reset:
+            for name in [n for n in self.namespace if not n.startswith("__")]:
+                del self.namespace[name]
+            self.tracker.forget_all()
+        self.output = BlockOutput(self.output_limit)
+        self.namespace["_print"] = PrintScope(self.output)
+        for name, ref in imports.items():
+            try:
+                self.namespace[name] = self.tracker.resolve((str(ref[0]), ref[1]))
+                self.tracker.imports[name] = (str(ref[0]), ref[1])
+            except Exception:
+                pass
+        restored: list[str] = []
+        pending: list[Frame] = []
+        lost: list[str] = []
+        for snapshot in snapshots:
+            if snapshot.get("encoded") and snapshot["kind"] in ("value", "function"):
+                pending.append(snapshot)
+            elif snapshot["kind"] != "deleted":
+                lost.append(str(snapshot["name"]))
+        for _ in range(_RESTORE_PASSES):
+            failed: list[Frame] = []
+            for snapshot in pending:
+                name, encoded = str(snapshot["name"]), str(snapshot["encoded"])
+                try:
+                    value = codec.decode(encoded, make_definition=self._make_definition)
+                except MemoryError:
+                    raise
+                except Exception:  # a definition needing another one not restored yet, or junk
+                    failed.append(snapshot)
+                    continue
+                self.namespace[name] = value
+                self.tracker.adopt(name, value, encoded)
+                restored.append(name)
+            progress = len(failed) < len(pending)
+            pending = failed
+            if not pending or not progress:
+                break
+        lost.extend(str(s["name"]) for s in pending)
+        return {"op": "restored", "restored": restored, "lost": lost}
+
+    def _make_definition(self, definition: Definition) -> Any:
+        """Run a recorded definition again, under the policy of live code (``compile_definition``).
+
+        The source is compiled without definition hooks, so a restore in the middle of a block
+        (a ``restore_var`` result) leaves that block's own hook reports as they are.
+        """
+        code = compile_definition(definition.source)
+        scope: dict[str, Any] = {}
+        exec(code, self.namespace, scope)
+        name = definition.name if definition.name in scope else defined_name(definition.source)
+        value = scope[name or definition.name]
+        with contextlib.suppress(TypeError):
+            self.tracker.sources[value] = definition.source
+        return value

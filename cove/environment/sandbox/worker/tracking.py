@@ -1,0 +1,399 @@
+"""Variable tracking inside the worker: which user variables a block created, changed or deleted.
+
+A variable's snapshot is its codec encoding, fingerprinted, so mutation in place (``xs.append(1)``)
+counts as a change. After a block only the variables it could have touched are checked, so a
+block's cost follows what it touched, not what the sandbox holds:
+
+- the names its code objects use, and, transitively, the names used by the code of every
+  function, method, class or generator reachable from those names' values (``reach.py``);
+- every variable whose value shares an object with what the block reached (an alias, an element
+  held in two containers), found through an index of which variables hold which objects;
+- when a checked variable changed, every variable sharing an object with its old or new value.
+
+A checked value is the same when it is the same immutable object (an int, a str...), or the same
+container of scalars (or table of them) still holding the very objects recorded at its last encode
+(``shallow.py``), else when its encoding's fingerprint is unchanged. If the namespace holds a
+binding no name led to, every name is compared once. Functions and classes defined at the top level
+of a block keep the source of their definition (looked up by object, so ``g = f`` keeps ``f``'s
+source) and are reported as ``kind="function"``. Values the codec refuses or that exceed the
+snapshot limit are ``opaque``. Curated modules, their members and builtins (extension functions
+included) bound to a name are import bindings, tracked separately and never reported as variables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from fractions import Fraction
+from types import CodeType, FunctionType
+from typing import Any
+
+from cove import codec
+from cove.environment.sandbox.worker.modules import ModuleTable
+from cove.environment.sandbox.worker.reach import Reach
+from cove.environment.sandbox.worker.shallow import Shallow
+
+MAX_DEPTH = 100
+"""The deepest nesting of containers a snapshot may hold."""
+
+REPORT_BUDGET_BYTES = 24 * 1024 * 1024
+"""Encoded snapshots one report may carry (a frame holds 64 MiB); past it, changes are opaque."""
+
+ImportRef = tuple[str, str | None]
+"""``(module, member)``: ``("math", None)`` is ``import math``; module ``"builtins"`` names a
+builtin or an extension function bound to another name."""
+
+# Values of these exact types cannot change in place: the same object means the same value.
+_IMMUTABLE = frozenset(
+    {int, float, complex, str, bytes, bool, type(None), Decimal, Fraction, date, datetime, time,
+     timedelta}
+)  # fmt: skip
+
+
+@dataclass
+class _Tracked:
+    value: object
+    fingerprint: str
+    ids: frozenset[int] = frozenset()  # the objects the value is made of
+    shallow: Shallow | None = None  # for a container of scalars: what it held, by identity
+
+    def unchanged(self, value: object) -> bool:
+        """Whether ``value`` is the tracked object, provably holding what it held (no encode)."""
+        if value is not self.value:
+            return False
+        return type(value) in _IMMUTABLE or (self.shallow is not None and self.shallow.holds(value))
+
+
+class _Owners:
+    """Which variables' values hold each object (by id): how a change is traced to aliases."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, str | set[str]] = {}  # one owner is the common case: no set
+        self.shared: set[int] = set()
+        """Ids of objects held by more than one variable."""
+
+    def names_for(self, keys: Iterable[int]) -> set[str]:
+        """Every variable holding one of the objects ``keys``."""
+        names: set[str] = set()
+        by_id = self._by_id
+        for key in keys:
+            found = by_id.get(key)
+            if found is None:
+                continue
+            if isinstance(found, str):
+                names.add(found)
+            else:
+                names.update(found)
+        return names
+
+    def add(self, name: str, ids: Iterable[int]) -> None:
+        by_id = self._by_id
+        for key in ids:
+            found = by_id.setdefault(key, name)
+            if found is name or found == name:
+                continue
+            if isinstance(found, str):
+                by_id[key] = {found, name}
+                self.shared.add(key)
+            else:
+                found.add(name)
+
+    def remove(self, name: str, ids: Iterable[int]) -> None:
+        by_id = self._by_id
+        for key in ids:
+            found = by_id.get(key)
+            if found is None:
+                continue
+            if isinstance(found, str):
+                if found == name:
+                    del by_id[key]
+            else:
+                found.discard(name)
+                if len(found) == 1:
+                    by_id[key] = next(iter(found))
+                    self.shared.discard(key)
+
+    def clear(self) -> None:
+        self._by_id.clear()
+        self.shared.clear()
+
+
+def deleted(name: str) -> dict[str, Any]:
+    """The wire form of a ``deleted`` snapshot."""
+    return {"name": name, "kind": "deleted", "encoded": None, "type_name": "", "preview": ""}
+
+
+class VariableTracker:
+    """The worker's record of user variables, definition sources and import bindings."""
+
+    def __init__(
+        self,
+        *,
+        snapshot_limit: int,
+        modules: ModuleTable,
+        builtins: dict[str, Any],
+        namespace: dict[str, Any] | None = None,
+    ):
+        self.snapshot_limit = snapshot_limit
+        self.modules = modules
+        self.builtins = builtins
+        self.namespace: dict[str, Any] = {} if namespace is None else namespace
+        self.sources: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self.state: dict[str, _Tracked] = {}
+        self.imports: dict[str, ImportRef] = {}
+        self.encodes = 0
+        """How many snapshots were encoded: a check's cost, observable by tests."""
+        self._owners = _Owners()
+        self._hidden: int | None = None  # names starting with "_"; None: count on the next check
+        self._budget = REPORT_BUDGET_BYTES
+        self._proven: set[str] = set()  # reached this check, shown unchanged without an encode
+        self._index: dict[int, ImportRef] = {}
+        self._index_key: tuple[int, int] | None = None
+
+    def source_of(self, value: object) -> str | None:
+        """The source of a function or class defined in the sandbox (the codec's ``source_of``)."""
+        try:
+            return self.sources.get(value)
+        except TypeError:  # unhashable or not weak-referenceable
+            return None
+
+    def remember(self, made: list[tuple[object, str]]) -> None:
+        """Record, for each object a top-level definition statement made, that statement's source.
+
+        ``made`` comes from the statements themselves (``policy.DEFINE_HOOK``), in the order they
+        ran, so the source is the one of the branch that actually ran, never another statement
+        that merely binds the same name.
+        """
+        for value, source in made:
+            if isinstance(value, FunctionType | type):
+                with contextlib.suppress(TypeError):
+                    self.sources[value] = source
+
+    def resolve(self, ref: ImportRef) -> Any:
+        """The object an import binding refers to.
+
+        Raises:
+            ImportError: The module or member no longer exists.
+            KeyError: A builtin of that name no longer exists.
+        """
+        module, member = ref
+        if module == "builtins":
+            return self.builtins[member or ""]
+        namespace = self.modules.get(module)
+        return namespace if member is None else getattr(namespace, member)
+
+    def changes(
+        self, namespace: dict[str, Any], codes: Sequence[CodeType] | None = None
+    ) -> list[dict[str, Any]]:
+        """Snapshots of the variables created, changed or deleted since the last call.
+
+        Args:
+            namespace: The sandbox's globals.
+            codes: The code objects run since the last call (the block's). Only the variables
+                they can reach are checked (see the module docstring); None checks every one.
+        """
+        self.namespace = namespace
+        self._proven.clear()
+        reach = self._reach()
+        if codes is None:
+            candidates = dict.fromkeys(n for n in namespace if not n.startswith("_"))
+        else:
+            reach.from_code(codes)
+            candidates = dict.fromkeys(reach.names)
+            for name, (_, ids) in reach.walked.items():
+                old = self.state.get(name)
+                # Other holders of a reached object: shared ones, and any the value newly holds.
+                keys = ids & self._owners.shared
+                if old is None or old.value is not reach.namespace.get(name) or ids != old.ids:
+                    keys |= ids - (old.ids if old is not None else frozenset())
+                candidates.update(dict.fromkeys(sorted(self._owners.names_for(keys))))
+        found: list[dict[str, Any]] = []
+        self._budget = REPORT_BUDGET_BYTES
+        pending = list(candidates)
+        checked: set[str] = set()
+        for name in pending:  # grows while it runs: co-holders of changed values are appended
+            if name in checked or name.startswith("_"):
+                continue
+            checked.add(name)
+            also = self._check(namespace, name, found, reach.walked.get(name))
+            pending.extend(sorted(also - checked))
+        expected = -1
+        if self._hidden is not None:
+            expected = self._hidden + len(self.state) + len(self.imports)
+        if len(namespace) != expected:  # a binding no name led to: compare every name once
+            for name in [n for n in namespace if not n.startswith("_") and n not in checked]:
+                if name not in self.state and name not in self.imports:
+                    self._check(namespace, name, found, None)
+            for name in [n for n in (*self.state, *self.imports) if n not in namespace]:
+                self._check(namespace, name, found, None)
+            self._hidden = sum(1 for n in namespace if n.startswith("_"))
+        return found
+
+    def _check(
+        self,
+        namespace: dict[str, Any],
+        name: str,
+        found: list[dict[str, Any]],
+        walked: tuple[object, frozenset[int]] | None,
+    ) -> set[str]:
+        """Bring ``name``'s tracking up to date; if it changed, the variables sharing with it."""
+        old = self.state.get(name)
+        if name not in namespace:
+            self.imports.pop(name, None)
+            if old is not None:
+                found.append(deleted(name))
+                return self._untrack(name)
+            return set()
+        value = namespace[name]
+        if name in self._proven or (old is not None and old.unchanged(value)):
+            return set()  # the same object, provably holding the same: nothing to encode
+        if old is None or old.value is not value:
+            ref = self._import_ref(value)
+            if ref is not None:
+                self.imports[name] = ref
+                if old is not None:
+                    found.append(deleted(name))
+                    return self._untrack(name)
+                return set()
+            self.imports.pop(name, None)
+        snapshot, fingerprint = self.snapshot(name, value)
+        ids = walked[1] if walked is not None and walked[0] is value else None
+        if old is not None and old.value is value and old.fingerprint == fingerprint:
+            # Same content; but an element may have been swapped for an equal object, which
+            # the index of held objects must learn (a later change to it concerns this value).
+            if ids is None:
+                ids = self._objects_of(value)
+            return self._track(name, value, fingerprint, ids) if ids != old.ids else set()
+        if old is None or old.fingerprint != fingerprint:
+            self._budget -= len(snapshot["encoded"] or "")
+            if self._budget < 0:  # too much changed at once to carry: keep the report sendable
+                snapshot.update(kind="opaque", encoded=None, signature=None)
+            found.append(snapshot)
+        return self._track(name, value, fingerprint, ids)
+
+    def _track(
+        self, name: str, value: object, fingerprint: str, ids: frozenset[int] | None = None
+    ) -> set[str]:
+        """Record ``name``'s value; the other variables holding objects it held or now holds."""
+        if ids is None:
+            ids = self._objects_of(value)
+        old = self.state.get(name)
+        before = old.ids if old is not None else frozenset()
+        # Before the index changes: holders of what it shared, and of what it newly holds.
+        shared = self._owners.shared  # small: intersections cost its size, not the value's
+        added = ids - before
+        others = self._owners.names_for((before & shared) | (ids & shared) | added)
+        others.discard(name)
+        self._owners.remove(name, before - ids)  # only the difference: a big value that
+        self._owners.add(name, added)  # grew by one row costs one index entry
+        self.state[name] = _Tracked(value, fingerprint, ids, Shallow.take(value, ids))
+        return others
+
+    def _untrack(self, name: str) -> set[str]:
+        old = self.state.pop(name)
+        others = self._owners.names_for(old.ids & self._owners.shared)
+        others.discard(name)
+        self._owners.remove(name, old.ids)
+        return others
+
+    def _objects_of(self, value: object) -> frozenset[int]:
+        if type(value) in _IMMUTABLE:
+            return frozenset()
+        return self._reach().objects_of(value)[0]
+
+    def _reach(self) -> Reach:
+        return Reach(self.namespace, self.builtins, self._is_sandbox_class, self._known)
+
+    def _known(self, name: str, value: object) -> frozenset[int] | None:
+        """The held objects of a variable provably unchanged (no walk, no encode needed)."""
+        old = self.state.get(name)
+        if old is None or not old.unchanged(value):
+            return None
+        self._proven.add(name)
+        return old.ids
+
+    def adopt(self, name: str, value: object, encoded: str) -> None:
+        """Take a restored variable as unchanged."""
+        self._track(name, value, codec.fingerprint(encoded))
+
+    def forget_all(self) -> None:
+        """Drop every tracked variable and import binding (before a full restore)."""
+        self.state.clear()
+        self.imports.clear()
+        self._owners.clear()
+        self._hidden = None
+
+    def encode(self, value: object) -> str:
+        """Encode ``value`` within the snapshot limits.
+
+        Raises:
+            CodecError: The value cannot be encoded (``ValueTooLarge`` when over the limits).
+        """
+        return codec.encode(
+            value, source_of=self.source_of, max_bytes=self.snapshot_limit, max_depth=MAX_DEPTH
+        )
+
+    def snapshot(self, name: str, value: object) -> tuple[dict[str, Any], str]:
+        """The wire form of ``value``'s snapshot and its fingerprint."""
+        self.encodes += 1
+        try:
+            encoded: str | None = self.encode(value)
+        except MemoryError:
+            raise
+        except Exception:  # CodecError, or a RecursionError from a hostile structure
+            encoded = None
+        source = self.source_of(value) if isinstance(value, FunctionType | type) else None
+        snapshot: dict[str, Any] = {
+            "name": name,
+            "kind": "value",
+            "encoded": encoded,
+            "type_name": type(value).__name__,
+            "preview": codec.preview(value),
+            "size": codec.size_of(value),
+        }
+        if encoded is None:
+            snapshot["kind"] = "opaque"
+            return snapshot, codec.fingerprint(codec.encode_opaque(value))
+        if source is not None:
+            snapshot["kind"] = "function"
+            snapshot["signature"] = snapshot["preview"] = signature_of(name, value)
+        return snapshot, codec.fingerprint(encoded)
+
+    def _is_sandbox_class(self, cls: type) -> bool:
+        # Read through ``type`` so a class cannot answer for itself.
+        module = type.__dict__["__module__"].__get__(cls)
+        return type(module) is str and module == "sandbox"
+
+    def _import_ref(self, value: object) -> ImportRef | None:
+        """The import binding ``value`` is, if it is a curated module, member or builtin."""
+        # Extension proxies are rebound every turn and modules load on import: re-index then.
+        key = (len(self.modules.loaded()), sum(map(id, self.builtins.values())))
+        if key != self._index_key:
+            self._index, self._index_key = self._import_index(), key
+        return self._index.get(id(value))
+
+    def _import_index(self) -> dict[int, ImportRef]:
+        index: dict[int, ImportRef] = {}
+        for name, value in self.builtins.items():
+            if not name.startswith("_") and callable(value):
+                index[id(value)] = ("builtins", name)
+        for module, namespace in self.modules.loaded().items():
+            index[id(namespace)] = (module, None)
+            for member_name, member in namespace.members().items():
+                if callable(member):
+                    index.setdefault(id(member), (module, member_name))
+        return index
+
+
+def signature_of(name: str, value: object) -> str:
+    """``name(x, y=2)`` for a function or class bound to ``name``."""
+    try:
+        text = f"{name}{inspect.signature(value)}"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        text = f"{name}(...)"
+    return text if len(text) <= 200 else text[:199] + "…"
