@@ -12,14 +12,13 @@ from starlette.routing import Route
 
 from cove.channels.web.render import diff
 from cove.channels.web.state import web
-from cove.channels.web.timeline import notes_by_iteration, resume_after
+from cove.channels.web.timeline import notes_by_iteration, page_timeline, resume_after
 from cove.config import Settings
 from cove.conversation import (
     ConversationRecord,
     SearchHit,
     Transcript,
     VarVersionRecord,
-    timeline,
 )
 from cove.errors import NotFound
 
@@ -73,7 +72,7 @@ def iteration_cost(settings: Settings, model: str | None, tokens_in: int, tokens
 async def chat(request: Request) -> Response:
     convs = web(request).convs
     transcript = await convs.inspect(request.path_params["cid"])
-    events = timeline(transcript)
+    events = page_timeline(transcript)
     turns, after = resume_after(transcript, events)
     current = await convs.variables(transcript.conversation.id)
     variables = [v for _, v in sorted(current.items()) if v.kind != "deleted"]
@@ -100,7 +99,7 @@ async def turn_fragment(request: Request) -> Response:
         "conv": transcript.conversation,
         "turn": turn,
         "changes": changes_by_iteration(transcript),  # a turn's transcript has what it wrote
-        "notes": notes_by_iteration(timeline(transcript)),
+        "notes": notes_by_iteration(page_timeline(transcript)),
     }
     return _render(request, "_turn.html", context)
 

@@ -6,9 +6,10 @@ the page's event stream resumes after, so that each event is shown exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from cove.conversation import Transcript, TurnRecord
+from cove.conversation import Transcript, TurnRecord, timeline
 from cove.events import (
     BlockFinished,
     Event,
@@ -34,6 +35,20 @@ def restart_text(reason: str, lost: tuple[str, ...]) -> str:
 
 
 NotesByIteration = dict[tuple[int, int], list[Note]]
+
+
+def page_timeline(transcript: Transcript) -> list[Event]:
+    """The timeline the page needs: all of each turn with notes, the start and end of the rest.
+
+    The page renders iterations from the records; rebuilding their events (parsing every reply)
+    would be most of a long conversation's page time, for seqs that only turn ends need.
+    """
+    noted = {note.turn_position for note in transcript.notes}
+    turns = tuple(
+        turn if turn.position in noted else dataclasses.replace(turn, iterations=())
+        for turn in transcript.turns
+    )
+    return timeline(dataclasses.replace(transcript, turns=turns))
 
 
 def notes_by_iteration(events: list[Event]) -> NotesByIteration:
