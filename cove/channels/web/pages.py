@@ -7,10 +7,11 @@ import time
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from cove.channels.web.render import diff
+from cove.channels.web.errors import TooLarge
+from cove.channels.web.render import code_spans, diff
 from cove.channels.web.state import web
 from cove.channels.web.timeline import notes_by_iteration, page_timeline, resume_after
 from cove.config import Settings
@@ -23,6 +24,7 @@ from cove.conversation import (
 from cove.errors import NotFound
 
 LIST_LIMIT = 200
+MAX_HIGHLIGHT_BYTES = 200_000
 
 
 def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
@@ -140,8 +142,17 @@ async def variable(request: Request) -> Response:
     return _render(request, "var.html", context)
 
 
+async def highlight_fragment(request: Request) -> Response:
+    """A live block's code, highlighted as the finished turn will show it."""
+    raw = await request.body()
+    if len(raw) > MAX_HIGHLIGHT_BYTES:
+        raise TooLarge(f"code over {MAX_HIGHLIGHT_BYTES:,} bytes is not highlighted")
+    return HTMLResponse(code_spans(raw.decode("utf-8", "replace")))
+
+
 ROUTES = [
     Route("/", home, methods=["GET"]),
+    Route("/fragments/highlight", highlight_fragment, methods=["POST"]),
     Route("/fragments/list", list_rows, methods=["GET"]),
     Route("/c/{cid}", chat, methods=["GET"]),
     Route("/c/{cid}/turns/{position:int}", turn_fragment, methods=["GET"]),

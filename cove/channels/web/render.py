@@ -94,6 +94,13 @@ def code(text: str) -> Markup:
     return Markup(sanitize(highlight(text, PythonLexer(), _FORMATTER)))
 
 
+@lru_cache(maxsize=512)  # every page watching a turn asks for the same blocks
+def code_spans(text: str) -> str:
+    """Python source as highlighted spans without a wrapper, for a live block's ``<pre>``."""
+    spans = sanitize(highlight(text, PythonLexer(), _INLINE))
+    return spans if text.endswith("\n") else spans.removesuffix("\n")  # pygments adds one
+
+
 def diff(old: str, new: str) -> str:
     """A unified diff of two variable previews (plain text; templates escape it)."""
     lines = difflib.unified_diff(

@@ -26,6 +26,8 @@ def test_send_streams_iterations_and_renders_the_answer(site: Site, page: Any) -
     # The first iteration streams in while the turn is still running.
     page.wait_for_selector(".turn.live .iteration[data-iteration='1'] .block.ok .value")
     assert page.text_content(".turn.live .block.ok .value") == "→ 6"
+    page.wait_for_selector(".turn.live .block pre.code.hl .n")  # highlighted while it runs
+    assert page.text_content(".turn.live .block pre.code") == "total = sum([1, 2, 3])"
     assert page.is_visible("#stop")
     assert page.text_content("#vars tr[data-name='total'] .version") == "v1"
     last.opened.set()

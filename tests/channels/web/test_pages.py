@@ -107,3 +107,18 @@ async def test_nudges_and_sandbox_restarts_are_on_the_page_after_the_turn(web: W
             re.S,
         )
         assert restart is not None and restart[1] == restarts[0]["reason"]  # after its block
+
+
+async def test_a_live_block_is_highlighted_on_request(web: Web) -> None:
+    async with web() as client:
+        source = 'x = "<script>alert(1)</script>"\nprint(x)'
+        done = await client.post("/fragments/highlight", content=source.encode())
+        assert done.status_code == 200 and done.headers["content-type"].startswith("text/html")
+        assert '<span class="n">x</span>' in done.text and "<script>" not in done.text
+        assert unescape(re.sub(r"<[^>]+>", "", done.text)) == source  # the same text, marked up
+        too_big = await client.post("/fragments/highlight", content=b"x" * 200_001)
+        assert too_big.status_code == 413
+        elsewhere = await client.post(
+            "/fragments/highlight", content=b"x", headers={"origin": "http://evil.example"}
+        )
+        assert elsewhere.status_code == 403

@@ -138,8 +138,10 @@ function chatPage() {
       if (!it) return;
       const block = el("div", "block running");
       block.dataset.index = e.index;
-      block.append(el("pre", "code", e.code));
+      const code = el("pre", "code", e.code);
+      block.append(code);
       it.append(block);
+      highlightInto(code, e.code);
     },
     block_finished(e) {
       const block = blockNode(e);
@@ -265,6 +267,19 @@ function chatPage() {
   });
 
   const refreshFiles = setupFiles(cid);
+}
+
+// A live block's code, highlighted by the server (pygments, sanitised) as the finished turn is.
+async function highlightInto(pre, code) {
+  try {
+    const response = await fetch("/fragments/highlight", {
+      method: "POST", body: code, credentials: "same-origin",
+      headers: { "content-type": "text/plain; charset=utf-8" },
+    });
+    if (!response.ok || !pre.isConnected) return;
+    pre.innerHTML = await response.text();
+    pre.classList.add("hl");
+  } catch (_) { /* it stays plain text */ }
 }
 
 function sizeText(size) {
