@@ -12,7 +12,11 @@ from typing import Any
 
 import httpx
 
+from cove.channels.web import create_app
+from cove.config import Settings
 from tests.channels.web.browser import Gate, Site, answer, send
+from tests.channels.web.serve import served_in_thread
+from tests.fakes.openai_server import FakeOpenAI
 
 
 def code(source: str, timeout_s: float) -> str:
@@ -20,6 +24,14 @@ def code(source: str, timeout_s: float) -> str:
 
 
 SPIN_FOREVER = "while True:\n    pass"
+
+
+def take_lease_elsewhere(database: str | Path, cid: str) -> None:
+    with sqlite3.connect(database) as db:
+        db.execute(
+            "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ? WHERE id = ?",
+            (time.time() + 60, cid),
+        )
 
 
 def notes(page: Any) -> list[str]:
@@ -62,11 +74,7 @@ def test_stop_kills_the_code_that_is_running(site: Site, page: Any) -> None:
 def test_a_send_refused_before_its_turn_starts_is_reported(site: Site, page: Any) -> None:
     cid = site.conversation()
     page.goto(f"{site.url}/c/{cid}")
-    with sqlite3.connect(site.settings.database) as db:  # another process runs a turn
-        db.execute(
-            "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ? WHERE id = ?",
-            (time.time() + 60, cid),
-        )
+    take_lease_elsewhere(site.settings.database, cid)  # another process runs a turn
     send(page, "are you there?")
     page.wait_for_selector("#notice.error")
     assert page.text_content("#notice").startswith("Not sent: ")
@@ -171,3 +179,25 @@ def test_an_upload_the_server_refuses_shows_its_reason(
     page.wait_for_selector("#notice.error")
     assert f"over the upload limit of {limit:,} bytes" in page.text_content("#notice")  # 413
     assert list((site.settings.workspaces / cid).iterdir()) == []  # nothing written
+
+
+def test_a_queued_message_refused_when_its_time_comes_is_reported(
+    page: Any, fake_openai: FakeOpenAI, openai_settings: Settings
+) -> None:
+    settings = openai_settings.replace(worker_pool_size=1, lease_ttl_s=0.3, request_timeout_s=60)
+    second = Gate(answer("never shown"))
+    fake_openai.add_replies(answer("", ["x = 1"]), second)
+    with served_in_thread(create_app(settings)) as url:
+        cid = httpx.post(f"{url}/api/conversations", json={}).json()["id"]
+        page.goto(f"{url}/c/{cid}")
+        send(page, "one")
+        assert second.reached.wait(10)
+        send(page, "two")
+        page.wait_for_selector(".msg.queued:text('two (queued)')")
+        take_lease_elsewhere(settings.database, cid)  # the running turn stops, "two" cannot run
+        page.wait_for_selector("#notice.error")
+        assert page.text_content("#notice").startswith("Not sent: ")
+        assert page.locator(".msg.queued").count() == 0
+        assert page.input_value("#message") == "two"  # given back to edit or send again
+        page.wait_for_selector("#turn-1[data-status='cancelled']")
+        second.opened.set()
