@@ -8,6 +8,7 @@ through ``nh3`` with a short allow-list, so a bug in one layer is caught by the 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from functools import lru_cache
 
 import nh3
@@ -81,20 +82,43 @@ def sanitize(html: str) -> str:
     )
 
 
+#: Rendering is most of a page's time and pages show the same turns again and again: results
+#: for texts up to this size are kept (at most ``CACHED`` of each kind), bounding the memory.
+CACHED_CHARS = 4096
+CACHED = 1024
+
+
+def _cached(render: Callable[[str], str]) -> Callable[[str], str]:
+    kept = lru_cache(maxsize=CACHED)(render)
+
+    def cached(text: str) -> str:
+        return kept(text) if len(text) <= CACHED_CHARS else render(text)
+
+    return cached
+
+
+@_cached
+def _markdown_html(text: str) -> str:
+    # The "hl" class scopes pygments' token colours to the answer's code blocks.
+    return f'<div class="md hl">{sanitize(_markdown().render(text))}</div>'
+
+
+@_cached
+def _code_html(text: str) -> str:
+    return sanitize(highlight(text, PythonLexer(), _FORMATTER))
+
+
 def markdown(text: str | None) -> Markup:
     """Untrusted Markdown as sanitised HTML, ready for a template."""
-    if not text:
-        return Markup("")
-    # The "hl" class scopes pygments' token colours to the answer's code blocks.
-    return Markup(f'<div class="md hl">{sanitize(_markdown().render(text))}</div>')
+    return Markup(_markdown_html(text) if text else "")
 
 
 def code(text: str) -> Markup:
     """Python source, highlighted (pygments escapes everything it emits)."""
-    return Markup(sanitize(highlight(text, PythonLexer(), _FORMATTER)))
+    return Markup(_code_html(text))
 
 
-@lru_cache(maxsize=512)  # every page watching a turn asks for the same blocks
+@_cached  # every page watching a turn asks for the same blocks
 def code_spans(text: str) -> str:
     """Python source as highlighted spans without a wrapper, for a live block's ``<pre>``."""
     spans = sanitize(highlight(text, PythonLexer(), _INLINE))
