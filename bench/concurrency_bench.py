@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from cove.config import Settings
+from cove.config import ModelSettings, Settings
 from cove.conversation.conversations import Conversations
 from cove.engine.llm import LLMClient, Message
 from cove.engine.llm.scripted import ScriptedClient
@@ -121,11 +121,11 @@ async def sample_workers(samples: list[dict[int, int]], stop: asyncio.Event) -> 
 async def run_level(conversations: int, turns: int) -> LevelResult:
     """Run ``conversations`` conversations of ``turns`` turns each, all at once."""
     with tempfile.TemporaryDirectory(prefix="cove-bench-") as tmp:
-        settings = Settings(data_dir=Path(tmp), max_live_environments=MAX_LIVE)
+        settings = Settings.load(env={}, data_dir=Path(tmp), max_live_environments=MAX_LIVE)
         # Every call gets the same callable: which conversation takes which entry does not matter.
         client = ScriptedClient([reply] * (conversations * turns * 2), delay_s=MODEL_DELAY_S)
 
-        def factory(settings: Settings, model: str) -> LLMClient:
+        def factory(settings: ModelSettings, model: str) -> LLMClient:
             return client
 
         overhead: list[float] = []
@@ -172,7 +172,7 @@ async def run_level(conversations: int, turns: int) -> LevelResult:
         workers_peak_rss_kb=max(sum(s.values()) for s in busy),
         worker_rss_kb=sum(sum(s.values()) for s in busy) / max(1, sum(len(s) for s in busy)),
         live_peak=live_peak,
-        max_live=settings.max_live_environments,
+        max_live=settings.sandbox.max_live_environments,
         statuses=statuses,
     )
 

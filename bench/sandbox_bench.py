@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cove.config import Settings
+from cove.config import SandboxSettings, Settings
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.policy import compile_block
 from cove.environment.sandbox.worker.runtime import Runtime
@@ -60,7 +60,7 @@ def timed(function: Callable[[], object], rounds: int) -> list[float]:
 async def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        settings = Settings(data_dir=root)
+        settings = Settings.load(env={}, data_dir=root).sandbox
         pool = WorkerPool(settings, size=1)
         await pool.start()
         try:
@@ -189,7 +189,7 @@ async def block_samples(client: Any, code: str, rounds: int) -> list[float]:
     return samples
 
 
-async def unpooled(settings: Settings, root: Path, *, rounds: int) -> list[float]:
+async def unpooled(settings: SandboxSettings, root: Path, *, rounds: int) -> list[float]:
     """Times to acquire a worker from a pool that pre-starts none (after one to warm it up)."""
     pool = WorkerPool(settings, size=0)
     samples = []
@@ -208,7 +208,7 @@ async def unpooled(settings: Settings, root: Path, *, rounds: int) -> list[float
 async def confinement_costs(root: Path) -> None:
     """Fork-from-zygote and trivial-block p50, with confinement on and off."""
     for confined in (True, False):
-        settings = Settings(data_dir=root, sandbox_confine=confined)
+        settings = Settings.load(env={}, data_dir=root, sandbox_confine=confined).sandbox
         forked_ms = await unpooled(settings, root / f"fork-{confined}", rounds=30)
         pool = WorkerPool(settings, size=0)
         try:

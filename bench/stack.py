@@ -30,15 +30,15 @@ class BenchStack:
 async def bench_stack(**settings: object) -> AsyncIterator[BenchStack]:
     """A fresh store, one pre-started worker and a conversation's environment; all cleaned up."""
     with tempfile.TemporaryDirectory(prefix="cove-bench-") as tmp:
-        config = Settings(data_dir=Path(tmp)).replace(**settings)
+        config = Settings.load(env={}, data_dir=Path(tmp)).replace(**settings)
         async with Store.open(str(Path(tmp) / "cove.db")) as store:
-            pool = WorkerPool(config, size=1)
+            pool = WorkerPool(config.sandbox, size=1)
             await pool.start()
             try:
                 conversation = await store.create_conversation(channel="bench")
                 env = await Environment.open(
                     conversation_id=conversation.id,
-                    settings=config,
+                    settings=config.sandbox,
                     pool=pool,
                     store=store,
                     workspace=Path(tmp) / "workspace",

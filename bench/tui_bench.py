@@ -70,7 +70,7 @@ def iteration_events(n: int, budget: int) -> list[Event]:
 
 
 async def stream(iterations: int, data: Path) -> dict[str, float]:
-    settings = Settings(data_dir=data).replace(worker_pool_size=1)
+    settings = Settings.load(env={}, data_dir=data).replace(worker_pool_size=1)
     async with await Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
         app = CoveApp(convs)
         async with app.run_test(size=SIZE) as pilot:
@@ -117,7 +117,7 @@ async def open_long(turns: int, data: Path) -> dict[str, float]:
         )
         for i in range(turns)
     ]
-    settings = Settings(data_dir=data).replace(worker_pool_size=1)
+    settings = Settings.load(env={}, data_dir=data).replace(worker_pool_size=1)
     async with await Conversations.open(settings, llm_factory=scripted_factory(replies)) as convs:
         conv = await convs.create(channel="tui", title="a long one")
         for i in range(turns):
@@ -164,7 +164,7 @@ SHOWCASE = [
 async def screenshot(path: Path, data: Path) -> None:
     """Save an SVG of the app on a small conversation (for the README)."""
     replies = [json.dumps(r) for r in SHOWCASE]
-    settings = Settings(data_dir=data).replace(worker_pool_size=1)
+    settings = Settings.load(env={}, data_dir=data).replace(worker_pool_size=1)
     async with await Conversations.open(settings, llm_factory=scripted_factory(replies)) as convs:
         conv = await convs.create(channel="tui")
         await convs.send(conv.id, "What are the first ten primes and their sum?").finished()

@@ -52,7 +52,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def settings_in(tmp: str) -> Settings:
-    return Settings(data_dir=Path(tmp)).replace(worker_pool_size=1)
+    return Settings.load(env={}, data_dir=Path(tmp)).replace(worker_pool_size=1)
 
 
 def stamp_publishing(published: dict[int, float]) -> None:

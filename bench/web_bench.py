@@ -35,7 +35,7 @@ import httpx
 import uvicorn
 
 from cove.channels.web import create_app
-from cove.config import Settings
+from cove.config import ModelSettings, Settings
 from cove.conversation import Conversations, LLMFactory, scripted_factory
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -59,7 +59,9 @@ class TimedClient:
 
     def again(self) -> None:
         """Start the script over (each fan-out run plays the same turn)."""
-        self.inner = scripted_factory(self.replies, delay_s=self.delay_s)(Settings(), "scripted")
+        self.inner = scripted_factory(self.replies, delay_s=self.delay_s)(
+            ModelSettings(), "scripted"
+        )
         self.returned = []
 
     @property
@@ -79,7 +81,7 @@ class TimedClient:
         if self.inner is None:
             self.again()
 
-        def make(settings: Settings, model: str) -> Any:
+        def make(settings: ModelSettings, model: str) -> Any:
             return self
 
         return make
@@ -251,7 +253,7 @@ def screenshots(folder: Path) -> None:
 
     model = TimedClient(SALES)
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp)).replace(worker_pool_size=1)
+        settings = Settings.load(env={}, data_dir=Path(tmp)).replace(worker_pool_size=1)
         with serve(settings, model.factory()) as base:
             cid = asyncio.run(
                 _finished_turn(base, "What were the total and mean sales, and the best month?")
@@ -299,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
 
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp)).replace(worker_pool_size=1)
+        settings = Settings.load(env={}, data_dir=Path(tmp)).replace(worker_pool_size=1)
         start = time.perf_counter()
         rich = asyncio.run(populate(settings, args.conversations))
         print(

@@ -24,7 +24,9 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 @pytest.fixture
 def openai_settings(fake_openai: FakeOpenAI, tmp_path: Path) -> Settings:
     """Settings aimed at ``fake_openai`` with a fake key, fast retries and a short timeout."""
-    return Settings(data_dir=tmp_path).replace(
+    return Settings.load(
+        env={},
+        data_dir=tmp_path,
         base_url=fake_openai.base_url,
         api_key=FAKE_API_KEY,
         model="fake-model",

@@ -10,8 +10,11 @@ from cove.config import Settings
 
 
 def settings_for(tmp_path: Path, **changes: Any) -> Settings:
-    """Settings whose data lives under ``tmp_path``, with one pre-started worker."""
-    return Settings(data_dir=tmp_path).replace(**{"worker_pool_size": 1, **changes})
+    """Settings whose data lives under ``tmp_path``, with one pre-started worker.
+
+    ``changes`` are flat keys, routed to their section: ``settings_for(tmp, max_iterations=3)``.
+    """
+    return Settings.load(env={}, data_dir=tmp_path, **{"worker_pool_size": 1, **changes})
 
 
 def reply(

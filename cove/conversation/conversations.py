@@ -11,7 +11,7 @@ import builtins
 from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
 
-from cove.config import Settings
+from cove.config import ModelSettings, Settings
 from cove.conversation.follow import CommitPoller
 from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
@@ -36,10 +36,10 @@ from cove.persistence.records import (
 )
 from cove.persistence.store import Store
 
-LLMFactory = Callable[[Settings, str], LLMClient]
+LLMFactory = Callable[[ModelSettings, str], LLMClient]
 
 
-def _openai_factory(settings: Settings, model: str) -> LLMClient:
+def _openai_factory(settings: ModelSettings, model: str) -> LLMClient:
     if not settings.api_key and not settings.base_url:
         raise ConfigError(
             "no model endpoint is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
@@ -62,14 +62,16 @@ class Conversations(WatchAPI):
         self._llm_factory = llm_factory
         self._llms: dict[str, LLMClient] = {}
         self.owner = new_owner_id()
-        self.live = LiveCache(settings.max_live_environments, self._open_environment)
+        self.live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
         self._pool_started = False
         self._closed = False
-        self.workspaces = Workspaces(settings.workspaces)
+        self.workspaces = Workspaces(settings.store.workspaces)
         self.watching = Watching(
             store,
             CommitPoller(store.path),
-            cost_known=lambda model: settings.price_of(model or settings.model) is not None,
+            cost_known=lambda model: (
+                settings.model.price_of(model or settings.model.name) is not None
+            ),
         )
         self.turns = Turns(
             settings, store, self.live, self.watching, self.workspaces, self._llm, self.owner
@@ -97,14 +99,14 @@ class Conversations(WatchAPI):
     async def _open(
         cls, settings: Settings, llm_factory: LLMFactory | None, read_only: bool
     ) -> Conversations:
-        store = await Store.open(settings.database, read_only=read_only)
+        store = await Store.open(settings.store.database, read_only=read_only)
         try:
             if not read_only:
                 await store.reap_dead_leases(owner_is_dead)
         except BaseException:
             await store.aclose()
             raise
-        return cls(settings, store, WorkerPool(settings), llm_factory or _openai_factory)
+        return cls(settings, store, WorkerPool(settings.sandbox), llm_factory or _openai_factory)
 
     async def __aenter__(self) -> Conversations:
         return self
@@ -266,7 +268,7 @@ class Conversations(WatchAPI):
         Raises:
             ConfigError: No model endpoint is configured.
         """
-        self._llm(model or self.settings.model)
+        self._llm(model or self.settings.model.name)
 
     async def cancel(self, conversation_id: str) -> bool:
         """Cancel the running turn of a conversation; False when none is running here."""
@@ -348,7 +350,7 @@ class Conversations(WatchAPI):
     def _llm(self, model: str) -> LLMClient:
         client = self._llms.get(model)
         if client is None:
-            client = self._llms[model] = self._llm_factory(self.settings, model)
+            client = self._llms[model] = self._llm_factory(self.settings.model, model)
         return client
 
     async def _open_environment(self, conversation_id: str) -> Environment:
@@ -358,7 +360,7 @@ class Conversations(WatchAPI):
         workspace = self.workspaces.ensure(conversation_id)
         return await Environment.open(
             conversation_id=conversation_id,
-            settings=self.settings,
+            settings=self.settings.sandbox,
             pool=self.pool,
             store=self.store,
             workspace=workspace,

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cove.config import Settings
+from cove.config import ModelSettings, SandboxSettings, Settings, StoreSettings
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 from cove.errors import CoveError
@@ -35,17 +35,17 @@ def confinement_items(confinement: Confinement | None) -> tuple[str, ...]:
 async def run_checks(settings: Settings) -> list[Check]:
     """Run every check; never raises."""
     return [
-        _configuration(settings),
-        await _database(settings),
-        await _sandbox(settings),
-        await _endpoint(settings),
+        _configuration(settings.model),
+        await _database(settings.store),
+        await _sandbox(settings.sandbox),
+        await _endpoint(settings.model),
     ]
 
 
-def _configuration(settings: Settings) -> Check:
+def _configuration(settings: ModelSettings) -> Check:
     endpoint = settings.base_url or "the OpenAI API (default)"
     key = "set" if settings.api_key else "not set"
-    detail = f"model {settings.model}; endpoint {endpoint}; API key {key}"
+    detail = f"model {settings.name}; endpoint {endpoint}; API key {key}"
     if not settings.api_key and not settings.base_url:
         return Check(
             "configuration",
@@ -57,7 +57,7 @@ def _configuration(settings: Settings) -> Check:
     return Check("configuration", True, detail)
 
 
-async def _database(settings: Settings) -> Check:
+async def _database(settings: StoreSettings) -> Check:
     path = settings.database
     try:
         if path != ":memory:":
@@ -79,7 +79,7 @@ async def _database(settings: Settings) -> Check:
     )
 
 
-async def _sandbox(settings: Settings) -> Check:
+async def _sandbox(settings: SandboxSettings) -> Check:
     pool = WorkerPool(settings, size=0)
     try:
         with tempfile.TemporaryDirectory(prefix="cove-doctor-") as workspace:
@@ -116,7 +116,7 @@ async def _sandbox(settings: Settings) -> Check:
     return Check("sandbox", True, detail, items=confinement_items(confinement))
 
 
-async def _endpoint(settings: Settings) -> Check:
+async def _endpoint(settings: ModelSettings) -> Check:
     from cove.engine.llm.openai import probe_endpoint  # the openai package is slow to import
 
     ok, detail = await probe_endpoint(settings)

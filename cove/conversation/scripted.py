@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cove.config import Settings
+from cove.config import ModelSettings
 from cove.conversation.conversations import LLMFactory
 from cove.engine.llm import LLMClient
 from cove.engine.llm.scripted import ScriptedClient
@@ -24,7 +24,7 @@ def scripted_factory(
     else:
         client = ScriptedClient(replies, subquery_replies=subquery_replies, delay_s=delay_s)
 
-    def factory(settings: Settings, model: str) -> LLMClient:
+    def factory(settings: ModelSettings, model: str) -> LLMClient:
         return client
 
     return factory

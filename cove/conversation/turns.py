@@ -172,7 +172,7 @@ class Turns:
             settings=self.settings,
             store=self.store,
             env=entry.env,
-            llm=self.llm(model or self.settings.model),
+            llm=self.llm(model or self.settings.model.name),
             conversation=record,
             request=text,
             options=TurnOptions(max_iterations=max_iterations),
@@ -184,7 +184,9 @@ class Turns:
             self._tasks.add(task)  # held until done: no task without a reference
             task.add_done_callback(self._tasks.discard)
 
-        async with held_lease(self.store, record.id, self.owner, self.settings.lease_ttl_s, lost):
+        async with held_lease(
+            self.store, record.id, self.owner, self.settings.store.lease_ttl_s, lost
+        ):
             self._running[record.id] = query
             handle.query = query
             try:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cove.config import Settings
+from cove.config import LoopSettings, ModelSettings
 from cove.engine.llm import LLMClient, Reasoning
 from cove.errors import CoveError, ModelError
 from cove.events import Event, TitleChanged
@@ -31,9 +31,9 @@ class Usage:
     tokens_out: int = 0
     cost_usd: float = 0.0
 
-    def add(self, settings: Settings, model: str, tokens_in: int, tokens_out: int) -> float:
+    def add(self, prices: ModelSettings, model: str, tokens_in: int, tokens_out: int) -> float:
         """Count one model call and return its cost (0 for a model missing from the price table)."""
-        price = settings.price_of(model)
+        price = prices.price_of(model)
         cost = 0.0
         if price is not None:
             cost = (tokens_in * price.input_per_mtok + tokens_out * price.output_per_mtok) / 1e6
@@ -47,7 +47,8 @@ class Usage:
 class TurnControl:
     """State of one running turn that both the loop and sandbox helpers touch."""
 
-    settings: Settings
+    loop: LoopSettings
+    model_settings: ModelSettings  # the price table
     store: Store
     llm: LLMClient
     conversation_id: str
@@ -76,12 +77,12 @@ class TurnControl:
         """
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError("request_more_iterations(n) needs a positive integer n")
-        room = self.settings.max_extra_iterations_total - self._extra_granted
-        grant = min(n, self.settings.max_extra_iterations_per_call, room)
+        room = self.loop.max_extra_iterations_total - self._extra_granted
+        grant = min(n, self.loop.max_extra_iterations_per_call, room)
         if grant <= 0:
             raise CoveError(
                 f"no more iterations can be granted (already granted {self._extra_granted}, "
-                f"the limit is {self.settings.max_extra_iterations_total}); answer now"
+                f"the limit is {self.loop.max_extra_iterations_total}); answer now"
             )
         self._extra_granted += grant
         self.budget += grant
@@ -110,13 +111,13 @@ class TurnControl:
     async def llm_query_batch(self, prompts: Sequence[str]) -> list[str]:
         """Ask several one-shot questions concurrently (bounded); results in prompt order."""
         prompts = [str(p) for p in prompts]
-        if self._subquery_count + len(prompts) > self.settings.subquery_max_per_turn:
+        if self._subquery_count + len(prompts) > self.loop.subquery_max_per_turn:
             raise CoveError(
-                f"sub-query limit reached: at most {self.settings.subquery_max_per_turn} "
+                f"sub-query limit reached: at most {self.loop.subquery_max_per_turn} "
                 "llm_query calls per turn"
             )
         if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self.settings.subquery_concurrency)
+            self._semaphore = asyncio.Semaphore(self.loop.subquery_concurrency)
         positions = list(range(self._subquery_count, self._subquery_count + len(prompts)))
         self._subquery_count += len(prompts)
         block = self.current_block
@@ -149,7 +150,7 @@ class TurnControl:
                 )
                 raise
         cost = self.usage.add(
-            self.settings, completion.model, completion.tokens_in, completion.tokens_out
+            self.model_settings, completion.model, completion.tokens_in, completion.tokens_out
         )
         self.subqueries.append(
             SubqueryWrite(

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cove.config import Settings
+from cove.config import ModelSettings, SandboxSettings
 from cove.engine.answer import AnswerRefused, fill_answer
 from cove.engine.budgets import VAR_INDEX_ROWS
 from cove.engine.context import JournalEntry, context_message, request_message
@@ -75,7 +75,8 @@ class IterationResult:
 class IterationSetup:
     """Everything an iteration needs from its turn."""
 
-    settings: Settings
+    model_settings: ModelSettings  # the price table
+    sandbox: SandboxSettings  # the block timeouts
     store: Store
     env: Environment
     llm: LLMClient
@@ -163,7 +164,7 @@ class Iteration:
             self.result = IterationResult(status=ending, failure=None if cancelled else str(exc))
             return
         cost = control.usage.add(
-            s.settings, completion.model, completion.tokens_in, completion.tokens_out
+            s.model_settings, completion.model, completion.tokens_in, completion.tokens_out
         )
         try:
             reply = parse_reply(completion.text)
@@ -355,7 +356,7 @@ class Iteration:
             outcome, new_versions = await s.env.run_block(
                 block.code,
                 position=index,
-                timeout_s=_clamp_timeout(s.settings, block.timeout_s),
+                timeout_s=_clamp_timeout(s.sandbox, block.timeout_s),
                 seed=block_seed,
                 clock=clock,
             )
@@ -414,7 +415,7 @@ class Iteration:
             yield VarsChanged(turn_id=turn.id, iteration=self.position + 1, changes=tuple(changes))
 
 
-def _clamp_timeout(settings: Settings, requested: float | None) -> float:
+def _clamp_timeout(settings: SandboxSettings, requested: float | None) -> float:
     timeout = settings.block_timeout_s if requested is None else float(requested)
     return min(max(timeout, settings.block_timeout_min_s), settings.block_timeout_max_s)
 

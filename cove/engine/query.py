@@ -135,13 +135,14 @@ class Query:
         )
         started = time.perf_counter()
         control = TurnControl(
-            settings=self.settings,
+            loop=self.settings.loop,
+            model_settings=self.settings.model,
             store=self.store,
             llm=self.llm,
             conversation_id=self.conversation.id,
             request=request,
             last_answer=previous.answer if previous else None,
-            budget=self.options.max_iterations or self.settings.max_iterations,
+            budget=self.options.max_iterations or self.settings.loop.max_iterations,
             title=self.conversation.title,
         )
         control.scheduled_steering = {k: list(v) for k, v in self._steering.items()}
@@ -188,7 +189,7 @@ class Query:
             duration_ms=(time.perf_counter() - started) * 1000,
             error=end.error,
             conversation_id=self.conversation.id,
-            cost_known=self.settings.price_of(self.llm.model) is not None,
+            cost_known=self.settings.model.price_of(self.llm.model) is not None,
         )
 
     async def _previous_turn(self) -> TurnRecord | None:
@@ -210,7 +211,8 @@ class Query:
                 thinking=await self.store.last_thinking(previous.id),
             )
         setup = IterationSetup(
-            settings=self.settings,
+            model_settings=self.settings.model,
+            sandbox=self.settings.sandbox,
             store=self.store,
             env=self.env,
             llm=self.llm,
@@ -224,7 +226,7 @@ class Query:
             request_message=request_message(control.request, None, self.attachments),
         )
         state = LoopState(journal_entries=journal.entries())
-        nudge_state = NudgeState(error_budget=self.settings.error_budget)
+        nudge_state = NudgeState(error_budget=self.settings.loop.error_budget)
         signatures: list[str] = []
         errors = restarts = unusable = 0
         last: IterationResult | None = None
@@ -276,7 +278,7 @@ class Query:
             # A strategy restart forgives failing code, not replies that cannot be read: those
             # get one restart's worth of chances, then end the turn.
             unusable = unusable + 1 if result.status == "parse_error" else 0
-            if unusable >= UNUSABLE_BUDGETS * self.settings.error_budget:
+            if unusable >= UNUSABLE_BUDGETS * self.settings.loop.error_budget:
                 end.set(
                     "error_budget",
                     position,
@@ -285,8 +287,8 @@ class Query:
                     + (result.parse_problem or "unreadable"),
                 )
                 return
-            if errors >= self.settings.error_budget:
-                if restarts >= self.settings.max_restarts:
+            if errors >= self.settings.loop.error_budget:
+                if restarts >= self.settings.loop.max_restarts:
                     end.set(
                         "error_budget",
                         position,

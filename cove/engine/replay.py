@@ -44,7 +44,7 @@ async def replay_conversation(
     recorded_versions = _versions_by_turn(transcript.var_versions)
     with tempfile.TemporaryDirectory(prefix="cove-replay-") as scratch:
         workspace = Path(scratch) / "workspace"
-        source = settings.workspaces / record.id
+        source = settings.store.workspaces / record.id
         if source.is_dir():
             shutil.copytree(source, workspace, symlinks=True)
         workspace.mkdir(exist_ok=True)
@@ -52,7 +52,7 @@ async def replay_conversation(
             copy = await scratch_store.create_conversation(channel="replay", title=record.title)
             env = await Environment.open(
                 conversation_id=copy.id,
-                settings=settings,
+                settings=settings.sandbox,
                 pool=pool,
                 store=scratch_store,
                 workspace=workspace,

@@ -37,7 +37,7 @@ from cove.errors import SandboxError
 from cove.persistence.records import VarVersionRecord, VarVersionWrite
 
 if TYPE_CHECKING:
-    from cove.config import Settings
+    from cove.config import SandboxSettings
     from cove.environment.sandbox.host.client import SandboxClient
     from cove.environment.sandbox.host.pool import WorkerPool
     from cove.persistence.store import Store
@@ -54,7 +54,7 @@ class Environment:
 
     Attributes:
         conversation_id: The conversation this environment runs.
-        settings: The settings it was opened with.
+        settings: The sandbox settings it was opened with.
         store: The store it reads history from (the engine writes).
         workspace: The conversation's workspace directory (the worker's working directory).
         extensions: The active extensions, in the order given.
@@ -66,7 +66,7 @@ class Environment:
         self,
         *,
         conversation_id: str,
-        settings: Settings,
+        settings: SandboxSettings,
         store: Store,
         workspace: Path,
     ) -> None:
@@ -91,7 +91,7 @@ class Environment:
         cls,
         *,
         conversation_id: str,
-        settings: Settings,
+        settings: SandboxSettings,
         pool: WorkerPool,
         store: Store,
         workspace: Path,
@@ -105,7 +105,7 @@ class Environment:
 
         Args:
             conversation_id: The conversation (it must exist in the store).
-            settings: The settings.
+            settings: The sandbox settings (limits, quotas).
             pool: The worker pool to acquire the sandbox worker from.
             store: The open store.
             workspace: The conversation's workspace directory (created if missing).

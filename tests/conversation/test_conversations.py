@@ -262,7 +262,7 @@ async def test_a_turn_whose_lease_is_taken_over_stops(tmp_path: Path) -> None:
     async with await Conversations.open(settings, llm_factory=slow) as convs:
         conv = await convs.create()
         running = await started(convs, conv.id, "slow")
-        with sqlite3.connect(settings.database) as db:  # another process takes the lease over
+        with sqlite3.connect(settings.store.database) as db:  # another process takes the lease over
             db.execute(
                 "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ?",
                 (time.time() + 60,),

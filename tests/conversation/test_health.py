@@ -21,14 +21,18 @@ async def sandbox_check_items(settings: Settings) -> tuple[str, ...]:
 
 
 async def test_the_sandbox_check_lists_each_layer(tmp_path: Path) -> None:
-    items = await sandbox_check_items(Settings(data_dir=tmp_path, base_url="http://127.0.0.1:9"))
+    items = await sandbox_check_items(
+        Settings.load(env={}, data_dir=tmp_path, base_url="http://127.0.0.1:9")
+    )
     assert [item.split(":")[0] for item in items] == list(LAYERS)
     if os.geteuid() == 0:  # CI: every layer holds on a root host of a recent kernel
         assert all(item.endswith(": active") for item in items), items
 
 
 async def test_switched_off_every_layer_says_so(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, base_url="http://127.0.0.1:9", sandbox_confine=False)
+    settings = Settings.load(
+        env={}, data_dir=tmp_path, base_url="http://127.0.0.1:9", sandbox_confine=False
+    )
     items = await sandbox_check_items(settings)
     assert items == tuple(f"{layer}: switched off (sandbox_confine)" for layer in LAYERS)
 

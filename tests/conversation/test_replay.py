@@ -37,7 +37,7 @@ TURN_TWO = [
 
 
 async def record(tmp_path: Path) -> tuple[Settings, str]:
-    settings = Settings(data_dir=tmp_path).replace(worker_pool_size=1)
+    settings = Settings.load(env={}, data_dir=tmp_path).replace(worker_pool_size=1)
     factory = scripted_factory(
         [json.dumps(r) for r in TURN_ONE + TURN_TWO], subquery_replies=["Yes, quite big."]
     )
@@ -67,7 +67,7 @@ async def test_faithful_replay_matches_every_block(tmp_path: Path) -> None:
 
 async def test_an_altered_record_is_reported_as_a_divergence(tmp_path: Path) -> None:
     settings, cid = await record(tmp_path)
-    with sqlite3.connect(settings.database) as db:
+    with sqlite3.connect(settings.store.database) as db:
         db.execute("UPDATE block SET result_preview = '999' WHERE code LIKE '%spread(rolls)'")
     events = await replay(settings, cid)
     done = events[-1]

@@ -65,7 +65,7 @@ def env_for(tmp_path: Path, server: FakeOpenAI) -> dict[str, str]:
 
 
 def local_settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path / "data").replace(
+    return Settings.load(env={}, data_dir=tmp_path / "data").replace(
         db_path=str(tmp_path / "cove.db"), worker_pool_size=1
     )
 

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from cove.config import Settings
+from cove.config import ModelSettings
 from cove.conversation import LLMFactory
 from cove.engine.llm import Completion, LLMClient
 from cove.engine.llm.scripted import ScriptedClient
@@ -70,7 +70,7 @@ class GatedClient:
         await self.inner.aclose()
 
     def factory(self) -> LLMFactory:
-        def make(settings: Settings, model: str) -> LLMClient:
+        def make(settings: ModelSettings, model: str) -> LLMClient:
             return self
 
         return make

@@ -55,13 +55,13 @@ async def engine_stack(settings: Settings, llm: LLMClient, tmp_path: Path) -> As
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
     async with Store.open(str(tmp_path / "cove.db")) as store:
-        pool = WorkerPool(settings, size=1)
+        pool = WorkerPool(settings.sandbox, size=1)
         await pool.start()
         try:
             conversation = await store.create_conversation(channel="test")
             env = await Environment.open(
                 conversation_id=conversation.id,
-                settings=settings,
+                settings=settings.sandbox,
                 pool=pool,
                 store=store,
                 workspace=workspace,

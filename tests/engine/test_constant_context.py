@@ -43,7 +43,9 @@ async def test_prompt_stays_bounded_over_200_iterations(tmp_path: Path) -> None:
         return reply
 
     llm = ScriptedClient([reply_for(i) for i in range(ITERATIONS)])
-    settings = Settings(data_dir=tmp_path).replace(max_iterations=ITERATIONS, worker_pool_size=1)
+    settings = Settings.load(env={}, data_dir=tmp_path).replace(
+        max_iterations=ITERATIONS, worker_pool_size=1
+    )
     async with engine_stack(settings, llm, tmp_path) as stack:
         _, final = await stack.turn("grind through 200 iterations", max_iterations=ITERATIONS)
         variables = await stack.store.vars_as_of(stack.conversation.id)

@@ -43,7 +43,7 @@ async def test_variables_survive_across_turns(
         reply(["prices.append(10)\ntotal = sum(prices)"], "New total: {{total}}"),
     )
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         events, first = await stack.turn("sum the prices")
@@ -69,7 +69,7 @@ async def test_every_prompt_and_raw_reply_is_stored_exactly(
     replies = [reply(["x = 41"]), reply(["x + 1"], "{{x}}")]
     fake_openai.add_replies(*replies)
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         await stack.turn("compute")
@@ -95,7 +95,7 @@ async def test_malformed_reply_becomes_an_error_iteration_the_model_sees(
 ) -> None:
     fake_openai.add_replies("this is not json at all", reply(["1 + 1"], "two"))
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         _, final = await stack.turn("add")
@@ -113,7 +113,7 @@ async def test_rate_limits_and_server_errors_are_retried(
     fake_openai.add_faults(Fault.rate_limit(0.01), Fault.server_error(502))
     fake_openai.add_replies(reply(["6 * 7"], "42"))
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         _, final = await stack.turn("multiply")
@@ -126,7 +126,7 @@ async def test_rejected_response_format_falls_back(
     fake_openai.unsupported.add("json_schema")
     fake_openai.add_replies(reply(["v = 1"]), reply(["v"], "{{v}}"))
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         _, final = await stack.turn("go")
@@ -144,7 +144,7 @@ async def test_dead_endpoint_fails_the_turn_and_keeps_what_was_committed(
     fake_openai.add_replies(reply(["kept = 'safe'"]))
     fake_openai.respond_with(endpoint_down)  # once the first reply is used up
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         _, final = await stack.turn("store something")
@@ -152,7 +152,7 @@ async def test_dead_endpoint_fails_the_turn_and_keeps_what_was_committed(
         variables = await stack.store.vars_as_of(stack.conversation.id)
     assert final.status == "failed"
     assert final.error and "500" in final.error
-    assert len(fake_openai.requests) == 1 + 1 + openai_settings.max_retries
+    assert len(fake_openai.requests) == 1 + 1 + openai_settings.model.max_retries
     assert transcript.turns[0].status == "failed"
     first, second = transcript.turns[0].iterations
     assert first.status == "ok"
@@ -164,7 +164,7 @@ async def test_unreachable_endpoint_fails_with_a_clear_message(
     openai_settings: Settings, tmp_path: Path
 ) -> None:
     settings = openai_settings.replace(base_url="http://127.0.0.1:9/v1", max_retries=1)
-    async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
+    async with OpenAIClient(settings.model) as llm, engine_stack(settings, llm, tmp_path) as stack:
         _, final = await stack.turn("anything")
     assert final.status == "failed"
     assert final.error and "127.0.0.1:9" in final.error
@@ -175,7 +175,7 @@ async def test_max_iterations_ends_with_a_fallback_answer(
 ) -> None:
     fake_openai.respond_with(reply(["n = 1"], thinking="still counting"))
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         events, final = await stack.turn("never finishes", max_iterations=3)
@@ -196,7 +196,7 @@ async def test_request_more_iterations_raises_the_budget(
         reply(["x + y"], "{{x}} and {{y}}"),
     )
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         events, final = await stack.turn("long job", max_iterations=2)
@@ -211,7 +211,7 @@ async def test_error_budget_restarts_the_strategy_then_gives_up(
         error_budget=2, max_restarts=1, max_iterations=20, reasoning_effort=True
     )
     fake_openai.respond_with(reply(["1 / 0"]))
-    async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
+    async with OpenAIClient(settings.model) as llm, engine_stack(settings, llm, tmp_path) as stack:
         events, final = await stack.turn("divide")
     assert final.status == "error_budget"
     assert final.iterations == 4
@@ -227,7 +227,7 @@ async def test_the_model_can_ask_for_less_reasoning(
 ) -> None:
     settings = openai_settings.replace(reasoning_effort=True)
     fake_openai.add_replies(reply(["a = 1"], next_reasoning="quick"), reply(["a"], "{{a}}"))
-    async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
+    async with OpenAIClient(settings.model) as llm, engine_stack(settings, llm, tmp_path) as stack:
         _, final = await stack.turn("go")
     assert final.answer == "1"
     assert [r.get("reasoning_effort") for r in fake_openai.requests] == ["medium", "low"]
@@ -238,7 +238,7 @@ async def test_undefined_placeholder_is_refused_then_accepted(
 ) -> None:
     fake_openai.add_replies(reply(["a = 2"], "The value is {{b}}"), reply(["b = a * 21"], "{{b}}"))
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         _, final = await stack.turn("answer")
@@ -253,7 +253,7 @@ async def test_answer_is_refused_when_a_block_failed(
 ) -> None:
     fake_openai.add_replies(reply(["z = [1][5]"], "done anyway"), reply(["z = 1"], "fixed"))
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         events, final = await stack.turn("index")
@@ -269,7 +269,7 @@ async def test_cancel_kills_a_long_block_quickly(
         reply(["before = 1"]), reply([{"code": "while True:\n    pass", "timeout_s": 60}])
     )
     settings = openai_settings.replace(block_timeout_max_s=120)
-    async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
+    async with OpenAIClient(settings.model) as llm, engine_stack(settings, llm, tmp_path) as stack:
         query = stack.query("spin")
         loop = asyncio.get_running_loop()
         cancelled_at = 0.0
@@ -307,7 +307,7 @@ async def test_sub_queries_are_recorded_and_costed(
         reply(['answers = llm_query_batch(["a?", "b?"])\none = llm_query("c?")'], "{{one}}")
     )
     fake_openai.add_subquery_replies("A", "B", "C")
-    async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
+    async with OpenAIClient(settings.model) as llm, engine_stack(settings, llm, tmp_path) as stack:
         _, final = await stack.turn("ask around")
         transcript = await stack.store.transcript(stack.conversation.id)
         answers = await stack.store.vars_as_of(stack.conversation.id)
@@ -333,7 +333,7 @@ async def test_a_crashing_block_restarts_the_sandbox_and_nudges(
         reply(["len(keep)"], "{{keep}}"),
     )
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         events, final = await stack.turn("loop")
@@ -350,7 +350,7 @@ async def test_the_api_key_never_reaches_the_database_or_events(
     fake_openai.add_faults(Fault.server_error(500))
     fake_openai.add_replies(reply(["k = 1"], "{{k}}"))
     async with (
-        OpenAIClient(openai_settings) as llm,
+        OpenAIClient(openai_settings.model) as llm,
         engine_stack(openai_settings, llm, tmp_path) as stack,
     ):
         events, _ = await stack.turn("anything")
@@ -370,7 +370,7 @@ async def test_ten_unusable_replies_in_a_row_end_the_turn_as_error_budget(
     settings = openai_settings.replace(error_budget=5, max_restarts=2, max_iterations=10)
     fake_openai.add_replies(*[""] * 5)
     fake_openai.respond_with("I would rather explain this in words.")
-    async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
+    async with OpenAIClient(settings.model) as llm, engine_stack(settings, llm, tmp_path) as stack:
         events, final = await stack.turn("compute")
     assert final.status == "error_budget"
     assert final.iterations == 10
@@ -387,6 +387,6 @@ async def test_a_readable_reply_resets_the_unusable_streak(
     settings = openai_settings.replace(error_budget=2, max_restarts=5, max_iterations=8)
     fake_openai.add_replies("prose", "prose", "prose", reply(["x = 1"]), "prose", "prose")
     fake_openai.respond_with(reply(["x"], "{{x}}"))
-    async with OpenAIClient(settings) as llm, engine_stack(settings, llm, tmp_path) as stack:
+    async with OpenAIClient(settings.model) as llm, engine_stack(settings, llm, tmp_path) as stack:
         _, final = await stack.turn("go")
     assert final.status == "done" and final.answer == "1"

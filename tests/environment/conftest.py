@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cove.config import Settings
+from cove.config import SandboxSettings, Settings
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.outcome import BlockOutcome
@@ -46,13 +46,15 @@ class Extensions:
 
 
 @pytest.fixture
-def sandbox_settings(tmp_path: Path) -> Settings:
+def sandbox_settings(tmp_path: Path) -> SandboxSettings:
     """Default sandbox limits with a small output cap."""
-    return Settings(data_dir=tmp_path, output_limit_chars=500, block_timeout_s=5.0)
+    return Settings.load(
+        env={}, data_dir=tmp_path, output_limit_chars=500, block_timeout_s=5.0
+    ).sandbox
 
 
 @pytest.fixture
-async def pool(sandbox_settings: Settings) -> AsyncIterator[WorkerPool]:
+async def pool(sandbox_settings: SandboxSettings) -> AsyncIterator[WorkerPool]:
     """A started pool of one pre-started worker, closed after the test."""
     workers = WorkerPool(sandbox_settings, size=1)
     await workers.start()

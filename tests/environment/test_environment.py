@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cove.config import Settings
+from cove.config import SandboxSettings, Settings
 from cove.environment.environment import Environment
 from cove.environment.extensions import Extension, NudgeContext, builtin_extensions
 from cove.environment.sandbox.host.pool import WorkerPool
@@ -46,7 +46,9 @@ class FakeTurn:
 class Harness:
     """Plays the engine's part: opens environments and commits what their blocks produced."""
 
-    def __init__(self, settings: Settings, pool: WorkerPool, store: Store, root: Path) -> None:
+    def __init__(
+        self, settings: SandboxSettings, pool: WorkerPool, store: Store, root: Path
+    ) -> None:
         self.settings, self.pool, self.store = settings, pool, store
         self.workspace = root / "workspace"
         self.conversation_id = ""
@@ -100,7 +102,7 @@ class Harness:
 
 @pytest.fixture
 async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    settings = Settings(data_dir=tmp_path, worker_pool_size=1)
+    settings = Settings.load(env={}, data_dir=tmp_path, worker_pool_size=1).sandbox
     pool = WorkerPool(settings, size=1)
     await pool.start()
     try:

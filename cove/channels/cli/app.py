@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 
-from cove.config import Settings
+from cove.config import Settings, unknown_env_vars
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -73,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = settings_from(args)
+        for name in unknown_env_vars(os.environ):
+            print(f"cove: warning: {name} matches no setting (ignored)", file=sys.stderr)
         code: int = args.handler(args, settings)
         return code
     except KeyboardInterrupt:

@@ -119,7 +119,7 @@ async def _demo(args: argparse.Namespace, settings: Settings) -> int:
         conv = await convs.create(channel="demo")
         console.print(
             f"[bold]cove demo[/bold] — conversation {conv.id}\n"
-            f"[dim]database: {escape(settings.database)}[/dim]\n"
+            f"[dim]database: {escape(settings.store.database)}[/dim]\n"
         )
         for request, _ in TURNS:
             if not await _turn(console, convs, conv.id, request):

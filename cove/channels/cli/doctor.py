@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from cove.channels.cli.app import EXIT_FAILED, EXIT_OK, run_async
 from cove.channels.cli.common import add_common
 from cove.channels.cli.render import console_for, line
-from cove.config import Settings
+from cove.config import Settings, unknown_env_vars
 from cove.conversation.health import Check, run_checks
 
 
@@ -23,6 +24,15 @@ def register(sub: Any) -> None:
 async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     console = console_for(sys.stdout)
     checks: list[Check] = await run_checks(settings)
+    unknown = ", ".join(unknown_env_vars(os.environ))
+    checks.append(
+        Check(
+            "environment",
+            not unknown,
+            f"unknown: {unknown}" if unknown else "no unknown COVE_* variables",
+            "fix or remove the names above",
+        )
+    )
     for check in checks:
         mark = ("OK  ", "green") if check.ok else ("FAIL", "red")
         console.print(line(mark, f" {check.name}: {check.detail}"))

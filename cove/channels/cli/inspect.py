@@ -109,7 +109,7 @@ async def _show(args: argparse.Namespace, settings: Settings) -> int:
         console.print(text, markup=False)
     for turn in transcript.turns:
         versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
-        priced = turn.model is not None and settings.price_of(turn.model) is not None
+        priced = turn.model is not None and settings.model.price_of(turn.model) is not None
         _show_turn(console, turn, versions, args.prompts, priced)
     if not transcript.turns:
         console.print("[dim]no turns yet[/dim]")

@@ -196,7 +196,7 @@ def _chat(args: argparse.Namespace, settings: Settings) -> int:
             console.print(
                 "[bold]cove[/bold] "
                 + (f"conversation {conv_id}" if conv_id else "new conversation")
-                + f" · model {escape(settings.model)}"
+                + f" · model {escape(settings.model.name)}"
             )
             console.print(
                 "[dim]Ctrl-C cancels a running turn; Ctrl-C twice or Ctrl-D leaves.[/dim]"

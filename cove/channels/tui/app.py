@@ -78,7 +78,7 @@ class CoveApp(App[None]):
         self.convs = convs
         self.initial = conversation_id
         self.export_dir = export_dir or Path.cwd()
-        self.model = convs.settings.model
+        self.model = convs.settings.model.name
         self.current: str | None = None
         self.sending: set[TurnHandle] = set()
         self.queued: set[TurnHandle] = set()

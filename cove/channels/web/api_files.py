@@ -25,7 +25,7 @@ MAX_LISTED = 1000
 
 
 def _workspace(request: Request, cid: str) -> Path:
-    return web(request).settings.workspaces / cid
+    return web(request).settings.store.workspaces / cid
 
 
 def _checked_name(name: str) -> str:

@@ -93,11 +93,15 @@ def create_app(
         llm_factory: Builds model clients when the app opens its own ``Conversations``
             (tests pass a scripted one).
         token: The login token; None serves loopback ``Host`` names only, without login.
-        upload_limit: Largest upload in bytes; default ``settings.max_file_read_bytes`` (the
-            sandbox refuses to read larger files anyway).
+        upload_limit: Largest upload in bytes; default ``web_upload_limit_bytes``, else
+            ``max_file_read_bytes`` (the sandbox refuses to read larger files anyway).
     """
 
-    limit = upload_limit or settings.max_file_read_bytes
+    limit = (
+        upload_limit
+        or settings.channels.web_upload_limit_bytes
+        or settings.sandbox.max_file_read_bytes
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -64,7 +64,7 @@ def changes_by_iteration(transcript: Transcript) -> dict[tuple[int, int], list[V
 
 def iteration_cost(settings: Settings, model: str | None, tokens_in: int, tokens_out: int) -> str:
     """An iteration's cost in dollars, or "unknown" when the model has no price."""
-    price = settings.price_of(model or settings.model)
+    price = settings.model.price_of(model or settings.model.name)
     if price is None:
         return "unknown"
     cost = tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 from openai import AsyncOpenAI, omit
 
-from cove.config import Settings
+from cove.config import ModelSettings
 from cove.engine.llm.client import (
     CallKind,
     Completion,
@@ -94,7 +94,7 @@ class OpenAIClient:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: ModelSettings,
         *,
         model: str | None = None,
         retry_after_cap_s: float = RETRY_AFTER_CAP_S,
@@ -103,10 +103,10 @@ class OpenAIClient:
 
         Args:
             settings: Supplies base URL, API key, timeout, retry policy and reasoning switch.
-            model: The model to ask for; ``settings.model`` when None.
+            model: The model to ask for; ``settings.name`` when None.
             retry_after_cap_s: The longest ``Retry-After`` the client will honour.
         """
-        self.model = model or settings.model
+        self.model = model or settings.name
         self._settings = settings
         self._secret = settings.api_key or None
         self._secret_pattern = secret_pattern(self._secret)
@@ -404,7 +404,7 @@ def _without_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
-async def probe_endpoint(settings: Settings) -> tuple[bool, str]:
+async def probe_endpoint(settings: ModelSettings) -> tuple[bool, str]:
     """Check the configured endpoint answers; see ``OpenAIClient.probe``."""
     async with OpenAIClient(settings) as client:
         return await client.probe()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from cove.config import Settings
+    from cove.config import SandboxSettings
     from cove.persistence.store import Store
 
 
@@ -75,7 +75,7 @@ class CallContext:
     conversation_id: str
     workspace: Path
     store: Store
-    settings: Settings
+    settings: SandboxSettings
     hooks: TurnHooks | None
     block_position: int | None = None
 

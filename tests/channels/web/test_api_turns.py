@@ -131,7 +131,7 @@ async def test_send_without_a_model_endpoint_is_503_with_the_reason(tmp_path: Pa
 
 def take_lease_elsewhere(settings: Settings, cid: str) -> None:
     """What another process running a turn of ``cid`` looks like in the database."""
-    with sqlite3.connect(settings.database) as db:
+    with sqlite3.connect(settings.store.database) as db:
         db.execute(
             "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ? WHERE id = ?",
             (time.time() + 60, cid),

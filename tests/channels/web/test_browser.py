@@ -144,11 +144,11 @@ def test_oversize_upload_shows_the_limit(site: Site, page: Any, tmp_path: Path) 
     cid = site.conversation()
     page.goto(f"{site.url}/c/{cid}")
     big = tmp_path / "big.bin"
-    big.write_bytes(b"x" * (site.settings.max_file_read_bytes + 1))
+    big.write_bytes(b"x" * (site.settings.sandbox.max_file_read_bytes + 1))
     page.set_input_files("#file-input", str(big))
     page.wait_for_selector("#notice.error")
     assert "upload limit" in page.text_content("#notice")
-    assert not (site.settings.workspaces / cid / "big.bin").exists()
+    assert not (site.settings.store.workspaces / cid / "big.bin").exists()
 
 
 def test_list_updates_live_renames_and_deletes_with_confirmation(site: Site, page: Any) -> None:
@@ -246,7 +246,7 @@ def test_dropped_file_lands_in_the_workspace_and_downloads(site: Site, page: Any
         ["dropped.csv", "a,b\n1,2\n"],
     )
     page.wait_for_selector("#files a:text('dropped.csv')")
-    assert (site.settings.workspaces / cid / "dropped.csv").read_text() == "a,b\n1,2\n"
+    assert (site.settings.store.workspaces / cid / "dropped.csv").read_text() == "a,b\n1,2\n"
     with page.expect_download() as download:
         page.click("#files a:text('dropped.csv')")
     assert download.value.suggested_filename == "dropped.csv"

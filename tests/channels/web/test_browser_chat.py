@@ -74,7 +74,7 @@ def test_stop_kills_the_code_that_is_running(site: Site, page: Any) -> None:
 def test_a_send_refused_before_its_turn_starts_is_reported(site: Site, page: Any) -> None:
     cid = site.conversation()
     page.goto(f"{site.url}/c/{cid}")
-    take_lease_elsewhere(site.settings.database, cid)  # another process runs a turn
+    take_lease_elsewhere(site.settings.store.database, cid)  # another process runs a turn
     send(page, "are you there?")
     page.wait_for_selector("#notice.error")
     assert page.text_content("#notice").startswith("Not sent: ")
@@ -172,13 +172,13 @@ def test_an_upload_the_server_refuses_shows_its_reason(
     cid = site.conversation()
     page.goto(f"{site.url}/c/{cid}")
     page.evaluate("document.body.dataset.uploadLimit = String(1e12)")  # skip the page's check
-    limit = site.settings.max_file_read_bytes
+    limit = site.settings.sandbox.max_file_read_bytes
     big = tmp_path / "big.bin"
     big.write_bytes(b"x" * (limit + 1))
     page.set_input_files("#file-input", str(big))
     page.wait_for_selector("#notice.error")
     assert f"over the upload limit of {limit:,} bytes" in page.text_content("#notice")  # 413
-    assert list((site.settings.workspaces / cid).iterdir()) == []  # nothing written
+    assert list((site.settings.store.workspaces / cid).iterdir()) == []  # nothing written
 
 
 def test_a_queued_message_refused_when_its_time_comes_is_reported(
@@ -194,7 +194,9 @@ def test_a_queued_message_refused_when_its_time_comes_is_reported(
         assert second.reached.wait(10)
         send(page, "two")
         page.wait_for_selector(".msg.queued:text('two (queued)')")
-        take_lease_elsewhere(settings.database, cid)  # the running turn stops, "two" cannot run
+        take_lease_elsewhere(
+            settings.store.database, cid
+        )  # the running turn stops, "two" cannot run
         page.wait_for_selector("#notice.error")
         assert page.text_content("#notice").startswith("Not sent: ")
         assert page.locator(".msg.queued").count() == 0

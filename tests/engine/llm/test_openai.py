@@ -28,7 +28,7 @@ REPLY = json.dumps({"thinking": "add", "code": ["2 + 2"], "answer": None})
 
 @pytest.fixture
 async def client(openai_settings: Settings) -> AsyncIterator[OpenAIClient]:
-    llm = OpenAIClient(openai_settings)
+    llm = OpenAIClient(openai_settings.model)
     yield llm
     await llm.aclose()
 
@@ -118,7 +118,7 @@ async def test_rate_limit_then_success_is_retried(
 async def test_retry_after_is_capped(
     openai_settings: Settings, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
-    llm = OpenAIClient(openai_settings, retry_after_cap_s=0.05)
+    llm = OpenAIClient(openai_settings.model, retry_after_cap_s=0.05)
     fake_openai.add_faults(Fault.rate_limit(retry_after=3600))
     fake_openai.add_replies(REPLY)
     with caplog.at_level(logging.WARNING, logger="cove.engine.llm"):
@@ -201,10 +201,10 @@ async def test_dead_endpoint_fails_with_a_readable_error(tmp_path: Path) -> None
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    settings = Settings(data_dir=tmp_path).replace(
+    settings = Settings.load(env={}, data_dir=tmp_path).replace(
         base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, retry_base_delay_s=0.01
     )
-    llm = OpenAIClient(settings)
+    llm = OpenAIClient(settings.model)
     with pytest.raises(ModelError) as info:
         await llm.complete(MESSAGES)
     await llm.aclose()
@@ -215,7 +215,7 @@ async def test_dead_endpoint_fails_with_a_readable_error(tmp_path: Path) -> None
 async def test_stall_longer_than_the_timeout_fails_after_retries(
     openai_settings: Settings, fake_openai: FakeOpenAI
 ) -> None:
-    llm = OpenAIClient(openai_settings.replace(request_timeout_s=0.3, max_retries=1))
+    llm = OpenAIClient(openai_settings.replace(request_timeout_s=0.3, max_retries=1).model)
     fake_openai.add_faults(Fault.stall(30), Fault.stall(30))
     with pytest.raises(ModelError, match=r"did not answer within 0.3 s \(gave up after 2"):
         await llm.complete(MESSAGES)
@@ -225,7 +225,7 @@ async def test_stall_longer_than_the_timeout_fails_after_retries(
 async def test_stall_mid_stream_is_a_timeout_then_retried(
     openai_settings: Settings, fake_openai: FakeOpenAI
 ) -> None:
-    llm = OpenAIClient(openai_settings.replace(request_timeout_s=0.3, max_retries=1))
+    llm = OpenAIClient(openai_settings.replace(request_timeout_s=0.3, max_retries=1).model)
     fake_openai.add_faults(Fault.stall(30, after_chunks=1))
     fake_openai.add_replies(REPLY, REPLY)
     assert (await llm.complete(MESSAGES)).text == REPLY
@@ -237,7 +237,7 @@ async def test_client_is_an_async_context_manager(
     openai_settings: Settings, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.add_replies(REPLY)
-    async with OpenAIClient(openai_settings) as llm:
+    async with OpenAIClient(openai_settings.model) as llm:
         assert (await llm.complete(MESSAGES)).text == REPLY
     with pytest.raises(ModelError, match="closed"):
         await llm.complete(MESSAGES)
@@ -277,7 +277,7 @@ async def test_no_response_format_at_all_when_both_are_rejected(
 async def test_reasoning_effort_is_mapped_then_dropped_when_rejected(
     openai_settings: Settings, fake_openai: FakeOpenAI
 ) -> None:
-    llm = OpenAIClient(openai_settings.replace(reasoning_effort=True))
+    llm = OpenAIClient(openai_settings.replace(reasoning_effort=True).model)
     fake_openai.add_replies(REPLY, REPLY, REPLY)
     await llm.complete(MESSAGES, reasoning="deep")
     fake_openai.unsupported.add("reasoning_effort")
@@ -351,8 +351,10 @@ async def test_api_key_is_sent_but_never_leaked(
 
 
 async def test_no_key_uses_a_placeholder(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
-    settings = Settings(data_dir=tmp_path).replace(base_url=fake_openai.base_url, api_key=None)
-    llm = OpenAIClient(settings)
+    settings = Settings.load(env={}, data_dir=tmp_path).replace(
+        base_url=fake_openai.base_url, api_key=None
+    )
+    llm = OpenAIClient(settings.model)
     fake_openai.add_replies(REPLY)
     assert (await llm.complete(MESSAGES)).text == REPLY
     await llm.aclose()
@@ -363,10 +365,10 @@ async def test_credentials_in_the_base_url_stay_out_of_messages(tmp_path: Path) 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    settings = Settings(data_dir=tmp_path).replace(
+    settings = Settings.load(env={}, data_dir=tmp_path).replace(
         base_url=f"http://user:hunter2@127.0.0.1:{port}/v1", max_retries=0
     )
-    llm = OpenAIClient(settings)
+    llm = OpenAIClient(settings.model)
     with pytest.raises(ModelError) as info:
         await llm.complete(MESSAGES)
     await llm.aclose()
@@ -396,8 +398,10 @@ async def test_standalone_fake_server_serves_a_script(tmp_path: Path) -> None:
         assert process.stdout is not None
         line = (await process.stdout.readline()).decode()
         assert line.startswith("listening on http://127.0.0.1:")
-        settings = Settings(data_dir=tmp_path).replace(base_url=line.split()[-1], max_retries=0)
-        llm = OpenAIClient(settings)
+        settings = Settings.load(env={}, data_dir=tmp_path).replace(
+            base_url=line.split()[-1], max_retries=0
+        )
+        llm = OpenAIClient(settings.model)
         assert json.loads((await llm.complete(MESSAGES)).text) == {"answer": "4"}
         assert (await llm.complete(MESSAGES, kind="subquery")).text == "sub"
         with pytest.raises(ModelError, match="no more replies"):
@@ -415,7 +419,7 @@ async def test_a_short_key_never_mangles_an_error_message(
     openai_settings: Settings, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.add_faults(Fault.error(404, "The model `fake-model` does not exist"))
-    llm = OpenAIClient(openai_settings.replace(api_key="x"))
+    llm = OpenAIClient(openai_settings.replace(api_key="x").model)
     try:
         with pytest.raises(ModelError) as info:
             await llm.complete(MESSAGES)

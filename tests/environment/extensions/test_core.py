@@ -77,7 +77,7 @@ async def ctx(store: Store, tmp_path: Path) -> CallContext:
         conversation_id=conv.id,
         workspace=tmp_path,
         store=store,
-        settings=Settings(data_dir=tmp_path),
+        settings=Settings.load(env={}, data_dir=tmp_path).sandbox,
         hooks=None,
     )
 

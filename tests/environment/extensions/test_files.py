@@ -41,7 +41,7 @@ def make_ctx(workspace: Path, **settings: Any) -> CallContext:
         conversation_id="c1",
         workspace=workspace,
         store=None,  # type: ignore[arg-type]
-        settings=Settings(data_dir=workspace.parent / "data", **settings),
+        settings=Settings.load(env={}, data_dir=workspace.parent / "data", **settings).sandbox,
         hooks=None,
     )
 

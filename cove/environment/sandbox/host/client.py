@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cove import codec
-from cove.config import Settings
+from cove.config import SandboxSettings
 from cove.environment.sandbox.frames import MAX_FRAME_BYTES, Frame, ProtocolError
 from cove.environment.sandbox.host.process import WorkerGone, WorkerProcess
 from cove.environment.sandbox.host.replies import block_reply, restore_reply
@@ -67,7 +67,7 @@ class SandboxClient:
         *,
         workspace: Path,
         on_call: CallHandler,
-        settings: Settings,
+        settings: SandboxSettings,
     ) -> None:
         self._pool = pool
         self._worker: WorkerProcess | None = worker

@@ -26,7 +26,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from cove.config import Settings
+from cove.config import SandboxSettings
 from cove.environment.sandbox.host.process import (
     STARTUP_TIMEOUT_S,
     worker_config,
@@ -140,7 +140,7 @@ class ForkServer:
         self._lost = False
 
     @classmethod
-    async def start(cls, settings: Settings, *, unrestricted: bool = False) -> ForkServer:
+    async def start(cls, settings: SandboxSettings, *, unrestricted: bool = False) -> ForkServer:
         """Start a zygote and wait until it is ready to fork.
 
         ``unrestricted`` is for tests only (``process.worker_config``).

@@ -8,7 +8,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from cove.config import Settings
+from cove.config import SandboxSettings
 from cove.environment.sandbox.frames import ProtocolError
 from cove.environment.sandbox.host.client import CallHandler, SandboxClient
 from cove.environment.sandbox.host.forkserver import ForkServer
@@ -42,7 +42,7 @@ def unconfined_warning(confinement: Confinement) -> str | None:
 class WorkerPool:
     """Pre-started workers, so a new or restored conversation does not wait for start-up.
 
-    Workers are forked from a zygote (``forkserver.py``) unless ``Settings.sandbox_fork_server``
+    Workers are forked from a zygote (``forkserver.py``) unless ``sandbox_fork_server``
     is off; whenever the zygote cannot be had, they are cold-started, and a lost zygote is
     started again in the background (after a failed start, at most every few seconds). Owns
     every client it hands out: ``aclose`` closes them, kills the idle workers and stops the
@@ -50,7 +50,7 @@ class WorkerPool:
     """
 
     def __init__(
-        self, settings: Settings, *, size: int | None = None, assume_breach: bool = False
+        self, settings: SandboxSettings, *, size: int | None = None, assume_breach: bool = False
     ) -> None:
         """A pool for ``settings``, pre-starting ``size`` workers (default: the setting).
 

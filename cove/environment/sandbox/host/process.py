@@ -4,7 +4,7 @@ The worker runs ``python -P -s -m cove.environment.sandbox.worker.main`` (no cur
 ``sys.path``: the workspace holds files written by sandbox code) in its own session, so killing its
 process group takes everything it might have started. Its environment is empty apart from a fixed
 hash seed and UTF-8 mode: no API key or other secret of the host reaches it. Unless
-``Settings.sandbox_confine`` is off, it then confines itself (``confine.py``) and reports how far it
+``sandbox_confine`` is off, it then confines itself (``confine.py``) and reports how far it
 got in its ``ready`` frame: ``WorkerProcess.confinement``.
 """
 
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Protocol
 
-from cove.config import Settings
+from cove.config import SandboxSettings
 from cove.environment.sandbox.frames import Frame, ProtocolError, frame_bytes, read_frame
 from cove.environment.sandbox.worker.confine import NOT_REPORTED, Confinement
 from cove.errors import SandboxError
@@ -97,7 +97,7 @@ class ProcessHandle(Protocol):
         """Send SIGKILL to the process itself."""
 
 
-def worker_config(settings: Settings, *, unrestricted: bool = False) -> dict[str, object]:
+def worker_config(settings: SandboxSettings, *, unrestricted: bool = False) -> dict[str, object]:
     """The configuration a worker (or the zygote) gets as its command-line argument.
 
     Args:
@@ -127,7 +127,7 @@ class WorkerProcess:
 
     @classmethod
     async def start(
-        cls, settings: Settings, *, cwd: Path, unrestricted: bool = False
+        cls, settings: SandboxSettings, *, cwd: Path, unrestricted: bool = False
     ) -> WorkerProcess:
         """Start a worker in ``cwd`` (a cold start) and wait until it reports ready.
 

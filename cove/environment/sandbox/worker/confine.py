@@ -61,7 +61,7 @@ class Confinement:
     """What confinement a worker achieved, as it reported it.
 
     Attributes:
-        enabled: Whether confinement was asked for (``Settings.sandbox_confine``).
+        enabled: Whether confinement was asked for (``sandbox_confine``).
         user: The name of the user the worker runs as (``uid N`` for an id of no account).
         uid: That user's id as the host sees it.
         network: ``"isolated"`` in a network namespace of its own, else ``"host"``.

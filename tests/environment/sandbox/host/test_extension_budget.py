@@ -22,7 +22,9 @@ __all__ = ["harness"]
 
 @pytest.fixture
 async def budgeted(tmp_path: Path, extensions: Extensions) -> AsyncIterator[SandboxClient]:
-    settings = Settings(data_dir=tmp_path, extension_time_budget_s=0.5, block_timeout_s=5.0)
+    settings = Settings.load(
+        env={}, data_dir=tmp_path, extension_time_budget_s=0.5, block_timeout_s=5.0
+    ).sandbox
     pool = WorkerPool(settings, size=1)
     await pool.start()
     try:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cove.config import Settings
+from cove.config import SandboxSettings, Settings
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.forkserver import ForkServer
 from cove.environment.sandbox.host.pool import WorkerPool
@@ -48,7 +48,7 @@ def zygote_of(pool: WorkerPool) -> ForkServer:
 
 
 @pytest.fixture
-async def cold_pool(sandbox_settings: Settings) -> AsyncIterator[WorkerPool]:
+async def cold_pool(sandbox_settings: SandboxSettings) -> AsyncIterator[WorkerPool]:
     """A pool that pre-starts nothing: every worker comes from the zygote on demand."""
     workers = WorkerPool(sandbox_settings, size=0)
     yield workers
@@ -180,7 +180,7 @@ async def until(condition: Callable[[], bool]) -> None:
 
 
 async def test_closing_the_pool_stops_the_zygote(
-    sandbox_settings: Settings, tmp_path: Path
+    sandbox_settings: SandboxSettings, tmp_path: Path
 ) -> None:
     pool = WorkerPool(sandbox_settings, size=1)
     await pool.start()
@@ -194,7 +194,9 @@ async def test_closing_the_pool_stops_the_zygote(
         await acquire(pool, tmp_path / "x")
 
 
-async def test_a_closed_zygote_refuses_to_fork(sandbox_settings: Settings, tmp_path: Path) -> None:
+async def test_a_closed_zygote_refuses_to_fork(
+    sandbox_settings: SandboxSettings, tmp_path: Path
+) -> None:
     zygote = await ForkServer.start(sandbox_settings)
     await zygote.aclose()
     with pytest.raises(SandboxError, match="zygote is gone"):
@@ -202,7 +204,7 @@ async def test_a_closed_zygote_refuses_to_fork(sandbox_settings: Settings, tmp_p
 
 
 async def test_a_missing_workspace_fails_like_a_cold_start(
-    sandbox_settings: Settings, tmp_path: Path
+    sandbox_settings: SandboxSettings, tmp_path: Path
 ) -> None:
     zygote = await ForkServer.start(sandbox_settings)
     try:
@@ -214,7 +216,7 @@ async def test_a_missing_workspace_fails_like_a_cold_start(
 
 
 async def test_the_switch_off_means_cold_starts(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, sandbox_fork_server=False)
+    settings = Settings.load(env={}, data_dir=tmp_path, sandbox_fork_server=False).sandbox
     pool = WorkerPool(settings, size=1)
     await pool.start()
     try:
@@ -235,11 +237,12 @@ from cove.config import Settings
 from cove.environment.sandbox.host.pool import WorkerPool
 
 async def main():
-    settings = Settings(
+    settings = Settings.load(
+        env={},
         data_dir=Path(sys.argv[1]),
         sandbox_fork_server=sys.argv[2].startswith("fork"),
         sandbox_confine=not sys.argv[2].endswith("unconfined"),
-    )
+    ).sandbox
     pool = WorkerPool(settings, size=0)
     running = asyncio.Event()
 

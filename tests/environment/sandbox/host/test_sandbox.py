@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cove import codec
-from cove.config import Settings
+from cove.config import SandboxSettings, Settings
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import SandboxError
@@ -104,7 +104,7 @@ async def test_opaque_values_are_reported_and_lost_after_a_restart(client: Sandb
 
 
 async def test_values_over_the_snapshot_limit_are_opaque(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, snapshot_limit_bytes=1000)
+    settings = Settings.load(env={}, data_dir=tmp_path, snapshot_limit_bytes=1000).sandbox
     workers = WorkerPool(settings, size=0)
     try:
         sandbox = await workers.acquire(workspace=tmp_path / "w", on_call=Extensions())
@@ -222,7 +222,7 @@ async def test_system_exit_and_keyboard_interrupt_are_block_errors(client: Sandb
 
 
 async def test_worker_is_isolated_from_the_host(
-    monkeypatch: pytest.MonkeyPatch, sandbox_settings: Settings, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, sandbox_settings: SandboxSettings, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret")
     workers = WorkerPool(sandbox_settings, size=0)

@@ -66,7 +66,9 @@ def test_exit_descriptions() -> None:
 
 
 async def test_a_worker_answers_garbage_with_an_error_and_exits(tmp_path: Path) -> None:
-    worker = await WorkerProcess.start(Settings(data_dir=tmp_path), cwd=tmp_path)
+    worker = await WorkerProcess.start(
+        Settings.load(env={}, data_dir=tmp_path).sandbox, cwd=tmp_path
+    )
     assert (await worker.request({"op": "ping"})) == {"op": "ok"}
     assert (await worker.request({"op": "nonsense"}))["op"] == "error"
     stdin = worker._process.stdin

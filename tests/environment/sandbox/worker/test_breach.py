@@ -152,10 +152,10 @@ async def stage(root: Path, *, confined: bool) -> AsyncIterator[Scene]:
     secret_in_memory = HOST_SECRET.encode() * 2
     data = root / "data"
     data.mkdir(mode=0o755)
-    settings = Settings(data_dir=data, sandbox_confine=confined, worker_memory_mb=160)
-    async with Store.open(settings.database) as store:
+    settings = Settings.load(env={}, data_dir=data, sandbox_confine=confined, worker_memory_mb=160)
+    async with Store.open(settings.store.database) as store:
         await store.create_conversation(channel="cli", title="private conversation")
-    os.chmod(settings.database, 0o644)
+    os.chmod(settings.store.database, 0o644)
     home = root / "home" / ".ssh"
     home.mkdir(parents=True, mode=0o755)
     (home / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
@@ -169,7 +169,7 @@ async def stage(root: Path, *, confined: bool) -> AsyncIterator[Scene]:
     (workspaces["victim"] / "notes.txt").write_text("the victim's notes")
     for path in (home / "id_rsa", workspaces["victim"] / "notes.txt"):
         path.chmod(0o644)
-    pool = WorkerPool(settings, size=0, assume_breach=True)
+    pool = WorkerPool(settings.sandbox, size=0, assume_breach=True)
     with socket.socket() as tcp, socket.socket(socket.AF_UNIX) as abstract:
         tcp.bind(("127.0.0.1", 0))
         tcp.listen()
@@ -182,7 +182,7 @@ async def stage(root: Path, *, confined: bool) -> AsyncIterator[Scene]:
             zygote = pool._zygote
             assert zygote is not None and attacker.pid is not None
             names: dict[str, object] = {
-                "DATABASE": settings.database,
+                "DATABASE": settings.store.database,
                 "CHECKOUT": str(Path(cove.__file__).parents[1] / "pyproject.toml"),
                 "SSH_KEY": str(home / "id_rsa"),
                 "VICTIM_FILE": str(workspaces["victim"] / "notes.txt"),
@@ -308,8 +308,8 @@ def test_every_attack_fails_under_an_unprivileged_host() -> None:
 
 
 async def test_a_cold_started_worker_is_sealed_the_same_way(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, sandbox_fork_server=False)
-    pool = WorkerPool(settings, size=0, assume_breach=True)
+    settings = Settings.load(env={}, data_dir=tmp_path, sandbox_fork_server=False)
+    pool = WorkerPool(settings.sandbox, size=0, assume_breach=True)
     try:
         attacker = await pool.acquire(workspace=tmp_path / "ws", on_call=Extensions())
         assert pool._zygote is None and attacker.confinement is not None

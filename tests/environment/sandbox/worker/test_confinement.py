@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cove.config import Settings
+from cove.config import SandboxSettings, Settings
 from cove.environment.sandbox.frames import ProtocolError
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
@@ -97,7 +97,7 @@ async def test_the_report_matches_what_the_host_sees(client: SandboxClient) -> N
 
 
 async def test_confinement_can_be_switched_off(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, sandbox_confine=False)
+    settings = Settings.load(env={}, data_dir=tmp_path, sandbox_confine=False).sandbox
     workers = WorkerPool(settings, size=0)
     try:
         sandbox = await workers.acquire(workspace=tmp_path / "ws", on_call=Extensions())
@@ -183,7 +183,7 @@ async def test_a_workspace_closed_to_the_worker_leaves_it_in_the_root(
 
 @root_only
 async def test_a_cold_start_in_a_closed_workspace_moves_to_the_root(
-    sandbox_settings: Settings, tmp_path: Path
+    sandbox_settings: SandboxSettings, tmp_path: Path
 ) -> None:
     closed = tmp_path / "closed"
     closed.mkdir(mode=0o700)
@@ -312,8 +312,8 @@ def test_a_report_survives_the_wire() -> None:
 
 
 def test_the_setting_reads_from_the_environment_and_is_checked() -> None:
-    assert Settings.load(env={}).sandbox_confine is True
-    assert Settings.load(env={"COVE_SANDBOX_CONFINE": "off"}).sandbox_confine is False
+    assert Settings.load(env={}).sandbox.sandbox_confine is True
+    assert Settings.load(env={"COVE_SANDBOX_CONFINE": "off"}).sandbox.sandbox_confine is False
     with pytest.raises(ConfigError, match="sandbox_confine"):
         Settings.load(env={"COVE_SANDBOX_CONFINE": "perhaps"})
     with pytest.raises(ConfigError, match="sandbox_confine"):

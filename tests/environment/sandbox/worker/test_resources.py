@@ -90,7 +90,7 @@ async def test_a_bounded_output_flood_is_capped(client: SandboxClient) -> None:
 
 
 async def test_the_cpu_limit_kills_the_worker_and_state_survives(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, worker_cpu_s=1)
+    settings = Settings.load(env={}, data_dir=tmp_path, worker_cpu_s=1).sandbox
     workers = WorkerPool(settings, size=0)
     try:
         sandbox = await workers.acquire(workspace=tmp_path / "w", on_call=Extensions())

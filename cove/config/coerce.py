@@ -1,0 +1,89 @@
+"""Turning text (environment) and loosely typed values (TOML, overrides) into a field's type.
+
+The type comes from ``typing.get_type_hints`` of the section class, never from annotation text.
+A value of the wrong type is a ``ConfigError`` naming the setting, not a ``TypeError`` deep in
+the core.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cove.config.sections import Price
+from cove.errors import ConfigError
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off", "")
+
+
+def describe(hint: Any) -> str:
+    """A short readable name for a type hint (``int``, ``str | None``, ``tuple[str, ...]``)."""
+    if isinstance(hint, type) and not typing.get_args(hint):
+        return hint.__name__
+    return str(hint).replace("typing.", "").replace("collections.abc.", "")
+
+
+def coerce(key: str, hint: Any, value: Any) -> Any:
+    """``value`` as the type ``hint`` of setting ``key``.
+
+    Text is parsed (numbers, booleans such as ``yes``/``off``, comma-separated tuples); other
+    values must already have the type (an int is accepted for a float).
+
+    Raises:
+        ConfigError: The value cannot be read as that type.
+    """
+    try:
+        return _coerce(hint, value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"setting {key} expects {describe(hint)}, got {value!r}") from exc
+
+
+def _coerce(hint: Any, value: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        (inner,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        if value is None or (value == "" and inner is not str):  # an empty variable: unset
+            return None
+        return _coerce(inner, value)
+    if origin is tuple:
+        return _tuple(typing.get_args(hint)[0], value)
+    if origin is Mapping:
+        return _prices(value)
+    if hint in (int, float, bool):
+        return _scalar(hint, value)
+    if hint is str and isinstance(value, str):
+        return value
+    if hint is Path and isinstance(value, (str, Path)):
+        return Path(value).expanduser()
+    raise TypeError(value)
+
+
+def _scalar(hint: Any, value: Any) -> Any:
+    if isinstance(value, str):
+        if hint is bool:
+            word = value.strip().lower()
+            if word in TRUE_WORDS or word in FALSE_WORDS:
+                return word in TRUE_WORDS
+            raise ValueError(value)
+        return hint(value)
+    if type(value) is hint or (hint is float and type(value) is int):
+        return hint(value)
+    raise TypeError(value)
+
+
+def _tuple(item: Any, value: Any) -> tuple[Any, ...]:
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(value)
+    return tuple(_coerce(item, part) for part in value)
+
+
+def _prices(value: Any) -> dict[str, Price]:
+    if not isinstance(value, Mapping) or not all(isinstance(p, Price) for p in value.values()):
+        raise TypeError(value)
+    return dict(value)

@@ -1,0 +1,58 @@
+"""The flat keys: every setting's one name across sections, and the section it belongs to."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from cove.config.sections import (
+    FLAT_KEY,
+    ChannelSettings,
+    LoopSettings,
+    ModelSettings,
+    SandboxSettings,
+    StoreSettings,
+)
+
+SECTIONS: dict[str, type] = {
+    "model": ModelSettings,
+    "loop": LoopSettings,
+    "sandbox": SandboxSettings,
+    "store": StoreSettings,
+    "channels": ChannelSettings,
+}
+
+
+@dataclass(frozen=True)
+class Key:
+    """Where one flat key lives: its section, its field name there, and its type."""
+
+    flat: str
+    section: str
+    field: str
+    hint: Any
+
+
+def _keys() -> dict[str, Key]:
+    keys: dict[str, Key] = {}
+    for section, cls in SECTIONS.items():
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            flat = f.metadata.get(FLAT_KEY, f.name)
+            if flat in keys:
+                raise RuntimeError(f"setting {flat} is defined twice")
+            keys[flat] = Key(flat, section, f.name, hints[f.name])
+    return keys
+
+
+KEYS: dict[str, Key] = _keys()
+
+
+def key_in_section(section: str, name: str) -> Key | None:
+    """The key of field ``name`` in ``section`` (as a TOML table names it), or None."""
+    for key in KEYS.values():
+        if key.section == section and key.field == name:
+            return key
+    return None

@@ -1,0 +1,203 @@
+"""The five sections of the settings, one frozen dataclass each, validated on construction.
+
+Every field has a *flat key*, unique across sections: its own name, except ``ModelSettings.name``
+whose flat key is ``model``. Flat keys are what the environment (``COVE_<FLAT KEY>``), flat TOML
+keys and ``Settings.replace``/``Settings.load`` overrides use; the sections route them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from cove.errors import ConfigError
+
+MEMORY_DB = ":memory:"
+FLAT_KEY = "flat_key"  # field metadata: the flat key when it is not the field's name
+
+
+def default_data_dir() -> Path:
+    """The user data directory for cove, as ``platformdirs`` finds it for this platform.
+
+    On Linux that is ``$XDG_DATA_HOME/cove``, else ``~/.local/share/cove``; on macOS
+    ``~/Library/Application Support/cove``; on Windows the local application data folder.
+    """
+    return platformdirs.user_data_path("cove", appauthor=False)
+
+
+@dataclass(frozen=True)
+class Price:
+    """Price of a model in US dollars per million tokens."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+
+DEFAULT_PRICES: dict[str, Price] = {
+    "gpt-4o": Price(2.5, 10.0),
+    "gpt-4o-mini": Price(0.15, 0.6),
+    "gpt-4.1": Price(2.0, 8.0),
+    "gpt-4.1-mini": Price(0.4, 1.6),
+    "gpt-4.1-nano": Price(0.1, 0.4),
+    "o4-mini": Price(1.1, 4.4),
+    "gpt-5": Price(1.25, 10.0),
+    "gpt-5-mini": Price(0.25, 2.0),
+}
+
+
+def _positive(section: object, *names: str) -> None:
+    for name in names:
+        value = getattr(section, name)
+        if value <= 0:
+            raise ConfigError(f"setting {name} must be positive, got {value}")
+
+
+def _not_negative(section: object, *names: str) -> None:
+    for name in names:
+        if getattr(section, name) < 0:
+            raise ConfigError(f"setting {name} must not be negative")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The model endpoint: which model, where, with which key, how patiently, at what price.
+
+    The API key is never written to the database, logs or events, and is hidden from ``repr``.
+    """
+
+    name: str = field(default="gpt-4.1-mini", metadata={FLAT_KEY: "model"})
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    request_timeout_s: float = 120.0
+    max_retries: int = 4
+    retry_base_delay_s: float = 0.5
+    reasoning_effort: bool = False  # send reasoning_effort to the endpoint
+    prices: Mapping[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    def __post_init__(self) -> None:
+        _positive(self, "request_timeout_s")
+        _not_negative(self, "max_retries", "retry_base_delay_s")
+
+    def price_of(self, model: str) -> Price | None:
+        """The price entry for ``model``, or None when the model is unknown."""
+        return self.prices.get(model)
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The bounds of a turn's loop: iterations, errors, restarts and sub-queries."""
+
+    max_iterations: int = 10
+    max_extra_iterations_per_call: int = 10
+    max_extra_iterations_total: int = 30
+    error_budget: int = 5
+    max_restarts: int = 2
+    subquery_concurrency: int = 4
+    subquery_max_per_turn: int = 64
+
+    def __post_init__(self) -> None:
+        _positive(self, "max_iterations", "error_budget", "subquery_concurrency")
+        _not_negative(
+            self,
+            "max_extra_iterations_per_call",
+            "max_extra_iterations_total",
+            "max_restarts",
+            "subquery_max_per_turn",
+        )
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """The sandbox: block timeouts, worker limits, the pool, confinement and quotas."""
+
+    block_timeout_s: float = 10.0
+    block_timeout_min_s: float = 1.0
+    block_timeout_max_s: float = 120.0
+    worker_memory_mb: int = 1024
+    worker_cpu_s: int = 300
+    worker_file_size_mb: int = 64
+    worker_open_files: int = 64
+    output_limit_chars: int = 20_000
+    snapshot_limit_bytes: int = 1_000_000
+    worker_pool_size: int = 2
+    max_file_read_bytes: int = 5_000_000
+    sandbox_confine: bool = True  # workers drop to nobody and lose the network where possible
+    sandbox_fork_server: bool = True  # workers are forked from a pre-initialised zygote
+    # Host time one block may spend in extension calls (llm_query included); the block's own
+    # clock stops during those calls, so this is what bounds a loop of them.
+    extension_time_budget_s: float = 120.0
+    workspace_quota_mb: int = 512  # total size of one conversation's workspace files
+    max_live_environments: int = 32  # conversations kept open with a worker each
+
+    def __post_init__(self) -> None:
+        _positive(
+            self,
+            "block_timeout_s",
+            "worker_memory_mb",
+            "output_limit_chars",
+            "extension_time_budget_s",
+            "workspace_quota_mb",
+            "max_live_environments",
+        )
+        _not_negative(self, "worker_pool_size")
+        if self.block_timeout_min_s > self.block_timeout_max_s:
+            raise ConfigError("block_timeout_min_s must not exceed block_timeout_max_s")
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """Where things live: the data directory, the database and the workspaces.
+
+    Workspaces belong to their database: unless ``workspaces_dir`` is given, a database file
+    outside the data directory keeps its workspaces beside it, in ``<stem>.workspaces``.
+    """
+
+    data_dir: Path = field(default_factory=default_data_dir)
+    db_path: str = ""  # "" means data_dir / "cove.db"; ":memory:" for tests
+    workspaces_dir: str = ""  # "" means beside the database (see the class docstring)
+    lease_ttl_s: float = 30.0  # how long a conversation's lease lasts without renewal
+
+    def __post_init__(self) -> None:
+        _positive(self, "lease_ttl_s")
+
+    @property
+    def database(self) -> str:
+        """The database path actually used."""
+        return self.db_path or str(self.data_dir / "cove.db")
+
+    @property
+    def workspaces(self) -> Path:
+        """The directory holding one workspace directory per conversation.
+
+        ``workspaces_dir`` when given; else ``<data_dir>/workspaces`` for the default database
+        (and for an in-memory one); else ``<db dir>/<db stem>.workspaces`` beside the database.
+        """
+        if self.workspaces_dir:
+            return Path(self.workspaces_dir).expanduser()
+        default = self.data_dir / "workspaces"
+        if not self.db_path or self.db_path == MEMORY_DB:
+            return default
+        db = Path(self.db_path).expanduser()
+        if db.absolute() == (self.data_dir / "cove.db").absolute():
+            return default
+        return db.with_name(f"{db.stem}.workspaces")
+
+
+@dataclass(frozen=True)
+class ChannelSettings:
+    """What the channels (web, Telegram, the server) need beyond the conversation layer."""
+
+    web_upload_limit_bytes: int | None = None  # None: the sandbox's max_file_read_bytes
+    telegram_token: str | None = field(default=None, repr=False)
+    telegram_api_url: str = "https://api.telegram.org/bot"  # the token follows this base
+    telegram_allow: tuple[str, ...] = ()  # user ids or @usernames allowed to talk; () = nobody
+    telegram_webhook_url: str | None = None  # None: long polling
+    shutdown_grace_s: float = 30.0  # how long a shutdown waits for running turns
+
+    def __post_init__(self) -> None:
+        _not_negative(self, "shutdown_grace_s")
+        if self.web_upload_limit_bytes is not None:
+            _positive(self, "web_upload_limit_bytes")
