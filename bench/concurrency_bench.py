@@ -11,6 +11,12 @@ Per level it prints: turns per second; p50/p99 turn latency minus the model's ow
 whether ``convs.live.peak`` stayed within ``max_live_environments``.
 
 Run: ``.venv/bin/python bench/concurrency_bench.py [--turns 3] [--levels 1 10 100]``
+
+``--serve`` runs the same load through a ``cove serve`` subprocess's HTTP API instead (the real
+``openai`` client against a fake endpoint that waits 50 ms per call; one HTTP client per
+conversation sending and reading its SSE stream), once per live-environment bound
+(``--bounds 32 128``): the difference between the bounds is what evicting and rebuilding
+environments costs. See ``serve_load.py``.
 """
 
 from __future__ import annotations
@@ -80,13 +86,13 @@ def reply(messages: Sequence[Message]) -> Mapping[str, Any]:
     return out
 
 
-def worker_rss_kb() -> dict[int, int]:
-    """VmRSS in kB of each sandbox worker of this process, by pid.
+def worker_rss_kb(host: int | None = None) -> dict[int, int]:
+    """VmRSS in kB of each sandbox worker of the ``host`` process (this one), by pid.
 
-    Workers are the children of this process, and the children of its zygote (the fork server,
+    Workers are the children of the host, and the children of its zygote (the fork server,
     itself not counted).
     """
-    me = str(os.getpid())
+    me = str(host or os.getpid())
     parents: dict[int, str] = {}
     rss: dict[int, int] = {}
     zygotes: set[str] = set()
@@ -215,7 +221,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))
     parser.add_argument("--level", type=int, help=argparse.SUPPRESS)  # one level, JSON out
+    parser.add_argument("--serve", action="store_true", help="through cove serve's HTTP API")
+    parser.add_argument("--bounds", type=int, nargs="+", default=[32, 128])
     args = parser.parse_args(argv)
+    if args.serve:
+        serve_main(args.levels, args.bounds, args.turns)
+        return
     if args.level is not None:
         print(json.dumps(asdict(asyncio.run(run_level(args.level, args.turns)))))
         return
@@ -237,6 +248,54 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(report(result), flush=True)
         if set(result.statuses) != {"done"}:
             print(f"      turn statuses: {result.statuses}")
+
+
+def serve_report(result: Any) -> str:
+    """One row of the ``--serve`` table."""
+    m = result.scraped
+    wait = m.get("cove_queue_wait_seconds_sum", 0) / max(
+        1, m.get("cove_queue_wait_seconds_count", 0)
+    )
+    model = m.get("cove_model_latency_seconds_sum", 0) / max(
+        1, m.get("cove_model_latency_seconds_count", 0)
+    )
+    return (
+        f"{result.conversations:>5} {result.max_live:>5} | {result.turns / result.seconds:>7.1f} | "
+        f"{percentile(result.overhead_ms, 50):>7.0f} {percentile(result.overhead_ms, 99):>7.0f} | "
+        f"{result.serve_peak_rss_kb / 1024:>7.0f} | {result.workers_started:>5} "
+        f"{result.workers_peak:>4} {result.workers_peak_rss_kb / 1024:>7.0f} "
+        f"{result.worker_rss_kb / 1024:>6.1f} | {wait * 1000:>6.1f} {model * 1000:>7.1f} | "
+        f"{result.serve_cpu_s / result.turns * 1000:>6.1f} "
+        f"{result.driver_cpu_s / result.turns * 1000:>6.1f}"
+    )
+
+
+def serve_main(levels: Sequence[int], bounds: Sequence[int], turns: int) -> None:
+    """Run every (level, bound) through ``cove serve`` and print the table."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.serve_load import run_serve_level
+
+    print(
+        f"through cove serve (HTTP + SSE): {turns} turns per conversation of 1-2 iterations; "
+        f"model endpoint waits {MODEL_DELAY_S * 1000:.0f} ms per call; {os.cpu_count()} cores\n"
+        "overhead = client-seen turn latency - 50 ms x model calls; serve MB = peak RSS of the "
+        "serve process; workers: started, peak alive, peak total MB, mean MB each; "
+        "queue wait and model latency: means from /metrics; CPU ms per turn of the serve "
+        "process and of the load driver (HTTP clients + fake endpoint)\n"
+    )
+    header = (
+        f"{'convs':>5} {'bound':>5} | {'turns/s':>7} | {'p50 ms':>7} {'p99 ms':>7} | "
+        f"{'serveMB':>7} | {'start':>5} {'peak':>4} {'peakMB':>7} {'MB/wkr':>6} | "
+        f"{'wait ms':>6} {'model ms':>7} | {'srvCPU':>6} {'drvCPU':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for level in levels:
+        for bound in bounds:
+            result = asyncio.run(run_serve_level(level, turns, bound))
+            print(serve_report(result), flush=True)
+            if set(result.statuses) != {"done"}:
+                print(f"      turn statuses: {result.statuses}")
 
 
 if __name__ == "__main__":

@@ -4,12 +4,17 @@ conversation of 100 turns.
 Streaming: the app runs headless under Textual's Pilot; the bench feeds a turn's events
 (``TurnStarted``, then per iteration ``IterationStarted``, ``ModelReply``, ``BlockFinished`` and
 ``VarsChanged``, then ``TurnFinished``) to ``app.apply`` exactly as the watch does, and times each
-event until the app has processed it and refreshed (``pilot.pause()``). It prints mean and p99 per
-event, the mean for the events of iterations 6-15 against 286-295 (the cost per event must not
+event until the app has processed it and refreshed (``pilot.pause()``). Two clocks: wall time
+(``pilot.pause`` sleeps in steps of 20 ms until the process is idle, so it is coarse) and the
+process's CPU time for the same span (the work the event caused: layout, rendering, the pilot's
+own bookkeeping; other processes on a loaded machine do not count). It prints mean and p99 per
+event, the means for the events of iterations 6-15 against 286-295 (the cost per event must not
 grow with the turn), and the process's peak RSS.
 
 Opening: 100 turns are run through ``Conversations`` with a scripted model (real store and
-sandbox worker), then the time from opening the conversation to its 100 turns being shown.
+sandbox worker), then the time from opening the conversation to its newest turns being shown,
+and the CPU per event of a 20-iteration turn streamed into it (against the same turn streamed
+into an empty conversation, iterations 6-15 above: the length of the conversation must not show).
 
 Run: ``.venv/bin/python bench/tui_bench.py [--iterations 300] [--turns 100]``
 """
@@ -24,6 +29,8 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from textual.pilot import Pilot
 
 from cove.channels.tui import CoveApp
 from cove.config import Settings
@@ -42,15 +49,15 @@ from cove.events import (
 SIZE = (120, 40)
 
 
-def iteration_events(n: int, budget: int) -> list[Event]:
+def iteration_events(turn_id: int, n: int, budget: int) -> list[Event]:
     code = f"total = total + {n}\nrows.append({{'n': {n}, 'square': {n} * {n}}})\ntotal"
     return [
-        IterationStarted(turn_id=1, iteration=n, budget=budget),
+        IterationStarted(turn_id=turn_id, iteration=n, budget=budget),
         ModelReply(
-            turn_id=1, iteration=n, thinking=f"step {n}: add {n} to the total", code=(code,)
+            turn_id=turn_id, iteration=n, thinking=f"step {n}: add {n} to the total", code=(code,)
         ),
         BlockFinished(
-            turn_id=1,
+            turn_id=turn_id,
             iteration=n,
             index=0,
             code=code,
@@ -62,11 +69,46 @@ def iteration_events(n: int, budget: int) -> list[Event]:
             duration_ms=3.5,
         ),
         VarsChanged(
-            turn_id=1,
+            turn_id=turn_id,
             iteration=n,
             changes=(VarChange("total", n, "int", str(n)), VarChange("rows", n, "list", "[…]")),
         ),
     ]
+
+
+Timing = tuple[int, float, float]  # (iteration, wall seconds, CPU seconds)
+
+
+async def feed(app: CoveApp, pilot: Pilot[None], turn_id: int, iterations: int) -> list[Timing]:
+    """Stream one turn of ``iterations`` iterations into the app, timing every event."""
+    app.apply(TurnStarted(turn_id=turn_id, position=turn_id, request="add up a long series"))
+    await pilot.pause()
+    times: list[Timing] = []
+    for n in range(1, iterations + 1):
+        for event in iteration_events(turn_id, n, iterations):
+            start, cpu = time.perf_counter(), time.process_time()
+            app.apply(event)
+            await pilot.pause()
+            times.append((n, time.perf_counter() - start, time.process_time() - cpu))
+    finish = TurnFinished(
+        turn_id=turn_id,
+        status="done",
+        answer="The total is **45150**.",
+        confidence="high",
+        iterations=iterations,
+        tokens_in=0,
+        tokens_out=0,
+        cost_usd=0.0,
+        duration_ms=1.0,
+    )
+    app.apply(finish)
+    await pilot.pause()
+    assert app.timeline.turns[turn_id].finished
+    return times
+
+
+def mean_ms(times: list[Timing], first: int, last: int, clock: int) -> float:
+    return statistics.mean(t[clock] for t in times if first <= t[0] <= last) * 1e3
 
 
 async def stream(iterations: int, data: Path) -> dict[str, float]:
@@ -75,38 +117,20 @@ async def stream(iterations: int, data: Path) -> dict[str, float]:
         app = CoveApp(convs)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
-            app.apply(TurnStarted(turn_id=1, position=1, request="add up a long series"))
-            await pilot.pause()
-            times: list[tuple[int, float]] = []
-            for n in range(1, iterations + 1):
-                for event in iteration_events(n, iterations):
-                    start = time.perf_counter()
-                    app.apply(event)
-                    await pilot.pause()
-                    times.append((n, time.perf_counter() - start))
-            finish = TurnFinished(
-                turn_id=1,
-                status="done",
-                answer="The total is **45150**.",
-                confidence="high",
-                iterations=iterations,
-                tokens_in=0,
-                tokens_out=0,
-                cost_usd=0.0,
-                duration_ms=1.0,
-            )
-            app.apply(finish)
-            await pilot.pause()
-            assert app.timeline.turns[1].finished
-    every = [t for _, t in times]
-    early = [t for n, t in times if 6 <= n <= 15]
-    late = [t for n, t in times if iterations - 14 <= n <= iterations - 5]
+            times = await feed(app, pilot, 1, iterations)
+    wall = sorted(t[1] for t in times)
+    cpu = sorted(t[2] for t in times)
+    late = (iterations - 14, iterations - 5)
     return {
-        "events": len(every),
-        "mean_ms": statistics.mean(every) * 1e3,
-        "p99_ms": sorted(every)[int(len(every) * 0.99)] * 1e3,
-        "early_mean_ms": statistics.mean(early) * 1e3,
-        "late_mean_ms": statistics.mean(late) * 1e3,
+        "events": len(times),
+        "mean_ms": statistics.mean(wall) * 1e3,
+        "p99_ms": wall[int(len(wall) * 0.99)] * 1e3,
+        "cpu_mean_ms": statistics.mean(cpu) * 1e3,
+        "cpu_p99_ms": cpu[int(len(cpu) * 0.99)] * 1e3,
+        "early_mean_ms": mean_ms(times, 6, 15, 1),
+        "late_mean_ms": mean_ms(times, *late, 1),
+        "early_cpu_ms": mean_ms(times, 6, 15, 2),
+        "late_cpu_ms": mean_ms(times, *late, 2),
     }
 
 
@@ -125,14 +149,13 @@ async def open_long(turns: int, data: Path) -> dict[str, float]:
         app = CoveApp(convs, conv.id)
         start = time.perf_counter()
         async with app.run_test(size=SIZE) as pilot:
-            while (
-                len(app.timeline.turns) < turns
-                or not app.timeline.turns[max(app.timeline.turns)].finished
-            ):
+            timeline = app.timeline
+            while timeline.turn_count < turns or not timeline.turns[max(timeline.turns)].finished:
                 await pilot.pause(0.005)
             await pilot.pause()
             shown = time.perf_counter() - start
-    return {"turns": turns, "open_s": shown}
+            times = await feed(app, pilot, 10_000, 20)
+    return {"turns": turns, "open_s": shown, "cpu_ms": mean_ms(times, 6, 15, 2)}
 
 
 SHOWCASE = [
@@ -199,13 +222,21 @@ def main() -> None:
         streamed = asyncio.run(stream(args.iterations, Path(tmp) / "stream"))
         opened = asyncio.run(open_long(args.turns, Path(tmp) / "open"))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    late = f"{args.iterations - 14}-{args.iterations - 5}"
     print(
         f"stream {args.iterations} iterations ({streamed['events']:.0f} events): "
-        f"mean {streamed['mean_ms']:.2f} ms/event, p99 {streamed['p99_ms']:.2f} ms; "
-        f"iterations 6-15 {streamed['early_mean_ms']:.2f} ms vs "
-        f"{args.iterations - 14}-{args.iterations - 5} {streamed['late_mean_ms']:.2f} ms"
+        f"wall mean {streamed['mean_ms']:.2f} ms/event, p99 {streamed['p99_ms']:.2f} ms; "
+        f"CPU mean {streamed['cpu_mean_ms']:.2f} ms/event, p99 {streamed['cpu_p99_ms']:.2f} ms"
     )
-    print(f"open a {opened['turns']:.0f}-turn conversation: {opened['open_s']:.2f} s")
+    print(
+        f"  iterations 6-15 vs {late}: wall {streamed['early_mean_ms']:.2f} vs "
+        f"{streamed['late_mean_ms']:.2f} ms, CPU {streamed['early_cpu_ms']:.2f} vs "
+        f"{streamed['late_cpu_ms']:.2f} ms"
+    )
+    print(
+        f"open a {opened['turns']:.0f}-turn conversation: {opened['open_s']:.2f} s; "
+        f"then a turn streamed into it: CPU {opened['cpu_ms']:.2f} ms/event (iterations 6-15)"
+    )
     print(f"peak RSS of the bench process: {peak_mb:.0f} MB")
 
 

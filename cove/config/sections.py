@@ -72,8 +72,8 @@ class ModelSettings:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     request_timeout_s: float = 120.0
-    max_retries: int = 4
-    retry_base_delay_s: float = 0.5
+    max_retries: int = 4  # per model call: the openai package's retries and broken-reply re-sends
+    retry_base_delay_s: float = 0.5  # the first pause before re-sending a broken reply (doubles)
     reasoning_effort: bool = False  # send reasoning_effort to the endpoint
     prices: Mapping[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 

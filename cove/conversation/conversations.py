@@ -65,6 +65,7 @@ class Conversations(WatchAPI):
         self.live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
         self._pool_started = False
         self._closed = False
+        self.accepting = True  # False while a service stops: ``send`` refuses new turns
         self.workspaces = Workspaces(settings.store.workspaces)
         self.watching = Watching(
             store,
@@ -138,7 +139,7 @@ class Conversations(WatchAPI):
         record = await self.store.create_conversation(
             channel=channel, title=title, external_id=external_id, owner=owner
         )
-        self.workspaces.ensure(record.id)
+        await self.workspaces.ensure(record.id)
         return record
 
     async def for_external(
@@ -215,7 +216,7 @@ class Conversations(WatchAPI):
             fork_turn=at_turn,
             owner=parent.owner,
         )
-        self.workspaces.copy(parent.id, record.id)
+        await self.workspaces.copy(parent.id, record.id)
         return record
 
     async def delete(self, conversation_id: str) -> None:
@@ -227,7 +228,7 @@ class Conversations(WatchAPI):
         # The store refuses while another process holds the lease (its turn is running).
         await self.store.delete_conversation(record.id, lease_owner=self.owner)
         self.watching.forget(record.id)
-        self.workspaces.remove(record.id)
+        await self.workspaces.remove(record.id)
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -250,9 +251,11 @@ class Conversations(WatchAPI):
 
         Raises:
             NotFound: Unknown conversation (or not ``owner``'s). Busy: Another process holds
-                the conversation.
+                the conversation, or this one stopped accepting turns (it is shutting down).
         """
         self._check_open()
+        if not self.accepting:
+            raise Busy(conversation_id, message="cove is shutting down and takes no new turns")
         return self.turns.send(
             conversation_id,
             text,
@@ -357,7 +360,7 @@ class Conversations(WatchAPI):
         if not self._pool_started:
             self._pool_started = True
             await self.pool.start()
-        workspace = self.workspaces.ensure(conversation_id)
+        workspace = await self.workspaces.ensure(conversation_id)
         return await Environment.open(
             conversation_id=conversation_id,
             settings=self.settings.sandbox,

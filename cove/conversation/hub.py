@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from types import TracebackType
 
 from cove.conversation.sequence import Sequencer
@@ -120,8 +120,14 @@ class Watcher:
 class ConversationHub:
     """The live event stream of one conversation in this process."""
 
-    def __init__(self, conversation_id: str, ring_capacity: int = RING_CAPACITY) -> None:
+    def __init__(
+        self,
+        conversation_id: str,
+        ring_capacity: int = RING_CAPACITY,
+        taps: Sequence[Callable[[Event], None]] = (),
+    ) -> None:
         self.conversation_id = conversation_id
+        self.taps = taps  # observers of every event a turn of this process publishes
         self.sequencer = Sequencer()
         self.ring: deque[Event] = deque(maxlen=ring_capacity)
         # Weak: a watcher its reader dropped without closing stops costing anything.
@@ -170,6 +176,8 @@ class ConversationHub:
             return None
         stamped = dataclasses.replace(event, conversation_id=self.conversation_id, seq=seq)
         self._deliver(stamped)
+        for tap in self.taps:
+            tap(stamped)
         return stamped
 
     def publish_rebuilt(self, event: Event) -> bool:

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 
 from cove.errors import Busy
+from cove.persistence.fence import Fence, fenced
 from cove.persistence.store import Store
 
 
@@ -45,20 +46,23 @@ async def held_lease(
 
     A lease held by a process of this host that has died is taken over at once instead of
     waiting for it to expire. ``on_lost`` is called if renewal fails (another process took over).
+    Every store write the body issues carries the lease's epoch (``fenced``), so one still in
+    flight when another process takes over is refused instead of landing after the takeover.
 
     Raises:
         Busy: When a live lease is held by another owner.
     """
     try:
-        await store.acquire_lease(conversation_id, owner, ttl_s)
+        epoch = await store.acquire_lease(conversation_id, owner, ttl_s)
     except Busy as exc:
         if exc.owner is None or not owner_is_dead(exc.owner):
             raise
         await store.release_lease(conversation_id, exc.owner)
-        await store.acquire_lease(conversation_id, owner, ttl_s)
+        epoch = await store.acquire_lease(conversation_id, owner, ttl_s)
     renewal = asyncio.create_task(_renew(store, conversation_id, owner, ttl_s, on_lost))
     try:
-        yield
+        with fenced(Fence(conversation_id, owner, epoch)):
+            yield
     finally:
         renewal.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -24,7 +24,9 @@ class LiveCache:
     """At most ``capacity`` live environments; the least recently used idle one is evicted.
 
     When every live environment is in use, a conversation that needs a new one waits until one
-    becomes idle, so the bound holds under any load.
+    becomes idle, so the bound holds under any load. An evicted environment is closed outside
+    the cache-wide lock, by the conversation that needs its slot, so a slow close holds up only
+    that conversation; one whose environment is still closing waits before opening a new one.
     """
 
     def __init__(self, capacity: int, opener: Callable[[str], Awaitable[Environment]]) -> None:
@@ -32,6 +34,7 @@ class LiveCache:
         self._opener = opener
         self._entries: OrderedDict[str, LiveConversation] = OrderedDict()
         self._opening: set[str] = set()
+        self._closing: set[str] = set()  # evicted or dropped, environment still closing
         self._changed = asyncio.Condition()
         self.peak = 0
 
@@ -59,25 +62,13 @@ class LiveCache:
 
     async def _acquire(self, conversation_id: str) -> LiveConversation:
         async with self._changed:
-            while True:
-                entry = self._entries.get(conversation_id)
-                if entry is not None:
-                    entry.users += 1
-                    self._entries.move_to_end(conversation_id)
-                    return entry
-                if conversation_id in self._opening:  # another sender is opening it
-                    await self._changed.wait()
-                    continue
-                if len(self._entries) + len(self._opening) < self.capacity:
-                    break
-                victim = next((e for e in self._entries.values() if e.users == 0), None)
-                if victim is not None:
-                    del self._entries[victim.conversation_id]
-                    await victim.env.aclose()
-                    continue
-                await self._changed.wait()
-            self._opening.add(conversation_id)
+            entry, victim = await self._claim(conversation_id)
+        if entry is not None:
+            return entry
         try:
+            if victim is not None:
+                # Closed outside the lock: other conversations keep using the cache meanwhile.
+                await self._close(victim)
             env = await self._opener(conversation_id)
         except BaseException:
             async with self._changed:
@@ -93,18 +84,62 @@ class LiveCache:
             self._changed.notify_all()
             return entry
 
+    async def _claim(
+        self, conversation_id: str
+    ) -> tuple[LiveConversation | None, LiveConversation | None]:
+        """Under the lock: the live entry, or a slot reserved for opening one.
+
+        Returns:
+            ``(entry, None)`` when the conversation is live (now used once more), else
+            ``(None, victim)`` with the slot reserved: ``victim`` is the idle entry evicted to
+            make room (the caller closes it before opening), or None when a slot was free.
+        """
+        while True:
+            entry = self._entries.get(conversation_id)
+            if entry is not None:
+                entry.users += 1
+                self._entries.move_to_end(conversation_id)
+                return entry, None
+            if conversation_id in self._opening or conversation_id in self._closing:
+                await self._changed.wait()  # another sender opens it, or its old one is closing
+                continue
+            victim = None
+            if len(self._entries) + len(self._opening) >= self.capacity:
+                victim = next((e for e in self._entries.values() if e.users == 0), None)
+                if victim is None:
+                    await self._changed.wait()
+                    continue
+                # The victim's slot passes to this conversation, so the bound holds while the
+                # victim closes: the new environment opens only after that.
+                del self._entries[victim.conversation_id]
+                self._closing.add(victim.conversation_id)
+            self._opening.add(conversation_id)
+            return None, victim
+
+    async def _close(self, entry: LiveConversation) -> None:
+        """Close an entry taken out of the cache and marked closing, outside the lock."""
+        try:
+            await entry.env.aclose()
+        finally:
+            async with self._changed:
+                self._closing.discard(entry.conversation_id)
+                self._changed.notify_all()
+
     async def drop(self, conversation_id: str) -> None:
         """Close and forget a conversation's environment (e.g. before deleting it)."""
         async with self._changed:
             entry = self._entries.pop(conversation_id, None)
+            if entry is not None:
+                self._closing.add(conversation_id)
             self._changed.notify_all()
         if entry is not None:
-            await entry.env.aclose()
+            await self._close(entry)
 
     async def aclose(self) -> None:
         """Close every live environment."""
         async with self._changed:
             entries = list(self._entries.values())
             self._entries.clear()
+            self._closing.update(e.conversation_id for e in entries)
         for entry in entries:
-            await entry.env.aclose()
+            await self._close(entry)

@@ -123,7 +123,9 @@ class Turns:
                 ticket = turns.join()
             try:
                 if not ticket.is_set():
-                    stream.push(TurnQueued(conversation_id=record.id, request=text))
+                    queued = TurnQueued(conversation_id=record.id, request=text)
+                    stream.push(queued)
+                    self.watching.notify(queued)
                     await ticket.wait()
                 handle.started = True
                 hub = self.watching.hub(record.id)
@@ -143,7 +145,9 @@ class Turns:
                     self._queues.pop(record.id, None)
         except asyncio.CancelledError as exc:
             if handle.withdrawn and not handle.started:
-                stream.push(withdrawn_event(handle.conversation_id))
+                withdrawn = withdrawn_event(handle.conversation_id)
+                stream.push(withdrawn)
+                self.watching.notify(withdrawn)
                 stream.close()
                 return
             stream.close(exc)
@@ -167,7 +171,7 @@ class Turns:
         handle: TurnHandle,
     ) -> None:
         record = await self.store.get_conversation(conversation_id)
-        saved = self.workspaces.save_attachments(record.id, attachments)
+        saved = await self.workspaces.save_attachments(record.id, attachments)
         query = Query(
             settings=self.settings,
             store=self.store,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
@@ -19,6 +20,9 @@ from cove.persistence.store import Store
 MAX_IDLE_HUBS = 256
 
 Reaper = Callable[[ConversationRecord], Awaitable[None]]
+Tap = Callable[[Event], None]
+
+log = logging.getLogger(__name__)
 
 
 class Watching:
@@ -32,12 +36,39 @@ class Watching:
         self._cost_known = cost_known
         self._hubs: OrderedDict[str, ConversationHub] = OrderedDict()
         self._followers: dict[str, asyncio.Task[None]] = {}
+        self._taps: list[Tap] = []
+
+    def observe(self, tap: Tap) -> None:
+        """Call ``tap(event)`` for every event a turn run by this process publishes.
+
+        Also for the ``TurnQueued`` notices of sends that wait, and the ``cancelled`` end of
+        one withdrawn while waiting (both private to their sender otherwise). Events rebuilt
+        from the database (turns of other processes) are not tapped. A tap runs on the
+        publishing turn's task, synchronously: it must be quick; an exception it raises is
+        logged and otherwise ignored.
+        """
+        self._taps.append(tap)
+
+    def notify(self, event: Event) -> None:
+        """Hand an event that is not published through a hub to every tap."""
+        self._tap(event)
+
+    def _tap(self, event: Event) -> None:
+        for tap in self._taps:
+            try:
+                tap(event)
+            except Exception:
+                log.exception("an event observer failed")
+
+    def watcher_count(self) -> int:
+        """Watchers attached to the hubs of this process (senders' own streams included)."""
+        return sum(len(hub.watchers) for hub in self._hubs.values())
 
     def hub(self, conversation_id: str) -> ConversationHub:
         """The hub of a conversation, created on first use."""
         hub = self._hubs.get(conversation_id)
         if hub is None:
-            hub = self._hubs[conversation_id] = ConversationHub(conversation_id)
+            hub = self._hubs[conversation_id] = ConversationHub(conversation_id, taps=[self._tap])
             self._trim()
         self._hubs.move_to_end(conversation_id)
         return hub

@@ -1,7 +1,12 @@
-"""Workspaces: each conversation's directory of files (attachments, files its code writes)."""
+"""Workspaces: each conversation's directory of files (attachments, files its code writes).
+
+The file work (copying a tree, removing one, writing attachments) runs in a worker thread so the
+event loop keeps serving other conversations meanwhile.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,34 +24,46 @@ class Workspaces:
         """The workspace of a conversation (it may not exist yet)."""
         return self.root / conversation_id
 
-    def ensure(self, conversation_id: str) -> Path:
+    async def ensure(self, conversation_id: str) -> Path:
         """The workspace of a conversation, created if missing."""
         workspace = self.path(conversation_id)
-        workspace.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
         return workspace
 
-    def copy(self, source_id: str, target_id: str) -> None:
+    async def copy(self, source_id: str, target_id: str) -> None:
         """Give ``target_id`` a copy of the files of ``source_id`` (a fork)."""
-        source = self.path(source_id)
-        target = self.path(target_id)
-        if source.is_dir():
-            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
-        target.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(_copy_tree, self.path(source_id), self.path(target_id))
 
-    def remove(self, conversation_id: str) -> None:
+    async def remove(self, conversation_id: str) -> None:
         """Delete the workspace of a conversation and everything in it."""
-        shutil.rmtree(self.path(conversation_id), ignore_errors=True)
+        await asyncio.to_thread(shutil.rmtree, self.path(conversation_id), ignore_errors=True)
 
-    def save_attachments(
+    async def save_attachments(
         self, conversation_id: str, attachments: Sequence[tuple[str, bytes]]
     ) -> tuple[tuple[str, int], ...]:
-        """Write the files into the workspace; return their (name, size) for the request."""
-        workspace = self.ensure(conversation_id)
-        saved: dict[str, int] = {}
+        """Write the files into the workspace; return their (name, size) for the request.
+
+        Raises:
+            CoveError: A name is empty or hidden (starts with a dot); nothing is written then.
+        """
+        files: dict[str, bytes] = {}
         for name, data in attachments:
             safe = Path(name).name
             if not safe or safe.startswith("."):
                 raise CoveError(f"attachment name {name!r} is not allowed")
-            (workspace / safe).write_bytes(data)
-            saved[safe] = len(data)
-        return tuple(saved.items())
+            files[safe] = data
+        workspace = await self.ensure(conversation_id)
+        await asyncio.to_thread(_write_files, workspace, files)
+        return tuple((name, len(data)) for name, data in files.items())
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    # Symlinks stay links; ``target`` exists afterwards even when ``source`` does not.
+    if source.is_dir():
+        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+    target.mkdir(parents=True, exist_ok=True)
+
+
+def _write_files(directory: Path, files: dict[str, bytes]) -> None:
+    for name, data in files.items():
+        (directory / name).write_bytes(data)

@@ -9,6 +9,8 @@ conversation's current workspace.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Sequence
@@ -42,13 +44,9 @@ async def replay_conversation(
     record = await store.resolve(conversation_id)
     transcript = await store.transcript(record.id)
     recorded_versions = _versions_by_turn(transcript.var_versions)
-    with tempfile.TemporaryDirectory(prefix="cove-replay-") as scratch:
-        workspace = Path(scratch) / "workspace"
-        source = settings.store.workspaces / record.id
-        if source.is_dir():
-            shutil.copytree(source, workspace, symlinks=True)
-        workspace.mkdir(exist_ok=True)
-        async with Store.open(str(Path(scratch) / "replay.db")) as scratch_store:
+    async with _scratch(settings.store.workspaces / record.id) as scratch:
+        workspace = scratch / "workspace"
+        async with Store.open(str(scratch / "replay.db")) as scratch_store:
             copy = await scratch_store.create_conversation(channel="replay", title=record.title)
             env = await Environment.open(
                 conversation_id=copy.id,
@@ -205,3 +203,23 @@ def _versions_by_turn(versions: Sequence[VarVersionRecord]) -> dict[int, list[Va
 def _short(value: object, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@contextlib.asynccontextmanager
+async def _scratch(source: Path) -> AsyncIterator[Path]:
+    """A temporary directory holding a copy of the workspace ``source`` as ``workspace``.
+
+    Copying and removing run in a worker thread, off the event loop.
+    """
+    scratch = await asyncio.to_thread(tempfile.TemporaryDirectory, prefix="cove-replay-")
+    try:
+        await asyncio.to_thread(_copy_workspace, source, Path(scratch.name) / "workspace")
+        yield Path(scratch.name)
+    finally:
+        await asyncio.to_thread(scratch.cleanup)
+
+
+def _copy_workspace(source: Path, workspace: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, workspace, symlinks=True)
+    workspace.mkdir(exist_ok=True)

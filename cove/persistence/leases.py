@@ -54,25 +54,33 @@ def recover(conn: sqlite3.Connection, now: float) -> int:
 
 def acquire(
     conn: sqlite3.Connection, now: float, conversation_id: str, owner: str, ttl_s: float
-) -> None:
-    """Take or renew the lease; taking it from a dead holder interrupts that holder's turns."""
+) -> int:
+    """Take or renew the lease and return its epoch (see ``fence.py``).
+
+    Taking it from another holder (a dead or expired one, or nobody) interrupts that holder's
+    turns and raises the epoch, so the writes it still has in flight are refused.
+    """
     with immediate(conn):
         row = conn.execute(
-            "SELECT lease_owner, lease_until FROM conversation WHERE id = ?", (conversation_id,)
+            "SELECT lease_owner, lease_until, lease_epoch FROM conversation WHERE id = ?",
+            (conversation_id,),
         ).fetchone()
         if row is None:
             raise NotFound("conversation", conversation_id)
-        holder, until = row
+        holder, until, epoch = row
         if holder is not None and holder != owner and until is not None and until > now:
             raise Busy(conversation_id, holder)
         if holder != owner:
             # Whoever ran turns here before is gone (its lease expired or it never held one),
             # so nothing will ever finish those turns.
             _interrupt(conn, now, "?", [conversation_id])
+            epoch += 1
         conn.execute(
-            "UPDATE conversation SET lease_owner = ?, lease_until = ? WHERE id = ?",
-            (owner, now + ttl_s, conversation_id),
+            "UPDATE conversation SET lease_owner = ?, lease_until = ?, lease_epoch = ?"
+            " WHERE id = ?",
+            (owner, now + ttl_s, epoch, conversation_id),
         )
+        return int(epoch)
 
 
 def renew(

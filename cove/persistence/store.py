@@ -24,6 +24,7 @@ from cove.persistence import leases, notes, reads, writes
 from cove.persistence.checkpoint import Checkpointer
 from cove.persistence.connection import WriteLockBusy, without_waiting
 from cove.persistence.dbthread import DbThread
+from cove.persistence.fence import current_fence
 from cove.persistence.records import (
     BlockRecord,
     BlockWrite,
@@ -276,7 +277,7 @@ class Store:
 
     async def set_title(self, conversation_id: str, title: str) -> None:
         """Set a conversation's title. Raises ``NotFound``."""
-        await self._run(writes.set_title, self._clock(), conversation_id, title)
+        await self._run(writes.set_title, self._clock(), conversation_id, title, current_fence())
 
     async def delete_conversation(
         self, conversation_id: str, *, lease_owner: str | None = None
@@ -296,17 +297,18 @@ class Store:
 
     # --- leases --------------------------------------------------------------------------
 
-    async def acquire_lease(self, conversation_id: str, owner: str, ttl_s: float) -> None:
+    async def acquire_lease(self, conversation_id: str, owner: str, ttl_s: float) -> int:
         """Take the conversation's lease for ``ttl_s`` seconds, or renew it if already ours.
 
         Taking over an expired (or absent) lease from another owner marks that conversation's
-        running turns and iterations ``interrupted``, in the same transaction.
+        running turns and iterations ``interrupted``, in the same transaction, and raises the
+        lease's epoch. Returns the epoch, which the turn's writes then carry (``fence.py``).
 
         Raises:
             Busy: another owner holds a live lease.
             NotFound: unknown conversation.
         """
-        await self._run(leases.acquire, self._clock(), conversation_id, owner, ttl_s)
+        return await self._run(leases.acquire, self._clock(), conversation_id, owner, ttl_s)
 
     async def renew_lease(self, conversation_id: str, owner: str, ttl_s: float) -> None:
         """Extend a lease ``owner`` holds. Raises ``Busy`` if it was lost, ``NotFound``."""
@@ -351,7 +353,13 @@ class Store:
         of the files attached to the request. Raises ``NotFound``.
         """
         return await self._run(
-            writes.start_turn, self._clock(), conversation_id, request, model, tuple(attachments)
+            writes.start_turn,
+            self._clock(),
+            conversation_id,
+            request,
+            model,
+            tuple(attachments),
+            current_fence(),
         )
 
     async def start_iteration(
@@ -382,6 +390,7 @@ class Store:
             request_message,
             context_message,
             seed,
+            current_fence(),
         )
 
     async def add_steering(self, iteration_id: int, texts: list[str]) -> None:
@@ -390,7 +399,7 @@ class Store:
         Raises:
             NotFound: unknown iteration.
         """
-        await self._run(writes.add_steering, self._clock(), iteration_id, texts)
+        await self._run(writes.add_steering, self._clock(), iteration_id, texts, current_fence())
 
     async def add_note(
         self,
@@ -416,7 +425,7 @@ class Store:
             Busy: the iteration or its turn is no longer running.
         """
         size = len(reply.raw_reply) + sum(len(code) for code in reply.planned_blocks)
-        await self._write(size, writes.record_reply, iteration_id, reply)
+        await self._write(size, writes.record_reply, iteration_id, reply, current_fence())
 
     async def record_block(
         self,
@@ -441,6 +450,7 @@ class Store:
             block,
             tuple(versions),
             tuple(subqueries),
+            current_fence(),
         )
 
     async def finish_iteration(self, iteration_id: int, result: IterationWrite) -> None:
@@ -459,7 +469,9 @@ class Store:
         """
         size = sum(_block_size(b) for b in result.blocks) + len(result.raw_reply or "")
         size += sum(len(v.encoded or "") for v in result.var_versions)
-        await self._write(size, writes.finish_iteration, self._clock(), iteration_id, result)
+        await self._write(
+            size, writes.finish_iteration, self._clock(), iteration_id, result, current_fence()
+        )
 
     async def finish_turn(
         self,
@@ -491,6 +503,7 @@ class Store:
             tokens_out,
             cost_usd,
             error,
+            current_fence(),
         )
 
     async def get_turn(self, turn_id: int) -> TurnRecord:

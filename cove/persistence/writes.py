@@ -17,6 +17,7 @@ from cove.errors import Busy, CoveError, NotFound, StoreError
 from cove.persistence import reads
 from cove.persistence.chain import last_position
 from cove.persistence.connection import collect_blobs, immediate, put_blob, put_encoded
+from cove.persistence.fence import Fence, check_fence
 from cove.persistence.records import (
     BlockWrite,
     ConversationRecord,
@@ -84,9 +85,16 @@ def create_conversation(
     return reads.get_conversation(conn, conversation_id)
 
 
-def set_title(conn: sqlite3.Connection, now: float, conversation_id: str, title: str) -> None:
+def set_title(
+    conn: sqlite3.Connection,
+    now: float,
+    conversation_id: str,
+    title: str,
+    fence: Fence | None = None,
+) -> None:
     """Rename a conversation."""
     with immediate(conn):
+        check_fence(conn, fence, conversation_id)
         cursor = conn.execute(
             "UPDATE conversation SET title = ?, updated_at = ? WHERE id = ?",
             (title, now, conversation_id),
@@ -102,10 +110,12 @@ def start_turn(
     request: str,
     model: str | None,
     attachments: Sequence[tuple[str, int]] = (),
+    fence: Fence | None = None,
 ) -> TurnRecord:
     """Record a new ``running`` turn after the last one the conversation sees."""
     files = json.dumps([list(item) for item in attachments]) if attachments else None
     with immediate(conn):
+        check_fence(conn, fence, conversation_id)
         position = last_position(conn, conversation_id) + 1
         cursor = conn.execute(
             "INSERT INTO turn (conversation_id, position, request, status, model, started_at,"
@@ -118,14 +128,18 @@ def start_turn(
     return reads.get_turn(conn, turn_id)
 
 
-def _running_turn(conn: sqlite3.Connection, turn_id: int) -> str:
-    """Return the turn's conversation id, refusing a turn that is no longer running."""
+def _running_turn(conn: sqlite3.Connection, turn_id: int, fence: Fence | None = None) -> str:
+    """Return the turn's conversation id, refusing a turn that is no longer running.
+
+    A ``fence`` that is no longer the conversation's lease refuses the write first.
+    """
     row = conn.execute(
         "SELECT conversation_id, status FROM turn WHERE id = ?", (turn_id,)
     ).fetchone()
     if row is None:
         raise NotFound("turn", str(turn_id))
     conversation_id, status = row
+    check_fence(conn, fence, conversation_id)
     if status != "running":
         raise Busy(
             conversation_id,
@@ -144,10 +158,11 @@ def start_iteration(
     request_message: str,
     context_message: str,
     seed: int | None,
+    fence: Fence | None = None,
 ) -> int:
     """Record a ``running`` iteration with its exact prompt; return its id."""
     with immediate(conn):
-        _running_turn(conn, turn_id)
+        _running_turn(conn, turn_id, fence)
         digest = put_blob(conn, system_prompt.encode())
         cursor = conn.execute(
             "INSERT INTO iteration (turn_id, position, status, system_prompt_hash,"
@@ -158,7 +173,9 @@ def start_iteration(
         return int(cursor.lastrowid or 0)
 
 
-def _running_iteration(conn: sqlite3.Connection, iteration_id: int) -> tuple[int, str]:
+def _running_iteration(
+    conn: sqlite3.Connection, iteration_id: int, fence: Fence | None = None
+) -> tuple[int, str]:
     """Return (turn id, conversation id) of a running iteration of a running turn."""
     row = conn.execute(
         "SELECT turn_id, status FROM iteration WHERE id = ?", (iteration_id,)
@@ -166,16 +183,18 @@ def _running_iteration(conn: sqlite3.Connection, iteration_id: int) -> tuple[int
     if row is None:
         raise NotFound("iteration", str(iteration_id))
     turn_id, status = row
-    conversation_id = _running_turn(conn, turn_id)
+    conversation_id = _running_turn(conn, turn_id, fence)
     if status != "running":
         raise Busy(conversation_id, message=f"iteration {iteration_id} is already {status}")
     return int(turn_id), conversation_id
 
 
-def record_reply(conn: sqlite3.Connection, iteration_id: int, reply: ReplyWrite) -> None:
+def record_reply(
+    conn: sqlite3.Connection, iteration_id: int, reply: ReplyWrite, fence: Fence | None = None
+) -> None:
     """Record the model's reply the moment it arrives, before any of its blocks runs."""
     with immediate(conn):
-        _running_iteration(conn, iteration_id)
+        _running_iteration(conn, iteration_id, fence)
         conn.execute(
             "UPDATE iteration SET raw_reply = ?, thinking = ?, tokens_in = ?, tokens_out = ?,"
             " cost_usd = ?, llm_ms = ?, planned_blocks = ? WHERE id = ?",
@@ -199,23 +218,28 @@ def record_block(
     block: BlockWrite,
     versions: Sequence[VarVersionWrite],
     subqueries: Sequence[SubqueryWrite],
+    fence: Fence | None = None,
 ) -> None:
     """Record one finished block with the variable versions and sub-queries it made."""
     with immediate(conn):
-        turn_id, conversation_id = _running_iteration(conn, iteration_id)
+        turn_id, conversation_id = _running_iteration(conn, iteration_id, fence)
         _insert_units(
             conn, now, iteration_id, turn_id, conversation_id, (block,), versions, subqueries
         )
 
 
 def finish_iteration(
-    conn: sqlite3.Connection, now: float, iteration_id: int, result: IterationWrite
+    conn: sqlite3.Connection,
+    now: float,
+    iteration_id: int,
+    result: IterationWrite,
+    fence: Fence | None = None,
 ) -> None:
     """Close an iteration with whatever it has not recorded yet, atomically."""
     if result.status not in ITERATION_END_STATUSES:
         raise StoreError(f"{result.status!r} is not a finished iteration status")
     with immediate(conn):
-        turn_id, conversation_id = _running_iteration(conn, iteration_id)
+        turn_id, conversation_id = _running_iteration(conn, iteration_id, fence)
         _insert_units(
             conn,
             now,
@@ -352,12 +376,13 @@ def finish_turn(
     tokens_out: int,
     cost_usd: float,
     error: str | None,
+    fence: Fence | None = None,
 ) -> TurnRecord:
     """Close a running turn; iterations it left running end with it."""
     if status not in TURN_END_STATUSES:
         raise StoreError(f"{status!r} is not a finished turn status")
     with immediate(conn):
-        conversation_id = _running_turn(conn, turn_id)
+        conversation_id = _running_turn(conn, turn_id, fence)
         conn.execute(
             "UPDATE turn SET status = ?, answer = ?, confidence = ?, tokens_in = ?,"
             " tokens_out = ?, cost_usd = ?, finished_at = ?, error = ? WHERE id = ?",
@@ -429,11 +454,23 @@ def delete_conversation(
         collect_blobs(conn, candidates)
 
 
-def add_steering(conn: sqlite3.Connection, now: float, iteration_id: int, texts: list[str]) -> None:
+def add_steering(
+    conn: sqlite3.Connection,
+    now: float,
+    iteration_id: int,
+    texts: list[str],
+    fence: Fence | None = None,
+) -> None:
     """Record the person's messages that iteration ``iteration_id`` showed the model."""
     with immediate(conn):
-        if conn.execute("SELECT 1 FROM iteration WHERE id = ?", (iteration_id,)).fetchone() is None:
+        row = conn.execute(
+            "SELECT t.conversation_id FROM iteration i JOIN turn t ON t.id = i.turn_id"
+            " WHERE i.id = ?",
+            (iteration_id,),
+        ).fetchone()
+        if row is None:
             raise NotFound("iteration", str(iteration_id))
+        check_fence(conn, fence, row[0])
         start = conn.execute(
             "SELECT coalesce(max(position) + 1, 0) FROM steering WHERE iteration_id = ?",
             (iteration_id,),

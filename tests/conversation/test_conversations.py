@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import sqlite3
 import time
@@ -15,6 +16,7 @@ import pytest
 from cove.conversation import Conversations, scripted_factory
 from cove.errors import AmbiguousId, Busy, CoveError, NotFound
 from cove.events import BlockStarted, Event, TurnFinished, TurnQueued, TurnStarted
+from tests.conversation.watch_helpers import GatedClient
 from tests.scripted import reply, settings_for
 
 
@@ -100,10 +102,28 @@ async def test_for_external_finds_or_creates(tmp_path: Path) -> None:
 
 async def test_sends_to_one_conversation_run_one_at_a_time_in_order(tmp_path: Path) -> None:
     answers = [reply([f"step = {n}"], f"answer {n}") for n in range(1, 5)]
-    factory = scripted_factory(answers, delay_s=0.2)
-    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+    model = GatedClient(answers, gates=[0])  # the first turn's model waits for the others
+    queued = [asyncio.Event() for _ in range(4)]
+
+    async def send(convs: Conversations, cid: str, n: int) -> list[Event]:
+        events = []
+        async for event in convs.send(cid, f"send {n}"):
+            events.append(event)
+            if isinstance(event, TurnQueued):
+                queued[n - 1].set()
+        return events
+
+    async with await Conversations.open(
+        settings_for(tmp_path), llm_factory=model.factory()
+    ) as convs:
         conv = await convs.create()
-        results = await asyncio.gather(*(run(convs, conv.id, f"send {n}") for n in range(1, 5)))
+        sending = asyncio.gather(*(send(convs, conv.id, n) for n in range(1, 5)))
+        async with asyncio.timeout(60):
+            await model.reached[0].wait()
+            for event in queued[1:]:
+                await event.wait()
+        model.release(0)
+        results = await sending
         assert [final(events).answer for events in results] == [f"answer {n}" for n in range(1, 5)]
         assert not any(isinstance(e, TurnQueued) for e in results[0])
         assert all(any(isinstance(e, TurnQueued) for e in events) for events in results[1:])
@@ -209,15 +229,26 @@ async def test_attachments_land_in_the_workspace(tmp_path: Path) -> None:
     assert final(events).answer == "hello"
 
 
+async def test_a_refused_attachment_name_writes_none_of_the_files(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(["x = 1"], "never")])
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create()
+        files = [("notes.txt", b"hello"), (".profile", b"export X=1")]
+        with pytest.raises(CoveError, match="not allowed"):
+            await run(convs, conv.id, "read it", attachments=files)
+        assert list((tmp_path / "workspaces" / conv.id).iterdir()) == []
+
+
 async def test_a_live_lease_in_another_process_means_busy(tmp_path: Path) -> None:
-    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=1.0)
+    model = GatedClient([reply(["x = 1"], "ok")], gates=[0])  # the turn runs until released
     settings = settings_for(tmp_path)
-    async with await Conversations.open(settings, llm_factory=slow) as first:
+    async with await Conversations.open(settings, llm_factory=model.factory()) as first:
         conv = await first.create()
-        async with await Conversations.open(settings, llm_factory=slow) as second:
+        async with await Conversations.open(settings, llm_factory=model.factory()) as second:
             running = await started(first, conv.id, "slow")
             with pytest.raises(Busy, match="busy"):
                 await run(second, conv.id, "intrude")
+            model.release(0)
             assert final(await running).status == "done"
 
 
@@ -233,42 +264,74 @@ async def test_cancel_stops_the_running_turn(tmp_path: Path) -> None:
 
 
 async def test_a_long_turn_keeps_renewing_its_lease(tmp_path: Path) -> None:
-    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=2.5)
+    model = GatedClient([reply(["x = 1"], "ok")], gates=[0])  # the turn runs until released
     settings = settings_for(tmp_path, lease_ttl_s=0.6)
-    async with await Conversations.open(settings, llm_factory=slow) as first:
+    async with await Conversations.open(settings, llm_factory=model.factory()) as first:
         conv = await first.create()
-        async with await Conversations.open(settings, llm_factory=slow) as second:
+        async with await Conversations.open(settings, llm_factory=model.factory()) as second:
             running = await started(first, conv.id, "slow")
-            await asyncio.sleep(1.8)  # three lease lifetimes later
+            await lease_renewed(settings.store.database, conv.id, times=9)  # three lifetimes' worth
             with pytest.raises(Busy):
                 await run(second, conv.id, "intrude")
+            model.release(0)
             assert final(await running).status == "done"
 
 
+async def lease_renewed(database: str, conversation_id: str, times: int) -> None:
+    """Wait (at most 60 s) until the conversation's lease expiry has moved forward ``times``."""
+
+    def expiry() -> float | None:
+        with contextlib.closing(sqlite3.connect(database)) as db:
+            row = db.execute(
+                "SELECT lease_until FROM conversation WHERE id = ?", (conversation_id,)
+            ).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    renewals, last = 0, await asyncio.to_thread(expiry)
+    async with asyncio.timeout(60):
+        while renewals < times:
+            await asyncio.sleep(0.05)  # polling the database for the condition
+            now = await asyncio.to_thread(expiry)
+            if now is not None and last is not None and now > last:
+                renewals += 1
+            last = now
+
+
 async def test_delete_is_refused_while_a_turn_runs(tmp_path: Path) -> None:
-    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=0.8)
-    async with await Conversations.open(settings_for(tmp_path), llm_factory=slow) as convs:
+    model = GatedClient([reply(["x = 1"], "ok")], gates=[0])  # the turn runs until released
+    async with await Conversations.open(
+        settings_for(tmp_path), llm_factory=model.factory()
+    ) as convs:
         conv = await convs.create()
         running = await started(convs, conv.id, "slow")
         with pytest.raises(Busy):
             await convs.delete(conv.id)
+        model.release(0)
         assert final(await running).status == "done"
         await convs.delete(conv.id)
 
 
-async def test_a_turn_whose_lease_is_taken_over_stops(tmp_path: Path) -> None:
-    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=2.0)
+async def test_a_turn_whose_lease_is_taken_over_stops_without_writing_again(
+    tmp_path: Path,
+) -> None:
+    # The model never answers: only the lost lease can end the turn.
+    model = GatedClient([reply(["x = 1"], "ok")], gates=[0])
     settings = settings_for(tmp_path, lease_ttl_s=0.3)
-    async with await Conversations.open(settings, llm_factory=slow) as convs:
+    async with await Conversations.open(settings, llm_factory=model.factory()) as convs:
         conv = await convs.create()
         running = await started(convs, conv.id, "slow")
         with sqlite3.connect(settings.store.database) as db:  # another process takes the lease over
             db.execute(
-                "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ?",
+                "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ?,"
+                " lease_epoch = lease_epoch + 1",
                 (time.time() + 60,),
             )
-        events = await asyncio.wait_for(running, timeout=5)
-        assert final(events).status == "cancelled"
+        # The turn is cancelled, and its last write (recording it cancelled) is refused: the
+        # conversation belongs to the other process now.
+        with pytest.raises(Busy, match="epoch 1 was refused"):
+            await asyncio.wait_for(running, timeout=60)
+        turn = (await convs.store.turns(conv.id))[-1]
+        assert turn.status == "running" and not (await convs.inspect(conv.id)).turns[0].answer
 
 
 async def test_an_empty_request_is_refused_and_nothing_is_recorded(tmp_path: Path) -> None:

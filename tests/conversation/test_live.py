@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable
 from typing import Any
 
 from cove.conversation.live import LiveCache
@@ -75,26 +76,104 @@ async def test_a_failed_open_frees_its_slot() -> None:
     assert len(cache) == 0
 
 
+class SlowClose:
+    """Environments whose close waits until the test lets it finish."""
+
+    def __init__(self) -> None:
+        self.closing = asyncio.Event()  # set when a close has begun
+        self.finish = asyncio.Event()  # the test sets it to let the close end
+        self.opened: list[str] = []
+        self.closed: list[str] = []
+
+    async def open(self, conversation_id: str) -> Any:
+        self.opened.append(conversation_id)
+        owner = self
+
+        class Env:
+            async def aclose(self) -> None:
+                owner.closing.set()
+                await owner.finish.wait()
+                owner.closed.append(conversation_id)
+
+        return Env()
+
+
+async def test_a_slow_close_of_an_evicted_environment_blocks_no_other_conversation() -> None:
+    envs = SlowClose()
+    cache = LiveCache(2, envs.open)
+    async with cache.use("old"):
+        pass
+    async with cache.use("busy"):
+        pass
+    # "new" evicts "old" (the idle, least recently used) and waits on its close.
+    newcomer = asyncio.create_task(_hold(cache, "new"))
+    async with asyncio.timeout(10):
+        await envs.closing.wait()
+        async with cache.use("busy") as entry:  # not held up by the close in progress
+            assert entry.conversation_id == "busy"
+        assert envs.opened == ["old", "busy"]  # "new" opens only once "old" has closed
+        envs.finish.set()
+        await newcomer
+    assert envs.closed == ["old"]
+    assert envs.opened == ["old", "busy", "new"]
+    assert len(cache) == 2
+    await cache.aclose()
+
+
+async def test_a_conversation_whose_environment_is_closing_waits_to_open_a_new_one() -> None:
+    envs = SlowClose()
+    log: list[str] = []
+    cache = LiveCache(4, lambda cid: _logged(envs.open(cid), log, cid))
+    async with cache.use("a"):
+        pass
+    dropping = asyncio.create_task(cache.drop("a"))
+    async with asyncio.timeout(10):
+        await envs.closing.wait()
+        reopen = asyncio.create_task(_hold(cache, "a"))
+        for _ in range(20):  # let the reopen run as far as it can (no I/O: deterministic)
+            await asyncio.sleep(0)
+        log.append("closed")
+        envs.finish.set()
+        await dropping
+        await reopen
+    assert log == ["open a", "closed", "open a"]
+    await cache.aclose()
+
+
+async def _logged(opening: Awaitable[Any], log: list[str], conversation_id: str) -> Any:
+    log.append(f"open {conversation_id}")
+    return await opening
+
+
+async def _hold(cache: LiveCache, conversation_id: str) -> None:
+    async with cache.use(conversation_id):
+        pass
+
+
 async def test_turn_queue_is_fifo_and_survives_a_cancelled_waiter() -> None:
     from cove.conversation.turn_queue import TurnQueue
 
     queue = TurnQueue()
     order: list[str] = []
+    first_runs, first_may_end = asyncio.Event(), asyncio.Event()
 
-    async def turn(name: str, hold: float) -> None:
+    async def turn(name: str) -> None:
         ticket = queue.join()
         try:
             await ticket.wait()
             order.append(name)
-            await asyncio.sleep(hold)
+            if name == "first":
+                first_runs.set()
+                await first_may_end.wait()
         finally:
             queue.leave(ticket)
 
-    first = asyncio.create_task(turn("first", 0.05))
-    doomed = asyncio.create_task(turn("doomed", 0))
-    last = asyncio.create_task(turn("last", 0))
-    await asyncio.sleep(0.01)
+    first = asyncio.create_task(turn("first"))
+    doomed = asyncio.create_task(turn("doomed"))
+    last = asyncio.create_task(turn("last"))
+    await first_runs.wait()  # the other two joined the queue right after the first
     doomed.cancel()
+    first_may_end.set()
     await asyncio.gather(first, last)
     assert order == ["first", "last"]
     assert not queue.busy

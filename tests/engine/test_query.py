@@ -266,7 +266,8 @@ async def test_cancel_kills_a_long_block_quickly(
     fake_openai: FakeOpenAI, openai_settings: Settings, tmp_path: Path
 ) -> None:
     fake_openai.add_replies(
-        reply(["before = 1"]), reply([{"code": "while True:\n    pass", "timeout_s": 60}])
+        reply(["before = 1"]),
+        reply([{"code": "write_file('spinning', 'yes')\nwhile True:\n    pass", "timeout_s": 60}]),
     )
     settings = openai_settings.replace(block_timeout_max_s=120)
     async with OpenAIClient(settings.model) as llm, engine_stack(settings, llm, tmp_path) as stack:
@@ -279,7 +280,11 @@ async def test_cancel_kills_a_long_block_quickly(
 
                 async def cancel_soon() -> None:
                     nonlocal cancelled_at
-                    await asyncio.sleep(0.5)
+                    marker = tmp_path / "workspace" / "spinning"
+                    for _ in range(6000):  # wait (at most 60 s) until the block spins
+                        if marker.exists():
+                            break
+                        await asyncio.sleep(0.01)
                     cancelled_at = loop.time()
                     await query.cancel()
 

@@ -25,9 +25,11 @@ class Extensions:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, list[Any], dict[str, Any]]] = []
+        self.called = asyncio.Event()  # set by the first call (a block signals it runs)
 
     async def __call__(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         self.calls.append((name, args, kwargs))
+        self.called.set()
         if name == "add":  # answers without ever suspending
             return args[0] + args[1]
         if name == "slow_add":

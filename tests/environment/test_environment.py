@@ -279,10 +279,21 @@ async def test_value_text_reads_current_values(harness: Harness) -> None:
 async def test_kill_running_stops_a_block_at_once(harness: Harness) -> None:
     env = await harness.open()
     await harness.turn(env, "kept = 7")
+    marker = harness.workspace / "running"
     block = asyncio.create_task(
-        env.run_block("while True:\n    pass", position=0, timeout_s=60, seed=0, clock=CLOCK)
+        env.run_block(
+            "write_file('running', 'yes')\nwhile True:\n    pass",
+            position=0,
+            timeout_s=60,
+            seed=0,
+            clock=CLOCK,
+        )
     )
-    await asyncio.sleep(0.3)
+    for _ in range(6000):  # wait (at most 60 s) for the block's marker file
+        if marker.exists() or block.done():
+            break
+        await asyncio.sleep(0.01)
+    assert marker.exists(), "the block never started"
     await env.kill_running()
     outcome, _ = await block
     assert not outcome.ok

@@ -163,8 +163,12 @@ class FakeOpenAI:
         model: str = "fake-model",
         chunk_size: int = 16,
         send_usage: bool = True,
+        latency_s: float = 0.0,
     ) -> None:
-        """Build a stopped server; ``port=0`` picks a free port at ``start``."""
+        """Build a stopped server; ``port=0`` picks a free port at ``start``.
+
+        ``latency_s``: every answer waits this long first (a model's own time, for benchmarks).
+        """
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.unsupported: set[str] = set()
@@ -172,6 +176,7 @@ class FakeOpenAI:
         self.errors: list[str] = []
         self.model = model
         self.chunk_size = chunk_size
+        self.latency_s = latency_s
         self._replies: collections.deque[FakeReply] = collections.deque(replies)
         self._subquery_replies = (
             None if subquery_replies is None else collections.deque(subquery_replies)
@@ -289,6 +294,8 @@ class FakeOpenAI:
             return _error(fault.status, fault.message, fault.param, dict(fault.headers))
         if fault is not None and fault.kind == "stall":
             await self._sleep(fault.seconds)
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
         stream = bool(body.get("stream"))
         if fault is not None and fault.kind == "garbage":
             if stream:

@@ -16,7 +16,7 @@ TABLES = {
     "blob": ["hash", "data"],
     "conversation": [
         "id", "channel", "external_id", "title", "parent_id", "fork_turn", "workspace",
-        "created_at", "updated_at", "lease_owner", "lease_until", "owner",
+        "created_at", "updated_at", "lease_owner", "lease_until", "owner", "lease_epoch",
     ],
     "turn": [
         "id", "conversation_id", "position", "request", "status", "answer", "confidence",

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from cove.channels.cli import demo, doctor, inspect, manage, talk, tui, watch, web
+from cove.channels.cli import (
+    demo,
+    doctor,
+    inspect,
+    manage,
+    serve,
+    talk,
+    telegram,
+    tui,
+    watch,
+    web,
+)
 
 
 def register(sub: Any) -> None:
@@ -17,3 +28,5 @@ def register(sub: Any) -> None:
     watch.register(sub)
     web.register(sub)
     tui.register(sub)
+    telegram.register(sub)
+    serve.register(sub)

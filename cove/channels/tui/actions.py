@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from cove.channels.cli.export import to_markdown
+from cove.channels.tui.format import clean
 from cove.channels.tui.screens.dialogs import AskText, Confirm
 from cove.channels.tui.screens.inspector import InspectorScreen
 from cove.channels.tui.screens.text import TextScreen
@@ -36,8 +37,10 @@ HELP = """\
 | F3 | show/hide the variables panel (Enter on a variable: versions and diff) |
 | F4 | show/hide the conversation list |
 | Tab / Shift+Tab | move between the list, iterations and the request |
-| Enter (on an iteration) | expand or collapse it |
-| i / c / v (on an iteration) | inspector / copy its code / copy its last value |
+| Enter (on an iteration) | expand or collapse it (or show folded iterations / earlier turns) |
+| Up / Down, k / j (on an iteration) | move between its blocks, then on to the next iteration |
+| i (on an iteration) | the inspector: prompt messages, raw reply, tokens, timing, cost |
+| c / v (on an iteration) | copy the selected block's code / value (collapsed: all / last) |
 | Ctrl+P | command palette: fork, replay, export, switch model, panels |
 | F1 | this help |
 | Ctrl+Q | quit |
@@ -86,7 +89,7 @@ def delete(app: CoveApp) -> None:
             app.notify(f"deleted {title}")
             if app.current == cid:
                 app.current = None
-                await app.timeline.remove_children()
+                await app.timeline.clear()
                 rest = app.sidebar.shown_entries()
                 if rest:
                     await app.open_conversation(rest[0].id)
@@ -160,7 +163,7 @@ async def replay(app: CoveApp) -> None:
                 f"- turn {event.position}: {event.matched}/{event.blocks} blocks match, "
                 f"{state} (recorded {event.recorded_status}, replayed {event.replayed_status})"
             )
-            lines += [f"  - {m}" for m in event.mismatches]
+            lines += [f"  - {clean(m)}" for m in event.mismatches]
         elif isinstance(event, ReplayFinished):
             verdict = "the replay matches the record" if event.ok else "the replay diverged"
             lines += [

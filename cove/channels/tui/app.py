@@ -25,13 +25,14 @@ from textual.widgets import Footer
 
 from cove.channels.tui import actions
 from cove.channels.tui.errors import advice, turn_failure
+from cove.channels.tui.format import clean
 from cove.channels.tui.palette import system_commands
 from cove.channels.tui.styles import CSS
 from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.prompt import PromptArea
 from cove.channels.tui.widgets.sidebar import Entry, Sidebar
 from cove.channels.tui.widgets.status import StatusBar
-from cove.channels.tui.widgets.timeline import Timeline, cost_text
+from cove.channels.tui.widgets.timeline import EarlierTurns, Timeline, cost_text
 from cove.channels.tui.widgets.variables import VariablesPanel
 from cove.conversation import ConversationRecord, Conversations, TurnHandle
 from cove.events import (
@@ -127,6 +128,7 @@ class CoveApp(App[None]):
         markup: bool = False,  # messages quote errors and ids, never markup
     ) -> None:
         """Show a notification (and remember its text)."""
+        message = clean(message)
         self.notices.append(message)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
@@ -336,6 +338,22 @@ class CoveApp(App[None]):
     @on(Sidebar.Chosen)
     async def chosen(self, message: Sidebar.Chosen) -> None:
         await self.open_conversation(message.conversation_id)
+
+    @on(EarlierTurns.Wanted)
+    def earlier_wanted(self, message: EarlierTurns.Wanted) -> None:
+        positions = message.positions
+
+        async def run() -> None:
+            cid = self.current
+            if cid is None:
+                return
+            parts = [await self.convs.inspect(cid, turn=p) for p in positions]
+            if cid == self.current:
+                turns = [t for part in parts for t in part.turns]
+                versions = [v for part in parts for v in part.var_versions]
+                await self.timeline.show_earlier(turns, versions)
+
+        self.run_worker(self.guard(run), group="earlier")
 
     @on(IterationView.InspectRequested)
     def inspect_requested(self, message: IterationView.InspectRequested) -> None:

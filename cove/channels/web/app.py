@@ -75,7 +75,7 @@ async def _pygments(request: Request) -> Response:
 def create_app(
     settings: Settings,
     *,
-    conversations: Conversations | None = None,
+    convs: Conversations | None = None,
     llm_factory: LLMFactory | None = None,
     token: str | None = None,
     upload_limit: int | None = None,
@@ -87,7 +87,7 @@ def create_app(
 
     Args:
         settings: The configuration (the API key stays on the server).
-        conversations: An open ``Conversations`` the caller owns (several channels in one
+        convs: An open ``Conversations`` the caller owns (several channels in one
             process share it); the app's lifespan uses it and leaves it open. None: the
             lifespan opens its own and closes it at the end.
         llm_factory: Builds model clients when the app opens its own ``Conversations``
@@ -105,14 +105,14 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if conversations is not None:
+        if convs is not None:
             try:
                 yield
             finally:
                 await stop_app(app)
             return
-        async with Conversations.open(settings, llm_factory=llm_factory) as convs:
-            app.state.web = WebState(settings=settings, convs=convs, upload_limit=limit)
+        async with Conversations.open(settings, llm_factory=llm_factory) as opened:
+            app.state.web = WebState(settings=settings, convs=opened, upload_limit=limit)
             try:
                 yield
             finally:
@@ -133,6 +133,6 @@ def create_app(
         exception_handlers={CoveError: handle, HTTPException: handle, Exception: handle},
     )
     app.state.templates = _templates()
-    if conversations is not None:  # ready at once: also when mounted where no lifespan runs
-        app.state.web = WebState(settings=settings, convs=conversations, upload_limit=limit)
+    if convs is not None:  # ready at once: also when mounted where no lifespan runs
+        app.state.web = WebState(settings=settings, convs=convs, upload_limit=limit)
     return app

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ from cove.config import Settings
 from cove.conversation import Conversations, TurnHandle
 from cove.errors import CoveError
 from cove.events import TurnQueued, TurnStarted
+
+log = logging.getLogger("cove.web")
 
 
 def refused(request: str, exc: CoveError) -> dict[str, Any]:
@@ -94,6 +97,8 @@ class WebState:
                 async for event in handle:
                     started = started or isinstance(event, TurnStarted)
             except CoveError as exc:
+                fields = {"conversation_id": handle.conversation_id, "error": type(exc).__name__}
+                log.info("turn refused", extra={"fields": fields})
                 if not started:
                     self.notices.publish(handle.conversation_id, refused(request, exc))
 

@@ -6,28 +6,30 @@ when the endpoint rejects a feature with a 400: json_schema -> json_object -> no
 ``stream_options`` dropped; streaming off; ``reasoning_effort`` dropped. What worked is remembered
 for the client's lifetime (one client talks to one endpoint and model).
 
-Transient failures (429, 408/409, 5xx, connection errors, timeouts, garbled bodies) are retried
-with exponential backoff, honouring ``Retry-After`` up to a cap. The ``openai`` package's own
-retries are off so these are the only ones. Every failure leaves as ``ModelError`` whose message,
-like every log record and ``repr``, never contains the API key.
+Transient failures before a reply begins (429, 408/409, 5xx, connection errors, timeouts) are
+retried by the ``openai`` package itself, ``settings.max_retries`` times, with its backoff and its
+reading of ``Retry-After`` (a wait it will not honour, over two minutes, fails at once). What
+the package does not retry is a reply that breaks off after it began (a dropped stream, a stall
+mid-stream, a body that is not JSON): this client sends such a request again, from the same
+retry budget. Every failure leaves as ``ModelError`` whose message, like every log record and
+``repr``, never contains the API key.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import email.utils
 import json
 import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NoReturn, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
-from openai import AsyncOpenAI, omit
+from openai import AsyncOpenAI, AsyncStream, omit
+from openai.types.chat import ChatCompletionChunk
 
 from cove.config import ModelSettings
 from cove.engine.llm.client import (
@@ -47,8 +49,10 @@ log = logging.getLogger("cove.engine.llm")
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
 # Local endpoints ignore the key, but the openai package insists on one.
 PLACEHOLDER_API_KEY: Final = "not-needed"
-RETRY_AFTER_CAP_S: Final = 30.0
+#: The longest pause before sending again a request whose reply broke off.
 BACKOFF_CAP_S: Final = 30.0
+#: The header in which the ``openai`` package tells the endpoint how many retries came before.
+RETRY_COUNT_HEADER: Final = "x-stainless-retry-count"
 REASONING_EFFORT: Final[dict[str, str]] = {"quick": "low", "balanced": "medium", "deep": "high"}
 JSON_SCHEMA_FORMAT: Final[dict[str, Any]] = {
     "type": "json_schema",
@@ -76,6 +80,16 @@ class _Support:
     reasoning_effort: bool = True
 
 
+class _BrokenReply(Exception):
+    """A reply that began and then broke off: the ``openai`` package does not retry those."""
+
+    def __init__(self, error: ModelError, cause: BaseException, attempts: int) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.cause = cause
+        self.attempts = attempts  # the package's retries before the reply began, plus one
+
+
 @dataclass(frozen=True)
 class _Request:
     kind: CallKind
@@ -92,33 +106,25 @@ class OpenAIClient:
         model: The model every request asks for.
     """
 
-    def __init__(
-        self,
-        settings: ModelSettings,
-        *,
-        model: str | None = None,
-        retry_after_cap_s: float = RETRY_AFTER_CAP_S,
-    ) -> None:
+    def __init__(self, settings: ModelSettings, *, model: str | None = None) -> None:
         """Build a client for ``settings.base_url`` (OpenAI's API when None).
 
         Args:
-            settings: Supplies base URL, API key, timeout, retry policy and reasoning switch.
+            settings: Supplies base URL, API key, timeout, retry budget and reasoning switch.
             model: The model to ask for; ``settings.name`` when None.
-            retry_after_cap_s: The longest ``Retry-After`` the client will honour.
         """
         self.model = model or settings.name
         self._settings = settings
         self._secret = settings.api_key or None
         self._secret_pattern = secret_pattern(self._secret)
         self._url = _without_userinfo(settings.base_url or DEFAULT_BASE_URL)
-        self._retry_after_cap_s = retry_after_cap_s
         self._support = _Support()
         self._closed = False
         self._client = AsyncOpenAI(
             api_key=settings.api_key or PLACEHOLDER_API_KEY,
             base_url=settings.base_url or DEFAULT_BASE_URL,
             timeout=settings.request_timeout_s,
-            max_retries=0,
+            max_retries=settings.max_retries,
         )
 
     def __repr__(self) -> str:
@@ -141,48 +147,32 @@ class OpenAIClient:
         if self._closed:
             raise ModelError("the LLM client is closed")
         started = time.perf_counter()
-        failures = 0
+        spent = 0  # attempts used up by earlier rounds of this call
+        failure: tuple[ModelError, BaseException, int]
         while True:
             request = self._plan(kind, reasoning)
             try:
-                text, usage = await self._send(request, messages, on_delta)
-            except openai.APIStatusError as exc:
-                if exc.status_code in (400, 422) and self._step_down(exc, request):
-                    continue
-                error = self._status_error(exc)
-                delay = _retry_after(exc.response.headers, self._retry_after_cap_s)
-                cause: BaseException = exc
-            except openai.APIError as exc:
-                error, delay, cause = self._transport_error(exc), None, exc
-            except json.JSONDecodeError as exc:
-                error = ModelError(
-                    f"the model endpoint {self._url} sent a body that is not valid JSON",
-                    retryable=True,
+                text, usage = await self._send(
+                    request, messages, on_delta, retries=self._settings.max_retries - spent
                 )
-                delay, cause = None, exc
+            except openai.APIStatusError as exc:
+                attempts = _attempts(exc.response.request)
+                if exc.status_code in (400, 422) and self._step_down(exc, request):
+                    spent += attempts - 1  # the rejection itself costs nothing
+                    continue
+                failure = self._status_error(exc), exc, spent + attempts
+            except openai.APIError as exc:  # no response: the package has retried already
+                failure = self._transport_error(exc), exc, spent + _attempts(exc.request)
+            except _BrokenReply as broken:
+                spent += broken.attempts
+                if spent <= self._settings.max_retries:
+                    await self._pause(broken.error, spent)
+                    continue
+                failure = broken.error, broken.cause, spent
             else:
                 return self._completion(text, usage, messages, started)
-            if not error.retryable or failures >= self._settings.max_retries:
-                if failures:
-                    error = ModelError(
-                        f"{error.message} (gave up after {failures + 1} attempts)",
-                        status=error.status,
-                        retryable=error.retryable,
-                    )
-                # The foreign exception may quote the key (an echoing endpoint): drop it then.
-                raise error from (None if self._leaks(cause) else cause)
-            failures += 1
-            if delay is None:
-                delay = self._settings.retry_base_delay_s * 2 ** (failures - 1)
-            delay = min(delay, BACKOFF_CAP_S)
-            log.warning(
-                "%s; retry %d/%d in %.2f s",
-                error.message,
-                failures,
-                self._settings.max_retries,
-                delay,
-            )
-            await asyncio.sleep(delay)
+            # Raised outside the handlers, so the foreign exception is no implicit context.
+            self._give_up(*failure)
 
     async def aclose(self) -> None:
         """Close the HTTP connections; later calls raise ``ModelError``."""
@@ -196,6 +186,25 @@ class OpenAIClient:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    def _give_up(self, error: ModelError, cause: BaseException, attempts: int) -> NoReturn:
+        """Raise ``error``, saying how many attempts were made when there was more than one."""
+        if attempts > 1:
+            error = ModelError(
+                f"{error.message} (gave up after {attempts} attempts)",
+                status=error.status,
+                retryable=error.retryable,
+            )
+        # The foreign exception may quote the key (an echoing endpoint): drop it then.
+        raise error from (None if self._leaks(cause) else cause)
+
+    async def _pause(self, error: ModelError, spent: int) -> None:
+        """Wait before sending again a request whose reply broke off (exponential backoff)."""
+        delay = min(self._settings.retry_base_delay_s * 2 ** (spent - 1), BACKOFF_CAP_S)
+        log.warning(
+            "%s; retry %d/%d in %.2f s", error.message, spent, self._settings.max_retries, delay
+        )
+        await asyncio.sleep(delay)
+
     # -- one attempt ---------------------------------------------------------------------------
 
     async def probe(self, timeout_s: float = 5.0) -> tuple[bool, str]:
@@ -205,7 +214,8 @@ class OpenAIClient:
             Whether it answered, and a one-line description without secrets.
         """
         try:
-            page = await self._client.with_options(timeout=timeout_s).models.list()
+            client = self._client.with_options(timeout=timeout_s, max_retries=0)
+            page = await client.models.list()
         except openai.APIStatusError as exc:
             return False, f"{self._url} answered HTTP {exc.status_code}: " + self._clean(
                 str(exc.message)
@@ -230,41 +240,59 @@ class OpenAIClient:
         )
 
     async def _send(
-        self, request: _Request, messages: Sequence[Message], on_delta: DeltaSink | None
+        self,
+        request: _Request,
+        messages: Sequence[Message],
+        on_delta: DeltaSink | None,
+        *,
+        retries: int,
     ) -> tuple[str, Any]:
-        """One HTTP round-trip: the reply text and the endpoint's usage object (or None)."""
-        formats: dict[str, Any] = {
-            "json_schema": JSON_SCHEMA_FORMAT,
-            "json_object": {"type": "json_object"},
-        }
-        common: dict[str, Any] = {
-            "model": self.model,
-            "messages": [dict(m) for m in messages],
-            "response_format": formats.get(request.response_format or "none", omit),
-            "reasoning_effort": request.reasoning_effort or omit,
-        }
+        """One request, retried by the package ``retries`` times until a reply begins.
+
+        Returns:
+            The reply text and the endpoint's usage object (or None).
+
+        Raises:
+            openai.APIError: The request failed before a reply began.
+            _BrokenReply: The reply began but broke off, or its body is not JSON.
+        """
+        client = self._client
+        if retries != self._settings.max_retries:
+            client = client.with_options(max_retries=retries)
+        common = self._arguments(request, messages)
         if not request.stream:
-            response = await self._client.chat.completions.create(**common)
+            try:
+                response = await client.chat.completions.create(**common)
+            except json.JSONDecodeError as exc:
+                raise _BrokenReply(self._garbled(), exc, attempts=1) from exc
             text = (response.choices[0].message.content or "") if response.choices else ""
             if text and on_delta is not None:
                 await on_delta(text)
             return text, response.usage
         stream_options: Any = {"include_usage": True} if request.stream_usage else omit
-        stream = await self._client.chat.completions.create(
+        stream = await client.chat.completions.create(
             **common, stream=True, stream_options=stream_options
         )
-        parts: list[str] = []
-        usage = None
-        async with stream:
-            async for chunk in stream:
-                usage = chunk.usage or usage
-                for choice in chunk.choices:
-                    content = choice.delta.content if choice.delta else None
-                    if choice.index == 0 and content:
-                        parts.append(content)
-                        if on_delta is not None:
-                            await on_delta(content)
-        return "".join(parts), usage
+        attempts = _attempts(stream.response.request)
+        try:
+            return await _read_stream(stream, on_delta)
+        except openai.APIError as exc:
+            raise _BrokenReply(self._transport_error(exc), exc, attempts) from exc
+        except json.JSONDecodeError as exc:
+            raise _BrokenReply(self._garbled(), exc, attempts) from exc
+
+    def _arguments(self, request: _Request, messages: Sequence[Message]) -> dict[str, Any]:
+        """The arguments every request carries, streamed or not."""
+        formats: dict[str, Any] = {
+            "json_schema": JSON_SCHEMA_FORMAT,
+            "json_object": {"type": "json_object"},
+        }
+        return {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "response_format": formats.get(request.response_format or "none", omit),
+            "reasoning_effort": request.reasoning_effort or omit,
+        }
 
     def _completion(
         self, text: str, usage: Any, messages: Sequence[Message], started: float
@@ -349,6 +377,11 @@ class OpenAIClient:
             message = f"the model endpoint {self._url} failed mid-reply: {exc.message}"
         return ModelError(self._clean(message), retryable=True)
 
+    def _garbled(self) -> ModelError:
+        return ModelError(
+            f"the model endpoint {self._url} sent a body that is not valid JSON", retryable=True
+        )
+
     def _clean(self, text: str) -> str:
         """``text`` with the API key blanked out, however the endpoint echoed it."""
         return redact(text, self._secret_pattern)
@@ -379,21 +412,37 @@ def redact(text: str, pattern: re.Pattern[str] | None) -> str:
     return text if pattern is None else pattern.sub(_REDACTED, text)
 
 
-def _retry_after(headers: Mapping[str, str], cap_s: float) -> float | None:
-    """Seconds the endpoint asked us to wait (``retry-after-ms`` or ``retry-after``), capped."""
-    seconds: float | None = None
+async def _read_stream(
+    stream: AsyncStream[ChatCompletionChunk], on_delta: DeltaSink | None
+) -> tuple[str, Any]:
+    """The text of choice 0 of a streamed reply, passed on as it arrives, and the usage."""
+    parts: list[str] = []
+    usage = None
+    async with stream:
+        async for chunk in stream:
+            usage = chunk.usage or usage
+            for choice in chunk.choices:
+                content = choice.delta.content if choice.delta else None
+                if choice.index == 0 and content:
+                    parts.append(content)
+                    if on_delta is not None:
+                        await on_delta(content)
+    return "".join(parts), usage
+
+
+class _SentRequest(Protocol):
+    """The part of an HTTP request (as the ``openai`` package reports it) read here."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+def _attempts(request: _SentRequest) -> int:
+    """How many attempts the ``openai`` package made, ``request`` being the last one."""
     try:
-        if "retry-after-ms" in headers:
-            seconds = float(headers["retry-after-ms"]) / 1000
-        elif "retry-after" in headers:
-            seconds = float(headers["retry-after"])
+        return int(request.headers.get(RETRY_COUNT_HEADER, "0")) + 1
     except ValueError:
-        with contextlib.suppress(TypeError, ValueError):
-            when = email.utils.parsedate_to_datetime(headers["retry-after"])
-            seconds = when.timestamp() - time.time()
-    if seconds is None:
-        return None
-    return max(0.0, min(seconds, cap_s))
+        return 1
 
 
 def _without_userinfo(url: str) -> str:

@@ -6,7 +6,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.widget import Widget
 
 from cove.channels.tui import CoveApp
 from cove.channels.tui.widgets.turn import TurnView
@@ -19,7 +21,8 @@ async def until(pilot: Pilot[Any], condition: Callable[[], object], what: str) -
     deadline = time.monotonic() + 60.0
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            notices = getattr(pilot.app, "notices", None)
+            raise AssertionError(f"timed out waiting for {what}; notices: {notices}")
         await pilot.pause(0.02)
 
 
@@ -34,3 +37,10 @@ def last_turn_done(app: CoveApp, count: int = 1) -> bool:
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:
     await pilot.press(*[("space" if ch == " " else ch) for ch in text])
+
+
+def shown_text(widget: Widget) -> str:
+    """What ``widget`` puts on the terminal now: the text of its rendered lines."""
+    width, height = widget.size
+    strips = widget.render_lines(Region(0, 0, width, height))
+    return "\n".join("".join(segment.text for segment in strip) for strip in strips)

@@ -23,11 +23,12 @@ def dead_port() -> int:
 
 
 async def test_a_busy_conversation_is_a_notification(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path)
-    slow = scripted_factory([reply(["x = 1"], "ok")], delay_s=1.0)
+    settings = settings_for(tmp_path, block_timeout_s=60, block_timeout_max_s=60)
+    # The other process's turn spins until it is cancelled: the send below meets it running.
+    spin = scripted_factory([reply(["while True:\n    pass"])])
     async with (
-        await Conversations.open(settings, llm_factory=slow) as other,
-        await Conversations.open(settings, llm_factory=slow) as convs,
+        await Conversations.open(settings, llm_factory=spin) as other,
+        await Conversations.open(settings, llm_factory=scripted_factory([])) as convs,
     ):
         conv = await other.create(title="driven elsewhere")
         app = CoveApp(convs, conv.id)
@@ -41,10 +42,13 @@ async def test_a_busy_conversation_is_a_notification(tmp_path: Path) -> None:
             app.query_one(PromptArea).text = "intrude"
             await pilot.press("enter")
             await until(pilot, lambda: any("busy" in n for n in app.notices), "the busy notice")
-            # the other process's turn shows live here, and the app still works
-            await until(pilot, lambda: last_turn_done(app), "the other turn")
-            assert turns(app)[-1].answer == "ok" and turns(app)[-1].request == "slow"
+            # the other process's turn shows here, and the app still works
+            await until(pilot, lambda: turns(app) and turns(app)[-1].iterations, "the other turn")
+            assert turns(app)[-1].request == "slow" and not turns(app)[-1].finished
+            assert await other.cancel(conv.id)
             await running.finished()
+            await until(pilot, lambda: last_turn_done(app), "the other turn to end")
+            assert turns(app)[-1].status == "cancelled"
             await pilot.press("ctrl+n")
             await until(pilot, lambda: len(app.sidebar.entries) == 2, "a new conversation")
             assert app.is_running
@@ -91,3 +95,20 @@ async def test_no_endpoint_and_an_unknown_id_are_notifications(tmp_path: Path) -
             await until(pilot, lambda: len(app.notices) >= 3, "the send notice")
             assert "no model endpoint is configured" in app.notices[-1]
             assert app.is_running
+
+
+async def test_a_database_problem_is_a_notification(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    async with await Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
+        conv = await convs.create(title="kept")
+    # Opened for reading only: browsing works, every write is refused by the database layer.
+    async with await Conversations.open(
+        settings, llm_factory=scripted_factory([]), read_only=True
+    ) as convs:
+        app = CoveApp(convs, conv.id)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.current == conv.id, "the conversation")
+            await pilot.press("ctrl+n")
+            await until(pilot, lambda: app.notices, "the notice")
+            assert "database problem" in app.notices[-1], app.notices
+            assert app.is_running and app.current == conv.id

@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from textual.widgets import Markdown, OptionList, Static
+from textual.widgets import Input, Markdown, OptionList, Static
 
 from cove.channels.tui import CoveApp
 from cove.channels.tui.screens.dialogs import AskText
 from cove.channels.tui.screens.inspector import InspectorScreen
 from cove.channels.tui.screens.text import TextScreen
 from cove.channels.tui.screens.variable import VariableScreen
+from cove.channels.tui.widgets.prompt import PromptArea
 from cove.channels.tui.widgets.variables import VariablesPanel
+from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
 from tests.channels.tui.helpers import SIZE, last_turn_done, turns, type_text, until
+from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import settings_for
 
 REPLIES = [
@@ -68,6 +71,9 @@ async def test_inspector_shows_the_stored_prompt(tmp_path: Path) -> None:
             turns(app)[1].iterations[1].focus()
             await pilot.press("i")
             await until(pilot, lambda: isinstance(app.screen, InspectorScreen), "the inspector")
+            head = str(app.screen.query_one(".inspector-head", Static).content)
+            tokens = f"tokens {stored.tokens_in:,} in / {stored.tokens_out:,} out"
+            assert tokens in head and f"cost ${stored.cost_usd:.4f}" in head
             bodies = [str(s.content) for s in app.screen.query(Static).filter(".inspector-body")]
             assert bodies == [
                 system,
@@ -123,3 +129,39 @@ async def test_fork_replay_and_export_from_the_palette(tmp_path: Path) -> None:
             assert app.current is not None
             fork = await convs.get(app.current)
             assert fork.parent_id == cid and fork.fork_turn == 1
+
+
+async def test_switch_model_and_toggle_panels_from_the_palette(
+    fake_openai: FakeOpenAI, openai_settings: Settings
+) -> None:
+    fake_openai.add_replies(REPLIES[0])
+    async with await Conversations.open(openai_settings) as convs:
+        conv = await convs.create(channel="tui", title="totals")
+        app = CoveApp(convs, conv.id)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.current == conv.id, "the conversation")
+            await palette(pilot, app, "Switch model")
+            await until(pilot, lambda: isinstance(app.screen, AskText), "the model question")
+            app.screen.query_one(Input).value = ""
+            await type_text(pilot, "other-model")
+            await pilot.press("enter")
+            await until(pilot, lambda: app.model == "other-model", "the new model")
+            assert app.status.model == "other-model" and "other-model" in str(app.status.content)
+            assert "next turns use other-model" in app.notices
+            app.query_one(PromptArea).text = "start"
+            await pilot.press("enter")
+            await until(pilot, lambda: last_turn_done(app), "the turn")
+            assert fake_openai.requests[-1]["model"] == "other-model"  # what the endpoint got
+
+            panel, sidebar = app.query_one(VariablesPanel), app.sidebar
+            assert panel.has_class("hidden") and not sidebar.has_class("hidden")
+            await palette(pilot, app, "Toggle variables panel")
+            await until(pilot, lambda: not panel.has_class("hidden"), "the variables panel")
+            await until(pilot, lambda: "total" in panel.rows, "its variables")
+            await palette(pilot, app, "Toggle conversation list")
+            await until(pilot, lambda: sidebar.has_class("hidden"), "the list to hide")
+            assert not sidebar.display or sidebar.size.width == 0
+            await palette(pilot, app, "Toggle conversation list")
+            await until(pilot, lambda: not sidebar.has_class("hidden"), "the list again")
+            await palette(pilot, app, "Toggle variables panel")
+            await until(pilot, lambda: panel.has_class("hidden"), "the panel to hide")

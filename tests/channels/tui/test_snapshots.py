@@ -1,7 +1,8 @@
 """Snapshots of the main screens, so layout changes show up as SVG diffs.
 
 Only screens whose content does not depend on ids, clocks or timings are snapshotted (an empty
-database's main screen, the help screen). Update with ``pytest --snapshot-update``.
+database's main screen, the help screen, and a long turn fed as events with fixed durations).
+Update with ``pytest --snapshot-update`` and look at the SVG diff.
 """
 
 from __future__ import annotations
@@ -12,17 +13,79 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.image import SVGImageSnapshotExtension
 
 from cove.channels.tui import CoveApp
+from cove.channels.tui.widgets.turn import WINDOW
 from cove.conversation import Conversations, scripted_factory
+from cove.events import (
+    BlockFinished,
+    Event,
+    IterationStarted,
+    ModelReply,
+    TurnFinished,
+    TurnStarted,
+    VarChange,
+    VarsChanged,
+)
 from tests.channels.tui.helpers import SIZE, until
 from tests.scripted import settings_for
 
 
-async def screenshots(tmp_path: Path, *keys: str) -> str:
+def long_turn(iterations: int) -> list[Event]:
+    """A finished turn of ``iterations`` iterations, two blocks each, as the watch sends it."""
+    events: list[Event] = [TurnStarted(turn_id=1, position=1, request="sum the squares")]
+    for n in range(1, iterations + 1):
+        codes = (f"square = {n} * {n}", "total = total + square\ntotal")
+        events += [
+            IterationStarted(turn_id=1, iteration=n, budget=iterations),
+            ModelReply(turn_id=1, iteration=n, thinking=f"add the square of {n}", code=codes),
+        ]
+        events += [
+            BlockFinished(
+                turn_id=1,
+                iteration=n,
+                index=i,
+                code=code,
+                ok=True,
+                result_preview=None if i == 1 else str(n * (n + 1) * (2 * n + 1) // 6),
+                stdout="",
+                stderr="",
+                error=None,
+                duration_ms=2.0,
+            )
+            for i, code in enumerate(codes, start=1)
+        ]
+        events.append(
+            VarsChanged(turn_id=1, iteration=n, changes=(VarChange("total", n, "int", "…"),))
+        )
+    total = iterations * (iterations + 1) * (2 * iterations + 1) // 6
+    events.append(
+        TurnFinished(
+            turn_id=1,
+            status="done",
+            answer=f"The sum is **{total}**.",
+            confidence="high",
+            iterations=iterations,
+            tokens_in=1200,
+            tokens_out=300,
+            cost_usd=0.0123,
+            duration_ms=1500.0,
+        )
+    )
+    return events
+
+
+async def screenshots(tmp_path: Path, *keys: str, events: list[Event] | None = None) -> str:
+    """The app on an empty database, fed ``events``, after ``keys`` (on the last iteration
+    when events were fed, else on the request box)."""
     settings = settings_for(tmp_path).replace(model="snapshot-model")
     async with await Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
         app = CoveApp(convs)
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.status.endpoint != "endpoint: ?", "the start")
+            for event in events or []:
+                app.apply(event)
+            await pilot.pause()
+            if events:
+                app.timeline.turns[1].iterations[max(app.timeline.turns[1].iterations)].focus()
             await pilot.press(*keys)
             await pilot.pause()
             return app.export_screenshot(title="cove")
@@ -35,4 +98,11 @@ async def test_main_screen(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
 
 async def test_help_screen(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
     svg = await screenshots(tmp_path, "f1")
+    assert svg == snapshot(extension_class=SVGImageSnapshotExtension)
+
+
+async def test_a_long_turn(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
+    # Folded iterations, collapsed ones, and the last one expanded with the block cursor.
+    events = long_turn(WINDOW + 4)
+    svg = await screenshots(tmp_path, "enter", "down", events=events)
     assert svg == snapshot(extension_class=SVGImageSnapshotExtension)

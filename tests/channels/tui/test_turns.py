@@ -12,9 +12,10 @@ from textual.widgets import Static
 from cove.channels.tui import CoveApp
 from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.prompt import PromptArea
-from cove.channels.tui.widgets.turn import WINDOW, FoldedIterations
+from cove.channels.tui.widgets.timeline import TURN_WINDOW
+from cove.channels.tui.widgets.turn import WINDOW, FoldedIterations, TurnView
 from cove.conversation import Conversations, scripted_factory
-from tests.channels.tui.helpers import SIZE, last_turn_done, turns, until
+from tests.channels.tui.helpers import SIZE, last_turn_done, shown_text, turns, until
 from tests.scripted import reply, settings_for
 
 
@@ -139,3 +140,77 @@ async def test_a_long_turn_folds_old_iterations_and_unfolds_them_on_enter(tmp_pa
             assert first.has_focus and first.codes == ["x1 = 1"]
             await pilot.press("enter")
             assert first.expanded
+
+
+async def test_a_turn_driven_by_another_process_shows_live(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, block_timeout_s=60, block_timeout_max_s=60)
+    spin = scripted_factory([reply(["x = 1", "while True:\n    pass"], thinking="spin a while")])
+    async with (
+        await Conversations.open(settings, llm_factory=scripted_factory([])) as convs,
+        await Conversations.open(settings, llm_factory=spin) as other,
+    ):
+        conv = await other.create(channel="telegram", title="driven elsewhere")
+        app = CoveApp(convs, conv.id)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.current == conv.id, "the conversation")
+            running = other.send(conv.id, "spin over there")
+
+            def first_block_done() -> IterationView | None:
+                shown = turns(app)
+                view = shown[-1].iterations.get(1) if shown else None
+                return view if view is not None and view.done_blocks == 1 else None
+
+            # The second block spins until cancelled: what shows now shows while it runs.
+            await until(pilot, first_block_done, "the first block of the other turn")
+            (turn,) = turns(app)
+            view = first_block_done()
+            assert view is not None and view.live and view.expanded and not turn.finished
+            assert turn.request == "spin over there" and view.summary == "spin a while"
+            assert view.codes == ["x = 1", "while True:\n    pass"]
+            await until(pilot, lambda: app.sidebar.entries[conv.id].running, "the running mark")
+            await pilot.press("escape")  # not this process's turn to cancel
+            await until(pilot, lambda: any("another process" in n for n in app.notices), "it")
+            assert await other.cancel(conv.id)
+            await until(pilot, lambda: last_turn_done(app), "the cancelled turn")
+            assert turn.status == "cancelled" and not view.live
+            await running.finished()
+
+
+async def test_a_long_conversation_shows_its_newest_turns_and_loads_earlier_ones(
+    tmp_path: Path,
+) -> None:
+    count = TURN_WINDOW + 2
+    factory = scripted_factory([reply(answer=f"answer {n}") for n in range(1, count + 2)])
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create(channel="tui", title="long")
+        for n in range(1, count + 1):
+            await convs.send(conv.id, f"request {n}").finished()
+        app = CoveApp(convs, conv.id)
+        async with app.run_test(size=SIZE) as pilot:
+            timeline = app.timeline
+            await until(pilot, lambda: timeline.turn_count == count, "the transcript")
+            assert [t.position for t in turns(app)] == list(range(3, count + 1))
+            assert timeline.earlier.positions == [1, 2] and timeline.earlier.display
+            line = "2 earlier turn(s) (#1–#2)"
+            await until(pilot, lambda: line in shown_text(timeline.earlier), "the earlier line")
+            timeline.earlier.focus()
+            await pilot.press("enter")
+            await until(
+                pilot,
+                lambda: len(timeline.turns) == count and all(t.finished for t in turns(app)),
+                "the earlier turns",
+            )
+            shown = [w for w in timeline.children if isinstance(w, TurnView)]
+            assert [t.position for t in shown] == list(range(1, count + 1))  # in order
+            assert [t.answer for t in shown][:3] == ["answer 1", "answer 2", "answer 3"], [
+                (t.answer, t.status, t.finished) for t in shown
+            ]
+            assert not timeline.earlier.display
+            # a new turn folds the oldest ones away again
+            prompt = app.query_one(PromptArea)
+            prompt.focus()
+            prompt.text = "one more"
+            await pilot.press("enter")
+            await until(pilot, lambda: last_turn_done(app, TURN_WINDOW), "the new turn")
+            assert turns(app)[-1].answer == f"answer {count + 1}"
+            assert timeline.earlier.positions == [1, 2, 3] and len(timeline.turns) == TURN_WINDOW

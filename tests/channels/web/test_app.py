@@ -19,7 +19,7 @@ async def test_a_shared_conversations_is_used_and_left_open(tmp_path: Path) -> N
     settings = settings_for(tmp_path)
     factory = scripted_factory([reply([], "from the web"), reply([], "from elsewhere")])
     async with Conversations.open(settings, llm_factory=factory) as convs:
-        app = create_app(settings, conversations=convs)
+        app = create_app(settings, convs=convs)
         async with served(app) as url, httpx.AsyncClient(base_url=url) as client:
             cid = (await client.post("/api/conversations", json={"title": "shared"})).json()["id"]
             events = await send_and_finish(client, cid, "hello")
@@ -33,7 +33,7 @@ async def test_a_shared_conversations_is_used_and_left_open(tmp_path: Path) -> N
 async def test_mounted_where_its_lifespan_does_not_run_it_still_serves(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     async with Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
-        web = create_app(settings, conversations=convs)
+        web = create_app(settings, convs=convs)
         outer = Starlette(routes=[Mount("/", app=web)])  # only the outer lifespan runs
         async with served(outer) as url, httpx.AsyncClient(base_url=url) as client:
             created = await client.post("/api/conversations", json={"title": "mounted"})

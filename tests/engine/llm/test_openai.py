@@ -115,16 +115,41 @@ async def test_rate_limit_then_success_is_retried(
     assert len(fake_openai.requests) == 2
 
 
-async def test_retry_after_is_capped(
-    openai_settings: Settings, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+async def test_a_retry_after_too_long_to_wait_fails_at_once_with_a_clear_error(
+    client: OpenAIClient, fake_openai: FakeOpenAI
 ) -> None:
-    llm = OpenAIClient(openai_settings.model, retry_after_cap_s=0.05)
     fake_openai.add_faults(Fault.rate_limit(retry_after=3600))
     fake_openai.add_replies(REPLY)
-    with caplog.at_level(logging.WARNING, logger="cove.engine.llm"):
-        assert (await llm.complete(MESSAGES)).text == REPLY
-    await llm.aclose()
-    assert any("429" in r.getMessage() and "in 0.05 s" in r.getMessage() for r in caplog.records)
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES)
+    assert info.value.status == 429 and info.value.retryable is True
+    assert "answered 429: Rate limit reached" in str(info.value)
+    assert "gave up" not in str(info.value)
+    assert len(fake_openai.requests) == 1
+
+
+async def test_rate_limits_beyond_max_retries_give_up_with_a_clear_error(
+    client: OpenAIClient, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.add_faults(*[Fault.rate_limit(retry_after=0.01)] * 3)
+    fake_openai.add_replies(REPLY)
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES)
+    assert info.value.status == 429
+    assert "gave up after 3 attempts" in str(info.value)
+    assert len(fake_openai.requests) == 3
+
+
+async def test_a_broken_stream_and_server_errors_share_one_retry_budget(
+    client: OpenAIClient, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.add_faults(Fault.drop(after_chunks=1), Fault.server_error(502))
+    fake_openai.add_faults(Fault.server_error(502))
+    fake_openai.add_replies(REPLY, REPLY)
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES)
+    assert info.value.status == 502 and "gave up after 3 attempts" in str(info.value)
+    assert len(fake_openai.requests) == 3  # max_retries=2
 
 
 @pytest.mark.parametrize("value", ["Wed, 21 Oct 2015 07:28:00 GMT", "whenever you like", "-5"])
@@ -344,6 +369,7 @@ async def test_api_key_is_sent_but_never_leaked(
     for error in errors:
         assert FAKE_API_KEY not in str(error) and FAKE_API_KEY not in repr(error)
         assert error.__cause__ is None or FAKE_API_KEY not in str(error.__cause__)
+        assert error.__context__ is None or FAKE_API_KEY not in str(error.__context__)
     assert caplog.records  # the retries were logged
     for record in caplog.records:
         assert FAKE_API_KEY not in record.getMessage()

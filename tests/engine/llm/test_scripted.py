@@ -107,7 +107,8 @@ async def test_a_scripted_model_error_is_raised() -> None:
 async def test_delay_lets_a_call_be_cancelled() -> None:
     llm = ScriptedClient(["slow"], delay_s=30)
     task = asyncio.create_task(llm.complete(MESSAGES))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)  # one step of the loop: the call begins and waits out its delay
+    assert len(llm.calls) == 1 and not task.done()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

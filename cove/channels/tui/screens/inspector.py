@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 
-from cove.channels.tui.format import duration
+from cove.channels.tui.format import clean, duration
 from cove.conversation import IterationRecord, TurnRecord
 
 
@@ -32,9 +32,10 @@ class InspectorScreen(Screen[None]):
             f"turn {self.turn.position} · iteration {it.position + 1} · {it.status} · "
             f"model {self.turn.model or '-'} · tokens {it.tokens_in:,} in / {it.tokens_out:,} out"
             f" · model {duration(it.llm_ms)} of {duration(it.duration_ms)}"
+            f" · cost ${it.cost_usd:.4f}"
         )
         with VerticalScroll():
-            yield Label(head, classes="inspector-head")
+            yield Label(Text(clean(head)), classes="inspector-head")
             for title, body in (
                 (f"system prompt ({it.system_prompt_hash[:12]})", self.system_prompt),
                 ("user: request message", it.request_message),
@@ -42,5 +43,5 @@ class InspectorScreen(Screen[None]):
                 ("assistant: raw reply", it.raw_reply or "(none)"),
             ):
                 yield Label(title, classes="inspector-section")
-                yield Static(Text(body), classes="inspector-body")
+                yield Static(Text(clean(body)), classes="inspector-body")
         yield Footer()

@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from cove.channels.tui.format import one_line
+from cove.channels.tui.format import clean, one_line
 from cove.conversation import VarVersionRecord
 
 
@@ -89,4 +89,6 @@ class VariableScreen(Screen[None]):
             f"diff v{old.version} → v{new.version} (Enter picks side {self._next_side.upper()})"
         )
         self.diff_text = version_diff(old, new)
-        self.query_one("#diff", Static).update(Syntax(self.diff_text, "diff", theme="ansi_dark"))
+        self.query_one("#diff", Static).update(
+            Syntax(clean(self.diff_text), "diff", theme="ansi_dark")
+        )

@@ -1,14 +1,18 @@
 """``IterationView``: one iteration of a turn, live while it runs, one line once it is done.
 
-It is a single widget that renders its header line and, when expanded, its body: a list of
-renderables ("pieces") appended as events arrive. Textual re-arranges every widget of a
-scrolling pane when one changes size, so one widget per iteration (not one per piece) keeps
-that cost small; an event re-renders only the iteration it belongs to.
+It is a single widget that renders its header line and, when expanded, its body: the reply as
+it streams (its last lines), then the thinking, each code block with its outcome, and notes.
+Textual re-arranges every widget of a scrolling pane when one changes size, so one widget per
+iteration (not one per block) keeps that cost small; an event re-renders only the iteration it
+belongs to. A block cursor (Up/Down, j/k) walks the blocks of expanded iterations and moves on
+to the neighbouring iterations at either end; ``c`` and ``v`` copy the selected block's code and
+value.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from rich.console import Group, RenderableType
@@ -16,16 +20,48 @@ from rich.padding import Padding
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.containers import ScrollableContainer
+from textual.geometry import Region
 from textual.message import Message
 from textual.widget import Widget
 
-from cove.channels.tui.format import cut, duration, one_line
+from cove.channels.tui.format import clean, cut, duration, one_line
 from cove.events import VarChange
 
+#: Characters of the streaming reply kept, and lines of it shown, while it arrives.
+STREAM_KEEP = 2000
+STREAM_LINES = 8
+SELECTED = "on #26323a"
 
-def code_piece(code: str) -> RenderableType:
-    """Python source, syntax highlighted."""
-    return Syntax(code, "python", theme="ansi_dark", line_numbers=False, word_wrap=True)
+
+def code_piece(code: str) -> Text:
+    """Python source, syntax highlighted (control characters made visible first).
+
+    Highlighted once into a ``Text``: a ``Syntax`` would run the lexer again on every render
+    of its iteration, and the live iteration renders with every event.
+    """
+    source = cut(code)
+    text = Syntax(source, "python", theme="ansi_dark", word_wrap=True).highlight(source)
+    text.rstrip()
+    return text
+
+
+@dataclass
+class BlockShown:
+    """One code block of an iteration: its source and, once it ran, its outcome."""
+
+    code: str
+    outcome: list[RenderableType] = field(default_factory=list)
+    value: str | None = None
+    shown: Text = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.shown = code_piece(self.code)
+
+    def renderable(self, selected: bool) -> RenderableType:
+        """The block as shown: code, then output, value or error (highlighted when selected)."""
+        body = Group(self.shown, *self.outcome)
+        return Padding(body, (0, 0, 0, 2), style=SELECTED if selected else "")
 
 
 class IterationView(Widget, can_focus=True):
@@ -33,6 +69,8 @@ class IterationView(Widget, can_focus=True):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "expand", "Expand/collapse"),
+        Binding("down,j", "next_block", "Next block", show=False),
+        Binding("up,k", "previous_block", "Previous block", show=False),
         Binding("i", "inspect", "Inspect"),
         Binding("c", "copy_code", "Copy code"),
         Binding("v", "copy_value", "Copy value"),
@@ -52,14 +90,36 @@ class IterationView(Widget, can_focus=True):
         self.budget = budget
         self.live = live
         self.expanded = live
-        self.blocks = 0
+        self.done_blocks = 0
         self.failed_blocks = 0
         self.time_ms = 0.0
         self.summary = ""
         self.received = 0  # characters of the reply streamed so far
-        self.codes: list[str] = []
-        self.values: list[str] = []
-        self.pieces: list[RenderableType] = []
+        self.streamed = ""  # its last STREAM_KEEP characters, until the reply is read
+        self.selected: int | None = None  # the block under the cursor
+        self.block_views: list[BlockShown] = []
+        self.lead: list[RenderableType] = []  # thinking, an unreadable reply
+        self.notes: list[RenderableType] = []  # variables written, nudges, steering
+
+    @property
+    def codes(self) -> list[str]:
+        """The source of each code block."""
+        return [b.code for b in self.block_views]
+
+    @property
+    def values(self) -> list[str]:
+        """The values of the blocks that produced one, in order."""
+        return [b.value for b in self.block_views if b.value is not None]
+
+    @property
+    def pieces(self) -> list[RenderableType]:
+        """The body as it is shown when expanded."""
+        stream: list[RenderableType] = []
+        if self.streamed:
+            tail = clean(self.streamed).splitlines()[-STREAM_LINES:]
+            stream.append(Text("\n".join(tail), style="dim"))
+        blocks = [b.renderable(i == self.selected) for i, b in enumerate(self.block_views)]
+        return [*stream, *self.lead, *blocks, *self.notes]
 
     def render(self) -> RenderableType:
         header = self.header()
@@ -72,38 +132,38 @@ class IterationView(Widget, can_focus=True):
     def copy(self) -> IterationView:
         """A new, unmounted view with the same content (a removed widget cannot be mounted)."""
         twin = IterationView(self.turn_position, self.number, self.budget, live=False)
-        for name in ("blocks", "failed_blocks", "time_ms", "summary", "received"):
+        for name in ("done_blocks", "failed_blocks", "time_ms", "summary", "received"):
             setattr(twin, name, getattr(self, name))
-        twin.codes, twin.values, twin.pieces = (
-            list(self.codes),
-            list(self.values),
-            list(self.pieces),
-        )
+        twin.block_views = list(self.block_views)
+        twin.lead, twin.notes = list(self.lead), list(self.notes)
         return twin
 
     def add_delta(self, text: str) -> None:
-        """A chunk of the reply as it streams: only the header's count changes."""
+        """A chunk of the reply as it streams: its last lines show until the reply is read."""
         self.received += len(text)
-        if self.is_mounted:
-            self.refresh()  # same height: no layout
+        self.streamed = (self.streamed + text)[-STREAM_KEEP:]
+        if self.expanded:
+            self._refresh()
 
     def add_reply(
         self, thinking: str | None, code: Sequence[str], parse_error: str | None = None
     ) -> None:
         """The model's reply: thinking, code blocks, or why it could not be read."""
+        self.streamed = ""
         if thinking:
             self.summary = one_line(thinking)
-            self._add(Text(cut(thinking), style="dim italic"))
+            self.lead.append(Text(cut(thinking), style="dim italic"))
         if parse_error:
             self.summary = "unreadable reply"
-            self._add(Text("unreadable reply: " + cut(parse_error), style="red"))
-        for source in code:
-            self.codes.append(source)
-            self._add(code_piece(source))
+            self.lead.append(Text("unreadable reply: " + cut(parse_error), style="red"))
+        self.block_views += [BlockShown(source) for source in code]
+        self._changed()
 
     def add_block(
         self,
         *,
+        number: int | None = None,
+        code: str = "",
         ok: bool,
         result_preview: str | None,
         stdout: str,
@@ -112,22 +172,28 @@ class IterationView(Widget, can_focus=True):
         duration_ms: float,
         timed_out: bool = False,
     ) -> None:
-        """A finished code block: output, value or error, and how long it ran."""
-        self.blocks += 1
+        """A finished code block (``number`` from 1): output, value or error, and its time."""
+        index = -1 if number is None else number - 1
+        if not 0 <= index < len(self.block_views):
+            self.block_views.append(BlockShown(code))
+            index = len(self.block_views) - 1
+        block = self.block_views[index]
+        self.done_blocks += 1
         self.time_ms += duration_ms
         if stdout:
-            self._add(Text(cut(stdout.rstrip()), style="default"))
+            block.outcome.append(Text(cut(stdout.rstrip()), style="default"))
         if stderr:
-            self._add(Text(cut(stderr.rstrip()), style="yellow"))
+            block.outcome.append(Text(cut(stderr.rstrip()), style="yellow"))
         if ok:
             if result_preview is not None:
-                self.values.append(result_preview)
-                self._add(Text.assemble(("→ ", "green"), cut(result_preview)))
-            self._add(Text(f"  block {self.blocks} · {duration(duration_ms)}", style="dim"))
+                block.value = result_preview
+                block.outcome.append(Text.assemble(("→ ", "green"), cut(result_preview)))
+            block.outcome.append(Text(f"block {index + 1} · {duration(duration_ms)}", "dim"))
         else:
             self.failed_blocks += 1
             what = "timed out" if timed_out else "failed"
-            self._add(Text(f"✗ {what} after {duration(duration_ms)}: {cut(error or '')}", "red"))
+            line = f"✗ {what} after {duration(duration_ms)}: {cut(error or '')}"
+            block.outcome.append(Text(line, style="red"))
         self._refresh()
 
     def add_vars(self, changes: Sequence[VarChange]) -> None:
@@ -137,41 +203,127 @@ class IterationView(Widget, can_focus=True):
             for c in changes[:12]
         )
         more = f" +{len(changes) - 12} more" if len(changes) > 12 else ""
-        self._add(Text.assemble(("variables: ", "magenta"), shown + more))
+        self.notes.append(Text.assemble(("variables: ", "magenta"), clean(shown) + more))
+        self._changed()
 
     def add_note(self, text: str, style: str = "yellow") -> None:
         """A nudge, a sandbox restart, a steering message."""
-        self._add(Text(text, style=style))
+        self.notes.append(Text(cut(text), style=style))
+        self._changed()
 
     def finish(self) -> None:
         """The iteration is over: collapse it to its header line."""
         self.live = False
         self.expanded = False
+        self.streamed = ""
         self._refresh()
 
     # -- actions ---------------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("copy_code", "copy_value"):
+            return bool(self.block_views)  # else the key does what the pane does with it
+        return True
+
     def action_expand(self) -> None:
         self.expanded = not self.expanded
+        if self.expanded and self.selected is None and self.block_views:
+            self.selected = 0
         self._refresh()
 
     def action_inspect(self) -> None:
         self.post_message(self.InspectRequested(self))
 
+    def action_next_block(self) -> None:
+        if self.expanded and self.selected is not None and self.selected + 1 < len(self.codes):
+            self.select(self.selected + 1)
+        else:
+            self._leave(forward=True)
+
+    def action_previous_block(self) -> None:
+        if self.expanded and self.selected is not None and self.selected > 0:
+            self.select(self.selected - 1)
+        else:
+            self._leave(forward=False)
+
     def action_copy_code(self) -> None:
-        if self.codes:
-            self.app.copy_to_clipboard("\n\n".join(self.codes))
-            self.notify("code copied")
+        chosen = self._chosen()
+        text = "\n\n".join(self.codes) if chosen is None else chosen.code
+        self.app.copy_to_clipboard(text)
+        self.notify("code copied" if chosen is None else f"block {self.selected_label} copied")
 
     def action_copy_value(self) -> None:
-        if self.values:
-            self.app.copy_to_clipboard(self.values[-1])
-            self.notify("value copied")
+        chosen = self._chosen()
+        last = self.values[-1] if self.values else None
+        value = chosen.value if chosen is not None else last
+        if value is None:
+            self.notify("that block has no value", severity="warning")
+            return
+        self.app.copy_to_clipboard(value)
+        self.notify("value copied")
+
+    # -- the block cursor ------------------------------------------------------------------
+
+    @property
+    def selected_label(self) -> str:
+        """``2/3`` for the second of three blocks, or empty."""
+        return "" if self.selected is None else f"{self.selected + 1}/{len(self.block_views)}"
+
+    def select(self, index: int | None) -> None:
+        """Put the block cursor on block ``index`` (from 0) and show it."""
+        self.selected = index
+        self._refresh()
+        if index is not None and self.is_mounted:
+            self.call_after_refresh(self._show_selected)
+
+    def on_focus(self) -> None:
+        if self.selected is None and self.block_views and self.expanded:
+            self.select(0)
+
+    def on_blur(self) -> None:
+        if self.selected is not None:
+            self.selected = None
+            self._refresh()
+
+    def _chosen(self) -> BlockShown | None:
+        if self.expanded and self.selected is not None:
+            return self.block_views[self.selected]
+        return None
+
+    def _leave(self, *, forward: bool) -> None:
+        """Move the focus to the neighbouring iteration, its cursor on the nearest block.
+
+        The ends of the pane stay put (no wrapping round to the other end)."""
+        chain = [w for w in self.screen.focus_chain if w.has_class("iteration")]
+        index = chain.index(self) + (1 if forward else -1) if self in chain else -1
+        if not 0 <= index < len(chain):
+            return
+        target = chain[index]
+        target.focus()
+        if isinstance(target, IterationView) and target.expanded and target.block_views:
+            target.select(0 if forward else len(target.block_views) - 1)
+
+    def _show_selected(self) -> None:
+        """Scroll so the selected block is in view (the widget may be taller than the pane)."""
+        if self.selected is None or not self.expanded:
+            return
+        options = self.app.console.options.update_width(max(1, self.content_size.width - 4))
+        shown = [self.header(), *self.pieces]
+        first = len(shown) - len(self.notes) - len(self.block_views) + self.selected
+        top = sum(len(self.app.console.render_lines(p, options)) for p in shown[:first])
+        height = len(self.app.console.render_lines(shown[first], options))
+        # Offsets add up from this widget to the scrolling pane that holds it.
+        node: Widget = self
+        while isinstance(node.parent, Widget) and not isinstance(node.parent, ScrollableContainer):
+            top += node.virtual_region.y
+            node = node.parent
+        if isinstance(node.parent, ScrollableContainer):
+            top += node.virtual_region.y
+            node.parent.scroll_to_region(Region(0, top, 1, height), animate=False)
 
     # -- internals -------------------------------------------------------------------------
 
-    def _add(self, piece: RenderableType) -> None:
-        self.pieces.append(piece)
+    def _changed(self) -> None:
         if self.expanded:
             self._refresh()
 
@@ -187,9 +339,11 @@ class IterationView(Widget, can_focus=True):
         if self.live:
             receiving = f" ({self.received:,} chars)" if self.received and not self.summary else ""
             parts.append("running…" + receiving)
-        if self.blocks:
+        if self.done_blocks:
             failed = f", {self.failed_blocks} failed" if self.failed_blocks else ""
-            parts.append(f"{self.blocks} block(s){failed} · {duration(self.time_ms)}")
+            parts.append(f"{self.done_blocks} block(s){failed} · {duration(self.time_ms)}")
+        if self.selected is not None and self.expanded:
+            parts.append(f"block {self.selected_label}")
         if self.summary:
             parts.append(self.summary)
         return Text(

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from cove.channels.tui.format import age
+from cove.channels.tui.format import age, clean
 
 
 @dataclass
@@ -131,6 +131,6 @@ class Sidebar(Vertical):
         style = "bold" if entry.id == self.current else ""
         return Text.assemble(
             (f"{mark} ", "green" if entry.running else "cyan"),
-            ((entry.title or "(untitled)")[:40], style),
+            (clean((entry.title or "(untitled)")[:40]), style),
             (f"  {age(entry.updated_at, now)}", "dim"),
         )

@@ -1,17 +1,29 @@
 """``Timeline``: a conversation's turns, loaded from its transcript and extended by events.
 
-Loading builds one ``TurnView`` per recorded turn with collapsed iterations; ``apply`` routes each
-live event to the one widget it changes. Events for turns or iterations already loaded from the
-store are ignored, so attaching the watch before reading the transcript leaves no gap and shows
-nothing twice.
+Only the newest ``TURN_WINDOW`` turns are widgets (``TurnView``, iterations collapsed); older ones
+are one ``EarlierTurns`` line, so the cost of a layout change, which grows with the widgets in the
+pane, does not grow with the conversation. Enter on that line asks for the previous turns, which
+the app reads from the store and hands to ``show_earlier``. ``apply`` routes each live event to
+the one widget it changes. Events for turns or iterations already loaded from the store are
+ignored, so attaching the watch before reading the transcript leaves no gap and shows nothing
+twice.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from typing import ClassVar
 
+from rich.console import RenderableType
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
 
+from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.turn import TurnView
 from cove.conversation import Transcript, TurnRecord, VarVersionRecord
 from cove.events import (
@@ -35,46 +47,130 @@ def cost_text(cost_usd: float, known: bool = True) -> str:
     return f"${cost_usd:.4f}" if known else "cost unknown"
 
 
+#: Turns kept as widgets; older ones fold into the ``EarlierTurns`` line.
+TURN_WINDOW = 8
+
+Versions = dict[tuple[int, int], list[VarVersionRecord]]
+
+
+def versions_by_iteration(records: Sequence[VarVersionRecord]) -> Versions:
+    """Variable versions grouped by (turn position, iteration position)."""
+    versions: Versions = defaultdict(list)
+    for v in records:
+        versions[(v.turn_position, v.iteration_position)].append(v)
+    return versions
+
+
+class EarlierTurns(Widget, can_focus=True):
+    """The turns before the window, as one line; Enter asks for the previous ``TURN_WINDOW``."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "unfold", "Earlier turns")]
+
+    class Wanted(Message):
+        """The person asked to see earlier turns (``positions``, oldest first)."""
+
+        def __init__(self, positions: list[int]) -> None:
+            super().__init__()
+            self.positions = positions
+
+    def __init__(self) -> None:
+        super().__init__(id="earlier", classes="iteration folded")
+        self.positions: list[int] = []  # turn positions not shown, ascending
+        self.display = False
+
+    def render(self) -> RenderableType:
+        if not self.positions:
+            return Text("")
+        count, page = len(self.positions), min(TURN_WINDOW, len(self.positions))
+        return Text(
+            f"▸ {count} earlier turn(s) (#{self.positions[0]}–#{self.positions[-1]}) · "
+            f"Enter shows {page} more",
+            style="dim",
+            no_wrap=True,
+        )
+
+    def on_click(self) -> None:
+        self.action_unfold()
+
+    def action_unfold(self) -> None:
+        if self.positions:
+            self.post_message(self.Wanted(self.positions[-TURN_WINDOW:]))
+
+
 class Timeline(VerticalScroll):
     """The conversation pane."""
 
     def __init__(self) -> None:
         super().__init__(id="timeline")
-        self.turns: dict[int, TurnView] = {}
+        self.turns: dict[int, TurnView] = {}  # the turns shown as widgets, by turn id
+        self.earlier = EarlierTurns()
+
+    @property
+    def turn_count(self) -> int:
+        """Turns of the conversation known here, shown or folded."""
+        return len(self.turns) + len(self.earlier.positions)
+
+    def compose(self) -> ComposeResult:
+        yield self.earlier
 
     def on_mount(self) -> None:
         self.anchor()  # stay at the bottom while events arrive, unless the person scrolled up
 
-    async def load(self, transcript: Transcript) -> None:
-        """Show a stored conversation (replacing whatever was shown)."""
-        await self.remove_children()
+    async def clear(self) -> None:
+        """Show nothing."""
+        await self.remove_children(TurnView)
         self.turns.clear()
-        versions: dict[tuple[int, int], list[VarVersionRecord]] = defaultdict(list)
-        for v in transcript.var_versions:
-            versions[(v.turn_position, v.iteration_position)].append(v)
-        views = [self._from_record(turn, versions) for turn in transcript.turns]
-        await self.mount_all(views)
-        for view, turn in zip(views, transcript.turns, strict=True):
-            self._fill(view, turn, versions)
+        self._set_earlier([])
+
+    async def load(self, transcript: Transcript) -> None:
+        """Show a stored conversation (replacing whatever was shown): its newest turns."""
+        await self.clear()
+        self._set_earlier([t.position for t in transcript.turns[:-TURN_WINDOW]])
+        shown = transcript.turns[-TURN_WINDOW:]
+        await self._mount_records(shown, versions_by_iteration(transcript.var_versions))
         self.scroll_end(animate=False)
 
-    def _from_record(
-        self, turn: TurnRecord, versions: dict[tuple[int, int], list[VarVersionRecord]]
-    ) -> TurnView:
-        view = self.turns[turn.id] = TurnView(turn.id, turn.position, turn.request)
-        return view
-
-    def _fill(
-        self,
-        view: TurnView,
-        turn: TurnRecord,
-        versions: dict[tuple[int, int], list[VarVersionRecord]],
+    async def show_earlier(
+        self, turns: Sequence[TurnRecord], var_versions: Sequence[VarVersionRecord]
     ) -> None:
+        """Show folded turns (read from the store for an ``EarlierTurns.Wanted``) above the rest."""
+        wanted = [t for t in turns if t.position in self.earlier.positions]
+        taken = {t.position for t in wanted}
+        self._set_earlier([p for p in self.earlier.positions if p not in taken])
+        await self._mount_records(wanted, versions_by_iteration(var_versions))
+
+    async def _mount_records(self, turns: Sequence[TurnRecord], versions: Versions) -> None:
+        views = [TurnView(turn.id, turn.position, turn.request) for turn in turns]
+        for view in views:
+            self.turns[view.turn_id] = view
+        await self.mount_all(views, after=self.earlier)
+        for view, turn in zip(views, turns, strict=True):
+            self._fill(view, turn, versions)
+
+    def _set_earlier(self, positions: list[int]) -> None:
+        self.earlier.positions = positions
+        self.earlier.display = bool(positions)
+        self.earlier.refresh()
+
+    def _trim(self) -> None:
+        """Fold the oldest turns shown while more than ``TURN_WINDOW`` are."""
+        if len(self.turns) <= TURN_WINDOW:
+            return
+        ordered = sorted(self.turns.values(), key=lambda v: v.position)
+        folded = ordered[: len(ordered) - TURN_WINDOW]
+        for view in folded:
+            del self.turns[view.turn_id]
+            view.remove()
+        self._set_earlier(sorted([*self.earlier.positions, *(v.position for v in folded)]))
+
+    def _fill(self, view: TurnView, turn: TurnRecord, versions: Versions) -> None:
         for it in turn.iterations:
             iteration = view.iteration(it.position + 1, None, live=False)
             iteration.add_reply(it.thinking, [b.code for b in it.blocks], it.parse_error)
-            for block in it.blocks:
+            for index, block in enumerate(it.blocks):
                 iteration.add_block(
+                    number=index + 1,
+                    code=block.code,
                     ok=block.ok,
                     result_preview=block.result_preview,
                     stdout=block.stdout,
@@ -109,6 +205,7 @@ class Timeline(VerticalScroll):
                     event.turn_id, event.position, event.request
                 )
                 self.mount(view)
+                self._trim()
             return
         turn = self.turns.get(getattr(event, "turn_id", -1))
         if turn is None or turn.finished:
@@ -116,37 +213,10 @@ class Timeline(VerticalScroll):
         if isinstance(event, IterationStarted):
             if event.iteration not in turn.iterations:
                 turn.iteration(event.iteration, event.budget, live=True)
-        elif isinstance(event, ModelDelta):
+        elif isinstance(event, ModelDelta | ModelReply | BlockFinished | VarsChanged):
             target = turn.iterations.get(event.iteration)
             if target is not None and target.live:
-                target.add_delta(event.text)
-        elif isinstance(event, ModelReply):
-            target = turn.iterations.get(event.iteration)
-            if target is not None and target.live:
-                target.add_reply(event.thinking, event.code, event.parse_error)
-        elif isinstance(event, BlockFinished):
-            target = turn.iterations.get(event.iteration)
-            if target is not None and target.live:
-                target.add_block(
-                    ok=event.ok,
-                    result_preview=event.result_preview,
-                    stdout=event.stdout,
-                    stderr=event.stderr,
-                    error=event.error,
-                    duration_ms=event.duration_ms,
-                    timed_out=event.timed_out,
-                )
-        elif isinstance(event, VarsChanged):
-            target = turn.iterations.get(event.iteration)
-            if target is not None and target.live:
-                target.add_vars(event.changes)
-        elif isinstance(event, Nudge):
-            turn.note(f"nudge: {event.text}")
-        elif isinstance(event, SteerReceived):
-            turn.note(f"you (steering): {event.text}")
-        elif isinstance(event, SandboxRestarted):
-            lost = ", ".join(event.lost) or "nothing"
-            turn.note(f"sandbox restarted ({event.reason}); lost: {lost}", "red")
+                apply_to_iteration(target, event)
         elif isinstance(event, TurnFinished):
             turn.finish(
                 status=event.status,
@@ -156,3 +226,43 @@ class Timeline(VerticalScroll):
                 cost=cost_text(event.cost_usd, event.cost_known),
                 duration_ms=event.duration_ms,
             )
+        else:
+            note = note_of(event)
+            if note is not None:
+                turn.note(*note)
+
+
+def apply_to_iteration(
+    view: IterationView, event: ModelDelta | ModelReply | BlockFinished | VarsChanged
+) -> None:
+    """Show an event of the live iteration ``view``."""
+    if isinstance(event, ModelDelta):
+        view.add_delta(event.text)
+    elif isinstance(event, ModelReply):
+        view.add_reply(event.thinking, event.code, event.parse_error)
+    elif isinstance(event, BlockFinished):
+        view.add_block(
+            number=event.index,
+            code=event.code,
+            ok=event.ok,
+            result_preview=event.result_preview,
+            stdout=event.stdout,
+            stderr=event.stderr,
+            error=event.error,
+            duration_ms=event.duration_ms,
+            timed_out=event.timed_out,
+        )
+    else:
+        view.add_vars(event.changes)
+
+
+def note_of(event: Event) -> tuple[str, str] | None:
+    """The note (text, style) a nudge, a steering message or a sandbox restart shows."""
+    if isinstance(event, Nudge):
+        return f"nudge: {event.text}", "yellow"
+    if isinstance(event, SteerReceived):
+        return f"you (steering): {event.text}", "yellow"
+    if isinstance(event, SandboxRestarted):
+        lost = ", ".join(event.lost) or "nothing"
+        return f"sandbox restarted ({event.reason}); lost: {lost}", "red"
+    return None

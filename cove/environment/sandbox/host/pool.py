@@ -71,6 +71,11 @@ class WorkerPool:
         self._zygote_failed_at: float | None = None
         self._warned = False
 
+    @property
+    def worker_counts(self) -> tuple[int, int]:
+        """Worker processes held now: ``(in use by environments, idle and ready)``."""
+        return len(self._clients), sum(1 for worker in self._idle if worker.alive)
+
     async def start(self) -> None:
         """Make the host non-dumpable, start the zygote and pre-start ``size`` workers.
 

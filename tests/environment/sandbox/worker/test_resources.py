@@ -15,6 +15,9 @@ from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
 from tests.environment.conftest import Extensions, ok, run
 
+#: A block that tells the host it runs (an extension call), then never ends.
+RUNNING_THEN_SPINNING = "echo('running')\nwhile True:\n    pass"
+
 TIMEOUT_S = 2.0
 MARGIN_S = 3.0  # the issue asks for ~1 s; two shared cores get more slack
 
@@ -103,10 +106,12 @@ async def test_the_cpu_limit_kills_the_worker_and_state_survives(tmp_path: Path)
         await workers.aclose()
 
 
-async def test_a_kill_stops_a_running_block_at_once(client: SandboxClient) -> None:
+async def test_a_kill_stops_a_running_block_at_once(
+    client: SandboxClient, extensions: Extensions
+) -> None:
     await ok(client, "keep = 1")
-    task = asyncio.create_task(run(client, "while True:\n    pass", timeout_s=60.0))
-    await asyncio.sleep(0.3)
+    task = asyncio.create_task(run(client, RUNNING_THEN_SPINNING, timeout_s=60.0))
+    await asyncio.wait_for(extensions.called.wait(), timeout=60)  # the block runs
     started = time.monotonic()
     await client.kill()
     outcome = await task
@@ -116,10 +121,12 @@ async def test_a_kill_stops_a_running_block_at_once(client: SandboxClient) -> No
     assert (await ok(client, "keep")).value_preview == "1"
 
 
-async def test_cancelling_execute_kills_the_block(client: SandboxClient) -> None:
+async def test_cancelling_execute_kills_the_block(
+    client: SandboxClient, extensions: Extensions
+) -> None:
     await ok(client, "keep = 2")
-    task = asyncio.create_task(run(client, "while True:\n    pass", timeout_s=60.0))
-    await asyncio.sleep(0.3)
+    task = asyncio.create_task(run(client, RUNNING_THEN_SPINNING, timeout_s=60.0))
+    await asyncio.wait_for(extensions.called.wait(), timeout=60)  # the block runs
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -1,0 +1,180 @@
+"""The service's HTTP side: one app (operations endpoints + the web channel), one uvicorn
+server running inside the service's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute, Mount
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from cove.channels.serve import ops
+from cove.channels.serve.logs import REQUEST_ID
+from cove.errors import ConfigError
+
+log = logging.getLogger("cove.serve.http")
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class RequestContext:
+    """Gives each request an id (a sane ``X-Request-ID`` or a new one) for every log line it
+    causes, returns it as ``X-Request-ID`` and logs one access line: method, path (never the
+    query string, which may carry a login token), status and time."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex[:16]
+        token = REQUEST_ID.set(request_id)
+        started, status = time.perf_counter(), 0
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"x-request-id", request_id.encode()),
+                ]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            fields = {"method": scope["method"], "path": scope["path"], "status": status}
+            fields["ms"] = round((time.perf_counter() - started) * 1000, 1)
+            level = logging.DEBUG if scope["path"] in ("/healthz", "/metrics") else logging.INFO
+            log.log(level, "request", extra={"fields": fields})
+            REQUEST_ID.reset(token)
+
+
+class Draining:
+    """While the service stops, refuses every change (a send above all) with 503."""
+
+    def __init__(self, app: ASGIApp, state: ops.OpsState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.state.draining and scope["method"] in _CHANGES:
+            body = b'{"error": "cove is shutting down and takes no new turns"}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"retry-after", b"5"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+def build_app(state: ops.OpsState, web: Starlette | None) -> Starlette:
+    """The service's app: operations endpoints, then the web channel (if any) at ``/``.
+
+    A mounted app's lifespan does not run by itself, so this app's lifespan runs the web's.
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if web is None:
+            yield
+            return
+        async with web.router.lifespan_context(web):
+            yield
+
+    routes: list[BaseRoute] = list(ops.ROUTES)
+    if web is not None:
+        routes.append(Mount("/", app=web))
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(RequestContext), Middleware(Draining, state=state)],
+    )
+    app.state.ops = state
+    return app
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the service owns SIGTERM and SIGINT."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class HttpServer:
+    """Serves an ASGI app on ``host:port`` inside the running event loop."""
+
+    name = "http"
+
+    def __init__(self, app: Starlette, host: str, port: int) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Bind (port 0 picks a free one, then ``port`` says which) and start serving.
+
+        Raises:
+            ConfigError: The address cannot be bound (in use, not this machine's).
+        """
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise ConfigError(f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from exc
+        self.port = sock.getsockname()[1]
+        config: Any = uvicorn.Config(
+            self.app,
+            lifespan="on",
+            log_config=None,
+            access_log=False,
+            proxy_headers=False,
+            server_header=False,
+            timeout_graceful_shutdown=3,
+        )
+        self._server = _Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()  # raises why it stopped
+                raise RuntimeError("the HTTP server stopped while starting")
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        """Stop listening, let open requests end (bounded), run the app's shutdown."""
+        if self._server is None or self._task is None:
+            return
+        self._server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._server = self._task = None

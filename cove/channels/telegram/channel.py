@@ -1,0 +1,235 @@
+"""``TelegramChannel``: the bot as a part another program starts and stops in its own loop.
+
+It drives a ``Conversations`` it does not own (``cove serve`` runs it beside the web app; the
+standalone ``cove telegram`` owns one). ``start`` returns once updates are being received, by
+long polling or, with a webhook URL, by a small uvicorn server whose requests must carry the
+secret token Telegram was given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+import uvicorn
+from telegram import BotCommand, Update
+from telegram.error import InvalidToken, TelegramError
+from telegram.ext import (
+    Application,
+    ApplicationBuilder,
+    CommandHandler,
+    MessageHandler,
+    TypeHandler,
+    filters,
+)
+
+from cove.channels.telegram.commands import COMMANDS, Commands
+from cove.channels.telegram.handlers import Core
+from cove.channels.telegram.logs import Redaction, quiet_http_logs
+from cove.channels.telegram.options import TelegramOptions
+from cove.channels.telegram.outbox import Outbox
+from cove.conversation import Conversations
+from cove.errors import ConfigError, CoveError
+
+log = logging.getLogger("cove.telegram")
+
+# python-telegram-bot's documented opt-in to time periods as ``timedelta`` (the coming default);
+# without it every flood-control error also raises a deprecation warning.
+os.environ.setdefault("PTB_TIMEDELTA", "true")
+
+#: The update kinds the bot asks Telegram for.
+UPDATES = ["message"]
+
+
+class TelegramChannel:
+    """The Telegram bot over a ``Conversations``: ``await start()``, later ``await stop()``."""
+
+    name = "telegram"
+
+    def __init__(self, convs: Conversations, options: TelegramOptions) -> None:
+        self.convs = convs
+        self.options = options
+        self.app: Application = _build(options)  # type: ignore[type-arg]
+        self.outbox = Outbox(self.app.bot, options.global_rate)
+        self.core = Core(convs, self.outbox, options)
+        self._webhook: asyncio.Task[None] | None = None
+        self._webhook_server: uvicorn.Server | None = None
+        self._sockets: list[socket.socket] = []
+        self.webhook_port = 0  # the port the webhook listens on, once started
+        self._started = False
+        self._redaction = Redaction(options.token)
+        _register(self.app, self.core)
+
+    async def start(self) -> None:
+        """Connect (``getMe``), register the commands and begin receiving updates.
+
+        Raises:
+            telegram.error.TelegramError: The Bot API refused the token or is unreachable.
+        """
+        quiet_http_logs()
+        self._redaction.install()
+        if not self.options.allow and not self.options.allow_usernames:
+            log.warning(
+                "the Telegram allow-list is empty: every user is refused "
+                "(set COVE_TELEGRAM_ALLOW to user or chat ids)"
+            )
+        try:
+            await self._initialize()
+        except BaseException:
+            with contextlib.suppress(Exception):  # undo what started; the first error counts
+                if self._started:
+                    await self.stop()
+                else:
+                    await self.app.shutdown()
+            self._redaction.remove()
+            raise
+
+    async def _initialize(self) -> None:
+        try:
+            await self.app.initialize()
+        except InvalidToken:
+            raise ConfigError(
+                "the Bot API refused the bot token (check TELEGRAM_BOT_TOKEN)"
+            ) from None
+        except TelegramError as exc:
+            raise CoveError(
+                f"cannot reach the Bot API at {self.options.api_url}: {exc.message}"
+            ) from None
+        me = self.app.bot
+        self.core.username = me.username or ""
+        self.core.bot_id = me.id
+        await self.outbox.call(
+            lambda: me.set_my_commands([BotCommand(name, text) for name, text in COMMANDS]),
+            method="setMyCommands",
+        )
+        await self.app.start()
+        self._started = True
+        if self.options.webhook_url:
+            await self._start_webhook()
+        else:
+            assert self.app.updater is not None
+            await self.app.updater.start_polling(
+                timeout=dt.timedelta(seconds=self.options.poll_timeout_s),
+                allowed_updates=UPDATES,
+            )
+        log.info("Telegram bot @%s is running", self.core.username)
+
+    async def stop(self) -> None:
+        """Stop receiving, cancel the turns this bot runs, wait for its tasks; idempotent."""
+        if not self._started:
+            return
+        self._started = False
+        if self._webhook is not None:
+            await self._stop_webhook()
+        elif self.app.updater is not None and self.app.updater.running:
+            await self.app.updater.stop()
+        for handles in list(self.core.roster.turns.values()):
+            for handle in list(handles):
+                await handle.cancel()
+        if self.core.tasks:
+            await asyncio.gather(*list(self.core.tasks), return_exceptions=True)
+        await self.app.stop()
+        await self.app.shutdown()
+        self._redaction.remove()
+
+    async def _start_webhook(self) -> None:
+        from cove.channels.telegram.webhook import webhook_app
+
+        secret = secrets.token_urlsafe(32)
+        path = urlsplit(self.options.webhook_url).path or "/"
+        try:
+            sock = socket.create_server((self.options.webhook_host, self.options.webhook_port))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen for the webhook on {self.options.webhook_host}:"
+                f"{self.options.webhook_port}: {exc.strerror}"
+            ) from exc
+        config = uvicorn.Config(
+            webhook_app(self.app, path, secret), log_level="warning", lifespan="off"
+        )
+        config.load()
+        server = uvicorn.Server(config)
+        # The server's own pieces, not ``serve``: that would take over the process's signals.
+        server.lifespan = config.lifespan_class(config)
+        await server.startup(sockets=[sock])
+        self._webhook_server = server
+        self._webhook = asyncio.create_task(server.main_loop())
+        self._sockets = [sock]
+        self.webhook_port = sock.getsockname()[1]
+        bot = self.app.bot
+        await self.outbox.call(
+            lambda: bot.set_webhook(
+                self.options.webhook_url, secret_token=secret, allowed_updates=UPDATES
+            ),
+            method="setWebhook",
+        )
+
+    async def _stop_webhook(self) -> None:
+        assert self._webhook is not None and self._webhook_server is not None
+        with contextlib.suppress(Exception):
+            await self.app.bot.delete_webhook()
+        self._webhook_server.should_exit = True
+        with contextlib.suppress(Exception):
+            await self._webhook
+        await self._webhook_server.shutdown(sockets=self._sockets)
+        self._webhook = None
+
+    def observe_updates(
+        self,
+        *,
+        on_update: Callable[[], object] | None = None,
+        on_api_error: Callable[[str], object] | None = None,
+    ) -> None:
+        """Be told of every update received and of every failed Bot API call (its method).
+
+        Call before ``start``; for metrics.
+        """
+        if on_update is not None:
+            counter = on_update
+
+            async def count(update: object, context: object) -> None:
+                counter()
+
+            # A group of its own, ahead of the bot's: every group runs, so nothing is skipped.
+            self.app.add_handler(TypeHandler(Update, count), group=-1)
+        self.outbox.on_error = on_api_error
+
+    @property
+    def api_calls(self) -> int:
+        """Bot API calls the outbox made so far (for measurements)."""
+        return self.outbox.calls
+
+
+def _build(options: TelegramOptions) -> Application:  # type: ignore[type-arg]
+    return (
+        ApplicationBuilder()
+        .token(options.token.reveal())
+        .base_url(options.base_url)
+        .base_file_url(options.base_file_url)
+        .connection_pool_size(128)
+        .pool_timeout(30.0)
+        .get_updates_read_timeout(options.poll_timeout_s + 10)
+        .job_queue(None)
+        .build()
+    )
+
+
+def _register(app: Application, core: Core) -> None:  # type: ignore[type-arg]
+    commands = Commands(core)
+    for name, run in commands.table().items():
+        app.add_handler(CommandHandler(name, core.command(run)))
+    content = (filters.TEXT & ~filters.COMMAND) | filters.Document.ALL | filters.PHOTO
+    app.add_handler(MessageHandler(content, core.on_message))
+
+    async def on_error(update: object, context: object) -> None:
+        error = getattr(context, "error", None)
+        log.error("update failed: %s: %s", type(error).__name__, error)
+
+    app.add_error_handler(on_error)

@@ -1,0 +1,212 @@
+"""The bot's commands (registered with ``setMyCommands``)."""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Sequence
+
+from cove.channels.cli.export import to_markdown
+from cove.channels.telegram.handlers import Command, Core
+from cove.channels.telegram.outbox import ChatRef
+from cove.errors import CoveError, NotFound
+from cove.events import ReplayFinished, ReplayTurnChecked
+
+#: (command, description) as the Telegram menu shows them.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("start", "what this bot does"),
+    ("help", "the commands"),
+    ("new", "start a fresh conversation (the old one stays)"),
+    ("cancel", "stop the running turn and drop queued messages"),
+    ("vars", "the variables of this conversation"),
+    ("var", "NAME: every version of one variable"),
+    ("history", "the turns so far"),
+    ("fork", "N: continue from turn N in a new conversation"),
+    ("title", "TEXT: rename this conversation"),
+    ("export", "the whole conversation as a Markdown file"),
+    ("replay", "re-run the recorded turns and compare"),
+    ("status", "which conversation this chat talks to"),
+)
+LIST_CHARS = 3500
+HELP = (
+    "I answer by writing and running Python in a sandbox that keeps its variables between "
+    "messages. Send a question, a CSV or a photo.\n\n"
+    + "\n".join(f"/{name} — {text}" for name, text in COMMANDS)
+)
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=False)
+
+
+def _short(text: str, limit: int) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+
+
+def _bounded(lines: Sequence[str], what: str) -> str:
+    """Join lines while they fit one message; say how many were left out."""
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        if size + len(line) > LIST_CHARS:
+            kept.append(f"… and {len(lines) - len(kept)} more {what}")
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept)
+
+
+class Commands:
+    """One method per command; each takes the chat and the command's arguments."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.convs = core.convs
+        self.out = core.outbox
+
+    def table(self) -> dict[str, Command]:
+        """Command name -> implementation."""
+        return {
+            "start": self.help,
+            "help": self.help,
+            "new": self.new,
+            "cancel": self.cancel,
+            "vars": self.vars,
+            "var": self.var,
+            "history": self.history,
+            "fork": self.fork,
+            "title": self.title,
+            "export": self.export,
+            "replay": self.replay,
+            "status": self.status,
+        }
+
+    async def _current(self, chat: ChatRef) -> str:
+        return await self.core.roster.current(chat)
+
+    async def help(self, chat: ChatRef, args: list[str]) -> None:
+        await self.out.plain(chat, HELP)
+
+    async def new(self, chat: ChatRef, args: list[str]) -> None:
+        old = await self._current(chat)
+        record = await self.core.roster.start_new(chat)
+        await self.out.say(
+            chat,
+            f"🆕 New conversation <code>{_e(record.id)}</code>. The previous one "
+            f"(<code>{_e(old)}</code>) is kept: <code>cove show {_e(old[:12])}</code>.",
+        )
+
+    async def cancel(self, chat: ChatRef, args: list[str]) -> None:
+        withdrawn = 0
+        for handle in list(self.core.roster.turns.get(chat.key, ())):
+            if not handle.started and await handle.cancel():
+                withdrawn += 1
+        cid = await self._current(chat)
+        stopped = await self.convs.cancel(cid)
+        said = "⏹ Cancelling the running turn." if stopped else await self._idle_or_elsewhere(cid)
+        if withdrawn:
+            said += f" Dropped {withdrawn} queued message{'s' if withdrawn > 1 else ''}."
+        await self.out.plain(chat, said)
+
+    async def _idle_or_elsewhere(self, cid: str) -> str:
+        record = await self.convs.get(cid)
+        if record.lease_owner and (record.lease_until or 0) > time.time():
+            return "A turn of this conversation runs in another cove process; stop it there."
+        return "Nothing is running."
+
+    async def vars(self, chat: ChatRef, args: list[str]) -> None:
+        current = await self.convs.variables(await self._current(chat))
+        shown = [v for _, v in sorted(current.items()) if v.kind != "deleted"]
+        if not shown:
+            await self.out.plain(chat, "No variables yet.")
+            return
+        lines = [
+            f"<code>{_e(v.name)}</code> · {_e(v.type_name)} · v{v.version}\n"
+            f"  {_e(_short(v.preview, 200))}"
+            for v in shown
+        ]
+        await self.out.say(chat, "<b>Variables</b>\n" + _bounded(lines, "variables"))
+
+    async def var(self, chat: ChatRef, args: list[str]) -> None:
+        if len(args) != 1:
+            raise CoveError("usage: /var NAME")
+        history = await self.convs.var_history(await self._current(chat), args[0])
+        if not history:
+            raise NotFound("variable", args[0], f"there is no variable {args[0]!r}")
+        lines = [
+            f"v{v.version} · turn {v.turn_position} · {_e(v.kind)} {_e(v.type_name)}\n"
+            f"  {_e(_short(v.preview, 200))}"
+            for v in history
+        ]
+        await self.out.say(
+            chat, f"<b>{_e(args[0])}</b> versions\n" + _bounded(lines[::-1], "versions")
+        )
+
+    async def history(self, chat: ChatRef, args: list[str]) -> None:
+        transcript = await self.convs.inspect(await self._current(chat))
+        if not transcript.turns:
+            await self.out.plain(chat, "No turns yet.")
+            return
+        lines = [
+            f"<b>{t.position}</b> [{_e(t.status)}] {_e(_short(t.request, 80))}"
+            + (f"\n  → {_e(_short(t.answer, 160))}" if t.answer else "")
+            for t in transcript.turns
+        ]
+        await self.out.say(chat, _bounded(lines[::-1], "turns"))
+
+    async def fork(self, chat: ChatRef, args: list[str]) -> None:
+        if len(args) != 1 or not args[0].isdigit():
+            raise CoveError("usage: /fork N  (N: a turn number from /history)")
+        record = await self.convs.fork(await self._current(chat), int(args[0]))
+        self.core.roster.switch(chat, record.id)
+        await self.out.say(
+            chat,
+            f"🍴 Forked at turn {int(args[0])}: this chat now talks to "
+            f"<code>{_e(record.id)}</code>.",
+        )
+
+    async def title(self, chat: ChatRef, args: list[str]) -> None:
+        record = await self.convs.rename(await self._current(chat), " ".join(args))
+        await self.out.plain(chat, f"Renamed: {record.title}")
+
+    async def export(self, chat: ChatRef, args: list[str]) -> None:
+        cid = await self._current(chat)
+        document = to_markdown(await self.convs.inspect(cid)).encode()
+        await self.out.document(chat, f"cove-{cid[:12]}.md", document)
+
+    async def replay(self, chat: ChatRef, args: list[str]) -> None:
+        cid = await self._current(chat)
+        await self.out.plain(chat, "🔁 Replaying the recorded turns…")
+        self.core.spawn(self._replay(chat, cid))
+
+    async def _replay(self, chat: ChatRef, cid: str) -> None:
+        problems: list[str] = []
+        ok = False
+        summary = "nothing to replay"
+        try:
+            async for event in self.convs.replay(cid):
+                if isinstance(event, ReplayTurnChecked):
+                    problems += [f"turn {event.position}: {m}" for m in event.mismatches]
+                if isinstance(event, ReplayFinished):
+                    ok = event.ok
+                    summary = f"{event.turns} turns, {event.blocks} blocks"
+        except CoveError as exc:
+            await self.out.plain(chat, f"⚠️ {exc}")
+            return
+        if ok:
+            await self.out.plain(chat, f"✅ Replay matched the record ({summary}).")
+            return
+        shown = "\n".join(_short(p, 200) for p in problems[:10])
+        await self.out.plain(chat, f"❌ Replay diverged from the record.\n{shown}")
+
+    async def status(self, chat: ChatRef, args: list[str]) -> None:
+        record = await self.convs.get(await self._current(chat))
+        running = chat.key in self.core.roster.turns
+        await self.out.say(
+            chat,
+            f"Conversation <code>{_e(record.id)}</code>\n"
+            f"title: {_e(record.title or '(none yet)')}\n"
+            f"turns: {record.turn_count} · {'running' if running else 'idle'}\n"
+            f"model: {_e(self.convs.settings.model.name)}",
+        )

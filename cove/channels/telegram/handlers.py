@@ -1,0 +1,180 @@
+"""What the bot does with an update: the gate, messages and files, and running the commands."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from telegram import Message, Update
+from telegram.ext import ContextTypes
+
+from cove.channels.telegram.options import TelegramOptions
+from cove.channels.telegram.outbox import ChatRef, Outbox
+from cove.channels.telegram.roster import Roster, chat_of, is_allowed
+from cove.channels.telegram.turns import TurnView, safe_name
+from cove.conversation import Conversations
+from cove.errors import CoveError
+
+log = logging.getLogger("cove.telegram")
+
+REFUSAL = (
+    "Sorry, this bot only talks to the people it was set up for. "
+    "Nothing you send here is run or kept."
+)
+Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
+Command = Callable[[ChatRef, list[str]], Awaitable[None]]
+
+
+class Core:
+    """The state every handler shares: conversations, the outbox, the roster, running tasks."""
+
+    def __init__(self, convs: Conversations, outbox: Outbox, options: TelegramOptions) -> None:
+        self.convs = convs
+        self.outbox = outbox
+        self.options = options
+        self.roster = Roster(convs)
+        self.username = ""  # the bot's @username, known once it started
+        self.bot_id = 0
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._refused: set[int] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in the background, held until it ends; failures are logged."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("a background task of the Telegram bot failed")
+
+        task = asyncio.get_running_loop().create_task(guarded())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def admitted(self, update: Update) -> bool:
+        """True for allowed senders; a stranger gets one polite refusal per chat, and a log line."""
+        if is_allowed(update, self.options.allow, self.options.allow_usernames):
+            return True
+        chat = update.effective_chat
+        user = update.effective_user
+        log.warning(
+            "refused an update from user %s in chat %s (not on the allow-list)",
+            user.id if user else "?",
+            chat.id if chat else "?",
+        )
+        if chat is not None and chat.id not in self._refused:
+            self._refused.add(chat.id)
+            message = update.effective_message
+            thread = message.message_thread_id if message and message.is_topic_message else None
+            self.spawn(self._refuse(ChatRef(chat.id, thread)))
+        return False
+
+    async def _refuse(self, chat: ChatRef) -> None:
+        await self.outbox.plain(chat, REFUSAL)
+
+    def addressed(self, message: Message) -> bool:
+        """In a group, only messages that mention the bot or reply to it are for it."""
+        if message.chat.type not in ("group", "supergroup"):
+            return True
+        reply = message.reply_to_message
+        if reply is not None and reply.from_user is not None and reply.from_user.id == self.bot_id:
+            return True
+        text = message.text or message.caption or ""
+        return bool(self.username) and f"@{self.username}".lower() in text.lower()
+
+    def strip_mention(self, text: str) -> str:
+        """The text without the bot's @mention."""
+        if not self.username:
+            return text.strip()
+        mention = f"@{self.username}"
+        index = text.lower().find(mention.lower())
+        if index < 0:
+            return text.strip()
+        return (text[:index] + text[index + len(mention) :]).strip()
+
+    # -- messages --------------------------------------------------------------------------
+
+    async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A text, document or photo: start (or queue) a turn in the chat's conversation."""
+        message = update.effective_message
+        if message is None or not await self.admitted(update) or not self.addressed(message):
+            return
+        self.spawn(self._accept(chat_of(message), message))
+
+    async def _accept(self, chat: ChatRef, message: Message) -> None:
+        async with self.roster.lock(chat):  # the chat's messages run in the order they came
+            try:
+                attachments = await self._download(message)
+                text = self.strip_mention(message.text or message.caption or "")
+                if not text and attachments:
+                    text = f"I sent you the file {attachments[0][0]}."
+                if not text:
+                    return
+                cid = await self.roster.current(chat)
+                handle = self.convs.send(cid, text, attachments)
+            except CoveError as exc:
+                await self.outbox.plain(chat, f"⚠️ {exc}")
+                return
+        self.roster.track(chat, handle)
+        view = TurnView(
+            self.outbox,
+            chat,
+            handle,
+            self.convs.workspaces.path(cid),
+            self.options.group_edit_interval_s if chat.group else self.options.edit_interval_s,
+        )
+        try:
+            await view.run()
+        finally:
+            self.roster.untrack(chat, handle)
+
+    async def _download(self, message: Message) -> list[tuple[str, bytes]]:
+        """The document or photo of a message, as (safe name, bytes); [] when there is none.
+
+        Raises:
+            CoveError: The file is over the size limit.
+        """
+        if message.document is not None:
+            item: Any = message.document
+            name = safe_name(message.document.file_name or "", f"file_{item.file_unique_id}")
+        elif message.photo:
+            item = message.photo[-1]  # the largest size
+            name = f"photo_{safe_name(item.file_unique_id)}.jpg"
+        else:
+            return []
+        limit = self.options.max_file_bytes
+        if item.file_size is not None and item.file_size > limit:
+            raise CoveError(f"the file {name} is over the {limit // (1024 * 1024)} MB limit")
+        file = await self.outbox.call(item.get_file, method="getFile")
+        download = file.download_as_bytearray
+        data = bytes(await self.outbox.call(download, method="download", paced=False))
+        if len(data) > limit:
+            raise CoveError(f"the file {name} is over the {limit // (1024 * 1024)} MB limit")
+        return [(name, data)]
+
+    # -- commands --------------------------------------------------------------------------
+
+    def command(self, run: Command) -> Handler:
+        """A PTB callback for a command: the gate, then ``run(chat, args)`` in the background
+        (in the chat's order; a slow command or a flood wait holds up no other chat); errors
+        are told to the chat."""
+
+        async def callback(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+            message = update.effective_message
+            if message is None or not await self.admitted(update):
+                return
+            self.spawn(self._command(chat_of(message), run, list(context.args or [])))
+
+        return callback
+
+    async def _command(self, chat: ChatRef, run: Command, args: list[str]) -> None:
+        async with self.roster.lock(chat):
+            try:
+                await run(chat, args)
+            except CoveError as exc:
+                await self.outbox.plain(chat, f"⚠️ {exc}")
+            except Exception:
+                log.exception("command failed in chat %s", chat.key)
+                await self.outbox.plain(chat, "⚠️ That command failed; the bot keeps running.")

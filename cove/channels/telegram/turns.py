@@ -1,0 +1,165 @@
+"""One sent turn as a chat sees it: typing, one status message edited as it runs (throttled),
+then the answer as new messages and the files the code wrote as documents."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from pathlib import Path
+
+from cove.channels.telegram.outbox import ChatRef, Outbox
+from cove.channels.telegram.progress import StatusLine
+from cove.conversation import TurnHandle
+from cove.errors import CoveError
+from cove.events import TurnFinished, TurnQueued, TurnStarted
+
+log = logging.getLogger("cove.telegram")
+
+TYPING_EVERY_S = 4.5  # the typing action shows for about five seconds
+MAX_FILES_BACK = 5
+MAX_FILE_BACK_BYTES = 45 * 1024 * 1024  # Bot API upload limit is 50 MB
+QUEUED = "⏳ A turn is running in this chat; this message is queued and runs next."
+
+Snapshot = dict[str, tuple[int, int]]
+
+
+def workspace_snapshot(root: Path) -> Snapshot:
+    """Regular files under ``root`` (no symbolic links, nothing hidden): path -> (size, mtime)."""
+    found: Snapshot = {}
+    if not root.is_dir():
+        return found
+    for path in root.rglob("*"):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts) or path.is_symlink():
+            continue
+        with contextlib.suppress(OSError):
+            if path.is_file():
+                stat = path.lstat()
+                found[relative.as_posix()] = (stat.st_size, stat.st_mtime_ns)
+        if len(found) > 10_000:
+            break
+    return found
+
+
+def safe_name(name: str, fallback: str = "file") -> str:
+    """A file name fit for a workspace or a document: no directories, nothing hidden."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name).strip("._")[:100]
+    return base or fallback
+
+
+class TurnView:
+    """Shows one ``TurnHandle`` in a chat until it ends."""
+
+    def __init__(
+        self, outbox: Outbox, chat: ChatRef, handle: TurnHandle, workspace: Path, interval: float
+    ) -> None:
+        self.outbox = outbox
+        self.chat = chat
+        self.handle = handle
+        self.workspace = workspace
+        self.interval = interval
+        self.status = StatusLine()
+        self.status_id: int | None = None
+        self._shown = ""
+        self._wake = asyncio.Event()
+        self._ended = asyncio.Event()
+        self._before: Snapshot | None = None
+
+    async def run(self) -> TurnFinished | None:
+        """Follow the turn to its end; errors are told to the chat, never raised."""
+        editor = asyncio.create_task(self._edit_loop())
+        typing = asyncio.create_task(self._typing_loop())
+        finished: TurnFinished | None = None
+        try:
+            finished = await self._follow()
+        except CoveError as exc:
+            await self._tell(f"⚠️ {exc}")
+        finally:
+            self._ended.set()
+            self._wake.set()
+            typing.cancel()
+            with contextlib.suppress(Exception):  # told below; the editor never raises out
+                await editor
+        if finished is not None:
+            await self._deliver(finished)
+        return finished
+
+    async def _follow(self) -> TurnFinished | None:
+        finished = None
+        async for event in self.handle:
+            if isinstance(event, TurnQueued):
+                await self._tell(QUEUED)
+            if isinstance(event, TurnStarted):
+                self._before = await asyncio.to_thread(workspace_snapshot, self.workspace)
+            if isinstance(event, TurnFinished):
+                finished = event
+            if self.status.update(event):
+                self._wake.set()
+        return finished
+
+    async def _edit_loop(self) -> None:
+        """Show the status at most once per ``interval``; the last state always."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            ending = self._ended.is_set()
+            try:
+                await self._show(self.status.text())
+            except Exception as exc:  # a failed edit must not end the turn's view
+                log.warning("status update failed in chat %s: %s", self.chat.key, exc)
+            if ending:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ended.wait(), self.interval)
+
+    async def _show(self, text: str) -> None:
+        if text == self._shown:
+            return
+        if self.status_id is None:
+            if self.status.ended is not None and self.status.iteration == 0:
+                return  # ended before it began (withdrawn): the answer or error says it all
+            message = await self.outbox.plain(self.chat, text)
+            self.status_id = message.message_id
+        else:
+            await self.outbox.edit(self.chat, self.status_id, text)
+        self._shown = text
+
+    async def _typing_loop(self) -> None:
+        while True:
+            with contextlib.suppress(Exception):
+                await self.outbox.typing(self.chat)
+            await asyncio.sleep(TYPING_EVERY_S)
+
+    async def _deliver(self, finished: TurnFinished) -> None:
+        try:
+            if finished.answer:
+                await self.outbox.answer(self.chat, finished.answer)
+            elif self.status_id is None and finished.error:
+                await self.outbox.plain(self.chat, f"⚠️ {finished.error}")
+            await self._send_files()
+        except Exception as exc:
+            log.error("could not deliver the answer in chat %s: %s", self.chat.key, exc)
+
+    async def _send_files(self) -> None:
+        """Send the files the turn's code wrote or changed."""
+        if self._before is None:
+            return
+        after = await asyncio.to_thread(workspace_snapshot, self.workspace)
+        changed = [p for p, info in sorted(after.items()) if self._before.get(p) != info]
+        for relative in changed[:MAX_FILES_BACK]:
+            path = self.workspace / relative
+            size = after[relative][0]
+            if size == 0 or size > MAX_FILE_BACK_BYTES:
+                continue
+            data = await asyncio.to_thread(path.read_bytes)
+            await self.outbox.document(self.chat, safe_name(relative), data, caption=relative[:200])
+        if len(changed) > MAX_FILES_BACK:
+            await self._tell(f"…and {len(changed) - MAX_FILES_BACK} more files in the workspace.")
+
+    async def _tell(self, text: str) -> None:
+        try:
+            await self.outbox.plain(self.chat, text)
+        except Exception as exc:
+            log.error("could not write to chat %s: %s", self.chat.key, exc)

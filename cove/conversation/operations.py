@@ -1,0 +1,97 @@
+"""What running cove as a service needs from the layers below: readiness checks and backups.
+
+``Readiness`` answers "can this process take turns now?" — the database is writable, the
+sandbox can start a worker, the model endpoint answers — and caches the answer, because each
+check costs real work (a worker start, an HTTP request). ``backup_database`` copies the live
+database consistently while turns run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cove.config import Settings
+from cove.conversation.health import Check, _endpoint, _sandbox
+from cove.errors import CoveError
+from cove.persistence.maintenance import BackupReport, backup, probe_writable
+
+__all__ = ["BackupReport", "Readiness", "ReadinessReport", "backup_database"]
+
+#: How long a readiness answer is reused before the checks run again.
+READY_CACHE_S = 15.0
+
+
+@dataclass(frozen=True)
+class ReadinessReport:
+    """The checks' verdicts and when they ran (``time.time()``)."""
+
+    checks: tuple[Check, ...]
+    checked_at: float
+
+    @property
+    def ok(self) -> bool:
+        """True when every check passed."""
+        return all(check.ok for check in self.checks)
+
+
+class Readiness:
+    """Cached readiness checks of one database and configuration.
+
+    Concurrent callers share one run of the checks; a result is reused for ``cache_s``.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        cache_s: float = READY_CACHE_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.cache_s = cache_s
+        self._clock = clock
+        self._last: tuple[float, ReadinessReport] | None = None
+        self._lock = asyncio.Lock()
+
+    async def check(self) -> ReadinessReport:
+        """The latest verdict, running the checks if the cached one is too old."""
+        async with self._lock:
+            if self._last is not None and self._clock() - self._last[0] < self.cache_s:
+                return self._last[1]
+            checks = await asyncio.gather(
+                self._database(), _sandbox(self.settings.sandbox), _endpoint(self.settings.model)
+            )
+            report = ReadinessReport(tuple(checks), time.time())
+            self._last = (self._clock(), report)
+            return report
+
+    async def _database(self) -> Check:
+        return await _guarded("database", self._probe_database())
+
+    async def _probe_database(self) -> Check:
+        path = self.settings.store.database
+        await asyncio.to_thread(probe_writable, path)
+        return Check("database", True, f"{path} is writable")
+
+
+async def _guarded(name: str, check: Awaitable[Check]) -> Check:
+    try:
+        return await check
+    except CoveError as exc:
+        return Check(name, False, str(exc))
+    except OSError as exc:
+        return Check(name, False, f"{type(exc).__name__}: {exc}")
+
+
+async def backup_database(settings: Settings, target: str | Path) -> BackupReport:
+    """Copy the configured database to ``target`` consistently, while it is in use.
+
+    Raises:
+        CoveError: ``target`` exists or is the database. StoreError: no database, not cove's,
+            or the copy failed its integrity check.
+    """
+    return await asyncio.to_thread(backup, settings.store.database, str(target))

@@ -1,0 +1,167 @@
+"""Fenced leases: the epoch grows with every takeover and stale-epoch writes are refused."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from cove.errors import Busy
+from cove.persistence.fence import Fence, fenced
+from cove.persistence.records import BlockWrite
+from cove.persistence.store import Store, StoreOpener
+from tests.persistence.store_helpers import FakeClock, count
+
+TTL = 30.0
+
+
+def block(code: str = "x = 1") -> BlockWrite:
+    return BlockWrite(position=0, code=code, ok=True)
+
+
+async def test_the_epoch_grows_with_every_new_holder_and_not_with_renewals(
+    store: Store, clock: FakeClock
+) -> None:
+    conversation = await store.create_conversation(channel="cli")
+
+    first = await store.acquire_lease(conversation.id, "a", TTL)
+    renewed = await store.acquire_lease(conversation.id, "a", TTL)
+    await store.renew_lease(conversation.id, "a", TTL)
+    clock.advance(TTL + 1)
+    taken = await store.acquire_lease(conversation.id, "b", TTL)
+    await store.release_lease(conversation.id, "b")
+    again = await store.acquire_lease(conversation.id, "a", TTL)
+
+    assert (first, renewed, taken, again) == (1, 1, 2, 3)
+
+
+async def test_writes_under_the_current_epoch_land(store: Store) -> None:
+    conversation = await store.create_conversation(channel="cli")
+    epoch = await store.acquire_lease(conversation.id, "a", TTL)
+
+    with fenced(Fence(conversation.id, "a", epoch)):
+        turn = await store.start_turn(conversation.id, "q")
+        iteration = await store.start_iteration(
+            turn.id, 0, system_prompt="s", request_message="r", context_message="c"
+        )
+        await store.record_block(iteration, block())
+        await store.set_title(conversation.id, "fenced title")
+        done = await store.finish_turn(
+            turn.id,
+            status="done",
+            answer="a",
+            confidence=None,
+            tokens_in=0,
+            tokens_out=0,
+            cost_usd=0.0,
+        )
+
+    assert done.status == "done"
+    assert (await store.get_conversation(conversation.id)).title == "fenced title"
+
+
+async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing(
+    store: Store, open_store: Callable[[], StoreOpener], clock: FakeClock, db_path: object
+) -> None:
+    conversation = await store.create_conversation(channel="cli")
+    stale = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", TTL))
+    with fenced(stale):
+        turn = await store.start_turn(conversation.id, "q")
+        iteration = await store.start_iteration(
+            turn.id, 0, system_prompt="s", request_message="r", context_message="c"
+        )
+    clock.advance(TTL + 1)
+    async with open_store() as other:  # another process takes the conversation over
+        assert await other.acquire_lease(conversation.id, "b", TTL) == stale.epoch + 1
+    turns_before = count(db_path, "turn")  # type: ignore[arg-type]
+
+    with fenced(stale):
+        attempts = {
+            "start_turn": lambda: store.start_turn(conversation.id, "late"),
+            "start_iteration": lambda: store.start_iteration(
+                turn.id, 1, system_prompt="s", request_message="r", context_message="c"
+            ),
+            "record_block": lambda: store.record_block(iteration, block()),
+            "add_steering": lambda: store.add_steering(iteration, ["late note"]),
+            "set_title": lambda: store.set_title(conversation.id, "stale title"),
+            "finish_turn": lambda: store.finish_turn(
+                turn.id,
+                status="done",
+                answer="late",
+                confidence=None,
+                tokens_in=0,
+                tokens_out=0,
+                cost_usd=0.0,
+            ),
+        }
+        for name, attempt in attempts.items():
+            with pytest.raises(Busy, match="epoch 1 was refused") as refused:
+                await attempt()
+            assert refused.value.owner == "b", name
+
+    assert count(db_path, "turn") == turns_before  # type: ignore[arg-type]
+    assert count(db_path, "block") == 0  # type: ignore[arg-type]
+    assert count(db_path, "steering") == 0  # type: ignore[arg-type]
+    record = await store.get_conversation(conversation.id)
+    assert record.title is None and record.lease_owner == "b"
+    assert (await store.get_turn(turn.id)).status == "interrupted"  # the takeover's doing
+
+
+async def _in_flight_across(
+    store: Store, takeover: Callable[[], object], fence: Fence, conversation_id: str
+) -> asyncio.Task[object]:
+    """Issue a ``start_turn`` under ``fence`` while the store's thread is held, run
+    ``takeover`` (an awaitable factory) meanwhile, then let the write execute."""
+    gate = threading.Event()
+    # The store's own database thread is kept busy, so the write waits in its queue exactly
+    # as a write does behind a slow unit; the fence is captured when the write is issued.
+    held = asyncio.ensure_future(store._thread.call(lambda conn: gate.wait(10)))
+    with fenced(fence):
+        write: asyncio.Task[object] = asyncio.ensure_future(
+            store.start_turn(conversation_id, "issued before the takeover")
+        )
+    await asyncio.sleep(0)  # let the write reach the thread's queue
+    assert not write.done()
+    await takeover()  # type: ignore[misc]
+    gate.set()
+    await held
+    await asyncio.gather(write, return_exceptions=True)
+    return write
+
+
+async def test_a_write_in_flight_when_another_process_takes_over_does_not_land(
+    store: Store, open_store: Callable[[], StoreOpener], clock: FakeClock, db_path: object
+) -> None:
+    conversation = await store.create_conversation(channel="cli")
+    fence = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", TTL))
+    other = await open_store()
+
+    async def takeover() -> None:
+        clock.advance(TTL + 1)
+        await other.acquire_lease(conversation.id, "b", TTL)
+
+    try:
+        write = await _in_flight_across(store, takeover, fence, conversation.id)
+    finally:
+        await other.aclose()
+
+    assert isinstance(write.exception(), Busy)
+    assert "epoch 1 was refused" in str(write.exception())
+    assert count(db_path, "turn") == 0  # type: ignore[arg-type]
+
+
+async def test_the_same_write_in_flight_lands_when_nobody_takes_over(
+    store: Store, db_path: object
+) -> None:
+    conversation = await store.create_conversation(channel="cli")
+    fence = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", TTL))
+
+    async def nothing() -> None:
+        pass
+
+    write = await _in_flight_across(store, nothing, fence, conversation.id)
+
+    assert write.exception() is None
+    assert count(db_path, "turn") == 1  # type: ignore[arg-type]
