@@ -3,15 +3,17 @@
 1. A database of 1,000 conversations (one of them with 10 finished turns and a few variables):
    requests/s and p50/p99 latency of the list page, that conversation's chat page and its vars
    API, with 16 concurrent HTTP clients.
-2. 100 SSE clients on one conversation while it runs a 20-iteration turn: delivery latency of
-   each ``model_reply`` (from the moment the scripted model returned that reply to the moment a
-   client parsed the event), p50/p99, and the server process's RSS growth. The clients run in a
-   child process so that they do not compete with the server for its GIL.
+2. 1, 10, 100 and 1,000 SSE clients watching one conversation while it runs a 20-iteration
+   turn: delivery latency of each ``model_reply`` (from the moment the scripted model returned
+   that reply to the moment a client parsed the event), p50/p99, and the server process's RSS
+   growth. The clients run in a child process so that they do not compete with the server for
+   its GIL.
 3. With Chromium at /usr/bin/chromium: the time for the browser to load and render a finished
    300-iteration turn.
 
 The server is the real app on uvicorn in a thread; the model is scripted.
-Run: ``.venv/bin/python bench/web_bench.py [--requests 400] [--sse-clients 100]``
+Run: ``.venv/bin/python bench/web_bench.py [--requests 400] [--sse-clients 1,10,100,1000]``;
+``--screenshots docs`` only saves the README's pictures of the chat view and the inspector.
 """
 
 from __future__ import annotations
@@ -34,9 +36,7 @@ import uvicorn
 
 from cove.channels.web import create_app
 from cove.config import ModelSettings, Settings
-from cove.conversation import Conversations, LLMFactory
-from cove.engine.llm import Completion, LLMClient
-from cove.engine.llm.scripted import ScriptedClient
+from cove.conversation import Conversations, LLMFactory, scripted_factory
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -53,11 +53,23 @@ class TimedClient:
     """A scripted model that records when it returned each reply (monotonic seconds)."""
 
     def __init__(self, replies: Sequence[str], delay_s: float = 0.0) -> None:
-        self.inner = ScriptedClient(list(replies), delay_s=delay_s)
-        self.model = self.inner.model
+        self.replies, self.delay_s = list(replies), delay_s
+        self.inner: Any = None
         self.returned: list[float] = []
 
-    async def complete(self, messages: Any, **kwargs: Any) -> Completion:
+    def again(self) -> None:
+        """Start the script over (each fan-out run plays the same turn)."""
+        self.inner = scripted_factory(self.replies, delay_s=self.delay_s)(
+            ModelSettings(), "scripted"
+        )
+        self.returned = []
+
+    @property
+    def model(self) -> str:
+        name: str = self.inner.model
+        return name
+
+    async def complete(self, messages: Any, **kwargs: Any) -> Any:
         completion = await self.inner.complete(messages, **kwargs)
         self.returned.append(time.monotonic())
         return completion
@@ -66,7 +78,10 @@ class TimedClient:
         await self.inner.aclose()
 
     def factory(self) -> LLMFactory:
-        def make(settings: ModelSettings, model: str) -> LLMClient:
+        if self.inner is None:
+            self.again()
+
+        def make(settings: ModelSettings, model: str) -> Any:
             return self
 
         return make
@@ -140,10 +155,9 @@ async def listen_all(base: str, cid: str, clients: int) -> list[tuple[int, float
     """The SSE clients (run in a child process, so they do not share the server's GIL)."""
     received: list[tuple[int, float]] = []
     connected = asyncio.Semaphore(0)
-    after = (1 << 32) - 1
 
     async def listen(http: httpx.AsyncClient) -> None:
-        url = f"/api/conversations/{cid}/events?after={after}"
+        url = f"/api/conversations/{cid}/events?after=0"  # a new conversation: all of it
         async with http.stream("GET", url) as response:
             connected.release()
             async for line in response.aiter_lines():
@@ -166,6 +180,7 @@ async def listen_all(base: str, cid: str, clients: int) -> list[tuple[int, float
 
 
 def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> dict[str, Any]:
+    model.again()
     before = rss_mb()
     child = subprocess.Popen(
         [sys.executable, __file__, "--sse-child", base, cid, str(clients)],
@@ -206,14 +221,80 @@ def browser_render(base: str, cid: str) -> float | None:
     return elapsed
 
 
+SALES = [
+    json.dumps(
+        {
+            "thinking": "Add up the monthly sales first.",
+            "code": ["sales = [120, 95, 143, 170, 160]", "total = sum(sales)", "total"],
+        }
+    ),
+    json.dumps(
+        {
+            "thinking": "Now the mean and the best month.",
+            "code": [
+                "mean = total / len(sales)",
+                "best = 1 + max(range(len(sales)), key=lambda i: sales[i])",
+            ],
+        }
+    ),
+    json.dumps(
+        {
+            "thinking": "Everything is known.",
+            "answer": "| | sales |\n|---|--:|\n| total | {{total}} |\n| mean | {{mean}} |\n\n"
+            "The best month was month **{{best}}**.",
+        }
+    ),
+]
+
+
+def screenshots(folder: Path) -> None:
+    """Save ``web-chat.png`` and ``web-inspector.png`` of a small finished turn."""
+    from playwright.sync_api import sync_playwright
+
+    model = TimedClient(SALES)
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings.load(env={}, data_dir=Path(tmp)).replace(worker_pool_size=1)
+        with serve(settings, model.factory()) as base:
+            cid = asyncio.run(
+                _finished_turn(base, "What were the total and mean sales, and the best month?")
+            )
+            args = ["--no-sandbox", "--headless", "--disable-gpu", "--no-first-run"]
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
+                page = browser.new_page(viewport={"width": 1200, "height": 820})
+                page.goto(f"{base}/c/{cid}")
+                page.click("#turn-1 summary")  # open the timeline
+                page.screenshot(path=str(folder / "web-chat.png"))
+                page.goto(f"{base}/c/{cid}/inspect/1/1")
+                page.screenshot(path=str(folder / "web-inspector.png"))
+                browser.close()
+
+
+async def _finished_turn(base: str, text: str) -> str:
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        created = await http.post("/api/conversations", json={"title": "Quarterly sales"})
+        cid: str = created.json()["id"]
+        await http.post(f"/api/conversations/{cid}/messages", json={"text": text})
+        async with http.stream("GET", f"/api/conversations/{cid}/events?after=0") as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: ") and '"turn_finished"' in line:
+                    break
+    return cid
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--sse-clients", type=int, default=100)
+    parser.add_argument("--sse-clients", default="1,10,100,1000", help="comma-separated counts")
     parser.add_argument("--conversations", type=int, default=1000)
     parser.add_argument("--sse-child", nargs=3, metavar=("URL", "ID", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--screenshots", type=Path, help="only save the README's pictures there")
     args = parser.parse_args(argv)
+    if args.screenshots is not None:
+        screenshots(args.screenshots)
+        print(f"saved {args.screenshots}/web-chat.png and web-inspector.png")
+        return
     if args.sse_child:
         base, cid, clients = args.sse_child
         print(json.dumps(asyncio.run(listen_all(base, cid, int(clients)))), flush=True)
@@ -241,13 +322,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                     f"{label:18} {rate:7.1f} req/s  p50 {percentile(lat, 0.5) * 1000:6.1f} ms  "
                     f"p99 {percentile(lat, 0.99) * 1000:6.1f} ms"
                 )
-            target = asyncio.run(_fresh(base))
-            fan = sse_fanout(base, target, args.sse_clients, fan_model)
-            print(
-                f"SSE fan-out        {fan['clients']} clients, {fan['events']} deliveries: "
-                f"p50 {fan['p50_ms']:.1f} ms  p99 {fan['p99_ms']:.1f} ms  "
-                f"RSS +{fan['rss_growth_mb']:.1f} MB"
-            )
+            for clients in (int(n) for n in args.sse_clients.split(",")):
+                target = asyncio.run(_fresh(base))
+                fan = sse_fanout(base, target, clients, fan_model)
+                print(
+                    f"SSE fan-out  {fan['clients']:5} clients, {fan['events']:6} deliveries: "
+                    f"p50 {fan['p50_ms']:6.1f} ms  p99 {fan['p99_ms']:6.1f} ms  "
+                    f"RSS +{fan['rss_growth_mb']:.1f} MB"
+                )
 
         long_model = TimedClient(
             [code_reply(f"k = {i}") for i in range(299)] + [answer_reply("end")]
@@ -274,7 +356,7 @@ async def _long_turn(base: str) -> str:
     async with httpx.AsyncClient(base_url=base, timeout=600) as http:
         cid: str = (await http.post("/api/conversations", json={})).json()["id"]
         await http.post(f"/api/conversations/{cid}/messages", json={"text": "long"})
-        url = f"/api/conversations/{cid}/events?after={(1 << 32) - 1}"
+        url = f"/api/conversations/{cid}/events?after=0"
         async with http.stream("GET", url) as response:
             async for line in response.aiter_lines():
                 if line.startswith("data: ") and '"turn_finished"' in line:

@@ -7,6 +7,7 @@ from cove.conversation.coalesce import coalesce_deltas
 from cove.conversation.conversations import Conversations, LLMFactory
 from cove.conversation.handle import TurnHandle
 from cove.conversation.list_watch import ListWatch
+from cove.conversation.rebuild import timeline
 from cove.conversation.scripted import scripted_factory
 from cove.conversation.watch_stream import WatchStream
 from cove.persistence.records import (
@@ -15,6 +16,7 @@ from cove.persistence.records import (
     IterationRecord,
     SearchHit,
     Transcript,
+    TurnNote,
     TurnRecord,
     VarVersionRecord,
 )
@@ -29,9 +31,11 @@ __all__ = [
     "SearchHit",
     "Transcript",
     "TurnHandle",
+    "TurnNote",
     "TurnRecord",
     "VarVersionRecord",
     "WatchStream",
     "coalesce_deltas",
     "scripted_factory",
+    "timeline",
 ]

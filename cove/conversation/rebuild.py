@@ -2,8 +2,9 @@
 
 Used for watchers that resume past the ring buffer and for following a turn that another
 process runs. Only what the store keeps can come back: turn started and finished, iteration
-started, the model's reply, each finished block and the variables an iteration changed. Model
-deltas, nudges and sandbox restarts were never stored and are not rebuilt.
+started, the model's reply, each finished block, the variables an iteration changed, and the
+nudges and sandbox restarts kept as turn notes under the seq they were published with. Model
+deltas are never stored and are not rebuilt.
 """
 
 from __future__ import annotations
@@ -22,12 +23,21 @@ from cove.events import (
     Event,
     IterationStarted,
     ModelReply,
+    Nudge,
+    SandboxRestarted,
     SteerReceived,
     TurnFinished,
     TurnStarted,
     VarsChanged,
 )
-from cove.persistence.records import IterationRecord, Transcript, TurnRecord, VarVersionRecord
+from cove.persistence.records import (
+    IterationRecord,
+    Transcript,
+    TurnNote,
+    TurnRecord,
+    VarVersionRecord,
+)
+from cove.persistence.store import Store
 
 #: The context message starts with ``[iteration i/budget]``: the budget the iteration saw.
 _HEADER = re.compile(r"\[iteration \d+/(\d+)\]")
@@ -57,7 +67,37 @@ def rebuild(
             assert seq is not None
             if seq > after:
                 events.append(_stamp(event, cid, seq))
+    notes = [_stamp(_note_event(n), cid, n.seq) for n in transcript.notes if n.seq > after]
+    if notes:
+        events = sorted([*events, *notes], key=lambda event: event.seq)
     return events
+
+
+def timeline(transcript: Transcript) -> list[Event]:
+    """Every event of ``transcript``'s turns the store can rebuild, numbered as they ran.
+
+    What a channel renders a finished turn from: its iterations, blocks, variable changes,
+    nudges and sandbox restarts in the order they happened (only model deltas are missing).
+    """
+    return rebuild(transcript, -1)
+
+
+def _note_event(note: TurnNote) -> Event:
+    if note.kind == "nudge":
+        return Nudge(turn_id=note.turn_id, text=note.text)
+    return SandboxRestarted(
+        turn_id=note.turn_id, reason=note.text, restored=note.restored, lost=note.lost
+    )
+
+
+async def keep_note(store: Store, event: Event) -> None:
+    """Store a published nudge or sandbox restart, so a rebuilt timeline shows it too."""
+    if isinstance(event, Nudge):
+        await store.add_note(event.turn_id, event.seq, "nudge", event.text)
+    elif isinstance(event, SandboxRestarted):
+        await store.add_note(
+            event.turn_id, event.seq, "sandbox_restarted", event.reason, event.restored, event.lost
+        )
 
 
 def _stamp(event: Event, conversation_id: str, seq: int) -> Event:

@@ -14,6 +14,7 @@ from cove.conversation.handle import TurnHandle, withdrawn_event
 from cove.conversation.hub import ConversationHub
 from cove.conversation.lease import held_lease
 from cove.conversation.live import LiveCache, LiveConversation
+from cove.conversation.rebuild import keep_note
 from cove.conversation.turn_queue import TurnQueue
 from cove.conversation.watching import Watching
 from cove.conversation.workspaces import Workspaces
@@ -197,7 +198,9 @@ class Turns:
             handle.query = query
             try:
                 async for event in query.run():
-                    hub.publish(event)
+                    stamped = hub.publish(event)
+                    if stamped is not None:
+                        await keep_note(self.store, stamped)
             finally:
                 del self._running[record.id]
                 handle.query = None

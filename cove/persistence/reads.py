@@ -13,6 +13,7 @@ from typing import Any, Literal, cast
 from cove.errors import AmbiguousId, NotFound
 from cove.persistence import rows
 from cove.persistence.chain import chain, chain_cte
+from cove.persistence.notes import read_notes
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
@@ -20,6 +21,7 @@ from cove.persistence.records import (
     SearchHit,
     SubqueryRecord,
     Transcript,
+    TurnNote,
     TurnRecord,
     VarVersionRecord,
 )
@@ -179,7 +181,17 @@ def transcript(conn: sqlite3.Connection, conversation_id: str, turn: int | None)
             params,
         )
     )
-    return Transcript(conversation, turn_records, var_versions)
+    return Transcript(conversation, turn_records, var_versions, _notes(conn, cte, params, only))
+
+
+def _notes(
+    conn: sqlite3.Connection, cte: str, params: list[Any], only: str
+) -> tuple[TurnNote, ...]:
+    query = (
+        f"{cte} SELECT n.*, t.position FROM turn_note n JOIN turn t ON t.id = n.turn_id"
+        f" {_VISIBLE_TURNS}{only} ORDER BY t.position, n.seq"
+    )
+    return read_notes(conn, query, params)
 
 
 def recent_blocks(
@@ -368,6 +380,7 @@ def transcript_since(conn: sqlite3.Connection, conversation_id: str, position: i
         conversation,
         tuple(turn for part in found for turn in part.turns),
         tuple(version for part in found for version in part.var_versions),
+        tuple(note for part in found for note in part.notes),
     )
 
 

@@ -196,6 +196,22 @@ class VarVersionRecord(VarVersion):
         )
 
 
+NoteKind = Literal["nudge", "sandbox_restarted"]
+
+
+@dataclass(frozen=True)
+class TurnNote:
+    """A nudge or sandbox restart a turn's timeline showed, with the seq it was published under."""
+
+    turn_id: int
+    turn_position: int
+    seq: int
+    kind: NoteKind
+    text: str  # the nudge; the restart's reason
+    restored: tuple[str, ...] = ()  # restarts: the variables restored
+    lost: tuple[str, ...] = ()  # restarts: the variables lost
+
+
 @dataclass(frozen=True)
 class Transcript:
     """A whole conversation: its turns (with iterations and blocks) and variable versions.
@@ -206,6 +222,7 @@ class Transcript:
     conversation: ConversationRecord
     turns: tuple[TurnRecord, ...]
     var_versions: tuple[VarVersionRecord, ...] = field(default=())
+    notes: tuple[TurnNote, ...] = field(default=())
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cove.errors import CoveError, StoreError
-from cove.persistence import leases, reads, writes
+from cove.persistence import leases, notes, reads, writes
 from cove.persistence.checkpoint import Checkpointer
 from cove.persistence.connection import WriteLockBusy, without_waiting
 from cove.persistence.dbthread import DbThread
@@ -31,6 +31,7 @@ from cove.persistence.records import (
     ConversationScan,
     IterationWrite,
     ModelOption,
+    NoteKind,
     ReplyWrite,
     SearchHit,
     SubqueryRecord,
@@ -402,6 +403,22 @@ class Store:
             NotFound: unknown iteration.
         """
         await self._run(writes.add_steering, self._clock(), iteration_id, texts, current_fence())
+
+    async def add_note(
+        self,
+        turn_id: int,
+        seq: int,
+        kind: NoteKind,
+        text: str,
+        restored: Sequence[str] = (),
+        lost: Sequence[str] = (),
+    ) -> None:
+        """Keep a nudge or sandbox restart turn ``turn_id`` showed, under its published seq.
+
+        Raises:
+            NotFound: unknown turn.
+        """
+        await self._run(notes.add_note, self._clock(), turn_id, seq, kind, text, restored, lost)
 
     async def record_reply(self, iteration_id: int, reply: ReplyWrite) -> None:
         """Record the model's reply (with its usage and planned blocks) as soon as it arrives.

@@ -16,6 +16,8 @@ from cove.events import (
     Event,
     IterationStarted,
     ModelReply,
+    Nudge,
+    SandboxRestarted,
     TurnFinished,
     TurnStarted,
     VarsChanged,
@@ -30,6 +32,8 @@ DURABLE = (
     BlockFinished,
     VarsChanged,
     TurnFinished,
+    Nudge,  # kept as turn notes
+    SandboxRestarted,
 )
 
 

@@ -42,6 +42,9 @@ TABLES = {
     ],
     "search_doc": ["id", "turn_id", "kind"],
     "steering": ["id", "iteration_id", "position", "text", "created_at"],
+    "turn_note": [
+        "id", "turn_id", "seq", "kind", "text", "restored", "lost", "created_at",
+    ],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
     "search_fts": ["text"],
@@ -72,6 +75,7 @@ INDEXES = {
     "sqlite_autoindex_var_version_1": ("var_version", ["conversation_id", "name", "version"]),
     "sqlite_autoindex_subquery_1": ("subquery", ["iteration_id", "position"]),
     "sqlite_autoindex_steering_1": ("steering", ["iteration_id", "position"]),
+    "sqlite_autoindex_turn_note_1": ("turn_note", ["turn_id", "seq"]),
 }
 
 

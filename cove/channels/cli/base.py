@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -147,13 +146,6 @@ def warn_unknown_variables(env: Mapping[str, str]) -> None:
     """Warn once on stderr about every ``COVE_*`` variable that no setting reads."""
     for name in unknown_variables(env):
         click.echo(f"cove: warning: {name} matches no setting (ignored)", err=True)
-
-
-def when(timestamp: float | None) -> str:
-    """A timestamp as local ``YYYY-MM-DD HH:MM``."""
-    if timestamp is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
 
 
 def program() -> str:

@@ -13,11 +13,11 @@ import click
 from rich.markdown import Markdown
 from rich.text import Text
 
-from cove.channels.cli.base import command, examples, load_settings, program, when
-from cove.channels.cli.export import to_markdown
+from cove.channels.cli.base import command, examples, load_settings, program
 from cove.channels.cli.json_out import search_json, transcript_json, versions_json
 from cove.channels.cli.render import console_for, cut, print_json, print_table
 from cove.channels.cli.transcript_view import show_transcript
+from cove.channels.export import to_markdown, when
 from cove.config import Settings
 from cove.conversation import Conversations, SearchHit
 from cove.events import jsonable

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from rich.console import Console
 from rich.syntax import Syntax
 
-from cove.channels.cli.base import when
 from cove.channels.cli.render import cut, line
+from cove.channels.export import when
 from cove.config import Settings
 from cove.conversation import IterationRecord, Transcript, TurnRecord, VarVersionRecord
 

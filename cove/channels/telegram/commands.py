@@ -6,7 +6,7 @@ import html
 import time
 from collections.abc import Sequence
 
-from cove.channels.cli.export import to_markdown
+from cove.channels.export import to_markdown
 from cove.channels.telegram.handlers import Command, Core
 from cove.channels.telegram.outbox import ChatRef
 from cove.errors import CoveError, NotFound

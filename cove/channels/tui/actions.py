@@ -10,7 +10,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from cove.channels.cli.export import to_markdown
+from cove.channels.export import to_markdown
 from cove.channels.tui.format import clean
 from cove.channels.tui.screens.dialogs import AskText, Confirm
 from cove.channels.tui.screens.inspector import InspectorScreen

@@ -3,6 +3,6 @@
 ``create_app`` builds the Starlette application; everything goes through ``Conversations``.
 """
 
-from cove.channels.web.app import create_app
+from cove.channels.web.app import create_app, stop_app
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "stop_app"]

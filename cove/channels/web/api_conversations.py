@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from cove.channels.cli.export import to_markdown
+from cove.channels.export import to_json, to_markdown
 from cove.channels.web.errors import BadInput
 from cove.channels.web.state import int_field, json_body, text_field, web
 from cove.conversation import ConversationRecord
@@ -92,7 +91,7 @@ async def export(request: Request) -> Response:
     if fmt == "md":
         body, kind = to_markdown(transcript), "text/markdown; charset=utf-8"
     elif fmt == "json":
-        body, kind = json.dumps(jsonable(transcript), indent=1), "application/json"
+        body, kind = to_json(transcript), "application/json"
     else:
         raise BadInput(f"format must be md or json, got {fmt!r}")
     disposition = f'attachment; filename="cove-{cid[:12]}.{fmt}"'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -32,8 +33,11 @@ async def send(request: Request) -> Response:
     state = web(request)
     record = await state.convs.get(request.path_params["cid"])  # 404 now, not in the stream
     state.convs.check_model()  # no model endpoint: a clear 503 now, not a silent failed turn
-    state.drain(state.convs.send(record.id, text))
-    return JSONResponse({"conversation_id": record.id, "accepted": True}, status_code=202)
+    # Answered once the turn started or queued: a refusal (busy in another process) is a 409
+    # here, not an error nobody sees.
+    queued = await state.start(state.convs.send(record.id, text), text)
+    body = {"conversation_id": record.id, "accepted": True, "queued": queued}
+    return JSONResponse(body, status_code=202)
 
 
 async def cancel(request: Request) -> Response:
@@ -55,50 +59,86 @@ def _after(request: Request) -> int | None:
     return value
 
 
-async def _stream(state: WebState, events: Any, with_id: bool) -> AsyncIterator[bytes]:
-    """Relay ``events`` as SSE, with heartbeats, until the client or the server goes.
+class _Relay:
+    """Reads one watch stream, and the page's notices, into SSE frames."""
 
-    Events already waiting are sent in one write: with many clients the per-write cost, not the
-    JSON, is what limits delivery.
-    """
-    yield b"retry: 1000\n\n"
-    async with events as stream:
-        iterator = stream.__aiter__()
-        closing = asyncio.ensure_future(state.closing.wait())
-        nxt: asyncio.Future[Event] | None = None
-        try:
-            while True:
-                if nxt is None:
-                    nxt = asyncio.ensure_future(iterator.__anext__())
-                done, _ = await asyncio.wait(
-                    {nxt, closing}, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_COMPLETED
-                )
-                if closing in done:
-                    return
-                if nxt not in done:
-                    yield b": keep-alive\n\n"  # the pending read carries on
-                    continue
-                batch: list[bytes] = []
-                ended = False
-                while nxt is not None and nxt.done() and len(batch) < MAX_BATCH:
-                    try:
-                        batch.append(state.frames.frame(nxt.result(), with_id))
-                    except StopAsyncIteration:
-                        ended = True
-                        nxt = None
-                        break
-                    nxt = asyncio.ensure_future(iterator.__anext__())
-                    await asyncio.sleep(0)  # lets the read finish if an event is waiting
-                if batch:
-                    yield b"".join(batch)
-                if ended:
-                    return
-        finally:
-            closing.cancel()
-            if nxt is not None:
-                nxt.cancel()
+    def __init__(
+        self,
+        state: WebState,
+        events: AsyncIterator[Event],
+        notices: asyncio.Queue[dict[str, Any]] | None,
+    ) -> None:
+        self.state = state
+        self.events = events
+        self.notices = notices
+        self.next_event: asyncio.Future[Event] | None = None
+        self.next_notice: asyncio.Future[dict[str, Any]] | None = None
+        self.ended = False
+
+    def pending(self) -> set[asyncio.Future[Any]]:
+        """The reads to wait on (started when not running yet)."""
+        if self.next_event is None:
+            self.next_event = asyncio.ensure_future(self.events.__anext__())
+        if self.notices is not None and self.next_notice is None:
+            self.next_notice = asyncio.ensure_future(self.notices.get())
+        return {f for f in (self.next_event, self.next_notice) if f is not None}
+
+    async def read(self, with_id: bool) -> bytes:
+        """Everything ready now as one write: with many clients the per-write cost, not the
+        JSON, is what limits delivery."""
+        out: list[bytes] = []
+        if self.next_notice is not None and self.next_notice.done():
+            notice = json.dumps(self.next_notice.result(), separators=(",", ":"))
+            out.append(f"data: {notice}\n\n".encode())
+            self.next_notice = None
+        while self.next_event is not None and self.next_event.done() and len(out) < MAX_BATCH:
+            try:
+                out.append(self.state.frames.frame(self.next_event.result(), with_id))
+            except StopAsyncIteration:
+                self.ended, self.next_event = True, None
+                break
+            self.next_event = asyncio.ensure_future(self.events.__anext__())
+            await asyncio.sleep(0)  # lets the read finish if an event is waiting
+        return b"".join(out)
+
+    async def cancel(self) -> None:
+        """Stop the pending reads."""
+        for future in (self.next_event, self.next_notice):
+            if future is not None:
+                future.cancel()
                 with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await nxt
+                    await future
+
+
+async def _stream(
+    state: WebState,
+    events: Any,
+    with_id: bool,
+    notices_of: str | None = None,
+) -> AsyncIterator[bytes]:
+    """Relay ``events`` (and the notices of conversation ``notices_of``) as SSE, with
+    heartbeats, until the client or the server goes."""
+    yield b"retry: 1000\n\n"
+    listening = state.notices.listen(notices_of) if notices_of else contextlib.nullcontext(None)
+    async with events as stream:
+        with listening as notices:
+            relay = _Relay(state, stream.__aiter__(), notices)
+            closing = asyncio.ensure_future(state.closing.wait())
+            try:
+                while not relay.ended:
+                    done, _ = await asyncio.wait(
+                        {*relay.pending(), closing},
+                        timeout=HEARTBEAT_S,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                    if closing in done:
+                        return
+                    chunk = await relay.read(with_id) if done else b": keep-alive\n\n"
+                    if chunk:
+                        yield chunk
+            finally:
+                closing.cancel()
+                await relay.cancel()
 
 
 _SSE_HEADERS = {"cache-control": "no-store", "x-accel-buffering": "no"}
@@ -109,7 +149,9 @@ async def events(request: Request) -> Response:
     record = await state.convs.get(request.path_params["cid"])
     stream = state.convs.watch(record.id, after=_after(request))
     return StreamingResponse(
-        _stream(state, stream, True), media_type="text/event-stream", headers=_SSE_HEADERS
+        _stream(state, stream, True, record.id),
+        media_type="text/event-stream",
+        headers=_SSE_HEADERS,
     )
 
 

@@ -52,59 +52,71 @@ def _size(size: int | None) -> str:
     return f"len {size}"  # the store's size of a variable is its length
 
 
+async def stop_app(app: Starlette) -> None:
+    """End the app's event streams and stop reading the turns it sent.
+
+    Its lifespan does this; call it yourself when the app is mounted inside another whose
+    lifespan runs instead. The turns run on in their ``Conversations`` (which waits for them
+    when it closes).
+    """
+    state: WebState | None = getattr(app.state, "web", None)
+    if state is None:
+        return
+    state.closing.set()
+    for task in list(state.drains):
+        task.cancel()
+    await asyncio.gather(*state.drains, return_exceptions=True)
+
+
 async def _pygments(request: Request) -> Response:
     return Response(pygments_css(), media_type="text/css")
-
-
-@asynccontextmanager
-async def _conversations(
-    settings: Settings, llm_factory: LLMFactory | None, given: Conversations | None
-) -> AsyncIterator[Conversations]:
-    if given is not None:
-        yield given
-        return
-    async with Conversations.open(settings, llm_factory=llm_factory) as opened:
-        yield opened
 
 
 def create_app(
     settings: Settings,
     *,
+    convs: Conversations | None = None,
     llm_factory: LLMFactory | None = None,
     token: str | None = None,
     upload_limit: int | None = None,
-    convs: Conversations | None = None,
 ) -> Starlette:
-    """Build the web app; its lifespan opens (and at the end closes) one ``Conversations``.
+    """Build the web app over one ``Conversations``.
+
+    ``cove web`` serves it alone; a process running several channels passes the
+    ``Conversations`` they share. The app uses absolute paths: serve it at a root.
 
     Args:
         settings: The configuration (the API key stays on the server).
-        llm_factory: Builds model clients (tests pass a scripted one).
+        convs: An open ``Conversations`` the caller owns (several channels in one
+            process share it); the app's lifespan uses it and leaves it open. None: the
+            lifespan opens its own and closes it at the end.
+        llm_factory: Builds model clients when the app opens its own ``Conversations``
+            (tests pass a scripted one).
         token: The login token; None serves loopback ``Host`` names only, without login.
         upload_limit: Largest upload in bytes; default ``web_upload_limit_bytes``, else
             ``max_file_read_bytes`` (the sandbox refuses to read larger files anyway).
-        convs: An open ``Conversations`` to use instead (``cove serve`` shares one between
-            channels); the app then neither opens nor closes it.
     """
+
+    limit = (
+        upload_limit
+        or settings.channels.web_upload_limit_bytes
+        or settings.sandbox.max_file_read_bytes
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with _conversations(settings, llm_factory, convs) as opened:
-            state = WebState(
-                settings=settings,
-                convs=opened,
-                upload_limit=upload_limit
-                or settings.channels.web_upload_limit_bytes
-                or settings.sandbox.max_file_read_bytes,
-            )
-            app.state.web = state
+        if convs is not None:
             try:
                 yield
             finally:
-                state.closing.set()  # ends every event stream
-                for task in list(state.drains):
-                    task.cancel()
-                await asyncio.gather(*state.drains, return_exceptions=True)
+                await stop_app(app)
+            return
+        async with Conversations.open(settings, llm_factory=llm_factory) as opened:
+            app.state.web = WebState(settings=settings, convs=opened, upload_limit=limit)
+            try:
+                yield
+            finally:
+                await stop_app(app)
 
     routes = [
         *api_conversations.ROUTES,
@@ -121,4 +133,6 @@ def create_app(
         exception_handlers={CoveError: handle, HTTPException: handle, Exception: handle},
     )
     app.state.templates = _templates()
+    if convs is not None:  # ready at once: also when mounted where no lifespan runs
+        app.state.web = WebState(settings=settings, convs=convs, upload_limit=limit)
     return app

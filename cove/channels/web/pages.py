@@ -7,23 +7,24 @@ import time
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from cove.channels.web.render import diff
+from cove.channels.web.errors import TooLarge
+from cove.channels.web.render import code_spans, diff
 from cove.channels.web.state import web
+from cove.channels.web.timeline import notes_by_iteration, page_timeline, resume_after
 from cove.config import Settings
 from cove.conversation import (
     ConversationRecord,
     SearchHit,
     Transcript,
-    TurnRecord,
     VarVersionRecord,
 )
-from cove.conversation.sequence import make_seq
 from cove.errors import NotFound
 
 LIST_LIMIT = 200
+MAX_HIGHLIGHT_BYTES = 200_000
 
 
 def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
@@ -70,25 +71,11 @@ def iteration_cost(settings: Settings, model: str | None, tokens_in: int, tokens
     return f"${cost:.4f}"
 
 
-def resume_after(transcript: Transcript) -> tuple[list[TurnRecord], int]:
-    """The turns the page renders, and the seq its event stream resumes after.
-
-    A running turn is not rendered: the stream replays it from its start, so the page shows
-    every event of it exactly once.
-    """
-    shown: list[TurnRecord] = []
-    for turn in transcript.turns:
-        if turn.status == "running":
-            return shown, make_seq(turn.position, 0, 0) - 1
-        shown.append(turn)
-    next_position = (transcript.turns[-1].position + 1) if transcript.turns else 1
-    return shown, make_seq(next_position, 0, 0) - 1
-
-
 async def chat(request: Request) -> Response:
     convs = web(request).convs
     transcript = await convs.inspect(request.path_params["cid"])
-    turns, after = resume_after(transcript)
+    events = page_timeline(transcript)
+    turns, after = resume_after(transcript, events)
     current = await convs.variables(transcript.conversation.id)
     variables = [v for _, v in sorted(current.items()) if v.kind != "deleted"]
     context = {
@@ -97,6 +84,7 @@ async def chat(request: Request) -> Response:
         "after": after,
         "variables": variables,
         "changes": changes_by_iteration(transcript),
+        "notes": notes_by_iteration(events),
         "upload_limit": web(request).upload_limit,
     }
     return _render(request, "chat.html", context)
@@ -109,8 +97,12 @@ async def turn_fragment(request: Request) -> Response:
     turn = next((t for t in transcript.turns if t.position == position), None)
     if turn is None:
         raise NotFound("turn", str(position))
-    context = {"conv": transcript.conversation, "turn": turn}
-    context["changes"] = changes_by_iteration(await convs.inspect(transcript.conversation.id))
+    context = {
+        "conv": transcript.conversation,
+        "turn": turn,
+        "changes": changes_by_iteration(transcript),  # a turn's transcript has what it wrote
+        "notes": notes_by_iteration(page_timeline(transcript)),
+    }
     return _render(request, "_turn.html", context)
 
 
@@ -150,8 +142,17 @@ async def variable(request: Request) -> Response:
     return _render(request, "var.html", context)
 
 
+async def highlight_fragment(request: Request) -> Response:
+    """A live block's code, highlighted as the finished turn will show it."""
+    raw = await request.body()
+    if len(raw) > MAX_HIGHLIGHT_BYTES:
+        raise TooLarge(f"code over {MAX_HIGHLIGHT_BYTES:,} bytes is not highlighted")
+    return HTMLResponse(code_spans(raw.decode("utf-8", "replace")))
+
+
 ROUTES = [
     Route("/", home, methods=["GET"]),
+    Route("/fragments/highlight", highlight_fragment, methods=["POST"]),
     Route("/fragments/list", list_rows, methods=["GET"]),
     Route("/c/{cid}", chat, methods=["GET"]),
     Route("/c/{cid}/turns/{position:int}", turn_fragment, methods=["GET"]),

@@ -8,10 +8,12 @@ through ``nh3`` with a short allow-list, so a bug in one layer is caught by the 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from functools import lru_cache
 
 import nh3
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from markupsafe import Markup
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -30,9 +32,10 @@ _ATTRIBUTES = {
     "div": {"class"},
     "pre": {"class"},
     "code": {"class"},
-    "th": {"style"},
-    "td": {"style"},
 }
+#: Table cell alignment travels as a class: the Content-Security-Policy refuses inline styles.
+_ALIGNS = ("left", "center", "right")
+_CLASSES = {cell: {f"align-{a}" for a in _ALIGNS} for cell in ("th", "td")}
 _SCHEMES = {"http", "https", "mailto"}
 _FORMATTER = HtmlFormatter(cssclass="hl", wrapcode=True)
 _INLINE = HtmlFormatter(nowrap=True)  # markdown-it wraps it in <pre><code>
@@ -51,7 +54,18 @@ def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "highlight": _highlight})
     md.enable("table")
     md.enable("strikethrough")
+    md.core.ruler.push("align_classes", _align_classes)
     return md
+
+
+def _align_classes(state: StateCore) -> None:
+    """``style="text-align:right"`` on table cells becomes ``class="align-right"``."""
+    for token in state.tokens:
+        if token.type in ("th_open", "td_open"):
+            style = str(token.attrs.pop("style", ""))
+            align = style.removeprefix("text-align:").strip()
+            if align in _ALIGNS:
+                token.attrSet("class", f"align-{align}")
 
 
 def sanitize(html: str) -> str:
@@ -62,23 +76,53 @@ def sanitize(html: str) -> str:
             tags=_TAGS,
             clean_content_tags={"script", "style"},
             attributes=_ATTRIBUTES,
+            allowed_classes=_CLASSES,
             url_schemes=_SCHEMES,
-            filter_style_properties={"text-align"},
         )
     )
 
 
+#: Rendering is most of a page's time and pages show the same turns again and again: results
+#: for texts up to this size are kept (at most ``CACHED`` of each kind), bounding the memory.
+CACHED_CHARS = 4096
+CACHED = 1024
+
+
+def _cached(render: Callable[[str], str]) -> Callable[[str], str]:
+    kept = lru_cache(maxsize=CACHED)(render)
+
+    def cached(text: str) -> str:
+        return kept(text) if len(text) <= CACHED_CHARS else render(text)
+
+    return cached
+
+
+@_cached
+def _markdown_html(text: str) -> str:
+    # The "hl" class scopes pygments' token colours to the answer's code blocks.
+    return f'<div class="md hl">{sanitize(_markdown().render(text))}</div>'
+
+
+@_cached
+def _code_html(text: str) -> str:
+    return sanitize(highlight(text, PythonLexer(), _FORMATTER))
+
+
 def markdown(text: str | None) -> Markup:
     """Untrusted Markdown as sanitised HTML, ready for a template."""
-    if not text:
-        return Markup("")
-    # The "hl" class scopes pygments' token colours to the answer's code blocks.
-    return Markup(f'<div class="md hl">{sanitize(_markdown().render(text))}</div>')
+    return Markup(_markdown_html(text) if text else "")
 
 
 def code(text: str) -> Markup:
     """Python source, highlighted (pygments escapes everything it emits)."""
-    return Markup(sanitize(highlight(text, PythonLexer(), _FORMATTER)))
+    return Markup(_code_html(text))
+
+
+@_cached  # every page watching a turn asks for the same blocks
+def code_spans(text: str) -> str:
+    """Python source as highlighted spans without a wrapper, for a live block's ``<pre>``."""
+    spans = sanitize(highlight(text, PythonLexer(), _INLINE))
+    return spans if text.endswith("\n") else spans.removesuffix("\n")  # pygments adds one
 
 
 def diff(old: str, new: str) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,13 +17,50 @@ from cove.channels.web.sse import Frames
 from cove.config import Settings
 from cove.conversation import Conversations, TurnHandle
 from cove.errors import CoveError
+from cove.events import TurnQueued, TurnStarted
 
 log = logging.getLogger("cove.web")
 
 
+def refused(request: str, exc: CoveError) -> dict[str, Any]:
+    """The notice for a queued message refused when its time came."""
+    return {
+        "type": "send_refused",
+        "request": request,
+        "error": type(exc).__name__,
+        "message": exc.message,
+    }
+
+
+class Notices:
+    """Messages from the web channel itself to the pages open on a conversation."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
+
+    @contextlib.contextmanager
+    def listen(self, conversation_id: str) -> Iterator[asyncio.Queue[dict[str, Any]]]:
+        """A queue of the conversation's notices while the body runs."""
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=64)
+        listeners = self._queues.setdefault(conversation_id, set())
+        listeners.add(queue)
+        try:
+            yield queue
+        finally:
+            listeners.discard(queue)
+            if not listeners:
+                self._queues.pop(conversation_id, None)
+
+    def publish(self, conversation_id: str, notice: dict[str, Any]) -> None:
+        """Hand ``notice`` to every page listening on the conversation (never blocks)."""
+        for queue in self._queues.get(conversation_id, ()):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(notice)
+
+
 @dataclass
 class WebState:
-    """The one ``Conversations`` of the app, and the turns it sent that still run."""
+    """The app's ``Conversations``, the turns it sent that still run, and its notices."""
 
     settings: Settings
     convs: Conversations
@@ -29,19 +68,39 @@ class WebState:
     frames: Frames = field(default_factory=Frames)
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     drains: set[asyncio.Task[None]] = field(default_factory=set)
+    notices: Notices = field(default_factory=Notices)
 
-    def drain(self, handle: TurnHandle) -> None:
-        """Read a sent turn's own stream in the background (browsers follow ``watch``)."""
+    async def start(self, handle: TurnHandle, request: str) -> bool:
+        """Wait until a sent turn starts or queues; True when it queued behind another.
+
+        Raises:
+            CoveError: The turn was refused before it started (e.g. ``Busy``: another process
+                runs a turn of the conversation).
+        """
+        try:
+            first = await anext(handle)
+        except StopAsyncIteration:
+            raise CoveError("the turn ended before it started") from None
+        self._drain(handle, request, queued=isinstance(first, TurnQueued))
+        return isinstance(first, TurnQueued)
+
+    def _drain(self, handle: TurnHandle, request: str, queued: bool) -> None:
+        """Read the rest of a sent turn's own stream in the background (pages follow ``watch``).
+
+        A queued turn can still be refused when its time comes: the conversation's pages get
+        a notice, since the request that sent it was answered long before.
+        """
 
         async def read() -> None:
-            # A turn that fails before it starts (busy elsewhere) ends its stream with the
-            # error; watchers of the conversation see what did happen.
+            started = not queued
             try:
-                async for _ in handle:
-                    pass
+                async for event in handle:
+                    started = started or isinstance(event, TurnStarted)
             except CoveError as exc:
                 fields = {"conversation_id": handle.conversation_id, "error": type(exc).__name__}
                 log.info("turn refused", extra={"fields": fields})
+                if not started:
+                    self.notices.publish(handle.conversation_id, refused(request, exc))
 
         task = asyncio.get_running_loop().create_task(read())
         self.drains.add(task)

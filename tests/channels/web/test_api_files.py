@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import httpx
+
+from cove.channels.web import create_app
 from tests.channels.web.conftest import Web
+from tests.channels.web.serve import served
+from tests.scripted import settings_for
 
 
 async def test_upload_list_download(web: Web, tmp_path: Path) -> None:
@@ -64,3 +69,16 @@ async def test_names_that_escape_or_hide_are_refused(web: Web, tmp_path: Path) -
         assert (
             await client.put("/api/conversations/nope/files/a.txt", content=b"x")
         ).status_code == 404
+
+
+async def test_the_upload_limit_comes_from_the_settings(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, web_upload_limit_bytes=10)
+    async with served(create_app(settings)) as url, httpx.AsyncClient(base_url=url) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        page = await client.get(f"/c/{cid}")
+        assert 'data-upload-limit="10"' in page.text
+        fits = await client.put(f"/api/conversations/{cid}/files/ten.txt", content=b"x" * 10)
+        assert fits.status_code == 201
+        over = await client.put(f"/api/conversations/{cid}/files/eleven.txt", content=b"x" * 11)
+        assert over.status_code == 413 and "10 bytes" in over.json()["message"]
+    assert sorted(p.name for p in (settings.store.workspaces / cid).iterdir()) == ["ten.txt"]

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from cove.channels.web import create_app
+from cove.config import Settings
+from cove.conversation import scripted_factory
 from tests.channels.web.conftest import Web
 from tests.channels.web.serve import served, sse_events
 from tests.conversation.watch_helpers import GatedClient
@@ -123,3 +127,49 @@ async def test_send_without_a_model_endpoint_is_503_with_the_reason(tmp_path: Pa
         assert sent.json()["error"] == "ConfigError"
         assert "OPENAI_API_KEY" in sent.json()["message"]
         assert (await client.get(f"/api/conversations/{cid}")).json()["turn_count"] == 0
+
+
+def take_lease_elsewhere(settings: Settings, cid: str) -> None:
+    """What another process running a turn of ``cid`` looks like in the database."""
+    with sqlite3.connect(settings.store.database) as db:
+        db.execute(
+            "UPDATE conversation SET lease_owner = 'elsewhere', lease_until = ? WHERE id = ?",
+            (time.time() + 60, cid),
+        )
+
+
+async def test_a_send_refused_before_its_turn_starts_is_409(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    app = create_app(settings, llm_factory=scripted_factory([reply([], "never")]))
+    async with served(app) as url, httpx.AsyncClient(base_url=url) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        take_lease_elsewhere(settings, cid)
+        sent = await client.post(f"/api/conversations/{cid}/messages", json={"text": "hi"})
+        assert sent.status_code == 409, sent.text
+        assert sent.json()["error"] == "Busy" and cid in sent.json()["message"]
+        assert (await client.get(f"/api/conversations/{cid}")).json()["turn_count"] == 0
+
+
+async def test_a_queued_send_refused_later_reaches_the_pages_as_a_notice(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, lease_ttl_s=0.3)
+    model = GatedClient([reply(["x = 1"]), reply([], "never")], gates=[1])
+    app = create_app(settings, llm_factory=model.factory())
+    async with served(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        reading = asyncio.create_task(
+            sse_events(client, f"/api/conversations/{cid}/events?after=0", until="send_refused")
+        )
+        first = await client.post(f"/api/conversations/{cid}/messages", json={"text": "one"})
+        assert first.status_code == 202 and first.json()["queued"] is False
+        await model.reached[1].wait()
+        second = await client.post(f"/api/conversations/{cid}/messages", json={"text": "two"})
+        assert second.status_code == 202 and second.json()["queued"] is True
+        # Another process takes the conversation: the running turn stops, the queued one is
+        # refused when its time comes, long after its request was answered.
+        take_lease_elsewhere(settings, cid)
+        events = await asyncio.wait_for(reading, timeout=20)
+        model.release(1)
+    assert [e["request"] for e in events if e["type"] == "turn_started"] == ["one"]
+    notice = events[-1]
+    assert notice["request"] == "two" and notice["error"] == "Busy"
+    assert "id" not in notice  # not an event of the conversation: no Last-Event-ID

@@ -26,6 +26,8 @@ def test_send_streams_iterations_and_renders_the_answer(site: Site, page: Any) -
     # The first iteration streams in while the turn is still running.
     page.wait_for_selector(".turn.live .iteration[data-iteration='1'] .block.ok .value")
     assert page.text_content(".turn.live .block.ok .value") == "→ 6"
+    page.wait_for_selector(".turn.live .block pre.code.hl .n")  # highlighted while it runs
+    assert page.text_content(".turn.live .block pre.code") == "total = sum([1, 2, 3])"
     assert page.is_visible("#stop")
     assert page.text_content("#vars tr[data-name='total'] .version") == "v1"
     last.opened.set()
@@ -112,7 +114,14 @@ def test_fork_from_turn_one_and_a_new_variable_version(site: Site, page: Any) ->
 
 def test_uploaded_csv_is_read_by_the_model(site: Site, page: Any, tmp_path: Path) -> None:
     site.fake.add_replies(
-        answer("", ["rows = read_file('people.csv').splitlines()", "len(rows)"]),
+        answer(
+            "",
+            [
+                "rows = read_file('people.csv').splitlines()",
+                "write_file('count.txt', str(len(rows)))",
+                "len(rows)",
+            ],
+        ),
         answer("{{len(rows)}} rows"),
     )
     cid = site.conversation()
@@ -123,8 +132,12 @@ def test_uploaded_csv_is_read_by_the_model(site: Site, page: Any, tmp_path: Path
     page.wait_for_selector("#files a:text('people.csv')")
     send(page, "how many rows?")
     page.wait_for_selector(".turn[data-status='done']")
-    assert page.text_content(".turn .block .value") == "→ 3"
-    page.wait_for_selector("#vars tr[data-name='rows'] .size:text('len 3')")  # after the turn
+    assert page.locator(".turn .block .value").all_text_contents()[-1] == "→ 3"
+    page.wait_for_selector("#vars tr[data-name='rows'] .size:text('len 3')")
+    page.wait_for_selector("#files a:text('count.txt')")  # the file the code wrote
+    with page.expect_download() as download:
+        page.click("#files a:text('count.txt')")
+    assert Path(download.value.path()).read_text() == "3"
 
 
 def test_oversize_upload_shows_the_limit(site: Site, page: Any, tmp_path: Path) -> None:
@@ -195,7 +208,12 @@ def test_inspector_and_replay(site: Site, page: Any) -> None:
 
 
 def test_phone_width_and_dark_mode(site: Site, browser: Any) -> None:
+    site.fake.add_replies(answer("", ["wide = 'x' * 500", "wide"]), answer("{{wide}}"))
     cid = site.conversation()
+    with httpx.Client(base_url=site.url, timeout=30) as http:  # a turn with very long lines
+        http.post(f"/api/conversations/{cid}/messages", json={"text": "a long line " * 40})
+        with http.stream("GET", f"/api/conversations/{cid}/events?after=0") as events:
+            next(line for line in events.iter_lines() if '"turn_finished"' in line)
     looks = {}
     for scheme in ("light", "dark"):
         context = browser.new_context(viewport={"width": 390, "height": 800}, color_scheme=scheme)
@@ -204,6 +222,11 @@ def test_phone_width_and_dark_mode(site: Site, browser: Any) -> None:
         phone.wait_for_selector("#composer")
         assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
         assert phone.is_visible("#message") and phone.is_visible("#dropzone")
+        assert phone.is_visible("#delete") and phone.is_visible("#rename")
+        for path in ("/", f"/c/{cid}/inspect/1/1"):
+            phone.goto(f"{site.url}{path}")
+            assert phone.evaluate("document.documentElement.scrollWidth") <= 390, path
+        phone.goto(f"{site.url}/c/{cid}")
         looks[scheme] = phone.evaluate("getComputedStyle(document.body).backgroundColor")
         context.close()
     assert looks["light"] != looks["dark"]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
+from html import unescape
 
 from cove.channels.web.render import markdown, sanitize
 from tests.channels.web.conftest import Web
 from tests.channels.web.test_api_turns import send_and_finish
 from tests.scripted import reply
+
+SPIN = json.dumps({"thinking": "t", "code": [{"code": "while True:\n    pass", "timeout_s": 1}]})
 
 HOSTILE = (
     "Look: <script>alert(1)</script> <img src=x onerror=alert(2)> "
@@ -33,7 +37,7 @@ async def test_pages_render_a_conversation(web: Web) -> None:
     replies = [reply(["total = 6 * 7", "total"], HOSTILE, title="Hostile answers")]
     async with web(replies) as client:
         cid = (await client.post("/api/conversations", json={})).json()["id"]
-        await send_and_finish(client, cid, "compute <b>this</b>")
+        events = await send_and_finish(client, cid, "compute <b>this</b>")
 
         home = await client.get("/")
         assert home.status_code == 200 and cid in home.text and "Hostile answers" in home.text
@@ -50,7 +54,7 @@ async def test_pages_render_a_conversation(web: Web) -> None:
         assert not re.search(r"<a [^>]*javascript", page)
         assert '<span class="n">total</span>' in page  # the block's code, highlighted
         assert "→ 42" in page and 'data-name="total"' in page
-        assert f'data-after="{(2 << 32) - 1}"' in page  # the stream starts with turn 2
+        assert f'data-after="{events[-1]["id"]}"' in page  # the stream starts after turn 1
 
         fragment = await client.get(f"/c/{cid}/turns/1")
         assert fragment.text.lstrip().startswith('<article class="turn" id="turn-1"')
@@ -70,3 +74,51 @@ async def test_pages_render_a_conversation(web: Web) -> None:
         assert (await client.get("/c/unknown")).status_code == 404
         css = await client.get("/static/pygments.css")
         assert css.status_code == 200 and ".hl" in css.text
+
+
+def test_table_alignment_is_a_class_not_an_inline_style() -> None:
+    html = str(markdown("| n | name | x |\n|--:|:-:|---|\n| 1 | ada | y |"))
+    assert "style=" not in html  # the Content-Security-Policy would drop it
+    assert html.count('class="align-right"') == 2 and html.count('class="align-center"') == 2
+    assert "<th>x</th>" in html
+    forged = sanitize(
+        '<table><tr><td class="align-right evil" style="color:red">1</td></tr></table>'
+    )
+    assert '<td class="align-right">1</td>' in forged
+
+
+async def test_nudges_and_sandbox_restarts_are_on_the_page_after_the_turn(web: Web) -> None:
+    replies = [reply(["keep = 1"]), SPIN, reply([], "{{keep}}")]
+    async with web(replies) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        events = await send_and_finish(client, cid, "spin")
+        nudges = [e["text"] for e in events if e["type"] == "nudge"]
+        restarts = [e for e in events if e["type"] == "sandbox_restarted"]
+        assert nudges and len(restarts) == 1
+        page = (await client.get(f"/c/{cid}")).text
+        fragment = (await client.get(f"/c/{cid}/turns/1")).text
+    for html in (page, fragment):
+        shown = re.findall(r'<p class="nudge">([^<]*)</p>', html)
+        assert [unescape(text) for text in shown] == nudges
+        restart = re.search(
+            r'data-iteration="2">.*?<div class="block failed">.*?</div>\s*<p class="restart">'
+            r"Sandbox restarted \(([a-z]+)\)",
+            html,
+            re.S,
+        )
+        assert restart is not None and restart[1] == restarts[0]["reason"]  # after its block
+
+
+async def test_a_live_block_is_highlighted_on_request(web: Web) -> None:
+    async with web() as client:
+        source = 'x = "<script>alert(1)</script>"\nprint(x)'
+        done = await client.post("/fragments/highlight", content=source.encode())
+        assert done.status_code == 200 and done.headers["content-type"].startswith("text/html")
+        assert '<span class="n">x</span>' in done.text and "<script>" not in done.text
+        assert unescape(re.sub(r"<[^>]+>", "", done.text)) == source  # the same text, marked up
+        too_big = await client.post("/fragments/highlight", content=b"x" * 200_001)
+        assert too_big.status_code == 413
+        elsewhere = await client.post(
+            "/fragments/highlight", content=b"x", headers={"origin": "http://evil.example"}
+        )
+        assert elsewhere.status_code == 403

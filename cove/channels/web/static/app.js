@@ -55,8 +55,8 @@ function listPage() {
     } else if (button.dataset.action === "rename") {
       const title = prompt("New title", $(".title", row).textContent);
       if (!title) return;
-      await api("PATCH", `/api/conversations/${id}`, { title });
-      $(".title", row).textContent = title;
+      try { $(".title", row).textContent = (await api("PATCH", `/api/conversations/${id}`, { title })).title; }
+      catch (error) { alert(error.message); }
     }
   });
   if (new URLSearchParams(location.search).get("q")) return;
@@ -76,8 +76,8 @@ function listPage() {
 function chatPage() {
   const body = document.body;
   const cid = body.dataset.conversation;
-  const uploadLimit = Number(body.dataset.uploadLimit);
   const turns = $("#turns");
+  const input = $("#message");
   const stop = $("#stop");
   const positions = new Map();  // turn id → position
   let lastSeq = Number(body.dataset.after);
@@ -98,7 +98,8 @@ function chatPage() {
   const handlers = {
     turn_started(e) {
       positions.set(e.turn_id, e.position);
-      $(".queued", turns)?.remove();
+      const waiting = [...turns.querySelectorAll(".queued")];
+      (waiting.find((node) => node.dataset.request === e.request) || waiting[0])?.remove();
       const article = el("article", "turn live");
       article.id = `turn-${e.position}`;
       article.dataset.position = e.position;
@@ -137,8 +138,10 @@ function chatPage() {
       if (!it) return;
       const block = el("div", "block running");
       block.dataset.index = e.index;
-      block.append(el("pre", "code", e.code));
+      const code = el("pre", "code", e.code);
+      block.append(code);
       it.append(block);
+      highlightInto(code, e.code);
     },
     block_finished(e) {
       const block = blockNode(e);
@@ -156,17 +159,21 @@ function chatPage() {
       const names = e.changes.map((c) => `${c.name} v${c.version}`).join(", ");
       if (it && names) it.append(el("p", "vars-note", `changed: ${names}`));
       for (const change of e.changes) updateVariable(cid, { ...change, type: change.type_name, size: sizeText(change.size) });
+      variablesSoon();  // the refresh brings sizes the event left out
     },
+    // A nudge goes to the model with the next iteration, which is added after it.
     nudge(e) { liveTurn(e.turn_id)?.querySelector(".timeline")?.append(el("p", "nudge", e.text)); },
     sandbox_restarted(e) {
       const text = `Sandbox restarted (${e.reason}); lost: ${e.lost.join(", ") || "nothing"}`;
-      liveTurn(e.turn_id)?.querySelector(".timeline")?.append(el("p", "restart", text));
+      const iterations = liveTurn(e.turn_id)?.querySelectorAll(".iteration");
+      iterations?.[iterations.length - 1]?.append(el("p", "restart", text));
     },
     steer_received(e) { iterationNode(e.turn_id, e.iteration)?.append(el("p", "steer", `You: ${e.text}`)); },
     title_changed(e) { $("#conv-title").textContent = e.title; document.title = `cove · ${e.title}`; },
     async turn_finished(e) {
       setRunning(false);
       refreshVariables(cid);
+      refreshFiles();  // the code may have written some
       const position = positions.get(e.turn_id);
       const response = await fetch(`/c/${cid}/turns/${position}`, { credentials: "same-origin" });
       const old = turnNode(position);
@@ -176,6 +183,16 @@ function chatPage() {
       old.replaceWith(holder.firstElementChild);
     },
     resync() { location.reload(); },
+    send_refused(e) {  // a queued message the server could not run when its time came
+      turns.querySelector(".queued")?.remove();
+      notice(`Not sent: ${e.message}`, true);
+      if (!input.value) input.value = e.request;
+    },
+  };
+  let refreshing = null;
+  const variablesSoon = () => {
+    clearTimeout(refreshing);
+    refreshing = setTimeout(() => refreshVariables(cid).catch(() => {}), 100);
   };
 
   const source = new EventSource(`/api/conversations/${cid}/events?after=${lastSeq}`);
@@ -189,14 +206,24 @@ function chatPage() {
     handlers[event.type]?.(event);
   };
 
-  const input = $("#message");
   const send = async () => {
     const text = input.value;
     if (!text.trim()) return;
     input.value = "";
-    if (running) turns.append(el("div", "msg user queued", `${text} (queued)`));
-    try { await api("POST", `/api/conversations/${cid}/messages`, { text }); notice(""); }
-    catch (error) { notice(error.message, true); input.value = text; }
+    const waiting = el("div", "msg user queued", `${text} (queued)`);
+    waiting.dataset.request = text;
+    waiting.hidden = !running;  // shown at once when this page knows a turn runs
+    turns.append(waiting);
+    try {
+      const sent = await api("POST", `/api/conversations/${cid}/messages`, { text });
+      if (!sent.queued) waiting.remove();
+      else waiting.hidden = false;  // unless its turn started meanwhile (then it is gone)
+      notice("");
+    } catch (error) {
+      waiting.remove();
+      notice(`Not sent: ${error.message}`, true);
+      if (!input.value) input.value = text;
+    }
   };
   $("#composer").addEventListener("submit", (event) => { event.preventDefault(); send(); });
   input.addEventListener("keydown", (event) => {
@@ -228,7 +255,32 @@ function chatPage() {
     } catch (error) { report.textContent = `Replay failed: ${error.message}`; }
   });
 
-  setupFiles(cid, uploadLimit);
+  $("#rename").addEventListener("click", async () => {
+    const title = prompt("New title", $("#conv-title").textContent);
+    if (!title) return;
+    try { handlers.title_changed(await api("PATCH", `/api/conversations/${cid}`, { title })); }
+    catch (error) { notice(error.message, true); }
+  });
+  $("#delete").addEventListener("click", async () => {
+    if (!confirm("Delete this conversation, its history and its files?")) return;
+    try { await api("DELETE", `/api/conversations/${cid}`); location.href = "/"; }
+    catch (error) { notice(error.message, true); }
+  });
+
+  const refreshFiles = setupFiles(cid);
+}
+
+// A live block's code, highlighted by the server (pygments, sanitised) as the finished turn is.
+async function highlightInto(pre, code) {
+  try {
+    const response = await fetch("/fragments/highlight", {
+      method: "POST", body: code, credentials: "same-origin",
+      headers: { "content-type": "text/plain; charset=utf-8" },
+    });
+    if (!response.ok || !pre.isConnected) return;
+    pre.innerHTML = await response.text();
+    pre.classList.add("hl");
+  } catch (_) { /* it stays plain text */ }
 }
 
 function sizeText(size) {
@@ -257,12 +309,12 @@ function updateVariable(cid, change) {
     tbody.append(row);
   }
   $(".type", row).textContent = change.type;
-  $(".size", row).textContent = change.size ?? "";
+  if (change.size !== undefined) $(".size", row).textContent = change.size ?? "";
   $(".version", row).textContent = `v${change.version}`;
   $(".preview", row).textContent = change.preview;
 }
 
-function setupFiles(cid, limit) {
+function setupFiles(cid) {
   const list = $("#files");
   const refresh = async () => {
     const { files } = await api("GET", `/api/conversations/${cid}/files`);
@@ -275,6 +327,7 @@ function setupFiles(cid, limit) {
     }));
   };
   const upload = async (files) => {
+    const limit = Number(document.body.dataset.uploadLimit);  // the server checks it too
     for (const file of files) {
       if (file.size > limit) { notice(`${file.name} is over the upload limit of ${limit} bytes`, true); continue; }
       try {
@@ -292,8 +345,12 @@ function setupFiles(cid, limit) {
     zone.classList.remove("over");
     upload(event.dataTransfer.files);
   });
-  $("#file-input").addEventListener("change", (event) => upload(event.target.files));
+  $("#file-input").addEventListener("change", async (event) => {
+    await upload([...event.target.files]);
+    event.target.value = "";  // so that choosing the same file again uploads it again
+  });
   refresh();
+  return () => refresh().catch(() => {});
 }
 
 const page = document.body.dataset.page;

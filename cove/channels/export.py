@@ -1,0 +1,160 @@
+"""A conversation's transcript as a document to download: Markdown or JSON.
+
+Shared by the channels (``cove export``/``cove show``, the web's export links, the TUI), so that
+every one of them hands out the same document.
+
+JSON numbering is by position and starts at 1 everywhere: a turn is ``position`` 1, 2, … in its
+conversation (a fork's first own turn continues its parent's count), an iteration is
+``position`` 1, 2, … in its turn, a block ``position`` 1, 2, … in its iteration; a variable
+version names where it was written by ``turn_position``, ``iteration_position`` and
+``block_position``, counted the same way. Database row ids (``id``, ``turn_id``,
+``iteration_id``) are not part of the output.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from cove.conversation import (
+    BlockRecord,
+    IterationRecord,
+    Transcript,
+    TurnRecord,
+    VarVersionRecord,
+)
+from cove.events import jsonable
+
+
+def when(timestamp: float | None) -> str:
+    """A timestamp as local ``YYYY-MM-DD HH:MM`` (``-`` when unknown)."""
+    if timestamp is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def to_json(transcript: Transcript) -> str:
+    """The transcript as indented JSON, numbered by position from 1 (``transcript_json``)."""
+    return json.dumps(transcript_json(transcript), indent=1)
+
+
+def to_markdown(transcript: Transcript) -> str:
+    """Render a transcript as Markdown: turns, iterations, code, results, answers."""
+    conv = transcript.conversation
+    lines = [f"# {conv.title or 'Untitled conversation'}", ""]
+    lines.append(f"- id: `{conv.id}`")
+    lines.append(f"- channel: {conv.channel}; created {when(conv.created_at)}")
+    if conv.parent_id:
+        lines.append(f"- forked from `{conv.parent_id}` at turn {conv.fork_turn}")
+    lines.append("")
+    for turn in transcript.turns:
+        lines += _turn_lines(turn)
+    if transcript.var_versions:
+        lines += ["## Variables", "", "| name | version | type | preview |", "|---|---|---|---|"]
+        for v in transcript.var_versions:
+            preview = v.preview.replace("|", "\\|").replace("\n", " ")[:80]
+            lines.append(f"| {v.name} | {v.version} | {v.type_name} | `{preview}` |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _turn_lines(turn: TurnRecord) -> list[str]:
+    lines = [f"## Turn {turn.position} — {turn.status}", "", f"> {turn.request}", ""]
+    for it in turn.iterations:
+        lines += _iteration_lines(it)
+    if turn.answer:
+        lines += ["**Answer:**", "", turn.answer, ""]
+    if turn.error:
+        lines += [f"**Error:** {turn.error}", ""]
+    lines += [
+        f"<sub>{turn.tokens_in:,} + {turn.tokens_out:,} tokens · ${turn.cost_usd:.4f}</sub>",
+        "",
+    ]
+    return lines
+
+
+def _iteration_lines(it: IterationRecord) -> list[str]:
+    lines = [f"### Iteration {it.position + 1} ({it.status})", ""]
+    if it.thinking:
+        lines += [f"*{it.thinking}*", ""]
+    if it.parse_error:
+        lines += [f"**Unreadable reply:** {it.parse_error}", ""]
+    total = max(len(it.planned_blocks), len(it.blocks))
+    for block in it.blocks:
+        # Labelled, so consecutive blocks never run together into one listing.
+        lines += [f"Block {block.position + 1} of {total}:", ""]
+        lines += _block_lines(block)
+    if it.running_block is not None:
+        lines += [
+            f"**Block {it.running_block + 1} of {len(it.planned_blocks)} was running "
+            "when the turn stopped:**",
+            "",
+            "```python",
+            it.planned_blocks[it.running_block],
+            "```",
+            "",
+        ]
+    return lines
+
+
+def _block_lines(block: BlockRecord) -> list[str]:
+    lines = ["```python", block.code, "```", ""]
+    if block.stdout:
+        lines += ["```text", block.stdout.rstrip(), "```", ""]
+    if block.ok and block.result_preview is not None:
+        lines += [f"→ `{block.result_preview}`", ""]
+    elif not block.ok:
+        lines += [f"**Error:** {block.error}", ""]
+    return lines
+
+
+ROW_IDS = ("id", "turn_id", "iteration_id")
+
+
+def transcript_json(transcript: Transcript) -> dict[str, Any]:
+    """A transcript as JSON, numbered by position from 1."""
+    data: dict[str, Any] = jsonable(transcript)
+    data["turns"] = [_turn(turn) for turn in data["turns"]]
+    data["var_versions"] = [_version(v) for v in data["var_versions"]]
+    return data
+
+
+def versions_json(versions: Sequence[VarVersionRecord]) -> list[dict[str, Any]]:
+    """Variable versions as JSON, with where each was written counted from 1."""
+    return [_version(jsonable(v)) for v in versions]
+
+
+def _version(version: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **version,
+        "iteration_position": version["iteration_position"] + 1,
+        "block_position": version["block_position"] + 1,
+    }
+
+
+def _turn(turn: dict[str, Any]) -> dict[str, Any]:
+    out = _without_row_ids(turn)
+    out["iterations"] = [_iteration(it) for it in turn.get("iterations", [])]
+    return out
+
+
+def _iteration(it: dict[str, Any]) -> dict[str, Any]:
+    out = _without_row_ids(it)
+    out["position"] = it["position"] + 1
+    out["blocks"] = [_counted(b) for b in it.get("blocks", [])]
+    out["subqueries"] = [_counted(s) for s in it.get("subqueries", [])]
+    return out
+
+
+def _counted(item: dict[str, Any]) -> dict[str, Any]:
+    out = _without_row_ids(item)
+    for key in ("position", "block_position"):
+        if isinstance(out.get(key), int):
+            out[key] += 1
+    return out
+
+
+def _without_row_ids(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k not in ROW_IDS}

@@ -1,0 +1,53 @@
+"""Turn notes: the nudges and sandbox restarts a turn's timeline showed.
+
+Neither has a row of its own in the history (a nudge becomes part of a context message, a
+restart happens between two blocks), so each is kept with the seq it was published under.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from cove.errors import NotFound
+from cove.persistence.connection import immediate
+from cove.persistence.records import NoteKind, TurnNote
+
+
+def add_note(
+    conn: sqlite3.Connection,
+    now: float,
+    turn_id: int,
+    seq: int,
+    kind: NoteKind,
+    text: str,
+    restored: Sequence[str] = (),
+    lost: Sequence[str] = (),
+) -> None:
+    """Record one note of turn ``turn_id`` (a note already kept under ``seq`` stays as it is)."""
+    with immediate(conn):
+        if conn.execute("SELECT 1 FROM turn WHERE id = ?", (turn_id,)).fetchone() is None:
+            raise NotFound("turn", str(turn_id))
+        conn.execute(
+            "INSERT OR IGNORE INTO turn_note"
+            " (turn_id, seq, kind, text, restored, lost, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (turn_id, seq, kind, text, json.dumps(list(restored)), json.dumps(list(lost)), now),
+        )
+
+
+def read_notes(conn: sqlite3.Connection, query: str, params: Sequence[Any]) -> tuple[TurnNote, ...]:
+    """The notes ``query`` selects (``n.*`` of turn_note and ``t.position`` of its turn)."""
+    return tuple(
+        TurnNote(
+            turn_id=row["turn_id"],
+            turn_position=row["position"],
+            seq=row["seq"],
+            kind=row["kind"],
+            text=row["text"],
+            restored=tuple(json.loads(row["restored"])),
+            lost=tuple(json.loads(row["lost"])),
+        )
+        for row in conn.execute(query, params)
+    )
