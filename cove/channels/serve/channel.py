@@ -8,7 +8,6 @@ one channel runs shows live in another through ``watch``.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable
 from typing import Protocol
@@ -16,7 +15,6 @@ from typing import Protocol
 from cove.channels.serve.metrics import ServeMetrics
 from cove.config import Settings
 from cove.conversation import Conversations
-from cove.errors import ConfigError
 
 
 class Channel(Protocol):
@@ -33,44 +31,19 @@ class Channel(Protocol):
 
 def telegram_channel(convs: Conversations, settings: Settings, metrics: ServeMetrics) -> Channel:
     """The Telegram channel over the service's ``Conversations``, configured as ``cove
-    telegram`` is (the token from ``TELEGRAM_BOT_TOKEN``, the rest from the settings).
-
-    A channel offering ``observe_updates(on_update=, on_api_error=)`` has its updates and
-    failed Bot API calls counted in the service's metrics; otherwise the updates its
-    python-telegram-bot application receives are counted.
+    telegram`` is (the token from ``TELEGRAM_BOT_TOKEN``, the rest from the settings), with its
+    updates and failed Bot API calls counted in the service's metrics.
 
     Raises:
-        ConfigError: This build has no Telegram channel, or it is not configured.
+        ConfigError: The Telegram channel is not configured (no token, a bad allow-list).
     """
-    try:
-        module = importlib.import_module("cove.channels.telegram")
-    except ImportError as exc:
-        raise ConfigError("this cove has no Telegram channel (cove.channels.telegram)") from exc
-    options = module.TelegramOptions.load(settings, os.environ)
-    channel: Channel = module.TelegramChannel(convs, options)
-    channel.name = "telegram"
-    hooks = getattr(channel, "observe_updates", None)
-    if callable(hooks):
-        hooks(on_update=metrics.telegram_updates.inc, on_api_error=_api_error(metrics))
-    else:
-        _count_updates(channel, metrics)
+    from cove.channels.telegram import TelegramChannel, TelegramOptions
+
+    channel = TelegramChannel(convs, TelegramOptions.load(settings, os.environ))
+    channel.observe_updates(
+        on_update=metrics.telegram_updates.inc, on_api_error=_api_error(metrics)
+    )
     return channel
-
-
-def _count_updates(channel: object, metrics: ServeMetrics) -> None:
-    """Count every update the bot's application receives, ahead of its own handlers."""
-    from telegram import Update
-    from telegram.ext import Application, TypeHandler
-
-    app = getattr(channel, "app", None)
-    if not isinstance(app, Application):
-        return
-
-    async def count(update: object, context: object) -> None:
-        metrics.telegram_updates.inc()
-
-    # A group of its own: every group runs, so the bot's handlers still see each update.
-    app.add_handler(TypeHandler(Update, count), group=-1)
 
 
 def _api_error(metrics: ServeMetrics) -> Callable[[str], None]:
