@@ -199,6 +199,11 @@ async def test_cove_watch_prints_a_turn_run_elsewhere_as_json_lines(tmp_path: Pa
     assert watcher.returncode == 0, err.decode()
     printed = [json.loads(text) for text in out.decode().splitlines()]
     expected = [e.to_json() for e in durable(live)]
+    # The command names a turn by its position in the conversation, never by its row id.
+    positions = {e.turn_id: e.position for e in live if isinstance(e, TurnStarted)}
+    for item in expected:
+        if "turn_id" in item:
+            item["turn"] = positions.get(item.pop("turn_id"))
     for item in printed + expected:
         if item["type"] == "turn_finished":
             item["duration_ms"] = 0
