@@ -23,8 +23,9 @@ run: $(STAMP)
 		$(VENV)/bin/cove demo; \
 	fi
 
+# Four test processes: most tests wait on subprocesses, browsers and terminals, not on a CPU.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 4
 
 check: $(STAMP)
 	$(PY) -m ruff format --check cove tests bench
