@@ -37,8 +37,8 @@ async def run_checks(settings: Settings) -> list[Check]:
     return [
         _configuration(settings.model),
         await _database(settings.store),
-        await _sandbox(settings.sandbox),
-        await _endpoint(settings.model),
+        await check_sandbox(settings.sandbox),
+        await check_endpoint(settings.model),
     ]
 
 
@@ -79,7 +79,8 @@ async def _database(settings: StoreSettings) -> Check:
     )
 
 
-async def _sandbox(settings: SandboxSettings) -> Check:
+async def check_sandbox(settings: SandboxSettings) -> Check:
+    """Start a worker and run one block in it (no extensions, a scratch workspace)."""
     pool = WorkerPool(settings, size=0)
     try:
         with tempfile.TemporaryDirectory(prefix="cove-doctor-") as workspace:
@@ -117,7 +118,8 @@ async def _sandbox(settings: SandboxSettings) -> Check:
     return Check("sandbox", True, detail, items=confinement_items(confinement))
 
 
-async def _endpoint(settings: ModelSettings) -> Check:
+async def check_endpoint(settings: ModelSettings) -> Check:
+    """Whether the model endpoint answers (``GET /models``)."""
     from cove.engine.llm.openai import probe_endpoint  # the openai package is slow to import
 
     ok, detail = await probe_endpoint(settings)

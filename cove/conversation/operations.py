@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cove.config import Settings
-from cove.conversation.health import Check, _endpoint, _sandbox
+from cove.conversation.health import Check, check_endpoint, check_sandbox
 from cove.errors import CoveError
 from cove.persistence.maintenance import BackupReport, backup, probe_writable
 
@@ -63,7 +63,9 @@ class Readiness:
             if self._last is not None and self._clock() - self._last[0] < self.cache_s:
                 return self._last[1]
             checks = await asyncio.gather(
-                self._database(), _sandbox(self.settings.sandbox), _endpoint(self.settings.model)
+                self._database(),
+                check_sandbox(self.settings.sandbox),
+                check_endpoint(self.settings.model),
             )
             report = ReadinessReport(tuple(checks), time.time())
             self._last = (self._clock(), report)
