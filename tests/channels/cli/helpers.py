@@ -19,7 +19,8 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from cove.channels.cli import cove
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, Fault
+from tests.scripted import reply
 
 FAKE_KEY = "sk-cli-test-NEVER-PRINTED-777"
 
@@ -133,3 +134,22 @@ def read_events_until(proc: subprocess.Popen[str], kind: str, **fields: Any) -> 
         if event["type"] == kind and all(event.get(k) == v for k, v in fields.items()):
             return event
     raise AssertionError(f"the process ended before a {kind} event")
+
+
+def hold_conversation(
+    proc_cli: CoveProcess, server: FakeOpenAI
+) -> tuple[str, subprocess.Popen[str]]:
+    """A conversation whose second turn runs in another process and holds it until stopped.
+
+    The first turn runs to the end; the second stalls at the endpoint (no client timeout and no
+    retry ends the stall), so the returned process holds the conversation's lease until the test
+    signals it.
+    """
+    server.add_replies(reply(["a = 1"], "first"))
+    assert proc_cli("run", "start").returncode == 0
+    [conv] = proc_cli.json("list")
+    server.add_faults(Fault.stall(120.0))
+    proc_cli.env["COVE_REQUEST_TIMEOUT_S"] = "300"
+    slow = proc_cli.popen("run", "-c", conv["id"], "slow one")
+    wait_for_requests(server, 2)  # the slow turn holds the conversation now
+    return str(conv["id"]), slow

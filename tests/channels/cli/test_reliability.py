@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from tests.channels.cli.helpers import Cove, CoveProcess, wait_for_requests
+from tests.channels.cli.helpers import Cove, CoveProcess, hold_conversation, wait_for_requests
 from tests.channels.cli.test_signals import SPIN
-from tests.fakes.openai_server import FakeOpenAI, Fault
+from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
 
@@ -144,23 +144,15 @@ def test_sigterm_while_chat_waits_for_input_leaves_cleanly_with_5(proc_cli: Cove
 def test_delete_refuses_a_conversation_whose_turn_runs_elsewhere(
     proc_cli: CoveProcess, server: FakeOpenAI
 ) -> None:
-    server.add_replies(reply(["a = 1"], "first"))
-    assert proc_cli("run", "start").returncode == 0
-    [conv] = proc_cli.json("list")
-    server.add_faults(Fault.stall(120.0))  # until the process is stopped below
-    proc_cli.env["COVE_REQUEST_TIMEOUT_S"] = (
-        "300"  # no client timeout, no retry that ends the stall
-    )
-    slow = proc_cli.popen("run", "-c", conv["id"], "slow one")
-    wait_for_requests(server, 2)
-    refused = proc_cli("delete", conv["id"], "--yes")
+    conv_id, slow = hold_conversation(proc_cli, server)
+    refused = proc_cli("delete", conv_id, "--yes")
     assert refused.returncode == 6, refused.stderr
     assert "running a turn" in refused.stderr
     no_traceback(refused)
     slow.send_signal(signal.SIGTERM)
     _, err = slow.communicate(timeout=30)
     assert slow.returncode == 5, err
-    assert proc_cli("delete", conv["id"], "--yes").returncode == 0
+    assert proc_cli("delete", conv_id, "--yes").returncode == 0
 
 
 # --- item 4: another application's SQLite database -------------------------------------------

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.channels.cli.helpers import CoveProcess, read_events_until, wait_for_requests
+from tests.channels.cli.helpers import CoveProcess, hold_conversation, read_events_until
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
 
@@ -32,23 +32,15 @@ def test_the_entry_point_returns_the_documented_exit_codes(
 def test_a_second_process_on_the_same_conversation_is_busy(
     proc_cli: CoveProcess, server: FakeOpenAI
 ) -> None:
-    server.add_replies(reply(["a = 1"], "first"))
-    assert proc_cli("run", "start").returncode == 0
-    [conv] = proc_cli.json("list")
-    server.add_faults(Fault.stall(120.0))  # until the process is stopped below
-    proc_cli.env["COVE_REQUEST_TIMEOUT_S"] = (
-        "300"  # no client timeout, no retry that ends the stall
-    )
-    slow = proc_cli.popen("run", "-c", conv["id"], "slow one")
-    wait_for_requests(server, 2)  # the slow turn holds the conversation now
-    busy = proc_cli("run", "-c", conv["id"], "intruder")
+    conv_id, slow = hold_conversation(proc_cli, server)
+    busy = proc_cli("run", "-c", conv_id, "intruder")
     assert busy.returncode == 6
     assert "busy" in busy.stderr
     slow.send_signal(signal.SIGTERM)
     _, err = slow.communicate(timeout=30)
     assert slow.returncode == 5, err
     server.add_replies(reply(["b = 2"], "free again"))
-    after = proc_cli("run", "-c", conv["id"], "now")
+    after = proc_cli("run", "-c", conv_id, "now")
     assert after.returncode == 0 and after.stdout == "free again\n", after.stderr
 
 
