@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from cove.channels.tui.format import clean, cut, duration, one_line
-from cove.results import VarVersion
+from cove.results import BlockResult, VarVersion
 
 #: Characters of the streaming reply kept, and lines of it shown, while it arrives.
 STREAM_KEEP = 2000
@@ -159,41 +159,29 @@ class IterationView(Widget, can_focus=True):
         self.block_views += [BlockShown(source) for source in code]
         self._changed()
 
-    def add_block(
-        self,
-        *,
-        number: int | None = None,
-        code: str = "",
-        ok: bool,
-        result_preview: str | None,
-        stdout: str,
-        stderr: str,
-        error: str | None,
-        duration_ms: float,
-        timed_out: bool = False,
-    ) -> None:
+    def add_block(self, number: int, block: BlockResult) -> None:
         """A finished code block (``number`` from 1): output, value or error, and its time."""
-        index = -1 if number is None else number - 1
+        index = number - 1
         if not 0 <= index < len(self.block_views):
-            self.block_views.append(BlockShown(code))
+            self.block_views.append(BlockShown(block.code))
             index = len(self.block_views) - 1
-        block = self.block_views[index]
+        shown = self.block_views[index]
         self.done_blocks += 1
-        self.time_ms += duration_ms
-        if stdout:
-            block.outcome.append(Text(cut(stdout.rstrip()), style="default"))
-        if stderr:
-            block.outcome.append(Text(cut(stderr.rstrip()), style="yellow"))
-        if ok:
-            if result_preview is not None:
-                block.value = result_preview
-                block.outcome.append(Text.assemble(("→ ", "green"), cut(result_preview)))
-            block.outcome.append(Text(f"block {index + 1} · {duration(duration_ms)}", "dim"))
+        self.time_ms += block.duration_ms
+        if block.stdout:
+            shown.outcome.append(Text(cut(block.stdout.rstrip()), style="default"))
+        if block.stderr:
+            shown.outcome.append(Text(cut(block.stderr.rstrip()), style="yellow"))
+        if block.ok:
+            if block.result_preview is not None:
+                shown.value = block.result_preview
+                shown.outcome.append(Text.assemble(("→ ", "green"), cut(block.result_preview)))
+            shown.outcome.append(Text(f"block {index + 1} · {duration(block.duration_ms)}", "dim"))
         else:
             self.failed_blocks += 1
-            what = "timed out" if timed_out else "failed"
-            line = f"✗ {what} after {duration(duration_ms)}: {cut(error or '')}"
-            block.outcome.append(Text(line, style="red"))
+            what = "timed out" if block.timed_out else "failed"
+            line = f"✗ {what} after {duration(block.duration_ms)}: {cut(block.error or '')}"
+            shown.outcome.append(Text(line, style="red"))
         self._refresh()
 
     def add_vars(self, changes: Sequence[VarVersion]) -> None:

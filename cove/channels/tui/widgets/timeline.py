@@ -167,17 +167,7 @@ class Timeline(VerticalScroll):
             iteration = view.iteration(it.position + 1, None, live=False)
             iteration.add_reply(it.thinking, [b.code for b in it.blocks], it.parse_error)
             for index, block in enumerate(it.blocks):
-                iteration.add_block(
-                    number=index + 1,
-                    code=block.code,
-                    ok=block.ok,
-                    result_preview=block.result_preview,
-                    stdout=block.stdout,
-                    stderr=block.stderr,
-                    error=block.error,
-                    duration_ms=block.duration_ms,
-                    timed_out=block.timed_out,
-                )
+                iteration.add_block(index + 1, block)
             written = versions.get((turn.position, it.position))
             if written:
                 iteration.add_vars([v.var_version() for v in written])
@@ -238,18 +228,7 @@ def apply_to_iteration(
     elif isinstance(event, ModelReply):
         view.add_reply(event.thinking, event.code, event.parse_error)
     elif isinstance(event, BlockFinished):
-        block = event.block
-        view.add_block(
-            number=event.index,
-            code=block.code,
-            ok=block.ok,
-            result_preview=block.result_preview,
-            stdout=block.stdout,
-            stderr=block.stderr,
-            error=block.error,
-            duration_ms=block.duration_ms,
-            timed_out=block.timed_out,
-        )
+        view.add_block(event.index, event.block)
     else:
         view.add_vars(event.changes)
 
