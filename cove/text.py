@@ -2,9 +2,30 @@
 
 Sandbox output, values and replies are unbounded; whatever shows them cuts them to a limit with a
 visible marker that says how much was removed (and, in the prompt, where the full text lives).
+They are hostile too: ``clean`` makes terminal control characters visible before any of it
+reaches a terminal.
 """
 
 from __future__ import annotations
+
+# C0 controls but tab and newline become their Unicode "control pictures" (ESC shows as ␛),
+# DEL as ␡, C1 controls (0x9b is a one-byte CSI for some terminals) and the bidirectional
+# overrides that can reorder what a reader sees as escapes such as \x9b or \u202e.
+_VISIBLE = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)}
+_VISIBLE[0x7F] = "\u2421"
+_VISIBLE.update({code: f"\\x{code:02x}" for code in range(0x80, 0xA0)})
+_VISIBLE.update(
+    {code: f"\\u{code:04x}" for code in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+)
+
+
+def clean(text: str) -> str:
+    """``text`` with terminal control characters made visible (line breaks normalised to ``\\n``).
+
+    Sandbox output and model text may carry escape sequences (a terminal title, the clipboard,
+    a rewritten screen); made visible, they are shown and never acted on.
+    """
+    return text.replace("\r\n", "\n").translate(_VISIBLE)
 
 
 def cut(text: str, limit: int, hint: str, *, keep_tail: bool = False) -> str:

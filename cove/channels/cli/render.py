@@ -29,7 +29,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
-from cove.text import shown
+from cove.text import clean, shown
 
 PREVIEW_CHARS = 400
 
@@ -40,13 +40,14 @@ def console_for(stream: TextIO) -> Console:
 
 
 def line(*parts: str | tuple[str, str]) -> Text:
-    """One line of plain strings and ``(text, style)`` pairs; text is never read as markup."""
-    return Text.assemble(*parts)
+    """One line of plain strings and ``(text, style)`` pairs; text is never read as markup and
+    its control characters are made visible (``clean``)."""
+    return Text.assemble(*(clean(p) if isinstance(p, str) else (clean(p[0]), p[1]) for p in parts))
 
 
 def cut(text: str, limit: int = PREVIEW_CHARS) -> str:
-    """Cut ``text`` to ``limit`` characters with a visible marker."""
-    return shown(text, limit)
+    """``text`` made safe to show (``clean``) and cut to ``limit`` characters with a marker."""
+    return clean(shown(text, limit))
 
 
 def print_table(
@@ -158,7 +159,7 @@ class ProgressView:
         if event.thinking:
             c.print(line((cut(event.thinking), "dim italic")))
         for code in event.code:
-            c.print(Syntax(code, "python", theme="ansi_dark", line_numbers=False))
+            c.print(Syntax(clean(code), "python", theme="ansi_dark", line_numbers=False))
         if event.code:
             self._start_spinner("running code…")
 
@@ -183,7 +184,7 @@ class ProgressView:
         if event.error:
             c.print(line((event.error, "red")))
         if self.show_answer and event.answer:
-            c.print(Markdown(event.answer) if c.is_terminal else event.answer, markup=False)
+            c.print(Markdown(clean(event.answer)) if c.is_terminal else event.answer, markup=False)
         c.print(line((summary, "dim")))
 
     def _start_spinner(self, text: str) -> None:

@@ -14,6 +14,7 @@ from cove.channels.cli.render import cut, line
 from cove.channels.export import when
 from cove.config import Settings
 from cove.conversation import IterationRecord, Transcript, TurnRecord, VarVersionRecord
+from cove.text import clean
 
 
 def show_transcript(
@@ -35,7 +36,7 @@ def show_transcript(
         console.print(line((f"forked from {conv.parent_id} at turn {conv.fork_turn}", "dim")))
     for digest, text in (prompts or {}).items():
         console.rule(f"system prompt {digest[:12]}")
-        console.print(text, markup=False)
+        console.print(clean(text), markup=False)
     for turn in transcript.turns:
         versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
         priced = turn.model is not None and settings.model.price_of(turn.model) is not None
@@ -84,9 +85,9 @@ def _iteration(console: Console, it: IterationRecord, prompts: bool) -> None:
         console.print(
             line((f"system prompt {it.system_prompt_hash[:12]}; request message:", "dim"))
         )
-        console.print(it.request_message, markup=False)
+        console.print(clean(it.request_message), markup=False)
         console.print(line(("context message:", "dim")))
-        console.print(it.context_message, markup=False)
+        console.print(clean(it.context_message), markup=False)
     if it.parse_error:
         console.print(line(("reply problem: ", "red"), cut(it.parse_error)))
     if it.thinking:
@@ -95,7 +96,7 @@ def _iteration(console: Console, it: IterationRecord, prompts: bool) -> None:
     for block in it.blocks:
         # A labelled rule between blocks: consecutive blocks never read as one.
         console.print(line((f"── block {block.position + 1} of {total} ", "blue")))
-        console.print(Syntax(block.code, "python", theme="ansi_dark"))
+        console.print(Syntax(clean(block.code), "python", theme="ansi_dark"))
         _block_result(console, block.stdout, block.ok, block.result_preview, block.error)
     if it.running_block is not None:
         console.print(
@@ -107,7 +108,9 @@ def _iteration(console: Console, it: IterationRecord, prompts: bool) -> None:
                 )
             )
         )
-        console.print(Syntax(it.planned_blocks[it.running_block], "python", theme="ansi_dark"))
+        console.print(
+            Syntax(clean(it.planned_blocks[it.running_block]), "python", theme="ansi_dark")
+        )
     for sq in it.subqueries:
         answer = cut(sq.reply or sq.error or "", 200)
         console.print(line((f"llm_query: {cut(sq.prompt, 200)} → {answer}", "dim")))

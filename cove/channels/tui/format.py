@@ -9,24 +9,11 @@ from __future__ import annotations
 
 import time
 
-from cove.text import shown
+from cove.text import clean, shown
+
+__all__ = ["age", "clean", "cut", "duration", "one_line"]
 
 PREVIEW_CHARS = 2000
-
-# C0 controls but tab and newline become their Unicode "control pictures" (ESC shows as ␛),
-# DEL as ␡, C1 controls (0x9b is a one-byte CSI for some terminals) and the bidirectional
-# overrides that can reorder what a reader sees as escapes such as \x9b or \u202e.
-_VISIBLE = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)}
-_VISIBLE[0x7F] = "\u2421"
-_VISIBLE.update({code: f"\\x{code:02x}" for code in range(0x80, 0xA0)})
-_VISIBLE.update(
-    {code: f"\\u{code:04x}" for code in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
-)
-
-
-def clean(text: str) -> str:
-    """``text`` with control characters made visible (line breaks normalised to ``\\n``)."""
-    return text.replace("\r\n", "\n").translate(_VISIBLE)
 
 
 def cut(text: str, limit: int = PREVIEW_CHARS) -> str:

@@ -131,3 +131,17 @@ def test_an_ambiguous_prefix_is_a_usage_error_listing_the_candidates(cli: Cove) 
     assert "ambiguous" in result.stderr
     assert all(i in result.stderr for i in matching[:10])
     assert cli("show", "does-not-exist").exit_code == 7
+
+
+def test_terminal_escapes_from_the_sandbox_and_the_model_are_shown_not_obeyed(
+    cli: Cove, server: FakeOpenAI
+) -> None:
+    # A clipboard write (OSC 52), a window title (OSC 0) and a C1 CSI that clears the screen.
+    hostile = "\\x1b]52;c;SGVsbG8=\\x07\\x1b]0;owned\\x07\\x9b2J"
+    server.add_replies(reply([f"print('{hostile}')\nx = '{hostile}'\nx"], "done"))
+    assert cli("run", "be hostile").exit_code == 0
+    [conv] = cli.json("list")
+    shown = cli("show", conv["id"], "--prompts").stdout
+    assert "print(" in shown and "␛]52;c;SGVsbG8=␇" in shown and "\\x9b2J" in shown
+    for code in ("\x1b]", "\x07", "\x9b"):
+        assert code not in shown
