@@ -15,7 +15,7 @@ import httpx
 from cove.channels.web import create_app
 from cove.config import Settings
 from tests.channels.web.browser import Gate, Site, answer, send
-from tests.channels.web.serve import served_in_thread
+from tests.channels.web.serve import BEARER, served_in_thread
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -88,14 +88,17 @@ def test_rename_and_delete_from_the_chat_view(site: Site, page: Any) -> None:
     page.answers.append("Named in the chat")
     page.click("#rename")
     page.wait_for_selector("#conv-title:text('Named in the chat')")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}").json()["title"] == "Named in the chat"
+    assert (
+        httpx.get(f"{site.url}/api/conversations/{cid}", headers=BEARER).json()["title"]
+        == "Named in the chat"
+    )
     page.click("#delete")  # dismissed: kept
     assert page.dialogs[-1].startswith("Delete this conversation")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 200
+    assert httpx.get(f"{site.url}/api/conversations/{cid}", headers=BEARER).status_code == 200
     page.answers.append("")
     page.click("#delete")
     page.wait_for_url(f"{site.url}/")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 404
+    assert httpx.get(f"{site.url}/api/conversations/{cid}", headers=BEARER).status_code == 404
 
 
 def test_variable_sizes_stay_filled_while_the_turn_runs(site: Site, page: Any) -> None:
@@ -188,7 +191,7 @@ def test_a_queued_message_refused_when_its_time_comes_is_reported(
     second = Gate(answer("never shown"))
     fake_openai.add_replies(answer("", ["x = 1"]), second)
     with served_in_thread(create_app(settings)) as url:
-        cid = httpx.post(f"{url}/api/conversations", json={}).json()["id"]
+        cid = httpx.post(f"{url}/api/conversations", json={}, headers=BEARER).json()["id"]
         page.goto(f"{url}/c/{cid}")
         send(page, "one")
         assert second.reached.wait(10)
