@@ -91,14 +91,19 @@ async def test_backup_refuses_an_existing_target_and_a_missing_database(tmp_path
     assert (tmp_path / "taken.db").read_text() == "keep me"
 
 
+def mode(path: Path) -> int:
+    """The permission bits of ``path``."""
+    return stat.S_IMODE(path.stat().st_mode)
+
+
 async def test_the_copy_is_as_private_as_the_database(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     async with await Conversations.open(settings) as convs:
         await convs.create(title="private")
     db = Path(settings.store.database)
-    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    assert mode(db) == 0o600
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COVE_DB": str(db)}
     copy = tmp_path / "copy.db"
     result = await cove_backup(env, copy)
     assert result.returncode == 0, result.stderr.decode()
-    assert stat.S_IMODE(copy.stat().st_mode) == 0o600
+    assert mode(copy) == 0o600
