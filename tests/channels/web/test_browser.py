@@ -10,6 +10,7 @@ import httpx
 
 from cove.channels.web import create_app
 from cove.config import Settings
+from tests.channels.web import ui
 from tests.channels.web.browser import HOSTILE, Gate, Site, answer, send
 from tests.channels.web.proxy import CuttableProxy
 from tests.channels.web.serve import served_in_thread
@@ -156,17 +157,18 @@ def test_list_updates_live_renames_and_deletes_with_confirmation(site: Site, pag
     page.wait_for_selector("td.empty")
     cid = site.conversation()  # created elsewhere: the open list shows it
     page.wait_for_selector(f"tr[data-id='{cid}']")
-    page.answers.append("Renamed in the browser")
     page.click(f"tr[data-id='{cid}'] button[data-action='rename']")
+    ui.answer(page, "Renamed in the browser")  # the page's own dialog
     page.wait_for_selector(f"tr[data-id='{cid}'] .title:text('Renamed in the browser')")
     assert httpx.get(f"{site.url}/api/conversations/{cid}").json()["title"] == (
         "Renamed in the browser"
     )
-    page.click(f"tr[data-id='{cid}'] button[data-action='delete']")  # dismissed: kept
-    assert page.dialogs[-1].startswith("Delete this conversation")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 200
-    page.answers.append("")
     page.click(f"tr[data-id='{cid}'] button[data-action='delete']")
+    assert "Renamed in the browser" in ui.dialog(page).text_content()
+    ui.dismiss(page)  # kept
+    assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 200
+    page.click(f"tr[data-id='{cid}'] button[data-action='delete']")
+    ui.confirm(page)
     page.wait_for_selector(f"tr[data-id='{cid}']", state="detached")
     assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 404
 
@@ -289,7 +291,7 @@ def test_login_link_gives_the_browser_a_session(
         tab.goto(f"{url}/login?token={token}")
         assert tab.url == f"{url}/"  # the token left the address bar
         tab.wait_for_selector("#new-conversation")
-        tab.click("#new-conversation")  # an API call with the cookie, same origin
+        tab.click("#new-conversation")  # another page behind the login, with the cookie
         tab.wait_for_selector("#composer")
         cookies = context.cookies()
         assert [(c["name"], c["httpOnly"], c["sameSite"]) for c in cookies] == [
