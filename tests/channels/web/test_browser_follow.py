@@ -21,7 +21,7 @@ def steps(count: int) -> list[Gate]:
 
 def let_through(gates: list[Gate]) -> None:
     for gate in gates:
-        assert gate.reached.wait(10)
+        assert gate.reached.wait(30)
         gate.opened.set()
 
 
@@ -40,7 +40,7 @@ def test_a_live_turn_follows_its_newest_iteration_until_the_reader_scrolls_up(
     send(page, "nine steps, one at a time")
 
     let_through(gates[:6])
-    assert gates[6].reached.wait(10)  # iteration 7 is running
+    assert gates[6].reached.wait(30)  # iteration 7 is running
     page.wait_for_selector(iteration(7))
     next_frames(page)
     assert end_in_view(page, iteration(7)), "the page stayed behind the newest iteration"
@@ -54,7 +54,7 @@ def test_a_live_turn_follows_its_newest_iteration_until_the_reader_scrolls_up(
     page.wait_for_selector("#jump-latest", state="visible")
     held = scroll_top(page, "#thread")
     gates[6].opened.set()
-    assert gates[7].reached.wait(10)
+    assert gates[7].reached.wait(30)
     page.wait_for_selector(iteration(8))
     next_frames(page)
     assert scroll_top(page, "#thread") == held, "new output pulled the reader away"
@@ -81,7 +81,7 @@ def test_scrolling_back_to_the_end_by_hand_follows_again(site: Site, page: Any) 
     page.goto(f"{site.url}/c/{cid}")
     send(page, "six steps")
     let_through(gates[:4])
-    assert gates[4].reached.wait(10)
+    assert gates[4].reached.wait(30)
     page.wait_for_selector(iteration(5))
     page.mouse.move(400, 250)
     page.mouse.wheel(0, -2000)
@@ -89,7 +89,7 @@ def test_scrolling_back_to_the_end_by_hand_follows_again(site: Site, page: Any) 
     page.mouse.wheel(0, 5000)  # all the way down again
     page.wait_for_selector("#jump-latest", state="hidden")
     gates[4].opened.set()
-    assert gates[5].reached.wait(10)
+    assert gates[5].reached.wait(30)
     page.wait_for_selector(iteration(6))
     next_frames(page)
     assert end_in_view(page, iteration(6))
