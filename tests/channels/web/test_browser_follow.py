@@ -131,3 +131,22 @@ def test_a_conversation_opens_at_its_latest_turn_or_at_the_turn_linked(
     page.wait_for_selector("#turn-4[data-status='done'] .answer")
     next_frames(page)
     assert end_in_view(page, "#turn-4 .answer")
+
+
+def test_on_a_phone_too_the_page_follows_the_newest_iteration(site: Site, page: Any) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    gates = steps(6)
+    site.fake.add_replies(*gates, answer("done"))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "six steps on a phone")
+    let_through(gates[:5])
+    assert gates[5].reached.wait(30)
+    page.wait_for_selector(iteration(6))
+    next_frames(page)
+    assert end_in_view(page, iteration(6))
+    assert not end_in_view(page, iteration(1))
+    assert page.is_visible("#message")  # the composer stays on screen
+    assert end_in_view(page, "#composer")
+    gates[5].opened.set()
+    page.wait_for_selector(".turn[data-status='done']")
