@@ -9,7 +9,7 @@ import httpx
 
 from cove.channels.web import create_app
 from tests.channels.web.conftest import Web
-from tests.channels.web.serve import served, sse_events
+from tests.channels.web.serve import login, served, sse_events
 from tests.scripted import reply, settings_for
 
 
@@ -111,6 +111,7 @@ async def test_create_with_a_first_message_starts_its_turn(web: Web) -> None:
 async def test_create_with_a_message_that_cannot_be_sent_creates_nothing(tmp_path: Path) -> None:
     app = create_app(settings_for(tmp_path))  # the real OpenAI factory, no key, no base URL
     async with served(app) as url, httpx.AsyncClient(base_url=url) as client:
+        await login(client)
         sent = await client.post("/api/conversations", json={"text": "hi"})
         assert sent.status_code == 503 and sent.json()["error"] == "ConfigError"
         assert (await client.get("/api/conversations")).json()["conversations"] == []

@@ -15,7 +15,7 @@ import httpx
 from cove.channels.web import create_app
 from cove.config import Settings
 from tests.channels.web.browser import Gate, Site, answer, send
-from tests.channels.web.serve import served_in_thread
+from tests.channels.web.serve import BEARER, served_in_thread
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -172,7 +172,7 @@ def test_a_queued_message_refused_when_its_time_comes_is_reported(
     second = Gate(answer("never shown"))
     fake_openai.add_replies(answer("", ["x = 1"]), second)
     with served_in_thread(create_app(settings)) as url:
-        cid = httpx.post(f"{url}/api/conversations", json={}).json()["id"]
+        cid = httpx.post(f"{url}/api/conversations", json={}, headers=BEARER).json()["id"]
         page.goto(f"{url}/c/{cid}")
         send(page, "one")
         assert second.reached.wait(10)

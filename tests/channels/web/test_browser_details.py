@@ -10,7 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.channels.web.browser import Site, answer, send
+from tests.channels.web.serve import BEARER
 from tests.channels.web.ui import answer as answer_dialog
 from tests.channels.web.ui import confirm, dialog, dismiss, failed_responses
 
@@ -18,15 +21,16 @@ PHONE = {"width": 390, "height": 844}
 
 
 def create(page: Any, site: Site, title: str | None = None) -> str:
-    """A conversation created through the API with the page's own session."""
+    """A conversation created through the API, as a script does."""
     body = {"title": title} if title else {}
-    cid: str = page.request.post(f"{site.url}/api/conversations", data=body).json()["id"]
+    created = httpx.post(f"{site.url}/api/conversations", json=body, headers=BEARER)
+    cid: str = created.json()["id"]
     return cid
 
 
 def titles(page: Any, site: Site) -> list[str | None]:
-    listed = page.request.get(f"{site.url}/api/conversations").json()["conversations"]
-    return [c["title"] for c in listed]
+    listed = httpx.get(f"{site.url}/api/conversations", headers=BEARER).json()
+    return [c["title"] for c in listed["conversations"]]
 
 
 def test_search_marks_each_match_and_names_the_conversation(site: Site, page: Any) -> None:

@@ -13,7 +13,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.channels.web.browser import Gate, Site, answer, send
+from tests.channels.web.serve import BEARER
 from tests.channels.web.ui import end_in_view, next_frames
 from tests.fakes.openai_server import Fault
 
@@ -68,9 +71,8 @@ def save(page: Any, name: str, folder: Path) -> None:
 
 
 def titled(page: Any, site: Site, title: str) -> str:
-    cid: str = page.request.post(f"{site.url}/api/conversations", data={"title": title}).json()[
-        "id"
-    ]
+    created = httpx.post(f"{site.url}/api/conversations", json={"title": title}, headers=BEARER)
+    cid: str = created.json()["id"]
     return cid
 
 
