@@ -68,7 +68,10 @@ async def _hits(convs: Conversations, query: str, known: list[ConversationRecord
     found = await convs.search(query) if query else []
     titles = {record.id: record.title for record in known}
     for cid in {hit.conversation_id for hit in found} - titles.keys():
-        titles[cid] = (await convs.get(cid)).title
+        try:
+            titles[cid] = (await convs.get(cid)).title
+        except NotFound:  # deleted since the search
+            titles[cid] = None
     return [Hit(h, titles[h.conversation_id], marked(h.text, h.matches)) for h in found]
 
 
