@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from tests.channels.web import ui
 from tests.channels.web.browser import HOSTILE, Gate, Site, answer, login, send
 from tests.channels.web.process import free_port, start, stop
 from tests.channels.web.proxy import CuttableProxy
@@ -155,17 +156,18 @@ def test_list_updates_live_renames_and_deletes_with_confirmation(site: Site, pag
     page.wait_for_selector("td.empty")
     cid = site.conversation()  # created elsewhere: the open list shows it
     page.wait_for_selector(f"tr[data-id='{cid}']")
-    page.answers.append("Renamed in the browser")
     page.click(f"tr[data-id='{cid}'] button[data-action='rename']")
+    ui.answer(page, "Renamed in the browser")  # the page's own dialog
     page.wait_for_selector(f"tr[data-id='{cid}'] .title:text('Renamed in the browser')")
     assert httpx.get(f"{site.url}/api/conversations/{cid}", headers=BEARER).json()["title"] == (
         "Renamed in the browser"
     )
-    page.click(f"tr[data-id='{cid}'] button[data-action='delete']")  # dismissed: kept
-    assert page.dialogs[-1].startswith("Delete this conversation")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}", headers=BEARER).status_code == 200
-    page.answers.append("")
     page.click(f"tr[data-id='{cid}'] button[data-action='delete']")
+    assert "Renamed in the browser" in ui.dialog(page).text_content()
+    ui.dismiss(page)  # kept
+    assert httpx.get(f"{site.url}/api/conversations/{cid}", headers=BEARER).status_code == 200
+    page.click(f"tr[data-id='{cid}'] button[data-action='delete']")
+    ui.confirm(page)
     page.wait_for_selector(f"tr[data-id='{cid}']", state="detached")
     assert httpx.get(f"{site.url}/api/conversations/{cid}", headers=BEARER).status_code == 404
 
