@@ -133,7 +133,8 @@ class SandboxClient:
                 reply = block_reply(
                     await self._run(
                         {"op": "execute", "code": code, "seed": seed, "clock": clock}, timeout_s
-                    )
+                    ),
+                    reserved={*self._functions, *self._constants},
                 )
             except TimeoutError:
                 timed_out = True
@@ -432,7 +433,8 @@ class SandboxClient:
                 "imports": self._imports if index == 0 else {},
                 "snapshots": [asdict(s) for s in chunk],
             }
-            names, missing = restore_reply(await self._run(message, self._settings.block_timeout_s))
+            reply = await self._run(message, self._settings.block_timeout_s)
+            names, missing = restore_reply(reply, sent={s.name for s in chunk})
             restored.extend(names)
             lost.extend(missing)
         for name in lost:

@@ -13,7 +13,7 @@ import ast
 import builtins
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from types import CodeType, SimpleNamespace
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from cove.environment.sandbox.worker import guards as g
+from cove.environment.sandbox.worker.bindings import binding_problem
 
 BLOCK_FILENAME = g.BLOCK_FILENAME
 """The file name of every code object compiled from sandbox code (how tracebacks find them)."""
@@ -91,16 +92,24 @@ class CompiledBlock:
     source text)``; the k-th reports its object through ``_define_(k)``."""
 
 
-def compile_block(source: str) -> CompiledBlock:
+def compile_block(source: str, reserved: Collection[str] = ()) -> CompiledBlock:
     """Compile a block REPL style.
 
+    Args:
+        source: The block's code.
+        reserved: Names the block may not bind in the namespace (the extensions' names).
+
     Raises:
-        BlockSyntaxError: The code does not parse or breaks the policy.
+        BlockSyntaxError: The code does not parse, breaks the policy or would bind a name that
+            cannot name a variable (``sandbox/names.py``).
     """
     try:
         tree = ast.parse(source, BLOCK_FILENAME, "exec")
     except SyntaxError as exc:
         raise BlockSyntaxError(exc.msg, exc.lineno) from None
+    problem = binding_problem(tree, reserved)
+    if problem is not None:
+        raise BlockSyntaxError(*problem)
     definitions: list[tuple[str, str]] = []
     _definitions(source, tree.body, definitions)
     tail_node: ast.Expression | None = None

@@ -17,6 +17,7 @@ from typing import Any
 
 from cove import codec
 from cove.codec.shapes import Definition
+from cove.environment.sandbox.names import name_problem
 from cove.environment.sandbox.worker.guards import SANDBOX_MODULE, BlockClock, Guards
 from cove.environment.sandbox.worker.modules import BlockRandom, ModuleTable
 from cove.environment.sandbox.worker.output import BlockOutput, PrintScope
@@ -156,7 +157,7 @@ class Runtime:
         """Compile and run a block: its trailing value, its error (type, line) and what it ran
         (the tracker checks only what that code reaches)."""
         try:
-            block = compile_block(code)
+            block = compile_block(code, reserved=self._configured)
         except BlockSyntaxError as exc:
             where = f" (line {exc.line})" if exc.line is not None else ""
             return None, ("SyntaxError", f"SyntaxError: {exc.message}{where}"), []
@@ -260,7 +261,9 @@ class Runtime:
         pending: list[Frame] = []
         lost: list[str] = []
         for snapshot in snapshots:
-            if snapshot.get("encoded") and snapshot["kind"] in ("value", "function"):
+            if name_problem(snapshot["name"], self._configured) is not None:
+                lost.append(str(snapshot["name"]))  # a name no block could bind (older data)
+            elif snapshot.get("encoded") and snapshot["kind"] in ("value", "function"):
                 pending.append(snapshot)
             elif snapshot["kind"] != "deleted":
                 lost.append(str(snapshot["name"]))
@@ -277,6 +280,8 @@ class Runtime:
 
     def _restore_imports(self, imports: dict[str, Any]) -> None:
         for name, ref in imports.items():
+            if name_problem(name, self._configured) is not None:
+                continue
             try:
                 self.namespace[name] = self.tracker.resolve((str(ref[0]), ref[1]))
                 self.tracker.imports[name] = (str(ref[0]), ref[1])
