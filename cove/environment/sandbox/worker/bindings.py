@@ -61,7 +61,9 @@ class _Bindings(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if self._module_scope():
             self._add(node.name, node)
-        self._visit_all([*node.decorator_list, node.args, *([node.returns] if node.returns else [])])
+        self._visit_all(
+            [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]
+        )
         self._inside(node.body)
 
     def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:

@@ -25,8 +25,7 @@ from cove.results import VarVersion
 from tests.environment.conftest import Extensions, ok, run
 
 FIND_RUNTIME = (
-    "import gc\n"
-    "runtime = next(o for o in gc.get_objects() if type(o).__name__ == 'Runtime')\n"
+    "import gc\nruntime = next(o for o in gc.get_objects() if type(o).__name__ == 'Runtime')\n"
 )
 
 
@@ -123,7 +122,8 @@ async def test_a_forged_restore_reply_is_a_protocol_error(breached: SandboxClien
     # The worker's next restore is answered by a forged handler.
     await run(
         breached,
-        FIND_RUNTIME + "runtime.restore = lambda *args: {'op': 'restored', 'restored': ['x\\x1b[2J', 'n'], "
+        FIND_RUNTIME
+        + "runtime.restore = lambda *args: {'op': 'restored', 'restored': ['x\\x1b[2J', 'n'], "
         "'lost': ['REQUEST']}\n"
         "result = 'patched'\n",
     )
