@@ -22,6 +22,7 @@ from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from cove.environment.sandbox.worker import guards as g
 from cove.environment.sandbox.worker.bindings import binding_problem
+from cove.environment.sandbox.worker.statements import StatementReads, statement_reads
 
 BLOCK_FILENAME = g.BLOCK_FILENAME
 """The file name of every code object compiled from sandbox code (how tracebacks find them)."""
@@ -90,6 +91,8 @@ class CompiledBlock:
     definitions: list[tuple[str, str]] = field(default_factory=list)
     """Top-level ``def``/``class``/``name = lambda`` statements in source order: ``(bound name,
     source text)``; the k-th reports its object through ``_define_(k)``."""
+    reads: list[StatementReads] = field(default_factory=list)
+    """For each definition, what its statement's own parts read (``statements.py``)."""
 
 
 def compile_block(source: str, reserved: Collection[str] = ()) -> CompiledBlock:
@@ -112,6 +115,9 @@ def compile_block(source: str, reserved: Collection[str] = ()) -> CompiledBlock:
         raise BlockSyntaxError(*problem)
     definitions: list[tuple[str, str]] = []
     _definitions(source, tree.body, definitions)
+    sites: list[ast.stmt] = []
+    _hook_sites(tree.body, sites)  # before compiling: the restricting transformer rewrites nodes
+    reads = [statement_reads(site) for site in sites]
     tail_node: ast.Expression | None = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body.pop()
@@ -120,7 +126,7 @@ def compile_block(source: str, reserved: Collection[str] = ()) -> CompiledBlock:
         ast.copy_location(tail_node, last)
     body = _compile(tree, "exec", definitions) if tree.body else None
     tail = _compile(tail_node, "eval") if tail_node is not None else None
-    return CompiledBlock(body, tail, definitions)
+    return CompiledBlock(body, tail, definitions, reads)
 
 
 def compile_definition(source: str) -> CodeType:
