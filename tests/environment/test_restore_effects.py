@@ -237,3 +237,21 @@ async def test_no_extension_call_is_served_while_restoring(
     report = await client.restore(list(client.snapshots().values()))
     assert report.lost == ("f",)
     assert len(extensions.calls) == calls
+
+
+async def test_restore_var_refuses_a_definition_that_would_differ(harness: Harness) -> None:
+    env = await harness.open()
+    await harness.turn(
+        env,
+        "def deco(fn):\n    return fn",
+        "@deco\ndef g():\n    return 'original'",
+        "def g():\n    return 'second'",
+    )
+    ran = await harness.turn(env, "old = restore_var('g', 1)\nold()")
+    assert ran[0][0].result.result_preview == "'original'", ran[0][0].result.error
+    ran = await harness.turn(
+        env, "def deco(fn):\n    return lambda: 'different'", "old = restore_var('g', 1)"
+    )
+    error = ran[1][0].result.error or ""
+    assert "g cannot be rebuilt as it ran: 'deco' holds another value" in error
+    await env.aclose()

@@ -65,12 +65,12 @@ FORGED_NAMES = {
 
 @pytest.fixture
 async def breached(
-    sandbox_settings: SandboxSettings, tmp_path: Path
+    sandbox_settings: SandboxSettings, tmp_path: Path, extensions: Extensions
 ) -> AsyncIterator[SandboxClient]:
     """A configured client whose workers run unrestricted Python."""
     pool = WorkerPool(sandbox_settings, size=0, assume_breach=True)
     try:
-        client = await pool.acquire(workspace=tmp_path / "workspace", on_call=Extensions())
+        client = await pool.acquire(workspace=tmp_path / "workspace", on_call=extensions)
         await client.configure(functions=Extensions.names, constants={"REQUEST": "a request"})
         yield client
     finally:
@@ -166,3 +166,21 @@ async def test_stored_variables_with_names_the_rule_refuses_are_lost(client: San
     outcome = await ok(client, "[REQUEST, n, m.floor(2.5), echo(1)]")
     assert outcome.result.result_preview == "['what is 6*7?', 1, 2, {'args': [1], 'kwargs': {}}]"
     assert set(client.imports()) == {"m"}
+
+
+async def test_the_host_serves_no_extension_call_during_a_restore(
+    breached: SandboxClient, extensions: Extensions
+) -> None:
+    await run(
+        breached,
+        FIND_RUNTIME + "def restore(*args):\n"
+        "    try:\n"
+        "        runtime.call_extension('echo', ('during a restore',), {})\n"
+        "    except Exception as exc:\n"
+        "        refused.append(str(exc))\n"
+        "    return {'op': 'restored', 'restored': [], 'lost': []}\n"
+        "refused = []\n"
+        "runtime.restore = restore\n",
+    )
+    await breached.restore([])
+    assert extensions.calls == []
