@@ -128,6 +128,8 @@ class Provenance:
         self._note(watch, statement.names, writes=False)
         self._note(watch, statement.writes, writes=True)
         self._watch = watch
+        if any(token in NEVER for token in watch.before.values()):
+            return  # it will never run again whatever else it reads: nothing more to follow
         if statement.calls_itself or any(self._may_run_code(name) for name in watch.before):
             sys.setprofile(self._profile)
 

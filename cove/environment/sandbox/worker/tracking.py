@@ -14,8 +14,9 @@ A checked value is the same when it is the same immutable object (an int, a str.
 container of scalars (or table of them) still holding the very objects recorded at its last encode
 (``shallow.py``), else when its encoding's fingerprint is unchanged. If the namespace holds a
 binding no name led to, every name is compared once. Functions and classes defined at the top level
-of a block keep the source of their definition (looked up by object, so ``g = f`` keeps ``f``'s
-source) and are reported as ``kind="function"``. Values the codec refuses or that exceed the
+of a block keep the source of their definition and what it read (a ``Definition``, see
+``provenance.py``; looked up by object, so ``g = f`` keeps ``f``'s) and are reported as
+``kind="function"``. Values the codec refuses or that exceed the
 snapshot limit are ``opaque``. Curated modules, their members and builtins (extension functions
 included) bound to a name are import bindings, tracked separately and never reported as variables.
 """
