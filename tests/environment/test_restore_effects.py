@@ -85,9 +85,10 @@ async def test_a_rebound_decorator_makes_the_definition_lost(harness: Harness) -
 
     env = await harness.open()
     assert env.restored.lost == ("g",)
-    ran = await harness.turn(env, "[deco(print)(), 'g' in [n for n in ['g']]]", "g()")
-    assert [(v.name, v.kind) for v in ran[0][1]] == [("g", "deleted")]
-    assert "NameError" in (ran[1][0].result.error or "")
+    ran = await harness.turn(env, "deco(len)()", "g()")
+    assert ran[0][0].result.result_preview == "'different'"  # the new deco came back
+    assert [(v.name, v.kind) for v in ran[0][1]] == [("g", "deleted")]  # recorded as lost
+    assert "NameError" in (ran[1][0].result.error or "")  # never a g that returns 'different'
     await env.aclose()
 
 
