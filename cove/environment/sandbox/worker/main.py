@@ -96,10 +96,16 @@ def apply_limits(config: dict[str, Any], *, forking: bool = False) -> None:
 
 
 def warm_up(*, dropping_user: bool) -> None:
-    """Import lazily loaded standard-library pieces before the limits and the drop shut them out."""
+    """Import lazily loaded pieces before the limits and the drop shut them out: the standard
+    library's, and the data libraries (``data/libraries.py``) when they are installed."""
     import datetime
 
+    from cove.environment.sandbox.worker.data import libraries
+
     datetime.datetime.strptime("2000-01-01", "%Y-%m-%d")
+    loaded = libraries.load()
+    if loaded is not None:
+        libraries.warm_up(loaded)
     if dropping_user:
         preload_codecs()
 
