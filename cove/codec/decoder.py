@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any, NoReturn
 from zoneinfo import ZoneInfo
 
+from cove.codec import arrays
 from cove.codec.shapes import BUILTIN_TYPES, Definition, MakeDefinition, Opaque
 from cove.errors import CodecError, ValueTooLarge
 
@@ -271,3 +272,4 @@ _HANDLERS: dict[str, Callable[[Decoder, Json, int], Any]] = {
     "def": _definition,
     "opaque": _opaque,
 }
+_HANDLERS.update(arrays.decoders())

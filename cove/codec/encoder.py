@@ -18,6 +18,7 @@ from types import FunctionType
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cove.codec import arrays
 from cove.codec.shapes import BUILTIN_TYPE_NAMES, Definition, Opaque, SourceOf, dumps
 from cove.errors import CodecError, ValueTooLarge
 
@@ -91,6 +92,8 @@ class Encoder:
         """The JSON tree of ``value`` found at nesting ``depth``."""
         handler = _HANDLERS.get(type(value))
         if handler is None:
+            if arrays.handles(value):
+                return arrays.encode(self, value, depth)
             return self._other(value)
         return handler(self, value, depth)
 

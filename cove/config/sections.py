@@ -126,6 +126,12 @@ class SandboxSettings:
     max_file_read_bytes: int = 5_000_000
     sandbox_confine: bool = True  # workers drop to nobody and lose the network where possible
     sandbox_fork_server: bool = True  # workers are forked from a pre-initialised zygote
+    # numpy, pandas and matplotlib in the sandbox when installed (the data extra): about a
+    # second more to start the zygote and ~250 MB of each worker's address space.
+    sandbox_libraries: bool = True
+    # The largest snapshot of an array, a DataFrame or a Series (binary values restorable
+    # after a restart); larger ones are opaque.
+    data_snapshot_limit_bytes: int = 16_000_000
     # Host time one block may spend in extension calls (llm_query included); the block's own
     # clock stops during those calls, so this is what bounds a loop of them.
     extension_time_budget_s: float = 120.0

@@ -95,17 +95,17 @@ def apply_limits(config: dict[str, Any], *, forking: bool = False) -> None:
             pass
 
 
-def warm_up(*, dropping_user: bool) -> None:
+def warm_up(*, dropping_user: bool, libraries: bool = True) -> None:
     """Import lazily loaded pieces before the limits and the drop shut them out: the standard
     library's, and the data libraries (``data/libraries.py``) when they are installed."""
     import datetime
 
-    from cove.environment.sandbox.worker.data import libraries
+    from cove.environment.sandbox.worker.data import libraries as data_libraries
 
     datetime.datetime.strptime("2000-01-01", "%Y-%m-%d")
-    loaded = libraries.load()
+    loaded = data_libraries.load() if libraries else None
     if loaded is not None:
-        libraries.warm_up(loaded)
+        data_libraries.warm_up(loaded)
     if dropping_user:
         preload_codecs()
 
@@ -125,6 +125,8 @@ def make_runtime(channel: FrameChannel, config: dict[str, Any]) -> Runtime:
         request=request,
         output_limit=int(config["output_limit"]),
         snapshot_limit=int(config["snapshot_limit"]),
+        libraries=bool(config.get("libraries", True)),
+        data_snapshot_limit=int(config.get("data_snapshot_limit", config["snapshot_limit"])),
     )
 
 
@@ -133,9 +135,11 @@ def main() -> int:
     channel = claim_channel()
     try:
         config = json.loads(sys.argv[1])
-        runtime = make_runtime(channel, config)
         confining = bool(config.get("confine", True))
-        warm_up(dropping_user=will_drop_user(confining))
+        warm_up(
+            dropping_user=will_drop_user(confining), libraries=bool(config.get("libraries", True))
+        )
+        runtime = make_runtime(channel, config)
         # Its own session keeps terminal Ctrl-C away; an interrupt between blocks must not end it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})

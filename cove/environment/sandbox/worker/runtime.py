@@ -78,15 +78,27 @@ def block_line(tb: TracebackType | None) -> int | None:
 class Runtime:
     """One worker's sandbox: namespace, builtins, curated modules and variable tracking."""
 
-    def __init__(self, *, request: Request, output_limit: int, snapshot_limit: int) -> None:
+    def __init__(
+        self,
+        *,
+        request: Request,
+        output_limit: int,
+        snapshot_limit: int,
+        libraries: bool = True,
+        data_snapshot_limit: int | None = None,
+    ) -> None:
         self._request = request
         self.output_limit = output_limit
         self.snapshot_limit = snapshot_limit
         self.clock = BlockClock()
         self.chance = BlockRandom()
         self.output = BlockOutput(output_limit)
-        self.data = DataSupport.create(
-            self.host_call, lambda text: self.output.write(text), lambda: self.clock.now
+        self.data = (
+            DataSupport.create(
+                self.host_call, lambda text: self.output.write(text), lambda: self.clock.now
+            )
+            if libraries
+            else None
         )
         self.modules = ModuleTable(
             self.chance, self.clock, self.data.builders() if self.data is not None else None
@@ -108,6 +120,7 @@ class Runtime:
         vars(module)["__builtins__"] = self.builtins
         self.tracker = VariableTracker(
             snapshot_limit=snapshot_limit,
+            data_snapshot_limit=data_snapshot_limit,
             modules=self.modules,
             builtins=self.builtins,
             namespace=self.namespace,
@@ -162,7 +175,7 @@ class Runtime:
         if reply["fatal"]:
             return reply  # the host replaces this worker: its heap is not to be trusted
         if value is not None:
-            reply["value_preview"] = codec.preview(value)
+            reply["value_preview"] = codec.display(value)
             reply["value_encoded"] = self._encoded(value)
         value = None
         reply["changes"] = self.tracker.changes(self.namespace, ran)
