@@ -174,9 +174,9 @@ def _index(enc: Encoder, index: Any, depth: int) -> Json:
         codes = [_array(enc, code, depth) for code in index.codes]
         names = [enc.node(n, depth) for n in index.names]
         return enc.tag("multiindex", [levels, codes, names])
-    if type(index) not in (pandas.Index, pandas.DatetimeIndex, pandas.TimedeltaIndex):
-        if type(index) is not pandas.CategoricalIndex:
-            raise CodecError(f"cannot encode a {type(index).__qualname__}")
+    plain = (pandas.Index, pandas.DatetimeIndex, pandas.TimedeltaIndex, pandas.CategoricalIndex)
+    if type(index) not in plain:
+        raise CodecError(f"cannot encode a {type(index).__qualname__}")
     payload = [_column(enc, index.array, depth), name]
     freq = getattr(index, "freqstr", None) if type(index) is pandas.DatetimeIndex else None
     if freq is not None:

@@ -33,10 +33,7 @@ def preview(value: object, limit: int = 80) -> str:
     """
     limit = max(1, limit)
     summary = arrays.preview(value, limit + 1)
-    if summary is not None:
-        text = summary
-    else:
-        text = _safe_show(value, limit)
+    text = summary if summary is not None else _safe_show(value, limit)
     text = utf8_safe(text.replace("\r", "\\r").replace("\n", "\\n"))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -191,6 +191,22 @@ class StoreSettings:
             return default
         return db.with_name(f"{db.stem}.workspaces")
 
+    @property
+    def figures(self) -> Path:
+        """Where the CLI writes the figures it shows (one directory per conversation).
+
+        ``<data_dir>/figures`` for the default database (and an in-memory one); else
+        ``<db dir>/<db stem>.figures`` beside the database. The figures themselves live in the
+        database; these files are copies made for a terminal to open.
+        """
+        default = self.data_dir / "figures"
+        if not self.db_path or self.db_path == MEMORY_DB:
+            return default
+        db = Path(self.db_path).expanduser()
+        if db.absolute() == (self.data_dir / "cove.db").absolute():
+            return default
+        return db.with_name(f"{db.stem}.figures")
+
 
 @dataclass(frozen=True)
 class ChannelSettings:

@@ -62,6 +62,9 @@ COMPACT_RESULT_CHARS: Final = 200
 COMPACT_STDOUT_CHARS: Final = 200
 COMPACT_STDERR_CHARS: Final = 120
 COMPACT_ERROR_CHARS: Final = 300
+#: A block's figures described (size, title, axis labels), and the characters of each line.
+BLOCK_FIGURES: Final = 4
+FIGURE_CHARS: Final = 240
 #: A block that ran at least this long is marked ``(slow: N ms)``.
 SLOW_BLOCK_MS: Final = 1_000.0
 

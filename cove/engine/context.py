@@ -240,6 +240,10 @@ def _entry(entry: JournalEntry, *, compact: bool) -> str:
     if block.stderr:
         stderr = cut(block.stderr.rstrip("\n"), stderr_limit, _SEE_HISTORY, keep_tail=True)
         lines.append(_field("stderr:", stderr))
+    for figure in block.figures[: b.BLOCK_FIGURES]:
+        lines.append(cut(figure.describe(), b.FIGURE_CHARS, ""))
+    if len(block.figures) > b.BLOCK_FIGURES:
+        lines.append(f"… {len(block.figures) - b.BLOCK_FIGURES} more figures")
     if block.error:
         lines.append(_field("error:", cut(block.error, error_limit, _SEE_HISTORY, keep_tail=True)))
     return "\n".join(lines)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from cove.environment.sandbox.frames import Frame, ProtocolError
-from cove.results import VarKind, VarVersion
+from cove.environment.sandbox.host.figures import parse_figures
+from cove.results import BlockFigure, VarKind, VarVersion
 
 _KINDS = frozenset(get_args(VarKind))
 
@@ -29,6 +30,7 @@ class BlockReply:
     fatal: bool
     changes: tuple[VarVersion, ...]
     imports: dict[str, tuple[str, str | None]]
+    figures: tuple[BlockFigure, ...] = ()
 
 
 def block_reply(reply: Frame) -> BlockReply:
@@ -53,6 +55,7 @@ def block_reply(reply: Frame) -> BlockReply:
         fatal=_typed(reply.get("fatal", False), bool),
         changes=tuple(snapshot(item) for item in changes),
         imports={_typed(k, str): _import_ref(v) for k, v in imports.items()},
+        figures=parse_figures(reply.get("figures")),
     )
 
 

@@ -320,11 +320,15 @@ class VariableTracker:
         not encoded at all."""
         ids = walked[1] if walked is not None and walked[0] is value else None
         quick = codec.data_fingerprint(value)
-        if quick is not None and old is not None and old.value is value:
-            if old.fingerprint == quick:
-                if ids is None:
-                    ids = self._objects_of(value)
-                return self._track(name, value, quick, ids) if ids != old.ids else set()
+        if (
+            quick is not None
+            and old is not None
+            and old.value is value
+            and old.fingerprint == quick
+        ):
+            if ids is None:
+                ids = self._objects_of(value)
+            return self._track(name, value, quick, ids) if ids != old.ids else set()
         snapshot, fingerprint = self.snapshot(name, value)
         if old is not None and old.value is value and old.fingerprint == fingerprint:
             # Same content; but an element may have been swapped for an equal object, which
