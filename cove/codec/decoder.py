@@ -23,8 +23,9 @@ from cove.errors import CodecError, ValueTooLarge
 Json = Any
 
 # What a malformed payload makes the constructors raise (binascii.Error is a ValueError,
-# decimal.InvalidOperation and ZeroDivisionError are ArithmeticErrors).
-_PAYLOAD_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, LookupError)
+# decimal.InvalidOperation and ZeroDivisionError are ArithmeticErrors; a zone name that is a
+# directory of the tzdata package raises an OSError).
+_PAYLOAD_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, LookupError, OSError)
 
 
 class _CallbackFailed(Exception):

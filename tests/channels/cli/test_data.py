@@ -39,7 +39,8 @@ merged = sales.merge(managers, on='region')
 merged['revenue'] = merged['units'] * merged['price']
 merged['month'] = merged['day'].dt.to_period('M').astype(str)
 by_manager = merged.groupby('manager')['revenue'].sum().sort_values(ascending=False)
-table = merged.pivot_table(index='month', columns='region', values='units', aggfunc='sum', fill_value=0)
+table = merged.pivot_table(index='month', columns='region', values='units', aggfunc='sum',
+                           fill_value=0)
 table['rolling'] = table.sum(axis=1).rolling(2, min_periods=1).mean()
 best = by_manager.index[0]
 best_revenue = float(by_manager.iloc[0])"""

@@ -106,6 +106,12 @@ def warm_up(*, dropping_user: bool, libraries: bool = True) -> None:
     loaded = data_libraries.load() if libraries else None
     if loaded is not None:
         data_libraries.warm_up(loaded)
+        # Build every curated namespace once: whatever that imports is imported now.
+        from cove.environment.sandbox.worker.runtime import Runtime
+
+        runtime = Runtime(request=lambda frame: frame, output_limit=1, snapshot_limit=1)
+        for name in runtime.modules.names():
+            runtime.modules.get(name)
     if dropping_user:
         preload_codecs()
 

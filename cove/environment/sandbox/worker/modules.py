@@ -361,7 +361,7 @@ class ModuleTable:
         return sandbox_import
 
 
-_C_IMPORTS = frozenset({"_strptime", "encodings", "warnings", "copyreg"})
+_C_IMPORTS = frozenset({"_strptime", "encodings", "warnings", "copyreg", "io"})
 """Standard-library modules C code may import for itself while a block runs."""
 
 

@@ -7,10 +7,13 @@ Every public function, type and constant of ``numpy`` is handed out except what 
 readers and writers become workspace files through the host, with ``allow_pickle=False``;
 ``memmap``, ``fromfile``, ``fromregex`` are gone), changes process-wide state (``seterr``,
 ``seterrcall``, ``setbufsize``, ``set_printoptions``) or reads the caller's frame (``bmat``, and
-``r_``/``c_`` with a string key, which look names up in whatever frame called them). Submodules are
-not members unless curated here. ``numpy.random`` draws from one ``Generator`` reseeded from each
-block's recorded seed, so a replay draws the same numbers; ``default_rng()`` without a seed
-derives one from it. Nothing seeds numpy's global state.
+``r_``/``c_`` with a string key, which look names up in whatever frame called them).
+
+Submodules are not members unless curated here; members are read from the module's own
+dictionary, never through its lazy ``__getattr__`` (which would import a submodule a sealed worker
+cannot read). ``numpy.random`` draws from one ``Generator`` reseeded from each block's recorded
+seed, so a replay draws the same numbers; ``default_rng()`` without a seed derives one from it.
+Nothing seeds numpy's global state.
 """
 
 from __future__ import annotations
@@ -225,7 +228,7 @@ def numpy_members(
     """
     members: Members = {
         name: getattr(numpy, name)
-        for name in dir(numpy)
+        for name in sorted(vars(numpy))
         if not name.startswith("_")
         and name not in REMOVED
         and not isinstance(getattr(numpy, name), types.ModuleType)
@@ -242,7 +245,7 @@ def linalg_members(numpy: types.ModuleType) -> Members:
     """``numpy.linalg``: every public function (none touches memory, paths or global state)."""
     return {
         name: getattr(numpy.linalg, name)
-        for name in dir(numpy.linalg)
+        for name in sorted(vars(numpy.linalg))
         if not name.startswith("_") and name != "test"
     }
 
@@ -251,7 +254,7 @@ def fft_members(numpy: types.ModuleType) -> Members:
     """``numpy.fft``: every public function."""
     return {
         name: getattr(numpy.fft, name)
-        for name in dir(numpy.fft)
+        for name in sorted(vars(numpy.fft))
         if not name.startswith("_") and name != "test"
     }
 

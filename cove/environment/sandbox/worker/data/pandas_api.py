@@ -101,7 +101,7 @@ def pandas_members(pandas: types.ModuleType, files: WorkspaceFiles) -> Members:
     """The members of the sandbox's ``pandas``."""
     members: Members = {
         name: getattr(pandas, name)
-        for name in dir(pandas)
+        for name in sorted(vars(pandas))
         if not name.startswith("_")
         and name not in REMOVED
         and not isinstance(getattr(pandas, name), types.ModuleType)

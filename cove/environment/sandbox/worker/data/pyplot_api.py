@@ -439,7 +439,7 @@ def public_members(module: types.ModuleType) -> Members:
     """Every public member of ``module`` but modules, mutable tables and ``MODULE_REMOVED``."""
     return {
         name: getattr(module, name)
-        for name in dir(module)
+        for name in sorted(vars(module))
         if not name.startswith("_")
         and name not in MODULE_REMOVED
         and not isinstance(getattr(module, name), types.ModuleType | dict | list | set)
