@@ -91,7 +91,8 @@ class SandboxPolicy(RestrictingNodeTransformer):
             parts = [self.visit(target.value), ast.Constant(target.attr)]
             hook = AUGMENTED_ATTRIBUTE
         else:
-            return super().visit_AugAssign(node)  # type: ignore[no-any-return]
+            result: ast.AST = super().visit_AugAssign(node)  # type: ignore[assignment]
+            return result
         operator = ast.Constant(IOPERATOR_TO_STR[type(node.op)])
         call = ast.Call(ast.Name(hook, ast.Load()), [*parts, operator, self.visit(node.value)], [])
         statement = ast.Expr(call)

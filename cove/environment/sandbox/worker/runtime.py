@@ -94,9 +94,7 @@ class Runtime:
         self.chance = BlockRandom()
         self.output = BlockOutput(output_limit)
         self.data = (
-            DataSupport.create(
-                self.host_call, lambda text: self.output.write(text), lambda: self.clock.now
-            )
+            DataSupport.create(self.host_call, self._write_output, lambda: self.clock.now)
             if libraries
             else None
         )
@@ -225,6 +223,9 @@ class Runtime:
             return value
 
         return record
+
+    def _write_output(self, text: str) -> None:
+        self.output.write(text)
 
     def _print_scope(self, _getattr_: Any = None) -> PrintScope:
         return PrintScope(self.output)

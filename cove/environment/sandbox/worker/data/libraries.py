@@ -23,6 +23,7 @@ import io
 import os
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 THREAD_LIMITS = {
     "OPENBLAS_NUM_THREADS": "1",
@@ -90,9 +91,9 @@ def _disable_tex(matplotlib: ModuleType) -> None:
     def refuse(*args: object, **kwargs: object) -> str:
         raise RuntimeError("LaTeX text rendering (usetex) is not available in the sandbox")
 
-    texmanager.TexManager.make_dvi = classmethod(refuse)  # type: ignore[method-assign,assignment,arg-type]
-    texmanager.TexManager.make_png = classmethod(refuse)  # type: ignore[method-assign,assignment,arg-type]
-    texmanager.TexManager._run_checked_subprocess = classmethod(refuse)  # type: ignore[attr-defined,assignment,arg-type]
+    manager: Any = texmanager.TexManager
+    for name in ("make_dvi", "make_png", "_run_checked_subprocess"):
+        setattr(manager, name, classmethod(refuse))
 
 
 _CSV = """day,region,units,price

@@ -216,7 +216,7 @@ def clock_method(method: str, now: Callable[[], float]) -> Callable[[Any], Calla
     """The maker of ``Timestamp.now``/``today``: the block's recorded clock, not the real one."""
 
     def make(owner: Any) -> Callable[..., Any]:
-        cls = owner if isinstance(owner, type) else type(owner)
+        cls: Any = owner if isinstance(owner, type) else type(owner)
 
         def call(tz: Any = None) -> Any:
             stamp = cls.fromtimestamp(now(), tz="UTC")
