@@ -70,6 +70,13 @@ async def test_label_attributes_are_writable_and_nothing_else_of_a_library_objec
         assert "cannot set attribute" in (outcome.result.error or ""), outcome.result.error
 
 
+async def test_pandas_plots_only_through_matplotlib(client: SandboxClient) -> None:
+    outcome = await run(client, FRAME + "\ndf.plot(backend='os')")
+    assert "only the matplotlib plotting backend" in (outcome.result.error or "")
+    drawn = await ok(client, FRAME + "\nax = df.plot(x='x', y='y', title='xy')\nax.get_title()")
+    assert drawn.result.result_preview == "'xy'" and len(drawn.result.figures) == 1
+
+
 async def test_random_numbers_follow_the_block_seed(client: SandboxClient) -> None:
     code = (
         "import numpy as np\nimport pandas as pd\n"

@@ -75,6 +75,10 @@ def load() -> Libraries | None:
         _missing = str(exc)
         return None
     _disable_tex(matplotlib)
+    _excel_in_memory()
+    from cove.environment.sandbox.worker.data.pandas_api import restrict_plot_backend
+
+    restrict_plot_backend(pandas)
     _loaded = Libraries(numpy=numpy, pandas=pandas, matplotlib=matplotlib, pyplot=pyplot)
     return _loaded
 
@@ -94,6 +98,31 @@ def _disable_tex(matplotlib: ModuleType) -> None:
     manager: Any = texmanager.TexManager
     for name in ("make_dvi", "make_png", "_run_checked_subprocess"):
         setattr(manager, name, classmethod(refuse))
+
+
+def _excel_in_memory() -> None:
+    """openpyxl writes each worksheet to a temporary file first; a worker can write no file, so
+    worksheets are written in memory (the same bytes end up in the workbook)."""
+    from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
+    from openpyxl.worksheet._writer import WorksheetWriter
+    from openpyxl.writer import excel
+
+    original = excel.ExcelWriter.write_worksheet
+
+    def write_worksheet(self: Any, ws: Any) -> None:
+        if self.workbook.write_only:
+            original(self, ws)
+            return
+        ws._drawing = SpreadsheetDrawing()
+        ws._drawing.charts = ws._charts
+        ws._drawing.images = ws._images
+        writer = WorksheetWriter(ws, out=io.BytesIO())
+        writer.write()
+        ws._rels = writer._rels
+        self._archive.writestr(ws.path[1:], writer.read())
+        self.manifest.append(ws)
+
+    excel.ExcelWriter.write_worksheet = write_worksheet
 
 
 _CSV = """day,region,units,price
