@@ -1,5 +1,9 @@
-"""The figures of a block: each runs in its own ``rc_context``, and every figure it leaves open
+"""The figures of a block: styling it changes ends with it, and every figure it leaves open
 (shown or not) is rendered to PNG and closed when it ends.
+
+Styling is scoped like ``rc_context`` but cheaper per block: ``rcParams`` is compared with a copy
+taken when the worker started (a C-level comparison, which also sees lists changed in place) and
+put back only when the block changed it.
 
 A rendered figure travels to the host in the block's reply as ``{"png": base64, "width",
 "height", "title", "axes": [{"title", "xlabel", "ylabel"}]}``; the host stores it with the block
@@ -10,7 +14,9 @@ the same figure gives the same bytes (replay compares them).
 from __future__ import annotations
 
 import base64
+import copy
 import io
+import operator
 import struct
 from typing import Any
 
@@ -26,21 +32,30 @@ MAX_FIGURE_BYTES = 8 * 1024 * 1024
 """The PNG bytes one block's figures may take in total."""
 
 _TEXT = 200  # characters kept of a title or label
+_IMMUTABLE = (str, int, float, bool, tuple, type(None))
 
 
 class BlockFigures:
     """Opens a block's rc scope and collects its figures when it ends."""
 
     def __init__(self, libraries: Libraries) -> None:
-        self._matplotlib = libraries.matplotlib
+        self._rc = libraries.matplotlib.rcParams
         self._pyplot = libraries.pyplot
-        self._scope: Any = None
+        self._baseline = copy.deepcopy(dict(self._rc))
+        # Values that can change in place (lists, cyclers...) are compared by value; the rest
+        # by identity with the objects held when the styling was last put back.
+        self._mutable = [
+            key for key, value in self._baseline.items() if not isinstance(value, _IMMUTABLE)
+        ]
+        self._held = list(dict.values(self._rc))
+        self.styling_reachable = False
+        """Set once sandbox code can reach ``rcParams`` (the pyplot namespace was built): until
+        then no block can have changed them and the check is skipped."""
 
     def begin(self) -> None:
-        """Start a block: no figure open, styling changes scoped to the block."""
-        self._pyplot.close("all")
-        self._scope = self._matplotlib.rc_context()
-        self._scope.__enter__()
+        """Start a block: no figure open."""
+        if self._pyplot.get_fignums():
+            self._pyplot.close("all")
 
     def end(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Render and close every open figure; the figures' wire forms and notes for the output.
@@ -68,10 +83,20 @@ class BlockFigures:
                 figures.append(rendered)
         finally:
             self._pyplot.close("all")
-            scope, self._scope = self._scope, None
-            if scope is not None:
-                scope.__exit__(None, None, None)
+            self._restore_styling()
         return figures, notes
+
+    def _restore_styling(self) -> None:
+        """Put ``rcParams`` back as the worker started, if the block changed them."""
+        if not self.styling_reachable:
+            return
+        rc, baseline = self._rc, self._baseline
+        same = len(rc) == len(self._held) and all(map(operator.is_, dict.values(rc), self._held))
+        if same and all(dict.__getitem__(rc, key) == baseline[key] for key in self._mutable):
+            return
+        dict.clear(rc)
+        dict.update(rc, copy.deepcopy(baseline))
+        self._held = list(dict.values(rc))
 
 
 def render(figure: Any) -> dict[str, Any]:

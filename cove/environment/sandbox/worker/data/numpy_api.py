@@ -63,11 +63,19 @@ class BlockGenerator:
 
     def __init__(self, numpy: types.ModuleType) -> None:
         self._numpy = numpy
-        self.generator = numpy.random.default_rng(0)
+        self._seed = 0
+        self._generator: Any = None
 
     def seed(self, seed: int) -> None:
         """Start the block's stream (called with the block's recorded seed)."""
-        self.generator = self._numpy.random.default_rng(seed)
+        self._seed, self._generator = seed, None
+
+    @property
+    def generator(self) -> Any:
+        """The block's ``Generator``, made when the block first draws."""
+        if self._generator is None:
+            self._generator = self._numpy.random.default_rng(self._seed)
+        return self._generator
 
     def default_rng(self, seed: Any = None) -> Any:
         """A new ``Generator``; without a seed its seed is drawn from the block's stream."""
@@ -77,8 +85,9 @@ class BlockGenerator:
 
     def members(self) -> Members:
         """The ``numpy.random`` namespace: the Generator API and the legacy function names."""
+        kind = self._numpy.random.Generator
         members: Members = {
-            name: self._delegate(name) for name in _RANDOM_METHODS if hasattr(self.generator, name)
+            name: self._delegate(name) for name in _RANDOM_METHODS if hasattr(kind, name)
         }
         gen = self._delegate
         members.update(

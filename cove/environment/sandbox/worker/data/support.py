@@ -92,11 +92,15 @@ class DataSupport:
                 "matplotlib.dates",
                 "matplotlib.ticker",
             ),
-            "matplotlib.pyplot": lambda table: pyplot_members(self.libraries.pyplot, self.files),
+            "matplotlib.pyplot": self._pyplot,
             "matplotlib.colors": lambda table: public_members(matplotlib.colors),
             "matplotlib.dates": lambda table: public_members(matplotlib.dates),
             "matplotlib.ticker": lambda table: public_members(matplotlib.ticker),
         }
+
+    def _pyplot(self, table: ModuleTable) -> Members:
+        self.figures.styling_reachable = True
+        return pyplot_members(self.libraries.pyplot, self.files)
 
     def begin_block(self, seed: int) -> None:
         """Before a block: its random stream and its figure scope."""
