@@ -75,6 +75,9 @@ class ModelSettings:
     max_retries: int = 4  # per model call: the openai package's retries and broken-reply re-sends
     retry_base_delay_s: float = 0.5  # the first pause before re-sending a broken reply (doubles)
     reasoning_effort: bool = False  # send reasoning_effort to the endpoint
+    # Attach the newest figure of the journal to each model call as an image (models that
+    # accept images); it counts as budgets.IMAGE_CHARS of the context message.
+    model_images: bool = False
     prices: Mapping[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def __post_init__(self) -> None:

@@ -125,3 +125,19 @@ def test_run_names_the_figure_files_on_stderr(
     assert path.read_bytes().startswith(b"\x89PNG")
     assert path.parent.parent == tmp_path / "cove.figures"  # beside the database, not a workspace
     assert "title 'squares'" in line
+
+
+def test_with_model_images_the_newest_figure_goes_to_the_next_call(
+    cli: Cove, server: FakeOpenAI
+) -> None:
+    chart = "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.title('squares')"
+    server.add_replies(reply([chart]), reply([], "seen"), reply([chart]), reply([], "seen"))
+    assert cli("run", "Draw the squares.").exit_code == 0
+    plain = server.requests[1]["messages"][2]["content"]
+    assert isinstance(plain, str)  # off by default: text only
+    cli.env["COVE_MODEL_IMAGES"] = "1"
+    assert cli("run", "Draw the squares again.").exit_code == 0
+    text, image = server.requests[3]["messages"][2]["content"]
+    assert "[attached image: [t1.i1.1] figure 1: 640×480 px; title 'squares']" in text["text"]
+    assert image["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    assert image["image_url"]["detail"] == "low"
