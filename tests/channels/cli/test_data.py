@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+import pytest
+
 from tests.channels.cli.helpers import Cove
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
@@ -51,6 +53,12 @@ table[['north', 'south', 'east']].plot(kind='bar', ax=ax)
 ax.set_title('Units per month')
 ax.set_xlabel('month')
 ax.set_ylabel('units')"""
+
+
+@pytest.fixture(autouse=True)
+def with_libraries(cli: Cove) -> None:
+    """These tests need numpy, pandas and matplotlib in the sandbox (their default)."""
+    cli.env.pop("COVE_SANDBOX_LIBRARIES")
 
 
 def expected() -> tuple[str, float]:
