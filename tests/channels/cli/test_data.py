@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 import pandas as pd
-
 import pytest
 
 from tests.channels.cli.helpers import Cove
@@ -101,6 +100,12 @@ def test_a_csv_answered_with_pandas_and_a_chart_then_replayed_and_reopened(
     kinds = {v["name"]: (v["kind"], v["type_name"]) for v in shown["var_versions"]}
     assert kinds["merged"] == ("value", "DataFrame")
     assert kinds["by_manager"] == ("value", "Series")
+
+    text = cli("show", conversation)
+    assert "figure: figure 1: 500×300 px; title 'Units per month'" in text.stdout
+    export = cli("export", conversation)
+    assert "figure 1: 500×300 px; title 'Units per month'" in export.stdout
+    assert figure["digest"][:16] in export.stdout
 
     # Replay runs the recorded code again: the same numbers and the same figure bytes.
     replayed = cli("replay", conversation)
