@@ -112,3 +112,14 @@ async def test_arrays_and_frames_are_variables_that_survive_a_restart_and_a_reop
         assert again.result.result_preview == "[1, 2, 3, 4]"
     finally:
         await reopened.aclose()
+
+
+async def test_versions_of_a_frame_diff_row_by_row(harness: Harness) -> None:
+    env = await harness.open()
+    try:
+        await harness.turn(env, "import pandas as pd\ndf = pd.DataFrame({'units': [3, 5, 4]})")
+        await harness.turn(env, "df.loc[1, 'units'] = 50")
+        [(diff, _)] = await harness.turn(env, "print(var_diff('df', 1, 2))")
+        assert "-1,5" in diff.result.stdout and "+1,50" in diff.result.stdout
+    finally:
+        await env.aclose()
