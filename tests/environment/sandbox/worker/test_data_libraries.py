@@ -7,10 +7,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from cove.config import SandboxSettings
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.runtime import Runtime
-from tests.environment.conftest import ok, read_proc, run
+from tests.environment.conftest import ok, read_proc, run, with_libraries
+
+
+@pytest.fixture
+def sandbox_settings(tmp_path: Path) -> SandboxSettings:
+    """With the data libraries loaded: escapes and data work must face them."""
+    return with_libraries(tmp_path)
+
 
 FRAME = "import pandas as pd\ndf = pd.DataFrame({'x': [1, 2, 3], 'y': [4.0, 5.0, 6.0]})"
 

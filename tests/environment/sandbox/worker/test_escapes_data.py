@@ -21,9 +21,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cove.config import SandboxSettings
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.worker.runtime import Runtime
-from tests.environment.conftest import ok, run
+from tests.environment.conftest import ok, run, with_libraries
+
+
+@pytest.fixture
+def sandbox_settings(tmp_path: Path) -> SandboxSettings:
+    """With the data libraries loaded: escapes and data work must face them."""
+    return with_libraries(tmp_path)
+
 
 IMPORTS = "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
 FRAME = IMPORTS + "df = pd.DataFrame({'a': [1, 2], 'b': [3.0, 4.0]})\n"
