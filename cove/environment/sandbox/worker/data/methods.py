@@ -21,64 +21,13 @@ from typing import Any
 from cove.environment.sandbox.worker.data.files import WorkspaceFiles
 
 FUNCTION_NAMES = frozenset(
-    [
-        "all",
-        "any",
-        "bfill",
-        "count",
-        "cumcount",
-        "cummax",
-        "cummin",
-        "cumprod",
-        "cumsum",
-        "describe",
-        "diff",
-        "ffill",
-        "first",
-        "head",
-        "idxmax",
-        "idxmin",
-        "kurt",
-        "kurtosis",
-        "last",
-        "max",
-        "mean",
-        "median",
-        "min",
-        "mode",
-        "ngroup",
-        "nlargest",
-        "nsmallest",
-        "nth",
-        "nunique",
-        "ohlc",
-        "pct_change",
-        "prod",
-        "product",
-        "quantile",
-        "rank",
-        "sem",
-        "shift",
-        "size",
-        "skew",
-        "std",
-        "sum",
-        "tail",
-        "unique",
-        "value_counts",
-        "var",
-        "abs",
-        "round",
-        "corr",
-        "cov",
-        "sort_values",
-        "nanmean",
-        "nansum",
-        "nanmax",
-        "nanmin",
-        "nanstd",
-        "nanmedian",
-    ]
+    """
+    all any bfill count cumcount cummax cummin cumprod cumsum describe diff ffill first head
+    idxmax idxmin kurt kurtosis last max mean median min mode ngroup nlargest nsmallest nth
+    nunique ohlc pct_change prod product quantile rank sem shift size skew std sum tail unique
+    value_counts var abs round corr cov sort_values nanmean nansum nanmax nanmin nanstd
+    nanmedian
+    """.split()  # noqa: SIM905
 )
 """The functions ``agg``/``apply``/``transform`` may name: reductions and transforms on data."""
 
