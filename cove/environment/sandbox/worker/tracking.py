@@ -244,9 +244,9 @@ class VariableTracker:
             return
         for name in [n for n in namespace if not n.startswith("_") and n not in checked]:
             if name not in self.state and name not in self.imports:
-                self._check(namespace, name, found, None)
+                self._check_safely(namespace, name, found, None)
         for name in [n for n in (*self.state, *self.imports) if n not in namespace]:
-            self._check(namespace, name, found, None)
+            self._check_safely(namespace, name, found, None)
         self._hidden = sum(1 for n in namespace if n.startswith("_"))
 
     def _check_safely(

@@ -143,3 +143,35 @@ async def test_a_worker_forks_after_the_zygotes_warm_up_plot(
     assert (
         await ok(client, "import numpy as np\nint(np.arange(5).sum())")
     ).result.result_preview == "10"
+
+
+def test_c_code_imports_get_the_real_library_modules_and_nothing_else() -> None:
+    runtime = Runtime(request=lambda f: f, output_limit=500, snapshot_limit=1000)
+    importer = runtime.builtins["__import__"]
+    namespace = runtime.namespace
+    # What PyImport_Import passes: an empty list, never produced by an import statement.
+    methods = importer("numpy._core._methods", namespace, namespace, [], 0)
+    assert methods.__name__ == "numpy._core._methods"
+    for refused in ("os", "subprocess", "ctypes", "builtins"):
+        with pytest.raises(ImportError):
+            importer(refused, namespace, namespace, [], 0)
+    with pytest.raises(ImportError):  # the statement form: sandbox code naming it
+        importer("numpy._core._methods", namespace, namespace, None, 0)
+    reply = runtime.execute("import numpy as np\nfloat(np.arange(4.0).mean())", 1, 0.0)
+    assert reply["value_preview"] == "1.5"
+
+
+class _Hostile:
+    """A foreign object (not sandbox-made) whose class lookup raises."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: PLE0307
+        raise RuntimeError("no class for you")
+
+
+def test_the_tracker_records_what_it_cannot_handle_as_opaque_and_never_raises() -> None:
+    runtime = Runtime(request=lambda f: f, output_limit=500, snapshot_limit=1000)
+    runtime.namespace["hostile"] = _Hostile()
+    reply = runtime.execute("x = 1\nhostile", 1, 0.0)
+    kinds = {change["name"]: change["kind"] for change in reply["changes"]}
+    assert kinds == {"x": "value", "hostile": "opaque"}
