@@ -165,7 +165,7 @@ class _Hostile:
     """A foreign object (not sandbox-made) whose class lookup raises."""
 
     @property  # type: ignore[misc]
-    def __class__(self) -> type:  # noqa: PLE0307
+    def __class__(self) -> type:
         raise RuntimeError("no class for you")
 
 
