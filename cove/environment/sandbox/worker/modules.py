@@ -361,7 +361,10 @@ class ModuleTable:
         return sandbox_import
 
 
-_C_IMPORTS = frozenset({"_strptime", "encodings", "warnings", "copyreg", "io"})
+_C_IMPORTS = frozenset(
+    {"_strptime", "encodings", "warnings", "copyreg", "io", "time", "datetime", "calendar",
+     "locale", "re", "math", "operator", "numbers", "decimal", "zoneinfo", "unicodedata"}
+)  # fmt: skip
 """Standard-library modules C code may import for itself while a block runs."""
 
 

@@ -11,7 +11,7 @@ import importlib
 from typing import Any
 
 from cove.environment.sandbox.worker.data import numpy_api, pandas_api, pyplot_api
-from cove.environment.sandbox.worker.data.surface import LIBRARY_REMOVED
+from cove.environment.sandbox.worker.data.surface import LIBRARY_REMOVED, ROWS
 from cove.environment.sandbox.worker.modules import DATA_MODULES
 from cove.environment.sandbox.worker.runtime import Runtime
 
@@ -52,6 +52,7 @@ def rows() -> dict[str, tuple[str, str]]:
         for name in sorted(names):
             verdict = surface.verdict(name)
             found[f"{surface.path}.{name}"] = verdict or ("unaudited", "")
+    found[f"{ROWS.path}.*"] = ("kept", ROWS.rule or "")
     for cls, names in runtime.data.surfaces.writable_pairs:
         path = runtime.data.surfaces.by_class[cls].path
         for name in sorted(names):

@@ -5,6 +5,7 @@ still forks after its warm-up plot."""
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,106 @@ def test_the_tracker_records_what_it_cannot_handle_as_opaque_and_never_raises() 
     reply = runtime.execute("x = 1\nhostile", 1, 0.0)
     kinds = {change["name"]: change["kind"] for change in reply["changes"]}
     assert kinds == {"x": "value", "hostile": "opaque"}
+
+
+IDIOM_SETUP = """import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
+df = pd.DataFrame({'day': pd.date_range('2024-01-01', periods=10, freq='D'),
+                   'units': np.arange(10), 'region': list('nsnsnsnsns'),
+                   'price': np.linspace(1, 2, 10)})
+"""
+
+IDIOMS = [
+    "df.set_index('day').resample('W').units.sum()",
+    "df.set_index('day')['units'].resample('W').mean().tolist()",
+    "df.units.rolling(3).mean().iloc[-1]",
+    "df.units.ewm(span=3).mean().iloc[-1]",
+    "df.units.expanding().sum().iloc[-1]",
+    "df.region.str.upper().tolist()[:2]",
+    "df.day.dt.day_name().iloc[0]",
+    "df.day.dt.month.iloc[0]",
+    "df.region.astype('category').cat.categories.tolist()",
+    "df.region.value_counts().to_dict()",
+    "df.pivot_table(index='region', values='units', aggfunc='sum').units.tolist()",
+    "pd.melt(df, id_vars=['day'], value_vars=['units']).shape",
+    "pd.concat([df, df]).shape",
+    "pd.crosstab(df.region, df.units > 4).values.tolist()",
+    "pd.cut(df.units, 3).value_counts().tolist()",
+    "[row.units for row in df.itertuples()][:3]",
+    "[r['units'] for _, r in df.iterrows()][:3]",
+    "df.groupby('region').agg(total=('units', 'sum'), avg=('price', 'mean')).total.tolist()",
+    "df.groupby('region').units.apply(lambda s: s.max() - s.min()).tolist()",
+    "df.groupby('region')['units'].transform('sum').tolist()[:2]",
+    "df.describe().loc['mean', 'units']",
+    "df.loc[df.units > 5, 'price'].sum()",
+    "df.query if False else df[(df.units > 2) & (df.region == 'n')].shape",
+    "df.assign(rev=lambda d: d.units * d.price).rev.sum()",
+    "df.sort_values('price', ascending=False).head(3).units.tolist()",
+    "df.units.quantile([0.25, 0.75]).tolist()",
+    "df.index.tolist()[:3]",
+    "df.dtypes.astype(str).to_dict()",
+    "np.corrcoef(df.units, df.price)[0, 1]",
+    "np.percentile(df.units, 90)",
+    "df.units.values.reshape(2, 5).sum(axis=1).tolist()",
+    "df.to_dict('records')[0]['units']",
+    "df.columns.tolist()",
+    "df.shape",
+    "df.units.dtype.name",
+    "df.day.iloc[0].year",
+    "(df.day.max() - df.day.min()).days",
+    "pd.Timestamp('2024-03-01').strftime('%b %Y')",
+    "df.merge(df[['region']].drop_duplicates().assign(mgr=['a','b']), on='region')"
+    ".mgr.tolist()[:2]",
+    "df.fillna(0).isna().sum().sum()",
+    "df.units.clip(2, 5).tolist()[:3]",
+    "df.nlargest(2, 'units').units.tolist()",
+    "df.units.cumsum().iloc[-1]",
+    "df.units.shift(1).fillna(0).tolist()[:2]",
+    "df.units.pct_change().iloc[-1]",
+    "df.groupby(['region', df.day.dt.isocalendar().week]).units.sum().unstack().shape",
+    "fig, ax = plt.subplots()\nax.bar(df.region, df.units)\nax.set_title('t')\n"
+    "ax.tick_params(axis='x', rotation=45)\nfig.tight_layout()\nlen(ax.patches)",
+    "ax = df.plot(x='day', y='units')\n"
+    "ax.xaxis.set_major_formatter(ax.xaxis.get_major_formatter())\nax.get_legend() is not None",
+    "import matplotlib.dates as mdates\nfig, ax = plt.subplots()\nax.plot(df.day, df.units)\n"
+    "ax.xaxis.set_major_formatter(mdates.DateFormatter('%m-%d'))\nax.get_xlabel()",
+    "np.random.seed(0)\nnp.random.rand(2).shape",
+    "rng = np.random.default_rng(1)\nrng.normal(size=3).shape",
+    "a = np.array([[1,2],[3,4]])\nnp.linalg.inv(a).round(2).tolist()",
+    "df.units.to_numpy().mean()",
+    "df.units.mean().round(2)",
+    "float(df.units.sum())",
+    "df.groupby('region').size().to_dict()",
+    "df.loc[0, 'units']",
+    "df.iloc[0]['region']",
+    "df.at[0, 'units']",
+    "df.units.between(2, 4).sum()",
+    "df.region.unique().tolist()",
+    "df.region.nunique()",
+    "df.units.idxmax()",
+    "df.rename(columns={'units': 'u'}).u.sum()",
+    "df.drop(columns=['price']).shape",
+    "df.reset_index().columns.tolist()[:2]",
+    "df.set_index('region').loc['n'].shape",
+    "df.apply(lambda r: r.units * 2, axis=1).sum()",
+    "df.units.map(lambda v: v % 3).tolist()[:3]",
+    "df.round(1).price.tolist()[:2]",
+    "s = df.units.copy()\ns[0] = 100\ns.iloc[0]",
+    "df2 = df.copy()\ndf2.loc[df2.units > 5, 'units'] = 0\ndf2.units.sum()",
+    "df.select_dtypes('number').columns.tolist()",
+    "df.groupby('region').units.agg(['sum', 'mean']).shape",
+]
+
+
+def test_the_common_idioms_of_data_work_pass_the_guards() -> None:
+    runtime = Runtime(request=lambda f: f, output_limit=3000, snapshot_limit=1_000_000)
+    failed = {}
+    with warnings.catch_warnings():  # a worker's warnings go nowhere; here they would be errors
+        warnings.simplefilter("ignore")
+        assert runtime.execute(IDIOM_SETUP, 1, 0.0)["ok"]
+        for code in IDIOMS:
+            reply = runtime.execute(code, 2, 0.0)
+            if not reply["ok"]:
+                failed[code] = reply["error"]
+    assert failed == {}

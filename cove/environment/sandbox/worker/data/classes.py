@@ -202,11 +202,15 @@ def _data_methods(
 
 
 def _frame_column(pandas: Any) -> Callable[[Any, str], Any]:
-    frame = pandas.DataFrame
+    """``df.price`` for a column, ``row.price`` for a label of a Series (as pandas reads them)."""
+    frame, series = pandas.DataFrame, pandas.Series
 
     def column(obj: Any, name: str) -> Any:
         if isinstance(obj, frame) and name in obj.columns:
             return obj[name]
+        if isinstance(obj, series) and not isinstance(obj.index, pandas.RangeIndex):
+            if name in obj.index:
+                return obj[name]
         return NOT_LIBRARY
 
     return column

@@ -117,6 +117,16 @@ def remove(why: str, names: Iterable[str]) -> dict[str, str]:
 
 
 _UNAUDITED = Surface(path="(unaudited)")
+ROWS = Surface(
+    path="pandas.DataFrame.itertuples()",
+    rule="the fields of a row (DataFrame.itertuples) and tuple methods",
+)
+
+
+def _is_named_tuple(cls: type) -> bool:
+    """A ``collections.namedtuple`` class (a library builds one per ``itertuples`` call)."""
+    fields = cls.__dict__.get("_fields")
+    return issubclass(cls, tuple) and type(fields) is tuple
 
 
 class Surfaces:
@@ -153,7 +163,9 @@ class Surfaces:
             pass
         found: Surface | None = None
         if self.is_library(cls):
-            found = next((self.by_class[c] for c in cls.__mro__ if c in self.by_class), _UNAUDITED)
+            found = next((self.by_class[c] for c in cls.__mro__ if c in self.by_class), None)
+            if found is None:
+                found = ROWS if _is_named_tuple(cls) else _UNAUDITED
         self._cache[cls] = found
         return found
 
