@@ -108,9 +108,9 @@ ATTACKS = {
     ),
     "hold memory beyond its limit (memfd)": (
         "held = []\n"
-        "    for _ in range(3):\n"
+        "    for _ in range(6):\n"
         "        fd = check(libc.memfd_create(b'x', 0))\n"
-        "        for _ in range(30):\n"
+        "        for _ in range(15):\n"
         "            os.write(fd, bytes(4 << 20))\n"
         "        held.append(fd)"
     ),
