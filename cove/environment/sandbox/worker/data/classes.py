@@ -208,9 +208,9 @@ def _frame_column(pandas: Any) -> Callable[[Any, str], Any]:
     def column(obj: Any, name: str) -> Any:
         if isinstance(obj, frame) and name in obj.columns:
             return obj[name]
-        if isinstance(obj, series) and not isinstance(obj.index, pandas.RangeIndex):
-            if name in obj.index:
-                return obj[name]
+        labelled = isinstance(obj, series) and not isinstance(obj.index, pandas.RangeIndex)
+        if labelled and name in obj.index:
+            return obj[name]
         return NOT_LIBRARY
 
     return column
