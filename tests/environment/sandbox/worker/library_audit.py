@@ -70,7 +70,7 @@ def _wrapped_why(module: str, member: str, obj: Any) -> str:
         "r_": "refuses the string form, which looks names up in the calling frame",
         "c_": "refuses the string form, which looks names up in the calling frame",
         "frombuffer": "takes bytes only (no other buffer object)",
-        "rcParams": "writes limited to styling keys; every block runs in its own rc_context",
+        "rcParams": "writes limited to styling keys; what a block changes is put back when it ends",
         "rc": "keys limited to styling keys",
         "rc_context": "keys limited to styling keys; no fname",
         "show": "figures are rendered when the block ends",

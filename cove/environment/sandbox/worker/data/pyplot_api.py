@@ -5,7 +5,7 @@ Only the Agg backend exists in a worker. Refused: choosing a backend (``switch_b
 ``rcParams['backend']``: ``module://name`` imports any module), LaTeX and external programs
 (``text.usetex``, animation writers, the PostScript distiller), style and rc files by path,
 interactive functions, and the module-wide defaults (``rcParamsDefault``). ``rcParams`` is a view
-whose writes are limited to styling keys, and every block runs inside its own ``rc_context``
+whose writes are limited to styling keys, and what a block changes is put back when it ends
 (``figures.py``), so styling never outlives the block that set it. ``savefig``/``imsave``/
 ``imread`` name workspace files, written and read through the host; ``show`` only marks the
 figures of the block, which are all rendered when it ends.
