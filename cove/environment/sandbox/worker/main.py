@@ -95,11 +95,23 @@ def apply_limits(config: dict[str, Any], *, forking: bool = False) -> None:
             pass
 
 
-def warm_up(*, dropping_user: bool) -> None:
-    """Import lazily loaded standard-library pieces before the limits and the drop shut them out."""
+def warm_up(*, dropping_user: bool, libraries: bool = True) -> None:
+    """Import lazily loaded pieces before the limits and the drop shut them out: the standard
+    library's, and the data libraries (``data/libraries.py``) when they are installed."""
     import datetime
 
+    from cove.environment.sandbox.worker.data import libraries as data_libraries
+
     datetime.datetime.strptime("2000-01-01", "%Y-%m-%d")
+    loaded = data_libraries.load() if libraries else None
+    if loaded is not None:
+        data_libraries.warm_up(loaded)
+        # Build every curated namespace once: whatever that imports is imported now.
+        from cove.environment.sandbox.worker.runtime import Runtime
+
+        runtime = Runtime(request=lambda frame: frame, output_limit=1, snapshot_limit=1)
+        for name in runtime.modules.names():
+            runtime.modules.get(name)
     if dropping_user:
         preload_codecs()
 
@@ -119,6 +131,8 @@ def make_runtime(channel: FrameChannel, config: dict[str, Any]) -> Runtime:
         request=request,
         output_limit=int(config["output_limit"]),
         snapshot_limit=int(config["snapshot_limit"]),
+        libraries=bool(config.get("libraries", True)),
+        data_snapshot_limit=int(config.get("data_snapshot_limit", config["snapshot_limit"])),
     )
 
 
@@ -127,9 +141,11 @@ def main() -> int:
     channel = claim_channel()
     try:
         config = json.loads(sys.argv[1])
-        runtime = make_runtime(channel, config)
         confining = bool(config.get("confine", True))
-        warm_up(dropping_user=will_drop_user(confining))
+        warm_up(
+            dropping_user=will_drop_user(confining), libraries=bool(config.get("libraries", True))
+        )
+        runtime = make_runtime(channel, config)
         # Its own session keeps terminal Ctrl-C away; an interrupt between blocks must not end it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})

@@ -75,7 +75,9 @@ def main() -> int:
         import cove.environment.sandbox.worker.runtime  # noqa: F401 - every worker needs it: import once
 
         confining = bool(config.get("confine", True))
-        warm_up(dropping_user=will_drop_user(confining))
+        warm_up(
+            dropping_user=will_drop_user(confining), libraries=bool(config.get("libraries", True))
+        )
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         # SIGCHLD only wakes the loop (through the pipe); the reaping happens there.
         wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)

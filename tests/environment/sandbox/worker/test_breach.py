@@ -108,7 +108,7 @@ ATTACKS = {
     ),
     "hold memory beyond its limit (memfd)": (
         "held = []\n"
-        "    for _ in range(3):\n"
+        "    for _ in range(6):\n"
         "        fd = check(libc.memfd_create(b'x', 0))\n"
         "        for _ in range(15):\n"
         "            os.write(fd, bytes(4 << 20))\n"
@@ -152,7 +152,7 @@ async def stage(root: Path, *, confined: bool) -> AsyncIterator[Scene]:
     secret_in_memory = HOST_SECRET.encode() * 2
     data = root / "data"
     data.mkdir(mode=0o755)
-    settings = Settings.load(env={}, data_dir=data, sandbox_confine=confined, worker_memory_mb=160)
+    settings = Settings.load(env={}, data_dir=data, sandbox_confine=confined, worker_memory_mb=320)
     async with Store.open(settings.store.database) as store:
         await store.create_conversation(channel="cli", title="private conversation")
     os.chmod(settings.store.database, 0o644)
