@@ -3,8 +3,9 @@
 A block whose value is a pandas DataFrame previews as pandas' own text table (columns aligned
 with spaces, ``...`` where rows or columns were left out, ``[N rows x M columns]`` under a cut
 table). ``frame_table`` finds its columns from the character positions that are blank on every
-line and the cells pandas never leaves blank, and returns the cells, or None when the text does not read as such a table (a Series, an array, anything else), which the
-page then shows as text. Cells are text: the template escapes them like any other.
+line and the cells pandas never leaves blank, and returns the cells; it returns None when the
+text does not read as such a table (a Series, an array, anything else), which the page then
+shows as text. Cells are text: the template escapes them like any other.
 """
 
 from __future__ import annotations
