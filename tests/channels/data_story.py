@@ -41,7 +41,7 @@ best_revenue = float(by_manager.iloc[0])"""
 
 CHART = """import matplotlib.pyplot as plt
 fig, ax = plt.subplots(figsize=(5, 3))
-table[['north', 'south', 'east']].plot(kind='bar', ax=ax)
+table[['north', 'south', 'east']].plot(kind='bar', ax=ax, rot=0)
 ax.set_title('Units per month')
 ax.set_xlabel('month')
 ax.set_ylabel('units')"""

@@ -4,6 +4,8 @@ The PNG of a figure a block made, found by its digest among the blocks the conve
 (its fork chain included): an unknown conversation, or a digest that is not one of its figures,
 is a 404 like any other. A figure's bytes never change for its digest, so the browser may keep
 it (privately: it is behind the login) and a repeated request with ``If-None-Match`` gets a 304.
+No ``Content-Disposition``: the page's download links name the file (``t1-i1-b2-1.png``), and
+a browser prefers the header's name to theirs.
 The host checked the PNG when the block ended; ``nosniff`` (from the guard) keeps the browser
 from reading it as anything but an image.
 """
@@ -40,7 +42,6 @@ async def figure(request: Request) -> Response:
         await convs.figure(record.id, digest)  # still one of its figures (not deleted)
         return Response(status_code=304, headers=headers)
     data = await convs.figure(record.id, digest)
-    headers["content-disposition"] = f'inline; filename="figure-{digest[:16]}.png"'
     return Response(data, media_type="image/png", headers=headers)
 
 
