@@ -11,13 +11,16 @@ name the paths; an export written to a file puts them in a folder beside it
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cove.channels.export import FigureLinks, to_markdown, transcript_json
 from cove.conversation import Conversations, Transcript, TurnRecord
 from cove.results import BlockFigure
+from cove.text import json_escaped
 
 #: Where a figure was made: turn position, iteration and block (both from 1).
 FigureRef = tuple[int, int, int]
@@ -112,4 +115,35 @@ async def save_figures(
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         path.write_bytes(data)
         saved.append(SavedFigure(path, ref[0], ref[1], ref[2], figure))
+    return saved
+
+
+async def write_export(
+    convs: Conversations, transcript: Transcript, document: Path, fmt: str
+) -> list[SavedFigure]:
+    """Write a transcript's document (``md`` or ``json``) to ``document`` and its figures into
+    ``export_folder(document)``; the figures written.
+
+    The Markdown shows each figure as an image of its file (a path relative to the document);
+    the JSON names the file of each figure (``file``).
+
+    Raises:
+        OSError: The document or a figure could not be written.
+    """
+    cid = transcript.conversation.id
+    folder = export_folder(document)
+    saved = await save_figures(convs, cid, figures_in(transcript), folder)
+    if fmt == "md":
+        links = FigureLinks(lambda ref, f: f"{folder.name}/{figure_name(ref, f.position)}")
+        text = to_markdown(transcript, links)
+    else:
+        data = transcript_json(transcript)
+        for turn in data["turns"]:
+            for it in turn["iterations"]:
+                for block in it["blocks"]:
+                    ref = (turn["position"], it["position"], block["position"])
+                    for figure in block["figures"]:
+                        figure["file"] = f"{folder.name}/{figure_name(ref, figure['position'])}"
+        text = json_escaped(json.dumps(data, indent=1))
+    document.write_text(text + "\n", encoding="utf-8")
     return saved

@@ -1,11 +1,13 @@
 """A conversation's transcript for people: ``cove show`` and the chat's ``/show``.
 
-Iterations and blocks are numbered from 1, as in the JSON output and the Markdown export.
+Iterations and blocks are numbered from 1, as in the JSON output and the Markdown export. A
+figure is named by the file it was written to when there is one, else by its digest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.syntax import Syntax
@@ -16,14 +18,19 @@ from cove.config import Settings
 from cove.conversation import IterationRecord, Transcript, TurnRecord, VarVersionRecord
 from cove.text import clean
 
+#: The file each figure was written to: ((turn, iteration, block), figure position) → path.
+FigureFiles = Mapping[tuple[tuple[int, int, int], int], Path]
+
 
 def show_transcript(
     console: Console,
     transcript: Transcript,
     settings: Settings,
     prompts: Mapping[str, str] | None = None,
+    files: FigureFiles | None = None,
 ) -> None:
-    """Print every turn; with ``prompts`` (digest → text), the exact prompts too."""
+    """Print every turn; with ``prompts`` (digest → text), the exact prompts too; with
+    ``files``, the path of each figure."""
     conv = transcript.conversation
     console.print(
         line(
@@ -40,7 +47,7 @@ def show_transcript(
     for turn in transcript.turns:
         versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
         priced = turn.model is not None and settings.model.price_of(turn.model) is not None
-        _turn(console, turn, versions, prompts is not None, priced)
+        _turn(console, turn, versions, prompts is not None, priced, files or {})
     if not transcript.turns:
         console.print("[dim]no turns yet[/dim]")
 
@@ -51,11 +58,12 @@ def _turn(
     versions: Sequence[VarVersionRecord],
     prompts: bool,
     priced: bool,
+    files: FigureFiles,
 ) -> None:
     console.rule(f"turn {turn.position} · {turn.status}")
     console.print(line(("request: ", "bold"), cut(turn.request, 2000)))
     for it in turn.iterations:
-        _iteration(console, it, prompts)
+        _iteration(console, it, prompts, (turn.position, files))
     if versions:
         written = ", ".join(
             f"{v.name} v{v.version} ({v.kind if v.kind != 'value' else v.type_name})"
@@ -73,7 +81,9 @@ def _turn(
     console.print(line((usage, "dim")))
 
 
-def _iteration(console: Console, it: IterationRecord, prompts: bool) -> None:
+def _iteration(
+    console: Console, it: IterationRecord, prompts: bool, where: tuple[int, FigureFiles]
+) -> None:
     console.print(
         f"[cyan]iteration {it.position + 1}[/cyan] [dim]{it.status} · "
         f"{it.tokens_in}+{it.tokens_out} tokens · model {it.llm_ms:.0f} ms · "
@@ -98,8 +108,14 @@ def _iteration(console: Console, it: IterationRecord, prompts: bool) -> None:
         console.print(line((f"── block {block.position + 1} of {total} ", "blue")))
         console.print(Syntax(clean(block.code), "python", theme="ansi_dark"))
         _block_result(console, block.stdout, block.ok, block.result_preview, block.error)
+        ref = (where[0], it.position + 1, block.position + 1)
         for figure in block.figures:
-            described = f"{figure.describe()} (PNG {figure.digest[:12]})"
+            path = where[1].get((ref, figure.position))
+            described = figure.describe()
+            if path is None:
+                described += f" (PNG {figure.digest[:12]})"
+            else:
+                described = f"{path} ({described.partition(': ')[2]})"
             console.print(line(("figure: ", "magenta"), clean(described)))
     if it.running_block is not None:
         console.print(

@@ -60,7 +60,7 @@ def test_a_csv_answered_with_pandas_and_a_chart_then_replayed_and_reopened(
     assert kinds["by_manager"] == ("value", "Series")
 
     text = cli("show", conversation)
-    assert "figure: figure 1: 500×300 px; title 'Units per month'" in text.stdout
+    assert f"figure: {figure['path']} (500×300 px; title 'Units per month'" in text.stdout
     export = cli("export", conversation)
     assert "figure 1: 500×300 px; title 'Units per month'" in export.stdout
     assert figure["digest"][:16] in export.stdout
