@@ -66,6 +66,10 @@ async def test_a_figure_is_served_from_its_conversation_only(tmp_path: Path) -> 
         async with httpx.AsyncClient(base_url=str(client.base_url)) as stranger:
             assert (await stranger.get(url)).status_code == 401
 
+        # The Markdown export links each figure to its address here.
+        export = (await client.get(f"/api/conversations/{cid}/export?format=md")).text
+        assert f"- [figure 1: 640×480 px; title 'squares']({client.base_url}{url})" in export
+
         # A fork sees the figures of the turns it shares with its parent.
         fork = (await client.post(f"/api/conversations/{cid}/fork", json={"turn": 1})).json()
         forked = await client.get(f"/api/conversations/{fork['id']}/figures/{figure['digest']}")
