@@ -11,6 +11,7 @@ name the paths; an export written to a file puts them in a folder beside it
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -112,8 +113,7 @@ async def save_figures(
     for ref, figure in found:
         data = await convs.figure(conversation_id, figure.digest)
         path = target / figure_name(ref, figure.position)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path.write_bytes(data)
+        await asyncio.to_thread(_write, path, data)
         saved.append(SavedFigure(path, ref[0], ref[1], ref[2], figure))
     return saved
 
@@ -145,5 +145,10 @@ async def write_export(
                     for figure in block["figures"]:
                         figure["file"] = f"{folder.name}/{figure_name(ref, figure['position'])}"
         text = json_escaped(json.dumps(data, indent=1))
-    document.write_text(text + "\n", encoding="utf-8")
+    await asyncio.to_thread(_write, document, (text + "\n").encode())
     return saved
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.write_bytes(data)
