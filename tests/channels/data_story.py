@@ -44,7 +44,8 @@ fig, ax = plt.subplots(figsize=(5, 3))
 table[['north', 'south', 'east']].plot(kind='bar', ax=ax, rot=0)
 ax.set_title('Units per month')
 ax.set_xlabel('month')
-ax.set_ylabel('units')"""
+ax.set_ylabel('units')
+fig.tight_layout()"""
 
 QUESTION = "Which manager's region brought in the most revenue? Show units per month too."
 CHART_REQUEST = "Chart the units per month for each region."
