@@ -275,10 +275,18 @@ def _ending(ending: Ending, iterations: int, last: IterationResult | None) -> Tu
     """The turn's end as recorded: a ``done`` ending carries the last iteration's answer."""
     if ending.status == "done" and last is not None:
         return TurnEnd("done", last.answer, last.confidence, None, iterations)
-    answer = _fallback(last) if ending.fallback else None
+    answer = _fallback(ending, iterations, last) if ending.fallback else None
     return TurnEnd(ending.status, answer, None, ending.error, iterations)
 
 
-def _fallback(last: IterationResult | None) -> str:
+def _fallback(ending: Ending, iterations: int, last: IterationResult | None) -> str:
+    """The answer of a turn that ended unfinished: why it stopped, then where it got to.
+
+    It is what a script reading ``cove run``'s stdout captures, so it names the real reason.
+    """
+    if ending.status == "error_budget":
+        reason = f"I stopped: the error budget ran out ({ending.error or 'too many failures'})."
+    else:
+        reason = f"I could not finish within the iteration budget ({iterations} iterations)."
     thinking = (last.thinking if last else None) or "no reasoning was recorded"
-    return "I could not finish within the iteration budget. Where I got to: " + thinking[:2000]
+    return f"{reason} Where I got to: {thinking[:2000]}"

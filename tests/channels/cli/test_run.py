@@ -198,3 +198,29 @@ def test_bad_model_options_are_usage_errors_before_anything_runs(
         assert said in result.stderr
     assert server.requests == []
     assert not cli.db.exists()
+
+
+def test_every_ending_names_its_real_reason_on_stdout_and_stderr(
+    cli: Cove, server: FakeOpenAI
+) -> None:
+    """What a script captures says why the turn ended: the iteration budget only when that is
+    what ran out; unusable replies (the error budget) with the last problem."""
+    server.respond_with("this is not a reply cove can use")
+    unusable = cli("run", "--max-iterations", "25", "never usable")
+    assert unusable.exit_code == 4, unusable.stderr
+    assert "iteration budget" not in unusable.stdout
+    assert "could not be used" in unusable.stdout and "error budget" in unusable.stdout
+    assert "not a JSON object" in unusable.stdout or "no JSON" in unusable.stdout
+    assert "error_budget" in unusable.stderr
+
+    server.respond_with(reply(["1 / 0"], thinking="dividing"))
+    failing = cli("run", "--max-iterations", "25", "always failing code")
+    assert failing.exit_code == 4, failing.stderr
+    assert "iteration budget" not in failing.stdout
+    assert "failed iterations in a row" in failing.stdout and "error budget" in failing.stdout
+
+    server.respond_with(reply(["n = 1"], thinking="still counting"))
+    ran_out = cli("run", "--max-iterations", "2", "loop forever")
+    assert ran_out.exit_code == 3, ran_out.stderr
+    assert "iteration budget (2 iterations)" in ran_out.stdout
+    assert "still counting" in ran_out.stdout
