@@ -279,9 +279,22 @@ class Conversations(WatchAPI):
         """
         self._llm(model or self.settings.model.name)
 
-    async def cancel(self, conversation_id: str) -> bool:
-        """Cancel the running turn of a conversation; False when none is running here."""
-        return await self.turns.cancel((await self.get(conversation_id)).id)
+    async def cancel(self, conversation_id: str, *, owner: str | None = None) -> bool:
+        """Cancel the running turn of a conversation, in this process or in another one.
+
+        A turn this process runs stops at once. A turn another process runs is asked to stop
+        through the store: that process cancels it as a local cancel would (the usual
+        ``cancelled`` record, a running block killed) within moments, and every watcher —
+        the caller's ``watch`` stream included — sees it end. A turn still queued here is
+        withdrawn with its handle (``TurnHandle.cancel``), not with this call.
+
+        Returns:
+            True when a running turn was cancelled or asked to stop; False when none runs.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s).
+        """
+        return await self.turns.cancel((await self.get(conversation_id, owner=owner)).id)
 
     async def steer(
         self, conversation_id: str, text: str, *, owner: str | None = None

@@ -81,9 +81,13 @@ class CommitPoller:
         not missed.
         """
         if self.version == seen:
-            changed = self._changed
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), timeout_s)
+            # Not ``asyncio.wait_for``: on Python 3.11 it swallows a cancellation that arrives
+            # as the event fires, and a caller cancelled then would go on waiting forever.
+            waiting = asyncio.ensure_future(self._changed.wait())
+            try:
+                await asyncio.wait((waiting,), timeout=timeout_s)
+            finally:
+                waiting.cancel()
         return self.version
 
     async def _poll(self) -> None:

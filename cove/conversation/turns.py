@@ -15,6 +15,7 @@ from cove.conversation.hub import ConversationHub
 from cove.conversation.lease import held_lease
 from cove.conversation.live import LiveCache, LiveConversation
 from cove.conversation.rebuild import keep_note
+from cove.conversation.remote_cancel import obeying_cancel_requests
 from cove.conversation.turn_queue import TurnQueue
 from cove.conversation.watching import Watching
 from cove.conversation.workspaces import Workspaces
@@ -89,12 +90,17 @@ class Turns:
         return True
 
     async def cancel(self, conversation_id: str) -> bool:
-        """Cancel the running turn of a conversation; False when none is running here."""
+        """Cancel the running turn of a conversation, here or in the process that runs it.
+
+        A turn this process runs is cancelled at once; one another process runs gets a cancel
+        request in the store, which that process obeys (``remote_cancel.py``): the caller sees
+        the ``cancelled`` end through its watch stream. False when no turn runs anywhere.
+        """
         query = self._running.get(conversation_id)
-        if query is None:
-            return False
-        await query.cancel()
-        return True
+        if query is not None:
+            await query.cancel()
+            return True
+        return await self.store.request_cancel(conversation_id, self.owner) is not None
 
     async def aclose(self) -> None:
         """Withdraw the waiting turns, cancel the running ones and wait for every task."""
@@ -197,10 +203,13 @@ class Turns:
             self._running[record.id] = query
             handle.query = query
             try:
-                async for event in query.run():
-                    stamped = hub.publish(event)
-                    if stamped is not None:
-                        await keep_note(self.store, stamped)
+                async with obeying_cancel_requests(
+                    self.store, self.watching.poller, record.id, query.cancel
+                ):
+                    async for event in query.run():
+                        stamped = hub.publish(event)
+                        if stamped is not None:
+                            await keep_note(self.store, stamped)
             finally:
                 del self._running[record.id]
                 handle.query = None

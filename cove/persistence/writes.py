@@ -15,7 +15,7 @@ from typing import Any
 
 from cove.errors import Busy, CoveError, NotFound, StoreError
 from cove.events import FINAL_STATUSES
-from cove.persistence import reads
+from cove.persistence import cancels, reads
 from cove.persistence.chain import last_position
 from cove.persistence.connection import collect_blobs, immediate, put_blob, put_encoded
 from cove.persistence.fence import Fence, check_fence
@@ -445,6 +445,7 @@ def finish_turn(
         )
         if answer:
             index_text(conn, turn_id, "answer", answer)
+        cancels.clear(conn, "?", [turn_id])  # a stop asked of it is answered by its end
         conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
     return reads.get_turn(conn, turn_id)
 

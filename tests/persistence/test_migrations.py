@@ -45,6 +45,7 @@ TABLES = {
     "turn_note": [
         "id", "turn_id", "seq", "kind", "text", "restored", "lost", "created_at",
     ],
+    "cancel_request": ["turn_id", "requested_by", "requested_at"],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
     "search_fts": ["text"],
