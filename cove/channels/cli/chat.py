@@ -20,6 +20,7 @@ from cove.channels.cli.options import ModelOptions, model_options
 from cove.channels.cli.render import ProgressView, console_for, cut, line
 from cove.channels.cli.signals import routed_signals
 from cove.conversation import Conversations
+from cove.errors import Busy
 
 MULTI_START, MULTI_END = "!multi", "!end"
 RECAP_TURNS = 3
@@ -214,6 +215,8 @@ async def _turn(state: ChatState, text: str) -> bool:
                 model_options=state.options,
             ):
                 view.handle(event)
+        except Busy as exc:  # another process runs a turn here: the chat stays
+            state.console.print(line((f"not sent: {exc}; /cancel stops it", "yellow")))
         finally:
             view.close()
     if presses > 1 and not terminated:

@@ -399,3 +399,30 @@ def test_kill_9_during_a_block_keeps_the_reply_finished_blocks_and_totals(
     assert recovered["status"] == "interrupted"
     assert recovered["tokens_in"] == turn["tokens_in"]
     assert recovered["iterations"][1]["blocks"] == second["blocks"]
+
+
+# --- #23 item 1: /cancel in chat stops a turn another process runs ---------------------------
+
+
+def test_chat_stays_when_another_process_runs_the_turn_and_cancel_stops_it(
+    proc_cli: CoveProcess, server: FakeOpenAI
+) -> None:
+    cid, slow = hold_conversation(proc_cli, server)
+    try:
+        server.add_replies(reply(["b = 2"], "my turn now"))
+        chat = proc_cli("chat", cid, stdin="intrude\n/cancel\nnow me\n")
+        _, slow_err = slow.communicate(timeout=60)
+    finally:
+        if slow.poll() is None:
+            slow.kill()
+            slow.communicate()
+    assert chat.returncode == 0, chat.stderr
+    no_traceback(chat)
+    out = chat.stdout
+    assert "busy" in out and "/cancel stops it" in out  # the chat stayed, saying what to do
+    assert "stopping the turn another cove process runs" in out
+    assert "stopped: the running turn was cancelled" in out
+    assert "my turn now" in out  # the next request ran in the chat
+    assert slow.returncode == 5, slow_err  # the process that ran the turn: cancelled
+    statuses = [t["status"] for t in proc_cli.json("show", cid)["turns"]]
+    assert statuses == ["done", "cancelled", "done"]
