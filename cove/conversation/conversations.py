@@ -66,7 +66,6 @@ class Conversations(WatchAPI):
         self.live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
         self._pool_started = False
         self._closed = False
-        self.accepting = True  # False while a service stops: ``send`` refuses new turns
         self.workspaces = Workspaces(settings.store.workspaces)
         self.watching = Watching(
             store,
@@ -78,6 +77,18 @@ class Conversations(WatchAPI):
         self.turns = Turns(
             settings, store, self.live, self.watching, self.workspaces, self._llm, self.owner
         )
+
+    @property
+    def accepting(self) -> bool:
+        """False once the process stops taking turns (a service stopping): ``send`` refuses."""
+        return self.turns.accepting
+
+    @accepting.setter
+    def accepting(self, value: bool) -> None:
+        if value:
+            self.turns.accepting = True
+        else:
+            self.turns.stop_accepting()
 
     @staticmethod
     def open(

@@ -21,9 +21,13 @@ from cove.conversation.watching import Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnOptions
+from cove.errors import Busy
 from cove.events import TurnQueued
 from cove.persistence.records import ModelOption
 from cove.persistence.store import Store
+
+#: What the sender of a turn that never started hears when the process stops.
+NOT_RUN_STOPPING = "cove is stopping and did not run this message: send it again once it is back"
 
 
 class Turns:
@@ -47,6 +51,7 @@ class Turns:
         self.llm = llm
         self.owner = owner
         self.closed = False
+        self.accepting = True  # False while the process stops: no turn is sent or started
         self._tasks: set[asyncio.Task[None]] = set()
         self._handles: set[TurnHandle] = set()  # turns sent and not yet ended
         self._admission = asyncio.Lock()
@@ -80,6 +85,18 @@ class Turns:
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(lambda _: self._handles.discard(handle))
         return handle
+
+    def stop_accepting(self) -> None:
+        """Take no more turns: sends are refused, and turns still waiting are refused now.
+
+        A waiting turn's sender gets ``Busy`` (saying to send it again) instead of a turn
+        that would start only to be cancelled by the stop. Running turns go on.
+        """
+        self.accepting = False
+        for handle in list(self._handles):
+            if not handle.started and handle.task is not None and not handle.task.done():
+                handle.refused = Busy(handle.conversation_id, message=NOT_RUN_STOPPING)
+                handle.task.cancel()
 
     def steer(self, conversation_id: str, text: str) -> bool:
         """Fold ``text`` into the turn running here; False when none is running."""
@@ -136,6 +153,8 @@ class Turns:
                     stream.push(queued)
                     self.watching.notify(queued)
                     await ticket.wait()
+                if not self.accepting:
+                    raise Busy(record.id, message=NOT_RUN_STOPPING)
                 handle.started = True
                 hub = self.watching.hub(record.id)
                 hub.local_turns += 1  # before the turn's first commit: the follower stands by
@@ -153,6 +172,10 @@ class Turns:
                 if not turns.busy:
                     self._queues.pop(record.id, None)
         except asyncio.CancelledError as exc:
+            if handle.refused is not None and not handle.started:
+                self.watching.notify(withdrawn_event(handle.conversation_id))
+                stream.close(handle.refused)
+                return
             if handle.withdrawn and not handle.started:
                 withdrawn = withdrawn_event(handle.conversation_id)
                 stream.push(withdrawn)

@@ -117,7 +117,7 @@ class Commands:
             if not handle.started and await handle.cancel():
                 withdrawn += 1
         cid = await self._current(chat)
-        if not any(handle.started for handle in handles):
+        if not any(handle.running for handle in handles):
             # No turn of this bot runs here: another cove process may run one (`cove run -c`).
             self.core.spawn(self._stop_elsewhere(chat, cid, withdrawn))
             return
