@@ -43,6 +43,8 @@ from cove.persistence.store import Store
 from cove.results import BlockResult, VarVersion
 
 IterationOutcome = Literal["ok", "error", "parse_error", "cancelled", "failed"]
+#: The error of a block a cancellation kept from running.
+NOT_RUN_CANCELLED = "not run: the turn was cancelled"
 
 
 @dataclass
@@ -388,8 +390,10 @@ class Iteration:
         stop_reason: str | None = None
         changes: list[VarVersion] = []
         for index, block in enumerate(code_blocks):
+            if s.inputs.stops(turn.position, self.position, index):
+                control.cancel_requested.set()  # replay: the record stopped before this block
             if stop_reason is None and control.cancel_requested.is_set():
-                stop_reason = "not run: the turn was cancelled"
+                stop_reason = NOT_RUN_CANCELLED
             if stop_reason is not None:
                 skipped = BlockResult(position=index, code=block.code, ok=False, error=stop_reason)
                 yield BlockDone(BlockOutcome(skipped), recorded=False)
@@ -418,6 +422,8 @@ class Iteration:
             yield BlockDone(outcome, recorded=True)
             if not outcome.result.ok:
                 stop_reason = f"not run: block {index + 1} failed"
+        if s.inputs.stops(turn.position, self.position, len(code_blocks)):
+            control.cancel_requested.set()  # replay: the record stopped after its blocks
         if changes:
             yield VarsChanged(turn_id=turn.id, iteration=self.number, changes=tuple(changes))
 

@@ -244,6 +244,8 @@ class Query:
         last: IterationResult | None = None
         position = 0
         while True:
+            if self.inputs.stops(turn.position, position, None):
+                control.cancel_requested.set()  # replay: the record stopped before this call
             before = policy.before(position, control.budget, control.cancel_requested.is_set())
             if before is not None:
                 yield _ending(before, position, last)
