@@ -67,13 +67,7 @@ class Conversations(WatchAPI):
         self._pool_started = False
         self._closed = False
         self.workspaces = Workspaces(settings.store.workspaces)
-        self.watching = Watching(
-            store,
-            CommitPoller(store.path),
-            cost_known=lambda model: (
-                settings.model.price_of(model or settings.model.name) is not None
-            ),
-        )
+        self.watching = Watching(store, CommitPoller(store.path))
         self.turns = Turns(
             settings, store, self.live, self.watching, self.workspaces, self._llm, self.owner
         )

@@ -136,7 +136,6 @@ async def follow(
     store: Store,
     poller: CommitPoller,
     *,
-    cost_known: Callable[[str | None], bool],
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
     """Publish into ``hub`` what other processes commit, while it has watchers.
@@ -144,7 +143,7 @@ async def follow(
     A database error ends the watchers with it (a watcher must not wait for what cannot come).
     """
     try:
-        await _follow(hub, store, poller, cost_known, reap)
+        await _follow(hub, store, poller, reap)
     except CoveError as exc:
         hub.close_watchers(exc)
 
@@ -167,7 +166,6 @@ async def _follow(
     hub: ConversationHub,
     store: Store,
     poller: CommitPoller,
-    cost_known: Callable[[str | None], bool],
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
     state = _Followed()
@@ -182,7 +180,7 @@ async def _follow(
                     return
                 # Re-checked after the read: a turn that started here meanwhile publishes live.
                 if transcript is not None and hub.local_turns == 0:
-                    stale = _publish(hub, transcript, state, cost_known)
+                    stale = _publish(hub, transcript, state)
                     if stale is not None:
                         await reap(stale)
                         continue
@@ -206,11 +204,10 @@ def _publish(
     hub: ConversationHub,
     transcript: Transcript,
     state: _Followed,
-    cost_known: Callable[[str | None], bool],
 ) -> ConversationRecord | None:
     """Publish the rebuilt events and a title change; returns the conversation when its running
     turn's lease is stale (its process is gone) and it must be reaped."""
-    for event in rebuild(transcript, hub.last_seq, cost_known):
+    for event in rebuild(transcript, hub.last_seq):
         hub.publish_rebuilt(event)
     conversation = transcript.conversation
     if state.title is not None and conversation.title not in (None, state.title):

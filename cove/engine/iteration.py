@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from cove.config import ModelSettings, SandboxSettings
-from cove.engine.answer import AnswerRefused, fill_answer
+from cove.engine import answer as answers
 from cove.engine.budgets import VAR_INDEX_ROWS
 from cove.engine.context import JournalEntry, context_message, request_message
 from cove.engine.control import TurnControl
@@ -28,6 +28,7 @@ from cove.environment.environment import Environment
 from cove.environment.sandbox.outcome import BlockOutcome
 from cove.errors import ModelError
 from cove.events import (
+    AnswerRefused,
     BlockFinished,
     BlockStarted,
     Event,
@@ -171,6 +172,10 @@ class Iteration:
             else:
                 yield item
         self.result = await self._commit(prompt, called, reply, done)
+        if self.result.refusal is not None:
+            yield AnswerRefused(
+                turn_id=s.turn.id, iteration=self.number, reason=self.result.refusal
+            )
         for event in control.take_events():
             yield event
 
@@ -312,8 +317,10 @@ class Iteration:
             return None, None
         failed = [i + 1 for i, block in enumerate(results) if not block.ok]
         try:
-            return fill_answer(reply.answer, self.setup.env.value_text, failed_blocks=failed), None
-        except AnswerRefused as exc:
+            return answers.fill_answer(
+                reply.answer, self.setup.env.value_text, failed_blocks=failed
+            ), None
+        except answers.AnswerRefused as exc:
             return None, exc.reason
 
     async def _commit(
@@ -337,6 +344,7 @@ class Iteration:
                 duration_ms=self._ms(),
                 blocks=tuple(d.outcome.result for d in done if not d.recorded),
                 subqueries=s.control.take_subqueries(),
+                refusal=refusal,
             ),
         )
         restarts = [d.outcome.restart for d in done if d.outcome.restart is not None]

@@ -116,12 +116,14 @@ class Query:
         if len(request) > MAX_REQUEST_CHARS:
             raise CoveError(f"the request is longer than {MAX_REQUEST_CHARS:,} characters")
         previous = await self._previous_turn()
+        cost_known = self.settings.model.price_of(self.llm.model) is not None
         turn = await self.store.start_turn(
             self.conversation.id,
             request,
             model=self.llm.model,
             attachments=self.attachments,
             model_options=self.options.model_options,
+            cost_known=cost_known,
         )
         started = time.perf_counter()
         control = TurnControl(
@@ -182,7 +184,7 @@ class Query:
             duration_ms=(time.perf_counter() - started) * 1000,
             error=end.error,
             conversation_id=self.conversation.id,
-            cost_known=self.settings.model.price_of(self.llm.model) is not None,
+            cost_known=cost_known,
         )
 
     async def _previous_turn(self) -> TurnRecord | None:

@@ -364,12 +364,14 @@ class Store:
         model: str | None = None,
         attachments: Sequence[tuple[str, int]] = (),
         model_options: Mapping[str, ModelOption] | None = None,
+        cost_known: bool = True,
     ) -> TurnRecord:
         """Record a ``running`` turn after the last turn the conversation sees.
 
         A fork's first own turn is ``fork_turn + 1``. ``attachments`` are the ``(name, size)``
         of the files attached to the request; ``model_options`` the options its model calls
-        are sent with. Raises ``NotFound``.
+        are sent with; ``cost_known`` False when the model has no price (its cost is unknown).
+        Raises ``NotFound``.
         """
         return await self._run(
             writes.start_turn,
@@ -380,6 +382,7 @@ class Store:
             tuple(attachments),
             model_options,
             current_fence(),
+            cost_known,
         )
 
     async def start_iteration(

@@ -130,7 +130,7 @@ def _show(state: ChatState, arg: str, sync: Sync) -> None:
     if _no_conversation(state):
         return
     transcript = sync(state.convs.inspect(state.conversation_id or ""))
-    show_transcript(state.console, transcript, state.convs.settings)
+    show_transcript(state.console, transcript)
 
 
 def _fork(state: ChatState, arg: str, sync: Sync) -> None:

@@ -124,7 +124,7 @@ async def _show(
         else:
             sys.stdout.write(markdown)
     else:
-        show_transcript(console, transcript, settings, texts)
+        show_transcript(console, transcript, texts)
     return 0
 
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cove.events import (
+    AnswerRefused,
     BlockFinished,
     BlockStarted,
     Event,
@@ -142,6 +143,8 @@ class ProgressView:
         elif isinstance(event, SandboxRestarted):
             lost = ", ".join(event.lost) or "nothing"
             c.print(line(("sandbox restarted", "red"), f" ({event.reason}); lost: {lost}"))
+        elif isinstance(event, AnswerRefused):
+            c.print(line((cut(event.reason), "red")))
         elif isinstance(event, TitleChanged):
             c.print(line((f"title: {event.title}", "dim")))
         elif isinstance(event, TurnFinished):

@@ -1,5 +1,6 @@
-"""The chat view of a conversation whose turn another process runs (``cove run -c``), in a real
-browser: Stop reaches that process, and the button says it is stopping until the turn ends."""
+"""The chat view in a real browser: Stop on a turn another process runs (``cove run -c``)
+reaches that process, and the button says it is stopping until the turn ends; a refused answer
+shows its reason live and after the turn, and an unknown cost reads as unknown."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from typing import Any
 
 from tests.channels.web.browser import Gate, Site, answer
+from tests.scripted import reply
 
 #: Records every label the Stop button shows, so a short-lived one is not missed.
 WATCH_STOP_LABEL = """() => {
@@ -66,3 +68,21 @@ def test_stop_reaches_a_turn_that_another_process_runs(site: Site, page: Any) ->
     page.wait_for_selector("#stop", state="hidden")
     assert page.text_content("#stop") == "Stop"  # ready for the next turn
     assert "never shown" not in page.text_content("#turns")
+
+
+def test_a_refused_answer_shows_its_reason_live_and_after_the_turn(site: Site, page: Any) -> None:
+    refused = "answer refused: undefined placeholder(s) {{x}}"
+    held = Gate(reply(["x = 3"], "result={{x}}"))
+    site.fake.add_replies(answer("result={{x}}"), held)
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    page.fill("#message", "what is x?")
+    page.press("#message", "Enter")
+    live = page.wait_for_selector(".turn.live .iteration[data-iteration='1'] .refusal")
+    assert live.text_content().startswith(refused)  # while the turn still runs
+    held.opened.set()
+    page.wait_for_selector(".turn[data-status='done'] .answer")
+    first = page.locator(".turn[data-status='done'] .iteration[data-iteration='1'] .refusal")
+    assert first.text_content().startswith(refused)
+    summary = page.text_content(".turn[data-status='done'] summary")
+    assert "cost unknown" in summary and "$0.0000" not in summary

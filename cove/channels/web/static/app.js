@@ -172,6 +172,7 @@ function chatPage() {
       const iterations = liveTurn(e.turn_id)?.querySelectorAll(".iteration");
       iterations?.[iterations.length - 1]?.append(el("p", "restart", text));
     },
+    answer_refused(e) { iterationNode(e.turn_id, e.iteration)?.append(el("p", "error refusal", e.reason)); },
     steer_received(e) { iterationNode(e.turn_id, e.iteration)?.append(el("p", "steer", `You: ${e.text}`)); },
     title_changed(e) { $("#conv-title").textContent = e.title; document.title = `cove · ${e.title}`; },
     async turn_finished(e) {
