@@ -20,6 +20,7 @@ from cove.channels.cli.options import ModelOptions, model_options
 from cove.channels.cli.render import ProgressView, console_for, cut, line
 from cove.channels.cli.signals import routed_signals
 from cove.conversation import Conversations
+from cove.conversation.health import model_not_offered
 from cove.errors import Busy
 
 MULTI_START, MULTI_END = "!multi", "!end"
@@ -92,6 +93,10 @@ def _session(runner: asyncio.Runner, state: ChatState, conversation_id: str | No
         if conversation_id is not None:
             state.conversation_id = runner.run(state.convs.get(conversation_id)).id
         state.convs.check_model(state.model)
+        # Before the first prompt: a model the endpoint does not offer would fail the first turn.
+        missing = runner.run(model_not_offered(state.convs.settings, state.model))
+        if missing is not None:
+            raise missing
         _banner(state)
         if state.conversation_id is not None:
             runner.run(_recap(state))

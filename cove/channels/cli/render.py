@@ -110,6 +110,12 @@ class RunProgress:
             self._status = None
 
 
+def took(ms: float) -> str:
+    """A duration for people: ``38ms`` below a second (a fast turn is not ``0.0s``), else
+    ``1.2s``."""
+    return f"{max(ms, 1):.0f}ms" if ms < 999.5 else f"{ms / 1000:.1f}s"
+
+
 class ProgressView:
     """Shows a turn's progress: iterations, code, results, variables, the answer."""
 
@@ -182,7 +188,7 @@ class ProgressView:
         summary = (
             f"{event.status} · {event.iterations} iteration(s) · "
             f"{event.tokens_in + event.tokens_out:,} tokens · {cost} · "
-            f"{event.duration_ms / 1000:.1f}s"
+            f"{took(event.duration_ms)}"
         )
         if event.error:
             c.print(line((event.error, "red")))

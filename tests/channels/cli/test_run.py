@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.channels.cli.helpers import Cove
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
 
 
@@ -224,3 +224,23 @@ def test_every_ending_names_its_real_reason_on_stdout_and_stderr(
     assert ran_out.exit_code == 3, ran_out.stderr
     assert "iteration budget (2 iterations)" in ran_out.stdout
     assert "still counting" in ran_out.stdout
+
+
+def test_a_turn_against_a_dead_endpoint_or_an_unknown_model_is_recorded_failed(
+    tmp_path: Path, cli: Cove, server: FakeOpenAI
+) -> None:
+    """The conversation stays (the request is kept), recognisable by its failed turn."""
+    server.add_faults(Fault.error(404, "The model `gpt-nowhere` does not exist"))
+    unknown = cli("run", "--model", "gpt-nowhere", "hello")
+    assert unknown.exit_code == 1
+    dead = Cove(tmp_path, None)
+    dead.env |= {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "x"}
+    dead.env |= {"COVE_MAX_RETRIES": "0", "COVE_REQUEST_TIMEOUT_S": "2"}
+    assert dead("run", "hello again").exit_code == 1
+    shown = [cli.json("show", c["id"])["turns"] for c in cli.json("list")]
+    assert [[(t["request"], t["status"]) for t in turns] for turns in shown] == [
+        [("hello again", "failed")],
+        [("hello", "failed")],
+    ]
+    errors = [turns[0]["error"] for turns in shown]
+    assert "127.0.0.1:9" in errors[0] and "gpt-nowhere" in errors[1]
