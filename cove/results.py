@@ -65,7 +65,7 @@ class VarVersion:
             import binding); None for ``deleted`` and ``opaque``, which cannot be restored.
         type_name: The value's type name.
         preview: A short text of the value.
-        size: The value's size in bytes, when known.
+        size: The value's length (items, characters or bytes) when it has one, else None.
         signature: How a function or class is shown (its signature).
         version: The version number (1-based per name, deletions included); 0 until numbered.
         block_position: The position of the block that wrote it in its iteration.

@@ -27,6 +27,7 @@ from cove.conversation import (
     VarVersionRecord,
 )
 from cove.events import jsonable
+from cove.text import clean, json_escaped
 
 
 def when(timestamp: float | None) -> str:
@@ -37,12 +38,21 @@ def when(timestamp: float | None) -> str:
 
 
 def to_json(transcript: Transcript) -> str:
-    """The transcript as indented JSON, numbered by position from 1 (``transcript_json``)."""
-    return json.dumps(transcript_json(transcript), indent=1)
+    """The transcript as indented JSON, numbered by position from 1 (``transcript_json``), with
+    no raw control character in the text (``json_escaped``)."""
+    return json_escaped(json.dumps(transcript_json(transcript), indent=1))
 
 
 def to_markdown(transcript: Transcript) -> str:
-    """Render a transcript as Markdown: turns, iterations, code, results, answers."""
+    """Render a transcript as Markdown: turns, iterations, code, results, answers.
+
+    Control characters anywhere in it (the model's or the sandbox's escape sequences) are made
+    visible (``clean``): the document is safe to print on a terminal.
+    """
+    return clean(_markdown(transcript))
+
+
+def _markdown(transcript: Transcript) -> str:
     conv = transcript.conversation
     lines = [f"# {conv.title or 'Untitled conversation'}", ""]
     lines.append(f"- id: `{conv.id}`")

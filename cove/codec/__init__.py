@@ -36,7 +36,8 @@ Fraction              ``{"fraction": [num, den]}``                  ints encoded
 complex               ``{"complex": [real, imag]}``                 floats encoded as above
 built-in type         ``{"type": "int"}``                           bool, int, str, list, ...
 sandbox def           ``{"def": [kind, name, source]}``             kind: function | class;
-                                                                    decodes to ``Definition``
+                      ``{"def": [kind, name, source, reads]}``      decodes to ``Definition``;
+                                                                    reads: [[name, token], ...]
 anything else         ``{"opaque": [type, repr, size]}``            only via ``encode_opaque``;
                                                                     decodes to ``Opaque``
 ====================  ============================================  ===============================
@@ -99,8 +100,9 @@ def encode(
 
     Args:
         value: The value; see the module docstring for the supported types.
-        source_of: Returns the source of a function or class defined in the sandbox (None when
-            unknown); without it, functions and classes cannot be encoded.
+        source_of: Returns the source of a function or class defined in the sandbox, or its
+            recorded ``Definition`` (None when unknown); without it, functions and classes
+            cannot be encoded.
         max_bytes: The largest accepted encoding, in UTF-8 bytes. Checked while encoding, so a
             huge value fails after about this much work.
         max_depth: The deepest accepted nesting of containers in containers.

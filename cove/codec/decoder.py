@@ -211,10 +211,16 @@ def _timedelta(dec: Decoder, payload: Json, depth: int) -> timedelta:
 
 
 def _definition(dec: Decoder, payload: Json, depth: int) -> Definition:
-    kind, name, source = _list(payload, 3)
+    items = _list(payload)
+    if len(items) not in (3, 4):
+        raise TypeError(f"expected a list of 3 or 4 items, got {payload!r:.80}")
+    kind, name, source = items[:3]
     if kind not in ("function", "class"):
         raise ValueError(f"definition kind must be function or class, got {kind!r:.40}")
-    return Definition(kind, _str(name), _str(source))
+    reads = None
+    if len(items) == 4:
+        reads = tuple((_str(n), _str(t)) for n, t in (_list(pair, 2) for pair in _list(items[3])))
+    return Definition(kind, _str(name), _str(source), reads)
 
 
 def _opaque(dec: Decoder, payload: Json, depth: int) -> Opaque:

@@ -129,7 +129,8 @@ class SandboxSettings:
     # Host time one block may spend in extension calls (llm_query included); the block's own
     # clock stops during those calls, so this is what bounds a loop of them.
     extension_time_budget_s: float = 120.0
-    workspace_quota_mb: int = 512  # total size of one conversation's workspace files
+    workspace_quota_mb: int = 512  # one conversation's workspace: disk blocks + 1 KiB per entry
+    workspace_max_entries: int = 100_000  # files, directories and links in one workspace
     max_live_environments: int = 32  # conversations kept open with a worker each
 
     def __post_init__(self) -> None:
@@ -140,6 +141,7 @@ class SandboxSettings:
             "output_limit_chars",
             "extension_time_budget_s",
             "workspace_quota_mb",
+            "workspace_max_entries",
             "max_live_environments",
         )
         _not_negative(self, "worker_pool_size")

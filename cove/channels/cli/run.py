@@ -14,7 +14,13 @@ from cove.channels.cli.base import command, examples, load_settings, program
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_FAILED, STATUS_EXIT
 from cove.channels.cli.json_out import EventNumbering
 from cove.channels.cli.options import ModelOptions, model_options
-from cove.channels.cli.render import RunProgress, console_for, print_json, print_json_line
+from cove.channels.cli.render import (
+    RunProgress,
+    console_for,
+    print_json,
+    print_json_line,
+    write_text,
+)
 from cove.channels.cli.signals import routed_signals
 from cove.config import Settings
 from cove.conversation import Conversations
@@ -85,7 +91,9 @@ def run_command(
 ) -> int:
     """Ask one question; print the answer on stdout.
 
-    The conversation id and how to continue go to stderr, so a pipe gets only the answer.
+    The conversation id and how to continue go to stderr, so a pipe gets only the answer,
+    byte for byte as the model gave it (values filled in); on a terminal, control characters
+    in it (escape sequences) are shown as symbols such as ␛ instead of acted on.
     Text piped on stdin is attached to the request as the file stdin.txt; with QUESTION
     "-" stdin is the request itself. While the turn runs, a progress line shows on stderr
     when stderr is a terminal. Ctrl-C cancels the turn (exit 5); Ctrl-C again quits at once.
@@ -233,7 +241,7 @@ def _report(
         data = {k: v for k, v in finished.to_json().items() if k != "turn_id"}
         print_json({**data, "conversation_id": conversation_id, "turn": seen.position})
     elif not events and finished.answer:
-        print(finished.answer, flush=True)
+        write_text(finished.answer + "\n")
     if finished.status != "done":
         error = f": {finished.error}" if finished.error else ""
         print(f"cove: turn ended {finished.status}{error}", file=sys.stderr)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 from cove.channels.web.errors import TooLarge
@@ -16,14 +18,17 @@ from cove.channels.web.state import web
 from cove.channels.web.timeline import notes_by_iteration, page_timeline, resume_after
 from cove.conversation import (
     ConversationRecord,
+    Conversations,
     SearchHit,
     Transcript,
+    TurnRecord,
     VarVersionRecord,
 )
 from cove.errors import NotFound
 
 LIST_LIMIT = 200
 MAX_HIGHLIGHT_BYTES = 200_000
+ICON = Path(__file__).parent / "static" / "favicon.ico"
 
 
 def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
@@ -36,11 +41,44 @@ def running(record: ConversationRecord) -> bool:
     return record.lease_owner is not None and (record.lease_until or 0) > time.time()
 
 
+@dataclass(frozen=True)
+class Hit:
+    """A search hit as the list shows it: its conversation's title and its passage in parts."""
+
+    hit: SearchHit
+    title: str | None
+    parts: list[tuple[str, bool]]  # (text, True for a match)
+
+
+def marked(text: str, matches: tuple[tuple[int, int], ...]) -> list[tuple[str, bool]]:
+    """``text`` cut into its plain parts and its matches, in order."""
+    parts: list[tuple[str, bool]] = []
+    at = 0
+    for start, end in sorted(matches):
+        if start < at:
+            continue  # overlapping: the first one wins
+        parts += [(text[at:start], False), (text[start:end], True)]
+        at = end
+    parts.append((text[at:], False))
+    return [(part, match) for part, match in parts if part]
+
+
+async def _hits(convs: Conversations, query: str, known: list[ConversationRecord]) -> list[Hit]:
+    found = await convs.search(query) if query else []
+    titles = {record.id: record.title for record in known}
+    for cid in {hit.conversation_id for hit in found} - titles.keys():
+        try:
+            titles[cid] = (await convs.get(cid)).title
+        except NotFound:  # deleted since the search
+            titles[cid] = None
+    return [Hit(h, titles[h.conversation_id], marked(h.text, h.matches)) for h in found]
+
+
 async def _list_context(request: Request) -> dict[str, Any]:
     convs = web(request).convs
     query = request.query_params.get("q", "").strip()
-    hits: list[SearchHit] = await convs.search(query) if query else []
     records = await convs.list(limit=LIST_LIMIT)
+    hits = await _hits(convs, query, records)
     return {"conversations": records, "running": running, "query": query, "hits": hits}
 
 
@@ -80,6 +118,20 @@ async def chat(request: Request) -> Response:
     return _render(request, "chat.html", context)
 
 
+async def new_chat(request: Request) -> Response:
+    """A chat with no conversation yet: the first message (or file) creates it."""
+    context: dict[str, Any] = {
+        "conv": None,
+        "turns": [],
+        "after": 0,
+        "variables": [],
+        "changes": {},
+        "notes": {},
+        "upload_limit": web(request).upload_limit,
+    }
+    return _render(request, "chat.html", context)
+
+
 async def turn_fragment(request: Request) -> Response:
     convs = web(request).convs
     position = request.path_params["position"]
@@ -96,6 +148,38 @@ async def turn_fragment(request: Request) -> Response:
     return _render(request, "_turn.html", context)
 
 
+@dataclass(frozen=True)
+class Step:
+    """A neighbouring iteration the inspector links to."""
+
+    turn: int
+    iteration: int  # 1-based
+
+
+async def _turn(convs: Conversations, cid: str, position: int) -> TurnRecord | None:
+    try:
+        transcript = await convs.inspect(cid, turn=position)
+    except NotFound:
+        return None
+    return next((t for t in transcript.turns if t.position == position), None)
+
+
+async def neighbours(
+    convs: Conversations, cid: str, turn: TurnRecord, number: int
+) -> tuple[Step | None, Step | None]:
+    """The iterations before and after iteration ``number`` of ``turn``, across turns."""
+    before: Step | None = Step(turn.position, number - 1) if number > 1 else None
+    after: Step | None = Step(turn.position, number + 1)
+    if number >= len(turn.iterations):
+        following = await _turn(convs, cid, turn.position + 1)
+        after = Step(following.position, 1) if following and following.iterations else None
+    if before is None and turn.position > 1:
+        previous = await _turn(convs, cid, turn.position - 1)
+        if previous is not None and previous.iterations:
+            before = Step(previous.position, len(previous.iterations))
+    return before, after
+
+
 async def inspector(request: Request) -> Response:
     convs = web(request).convs
     position, number = request.path_params["position"], request.path_params["iteration"]
@@ -106,6 +190,7 @@ async def inspector(request: Request) -> Response:
     iteration = next((i for i in turn.iterations if i.position + 1 == number), None)
     if iteration is None:
         raise NotFound("iteration", str(number))
+    before, after = await neighbours(convs, transcript.conversation.id, turn, number)
     system = await convs.system_prompt(iteration.system_prompt_hash)
     # What the iteration's model call was charged as it ran; unknown when its model had no price.
     cost = f"${iteration.cost_usd:.4f}" if turn.cost_known else "unknown"
@@ -115,6 +200,8 @@ async def inspector(request: Request) -> Response:
         "it": iteration,
         "system": system,
         "cost": cost,
+        "before": before,
+        "after": after,
     }
     return _render(request, "inspect.html", context)
 
@@ -139,8 +226,17 @@ async def highlight_fragment(request: Request) -> Response:
     return HTMLResponse(code_spans(raw.decode("utf-8", "replace")))
 
 
+async def favicon(request: Request) -> Response:
+    """The page icon, for browsers that ask for ``/favicon.ico`` whatever the page links."""
+    return FileResponse(
+        ICON, media_type="image/x-icon", headers={"cache-control": "public, max-age=86400"}
+    )
+
+
 ROUTES = [
     Route("/", home, methods=["GET"]),
+    Route("/new", new_chat, methods=["GET"]),
+    Route("/favicon.ico", favicon, methods=["GET"]),
     Route("/fragments/highlight", highlight_fragment, methods=["POST"]),
     Route("/fragments/list", list_rows, methods=["GET"]),
     Route("/c/{cid}", chat, methods=["GET"]),

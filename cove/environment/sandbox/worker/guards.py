@@ -5,8 +5,9 @@
 ``_``; these guards repeat that check for names that arrive as strings (``getattr(x, name)``) and
 add what the compiler cannot know: which objects are off limits whatever the attribute (modules,
 frames, code objects, tracebacks), which public attribute names open doors (``gi_frame``,
-``f_globals``, ``mro``...), that ``str.format`` must not look up attributes, and that a block sees
-its recorded clock.
+``f_globals``, ``mro``...), that ``str.format`` must not look up attributes, that
+``ABCMeta.register`` (a process-wide registry, reachable through ``typing``'s aliases) is out of
+reach, and that a block sees its recorded clock.
 
 The ``str.format`` guard sits on the operation, not on one attribute path: whatever attribute
 lookup yields the real ``str.format``/``str.format_map`` (bound or unbound, through a ``str``
@@ -18,6 +19,7 @@ functions) and a few stdlib types meant to be configured: a stdlib object's publ
 
 from __future__ import annotations
 
+import abc
 import collections
 import decimal
 import operator
@@ -166,6 +168,10 @@ class Guards:
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         if type(value) in _FORMAT_KINDS:
             return _safe_formatting(value)
+        if type(value) is types.MethodType and value.__func__ is _ABC_REGISTER:
+            if default is not _MISSING:
+                return default
+            raise AttributeError(_ABC_REGISTER_REFUSAL)
         return value
 
     def hasattr(self, obj: object, name: str) -> bool:
@@ -189,6 +195,16 @@ class Guards:
             names.append(name)
         return names
 
+
+# ``ABCMeta.register`` changes a class for the whole worker: registered under a stdlib ABC (or
+# under a sandbox subclass of one, which the ABC consults too), any class would pass
+# ``isinstance(x, Mapping)`` checks in the worker's own code. ``typing``'s aliases hand it out by
+# forwarding their attributes to the ``collections.abc`` class they stand for.
+_ABC_REGISTER = abc.ABCMeta.register
+_ABC_REGISTER_REFUSAL = (
+    "register() of abstract base classes is not available in the sandbox: it would change "
+    "isinstance() for the whole worker; subclass the ABC instead"
+)
 
 _UNBOUND_FORMATS: dict[Any, Callable[..., str]] = {
     str.format: safe_format,

@@ -13,7 +13,7 @@ import ast
 import builtins
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from types import CodeType, SimpleNamespace
 from typing import Any
@@ -21,6 +21,8 @@ from typing import Any
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from cove.environment.sandbox.worker import guards as g
+from cove.environment.sandbox.worker.bindings import binding_problem
+from cove.environment.sandbox.worker.statements import StatementReads, statement_reads
 
 BLOCK_FILENAME = g.BLOCK_FILENAME
 """The file name of every code object compiled from sandbox code (how tracebacks find them)."""
@@ -89,20 +91,33 @@ class CompiledBlock:
     definitions: list[tuple[str, str]] = field(default_factory=list)
     """Top-level ``def``/``class``/``name = lambda`` statements in source order: ``(bound name,
     source text)``; the k-th reports its object through ``_define_(k)``."""
+    reads: list[StatementReads] = field(default_factory=list)
+    """For each definition, what its statement's own parts read (``statements.py``)."""
 
 
-def compile_block(source: str) -> CompiledBlock:
+def compile_block(source: str, reserved: Collection[str] = ()) -> CompiledBlock:
     """Compile a block REPL style.
 
+    Args:
+        source: The block's code.
+        reserved: Names the block may not bind in the namespace (the extensions' names).
+
     Raises:
-        BlockSyntaxError: The code does not parse or breaks the policy.
+        BlockSyntaxError: The code does not parse, breaks the policy or would bind a name that
+            cannot name a variable (``sandbox/names.py``).
     """
     try:
         tree = ast.parse(source, BLOCK_FILENAME, "exec")
     except SyntaxError as exc:
         raise BlockSyntaxError(exc.msg, exc.lineno) from None
+    problem = binding_problem(tree, reserved)
+    if problem is not None:
+        raise BlockSyntaxError(*problem)
     definitions: list[tuple[str, str]] = []
     _definitions(source, tree.body, definitions)
+    sites: list[ast.stmt] = []
+    _hook_sites(tree.body, sites)  # before compiling: the restricting transformer rewrites nodes
+    reads = [statement_reads(site) for site in sites]
     tail_node: ast.Expression | None = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body.pop()
@@ -111,7 +126,7 @@ def compile_block(source: str) -> CompiledBlock:
         ast.copy_location(tail_node, last)
     body = _compile(tree, "exec", definitions) if tree.body else None
     tail = _compile(tail_node, "eval") if tail_node is not None else None
-    return CompiledBlock(body, tail, definitions)
+    return CompiledBlock(body, tail, definitions, reads)
 
 
 def compile_definition(source: str) -> CodeType:

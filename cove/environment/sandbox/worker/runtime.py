@@ -7,6 +7,7 @@ calls and feeds it decoded frames (``handle``), getting reply frames back.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 
 from cove import codec
 from cove.codec.shapes import Definition
+from cove.environment.sandbox.names import name_problem
 from cove.environment.sandbox.worker.guards import SANDBOX_MODULE, BlockClock, Guards
 from cove.environment.sandbox.worker.modules import BlockRandom, ModuleTable
 from cove.environment.sandbox.worker.output import BlockOutput, PrintScope
@@ -29,6 +31,8 @@ from cove.environment.sandbox.worker.policy import (
     defined_name,
     make_builtins,
 )
+from cove.environment.sandbox.worker.provenance import NotRestorable, Provenance
+from cove.environment.sandbox.worker.statements import StatementReads
 from cove.environment.sandbox.worker.tracking import VariableTracker
 from cove.errors import CodecError
 
@@ -88,7 +92,10 @@ class Runtime:
             importer=self.modules.importer(),
             extras={"ExtensionError": ExtensionError, DEFINE_HOOK: self._define_hook},
         )
-        self._defined: list[tuple[object, int]] = []  # (object, definition index) of this block
+        self._block_sources: list[str] = []  # of the running block's definitions, in order
+        self._block_reads: list[StatementReads] = []
+        self._rebuilding = 0  # > 0 while a recorded definition runs again: no extension calls
+        self._refused_calls = 0
         self._original = dict(self.builtins)
         self._configured: set[str] = set()
         self.namespace: dict[str, Any] = {"__builtins__": self.builtins}
@@ -103,6 +110,7 @@ class Runtime:
             builtins=self.builtins,
             namespace=self.namespace,
         )
+        self.provenance = Provenance(self.tracker, self.namespace, self.builtins)
 
     def handle(self, message: Frame) -> Frame:
         """Run one host request and return the reply frame."""
@@ -156,7 +164,7 @@ class Runtime:
         """Compile and run a block: its trailing value, its error (type, line) and what it ran
         (the tracker checks only what that code reaches)."""
         try:
-            block = compile_block(code)
+            block = compile_block(code, reserved=self._configured)
         except BlockSyntaxError as exc:
             where = f" (line {exc.line})" if exc.line is not None else ""
             return None, ("SyntaxError", f"SyntaxError: {exc.message}{where}"), []
@@ -164,7 +172,8 @@ class Runtime:
             return None, describe(exc), []
         value: Any = None
         error: tuple[str, str] | None = None
-        self._defined = []
+        self._block_sources = [text for _, text in block.definitions]
+        self._block_reads = block.reads
         try:
             if block.body is not None:
                 exec(block.body, self.namespace)
@@ -173,9 +182,8 @@ class Runtime:
         except BaseException as exc:  # SystemExit and friends are block errors, too
             error = describe(exc)
         finally:
-            made, self._defined = self._defined, []
-            sources = [(obj, block.definitions[k][1]) for obj, k in made]
-            self.tracker.remember([(obj, text) for obj, text in sources if text])
+            self.provenance.stop()
+            self._block_sources = []
         return value, error, [c for c in (block.body, block.tail) if c is not None]
 
     def _encoded(self, value: Any) -> str | None:
@@ -188,10 +196,20 @@ class Runtime:
             return None
 
     def _define_hook(self, index: int) -> Callable[[Any], Any]:
-        """``_define_(k)``: note that definition ``k`` of the running block made ``value``."""
+        """``_define_(k)``: definition ``k`` of the running block starts (its outermost decorator
+        is evaluated first of all); ``record(value)``: it made ``value``, whose source and reads
+        the tracker then records.
+
+        In between, ``provenance`` notes what the statement reads (``provenance.py``).
+        """
+        parts = self._block_reads
+        self.provenance.begin(parts[index] if index < len(parts) else StatementReads())
 
         def record(value: Any) -> Any:
-            self._defined.append((value, index))
+            reads = self.provenance.end()
+            # At once: a later statement of the block may read it (``@deco`` right below).
+            if index < len(self._block_sources) and self._block_sources[index]:
+                self.tracker.remember([(value, self._block_sources[index], reads)])
             return value
 
         return record
@@ -231,7 +249,14 @@ class Runtime:
         return extension
 
     def call_extension(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Send one extension call to the host and wait for its result."""
+        """Send one extension call to the host and wait for its result.
+
+        Refused while a recorded definition runs again: a restore does not call the host.
+        """
+        if self._rebuilding:
+            self._refused_calls += 1
+            raise ExtensionError(f"{name}() cannot be called while a definition is restored")
+        self.provenance.extension_called()
         try:
             encoded_args = self.tracker.encode(list(args))
             encoded_kwargs = self.tracker.encode(dict(kwargs))
@@ -260,7 +285,9 @@ class Runtime:
         pending: list[Frame] = []
         lost: list[str] = []
         for snapshot in snapshots:
-            if snapshot.get("encoded") and snapshot["kind"] in ("value", "function"):
+            if name_problem(snapshot["name"], self._configured) is not None:
+                lost.append(str(snapshot["name"]))  # a name no block could bind (older data)
+            elif snapshot.get("encoded") and snapshot["kind"] in ("value", "function"):
                 pending.append(snapshot)
             elif snapshot["kind"] != "deleted":
                 lost.append(str(snapshot["name"]))
@@ -277,6 +304,8 @@ class Runtime:
 
     def _restore_imports(self, imports: dict[str, Any]) -> None:
         for name, ref in imports.items():
+            if name_problem(name, self._configured) is not None:
+                continue
             try:
                 self.namespace[name] = self.tracker.resolve((str(ref[0]), ref[1]))
                 self.tracker.imports[name] = (str(ref[0]), ref[1])
@@ -304,14 +333,34 @@ class Runtime:
     def _make_definition(self, definition: Definition) -> Any:
         """Run a recorded definition again, under the policy of live code (``compile_definition``).
 
-        The source is compiled without definition hooks, so a restore in the middle of a block
-        (a ``restore_var`` result) leaves that block's own hook reports as they are.
+        Only when every name its statement read holds what it held then (``provenance.py``);
+        while it runs, extension calls are refused and the block clock reads NaN, so it cannot
+        make something other than what it made live. The source is compiled without definition
+        hooks, so a restore in the middle of a block (a ``restore_var`` result) leaves that
+        block's own hook reports as they are.
+
+        Raises:
+            NotRestorable: The definition would not make what it made when it ran.
         """
+        problem = self.provenance.problem(definition)
+        if problem is not None:
+            raise NotRestorable(problem)
         code = compile_definition(definition.source)
         scope: dict[str, Any] = {}
-        exec(code, self.namespace, scope)
+        refused, clock = self._refused_calls, self.clock.now
+        self._rebuilding += 1
+        self.clock.now = math.nan
+        try:
+            exec(code, self.namespace, scope)
+        finally:
+            self._rebuilding -= 1
+            self.clock.now = clock
+        if self._refused_calls != refused:  # even if the statement caught the refusal
+            raise NotRestorable(
+                f"{definition.name} cannot be rebuilt as it ran: it calls an extension function"
+            )
         name = definition.name if definition.name in scope else defined_name(definition.source)
         value = scope[name or definition.name]
         with contextlib.suppress(TypeError):
-            self.tracker.sources[value] = definition.source
+            self.tracker.sources[value] = definition
         return value

@@ -14,8 +14,9 @@ A checked value is the same when it is the same immutable object (an int, a str.
 container of scalars (or table of them) still holding the very objects recorded at its last encode
 (``shallow.py``), else when its encoding's fingerprint is unchanged. If the namespace holds a
 binding no name led to, every name is compared once. Functions and classes defined at the top level
-of a block keep the source of their definition (looked up by object, so ``g = f`` keeps ``f``'s
-source) and are reported as ``kind="function"``. Values the codec refuses or that exceed the
+of a block keep the source of their definition and what it read (a ``Definition``, see
+``provenance.py``; looked up by object, so ``g = f`` keeps ``f``'s) and are reported as
+``kind="function"``. Values the codec refuses or that exceed the
 snapshot limit are ``opaque``. Curated modules, their members and builtins (extension functions
 included) bound to a name are import bindings, tracked separately and never reported as variables.
 """
@@ -34,6 +35,7 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from cove import codec
+from cove.codec.shapes import Definition, DefinitionKind, Reads
 from cove.environment.sandbox.worker.modules import ModuleTable
 from cove.environment.sandbox.worker.reach import Reach
 from cove.environment.sandbox.worker.shallow import Shallow
@@ -143,7 +145,7 @@ class VariableTracker:
         self.modules = modules
         self.builtins = builtins
         self.namespace: dict[str, Any] = {} if namespace is None else namespace
-        self.sources: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self.sources: weakref.WeakKeyDictionary[Any, Definition] = weakref.WeakKeyDictionary()
         self.state: dict[str, _Tracked] = {}
         self.imports: dict[str, ImportRef] = {}
         self.encodes = 0
@@ -155,24 +157,48 @@ class VariableTracker:
         self._index: dict[int, ImportRef] = {}
         self._index_key: tuple[int, int] | None = None
 
-    def source_of(self, value: object) -> str | None:
-        """The source of a function or class defined in the sandbox (the codec's ``source_of``)."""
+    def source_of(self, value: object) -> Definition | None:
+        """The recorded definition of a function or class made in the sandbox (the codec's
+        ``source_of``)."""
         try:
             return self.sources.get(value)
         except TypeError:  # unhashable or not weak-referenceable
             return None
 
-    def remember(self, made: list[tuple[object, str]]) -> None:
-        """Record, for each object a top-level definition statement made, that statement's source.
+    def remember(self, made: list[tuple[object, str, Reads]]) -> None:
+        """Record, for each object a top-level definition statement made, that statement's source
+        and what it read (``provenance.py``).
 
         ``made`` comes from the statements themselves (``policy.DEFINE_HOOK``), in the order they
         ran, so the source is the one of the branch that actually ran, never another statement
         that merely binds the same name.
         """
-        for value, source in made:
+        for value, source, reads in made:
             if isinstance(value, FunctionType | type):
+                kind: DefinitionKind = "class" if isinstance(value, type) else "function"
                 with contextlib.suppress(TypeError):
-                    self.sources[value] = source
+                    self.sources[value] = Definition(kind, value.__name__, source, reads)
+
+    def import_ref(self, value: object) -> ImportRef | None:
+        """The import binding ``value`` is (a curated module, member or builtin), or None."""
+        return self._import_ref(value)
+
+    def fingerprint_of(self, name: str, value: object) -> str | None:
+        """The fingerprint of ``value``'s encoding (None when it has none); ``name``'s tracked
+        fingerprint when it provably still holds it."""
+        old = self.state.get(name)
+        if old is not None and self.namespace.get(name) is value and old.unchanged(value):
+            return old.fingerprint
+        try:
+            return codec.fingerprint(self.encode(value))
+        except MemoryError:
+            raise
+        except Exception:  # CodecError, or a RecursionError from a hostile structure
+            return None
+
+    def holders(self, objects: Iterable[int]) -> set[str]:
+        """The tracked variables whose values hold one of ``objects`` (ids), as last checked."""
+        return self._owners.names_for(objects)
 
     def resolve(self, ref: ImportRef) -> Any:
         """The object an import binding refers to.
