@@ -103,18 +103,16 @@ async def test_stopping_serve_runs_no_queued_turn_and_tells_its_sender_to_resend
         "COVE_TELEGRAM_API_URL": tg.api_url,
         "COVE_TELEGRAM_ALLOW": str(CHAT),
     }
-    service = ServeProcess(env, "--telegram", "--grace", str(GRACE_S))
+    service = ServeProcess(env, "--web", "--telegram", "--grace", str(GRACE_S))
     try:
-        async with httpx.AsyncClient(base_url=service.base_url, timeout=60) as client:
-            await tg.wait_for(lambda: tg.calls_of("getUpdates"))
-            tg.send_text(CHAT, "a long one")
-            while not fake.requests:  # noqa: ASYNC110 (the first turn's model call is in flight)
-                await asyncio.sleep(0.02)
-            tg.send_text(CHAT, "and then this")
-            await tg.wait_for(lambda: any("queued" in t for t in tg.texts(CHAT)))
-            service.proc.send_signal(signal.SIGTERM)
-            await wait_until_stopping(client)
-            await tg.wait_for(lambda: any("send it again" in t for t in tg.texts(CHAT)), 60)
+        await tg.wait_for(lambda: tg.calls_of("getUpdates"))
+        tg.send_text(CHAT, "a long one")
+        while not fake.requests:  # noqa: ASYNC110 (the first turn's model call is in flight)
+            await asyncio.sleep(0.02)
+        tg.send_text(CHAT, "and then this")
+        await tg.wait_for(lambda: any("queued" in t for t in tg.texts(CHAT)))
+        service.proc.send_signal(signal.SIGTERM)
+        await tg.wait_for(lambda: any("send it again" in t for t in tg.texts(CHAT)), 60)
         assert await asyncio.to_thread(service.proc.wait, GRACE_S + 60) == 0
     finally:
         service.stop()
