@@ -24,6 +24,8 @@ def unwritable(path: str) -> StoreError | None:
     folder = file.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # a first run creates the missing folders
+    if not folder.is_dir():
+        return None  # a file stands where a folder should: not a matter of permissions
     folder_ok = os.access(folder, os.W_OK | os.X_OK)
     if not file.exists():
         if folder_ok:
