@@ -14,7 +14,6 @@ The host starts the worker in its own session with an empty environment (see ``p
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import resource  # at the top: once the worker dropped to nobody, the stdlib may be unreadable
@@ -25,16 +24,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cove.environment.sandbox.frames import FrameChannel, ProtocolError
-from cove.environment.sandbox.worker.confine import (
-    confine,
-    enter_directory,
-    preload_codecs,
-    will_drop_user,
-)
+from cove.environment.sandbox.worker.confine import confine, enter_directory
 from cove.environment.sandbox.worker.lifeline import watch_pipe
-from cove.environment.sandbox.worker.uids import UidPool
 
 CLOSED_WORKSPACE = "working directory not accessible: moved to /"
+_MAX_FD = 1 << 30  # above any descriptor: closerange closes up to it in one system call
 
 if TYPE_CHECKING:  # imported lazily: a failing import is reported in a "fatal" frame
     from cove.environment.sandbox.worker.runtime import Runtime
@@ -51,15 +45,13 @@ def claim_channel() -> FrameChannel:
 
 
 def close_other_descriptors(keep: set[int]) -> None:
-    """Close every file descriptor not in ``keep``."""
-    try:
-        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        open_fds = list(range(3, 1024))
-    for fd in open_fds:
-        if fd not in keep:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+    """Close every file descriptor not in ``keep`` (a few calls, and no ``/proc`` needed)."""
+    low = 0
+    for fd in sorted(keep):
+        if fd > low:  # closerange(a, b) with b <= a would close everything from a on
+            os.closerange(low, fd)
+        low = max(low, fd + 1)
+    os.closerange(low, _MAX_FD)
 
 
 def apply_limits(config: dict[str, Any], *, forking: bool = False) -> None:
@@ -95,13 +87,11 @@ def apply_limits(config: dict[str, Any], *, forking: bool = False) -> None:
             pass
 
 
-def warm_up(*, dropping_user: bool) -> None:
+def warm_up() -> None:
     """Import lazily loaded standard-library pieces before the limits and the drop shut them out."""
     import datetime
 
     datetime.datetime.strptime("2000-01-01", "%Y-%m-%d")
-    if dropping_user:
-        preload_codecs()
 
 
 def make_runtime(channel: FrameChannel, config: dict[str, Any]) -> Runtime:
@@ -128,16 +118,16 @@ def main() -> int:
     try:
         config = json.loads(sys.argv[1])
         runtime = make_runtime(channel, config)
-        confining = bool(config.get("confine", True))
-        warm_up(dropping_user=will_drop_user(confining))
+        warm_up()
         # Its own session keeps terminal Ctrl-C away; an interrupt between blocks must not end it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})
         # Before the limits: with RLIMIT_NPROC already 0, older kernels refuse the setuid.
-        uid = UidPool().pick() if will_drop_user(confining) else None
-        confinement = confine(confining, parent=int(config["owner"]), uid=uid)
-        if not os.access(".", os.X_OK):  # a workspace closed to its user: it needs no files
-            os.chdir("/")
+        preparation, confinement = confine(
+            bool(config.get("confine", True)), parent=int(config["owner"])
+        )
+        if not preparation.fixed_directory() and not os.access(".", os.X_OK):
+            os.chdir("/")  # a workspace closed to its user: it needs no files
             confinement = replace(confinement, notes=(*confinement.notes, CLOSED_WORKSPACE))
         watch_pipe(channel.read_fd)  # a thread: after seccomp (it inherits it), before NPROC 0
         apply_limits(config)
@@ -145,14 +135,21 @@ def main() -> int:
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
     channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
-    return serve(channel, runtime, config)
+    return serve(channel, runtime, config, fixed_directory=preparation.fixed_directory())
 
 
-def serve(channel: FrameChannel, runtime: Runtime, config: dict[str, Any]) -> int:
+def serve(
+    channel: FrameChannel,
+    runtime: Runtime,
+    config: dict[str, Any],
+    *,
+    fixed_directory: bool = False,
+) -> int:
     """Answer the host's requests, one at a time, until it closes the pipe; the exit code.
 
     With ``config["unrestricted"]`` (tests only: ``WorkerPool(assume_breach=True)``) blocks run
-    as plain Python (``run_unrestricted``).
+    as plain Python (``run_unrestricted``). A worker in a root of its own (``fixed_directory``)
+    has no workspace in reach: it answers a change of directory by staying in ``/``.
     """
     unrestricted = bool(config.get("unrestricted", False))
     while True:
@@ -167,6 +164,8 @@ def serve(channel: FrameChannel, runtime: Runtime, config: dict[str, Any]) -> in
             reply: dict[str, Any]
             if unrestricted and message.get("op") == "execute":
                 reply = run_unrestricted(runtime, message)
+            elif message.get("op") == "chdir" and fixed_directory:
+                reply = {"op": "ok", "cwd": "/"}
             elif message.get("op") == "chdir":
                 # Dropped to nobody, the worker may be unable to enter the workspace.
                 reply = {"op": "ok", "cwd": enter_directory(str(message["path"]))}
