@@ -179,10 +179,6 @@ class Preparation:
         """The descriptors ``seal`` still needs (closing every other one is safe)."""
         return {self.ruleset.fd} if self.ruleset is not None else set()
 
-    def fixed_directory(self) -> bool:
-        """Whether workers stay in ``/`` of their own root (no workspace is in reach)."""
-        return "mount" in self.layers
-
     def needs_codecs(self) -> bool:
         """Whether workers will lose sight of the standard library's codecs when they take their
         own ids (no root of their own, whose directories are open to every user)."""
@@ -200,6 +196,7 @@ def prepare(enabled: bool) -> Preparation:
     if not sys.platform.startswith("linux"):
         return Preparation(True, notes=[f"confinement: not available on {sys.platform}"])
     done = Preparation(True, user=_current_user())
+    os.chdir("/")  # a confined worker needs no file: it works from the root, its own or not
     libc = _libc(done.notes)
     try:  # first: libseccomp is found through ldconfig, which is out of reach in the new root
         done.program = seccomp.build()
@@ -327,34 +324,13 @@ def _restrict(preparation: Preparation, notes: list[str], layers: list[str]) -> 
             notes.append(f"seccomp: {exc.strerror or exc}")
 
 
-def confine(enabled: bool, *, parent: int) -> tuple[Preparation, Confinement]:
-    """Both steps at once, for a cold-started worker (module docstring); what each achieved."""
+def confine(enabled: bool, *, parent: int) -> Confinement:
+    """Both steps at once, for a cold-started worker (module docstring)."""
     preparation = prepare(enabled)
     if preparation.needs_codecs():
         preload_codecs()
     uid = UidPool(preparation.ids).pick() if preparation.ids is not None else None
-    return preparation, seal(preparation, parent=parent, uid=uid)
-
-
-def enter_directory(path: str) -> str:
-    """Change to ``path``, or to ``/`` when this (dropped) process may not enter it.
-
-    The worker needs no file access (files are handled by the host), so a workspace closed to
-    the worker's user is no reason to fail; and once Landlock is in force, ``/`` gives access to
-    nothing either.
-
-    Returns:
-        The directory entered.
-
-    Raises:
-        OSError: ``path`` does not exist or is not a directory.
-    """
-    try:
-        os.chdir(path)
-    except PermissionError:
-        os.chdir("/")
-        return "/"
-    return path
+    return seal(preparation, parent=parent, uid=uid)
 
 
 def preload_codecs() -> None:

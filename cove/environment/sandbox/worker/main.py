@@ -20,14 +20,12 @@ import resource  # at the top: once the worker dropped to nobody, the stdlib may
 import signal
 import sys
 import traceback
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cove.environment.sandbox.frames import FrameChannel, ProtocolError
-from cove.environment.sandbox.worker.confine import confine, enter_directory
+from cove.environment.sandbox.worker.confine import confine
 from cove.environment.sandbox.worker.lifeline import watch_pipe
 
-CLOSED_WORKSPACE = "working directory not accessible: moved to /"
 _MAX_FD = 1 << 30  # above any descriptor: closerange closes up to it in one system call
 
 if TYPE_CHECKING:  # imported lazily: a failing import is reported in a "fatal" frame
@@ -123,19 +121,14 @@ def main() -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})
         # Before the limits: with RLIMIT_NPROC already 0, older kernels refuse the setuid.
-        preparation, confinement = confine(
-            bool(config.get("confine", True)), parent=int(config["owner"])
-        )
-        if not preparation.fixed_directory() and not os.access(".", os.X_OK):
-            os.chdir("/")  # a workspace closed to its user: it needs no files
-            confinement = replace(confinement, notes=(*confinement.notes, CLOSED_WORKSPACE))
+        confinement = confine(bool(config.get("confine", True)), parent=int(config["owner"]))
         watch_pipe(channel.read_fd)  # a thread: after seccomp (it inherits it), before NPROC 0
         apply_limits(config)
     except BaseException:
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
     channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
-    return serve(channel, runtime, config, fixed_directory=preparation.fixed_directory())
+    return serve(channel, runtime, config, fixed_directory=confinement.enabled)
 
 
 def serve(
@@ -148,8 +141,8 @@ def serve(
     """Answer the host's requests, one at a time, until it closes the pipe; the exit code.
 
     With ``config["unrestricted"]`` (tests only: ``WorkerPool(assume_breach=True)``) blocks run
-    as plain Python (``run_unrestricted``). A worker in a root of its own (``fixed_directory``)
-    has no workspace in reach: it answers a change of directory by staying in ``/``.
+    as plain Python (``run_unrestricted``). A confined worker (``fixed_directory``) needs no
+    file: it answers a change of directory by staying in ``/`` (of its own root, if it has one).
     """
     unrestricted = bool(config.get("unrestricted", False))
     while True:
@@ -164,11 +157,10 @@ def serve(
             reply: dict[str, Any]
             if unrestricted and message.get("op") == "execute":
                 reply = run_unrestricted(runtime, message)
-            elif message.get("op") == "chdir" and fixed_directory:
-                reply = {"op": "ok", "cwd": "/"}
             elif message.get("op") == "chdir":
-                # Dropped to nobody, the worker may be unable to enter the workspace.
-                reply = {"op": "ok", "cwd": enter_directory(str(message["path"]))}
+                if not fixed_directory:
+                    os.chdir(str(message["path"]))
+                reply = {"op": "ok", "cwd": "/" if fixed_directory else str(message["path"])}
             else:
                 reply = runtime.handle(message)
         except MemoryError:

@@ -35,7 +35,6 @@ import signal
 import socket
 import sys
 import traceback
-from dataclasses import replace
 from typing import Any
 
 from cove.environment.sandbox.frames import FrameChannel
@@ -47,7 +46,6 @@ from cove.environment.sandbox.worker.confine import (
 )
 from cove.environment.sandbox.worker.lifeline import die_with_parent, watch_pipe
 from cove.environment.sandbox.worker.main import (
-    CLOSED_WORKSPACE,
     apply_limits,
     close_other_descriptors,
     make_runtime,
@@ -204,9 +202,8 @@ def become_worker(
         close_other_descriptors(keep)
         channel = settle_channel(channel)
         confinement = seal(preparation, parent=zygote, uid=uid)
-        entered = preparation.fixed_directory() or enter_workspace(cwd)
-        if not entered and confinement.enabled:  # it needs no file access: a note, no failure
-            confinement = replace(confinement, notes=(*confinement.notes, CLOSED_WORKSPACE))
+        if not confinement.enabled:  # a confined worker needs no file: it stays in "/"
+            os.fchdir(cwd)
         os.close(cwd)
         runtime = make_runtime(channel, config)
         watch_pipe(channel.read_fd)  # a thread: after seccomp (it inherits it), before NPROC 0
@@ -215,22 +212,7 @@ def become_worker(
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
     channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
-    return serve(channel, runtime, config, fixed_directory=preparation.fixed_directory())
-
-
-def enter_workspace(cwd: int) -> bool:
-    """Enter the directory open as ``cwd`` if this (sealed) worker may; else stay in ``/``.
-
-    Only for a worker without a root of its own (whose ``/`` holds no workspace).
-    """
-    try:  # as its own user: a workspace closed to it is not entered
-        os.fchdir(cwd)
-        if os.access(".", os.X_OK):
-            return True
-    except OSError:
-        pass
-    os.chdir("/")
-    return False
+    return serve(channel, runtime, config, fixed_directory=confinement.enabled)
 
 
 def settle_channel(channel: FrameChannel) -> FrameChannel:
