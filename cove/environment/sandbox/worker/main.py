@@ -2,8 +2,9 @@
 
 Start-up order matters. The two pipe ends are first moved to private descriptors and 0/1/2 are
 pointed at /dev/null, so nothing printed by any means can reach the frame channel. Then the heavy
-imports run, every other descriptor is closed, the worker confines itself (``confine.py``: its
-own user, no network, Landlock, seccomp, the death signal — as far as the host allows), starts the
+imports run, every other descriptor is closed, the worker confines itself (``confine.py``: a
+root of its own, no network, its own IPC namespace and user, Landlock, seccomp, the death signal
+— as far as the host allows), starts the
 thread that ends it when the host's pipe closes (``lifeline.py``) and applies the resource limits
 (address space, CPU seconds, file size, open files, no core dumps, no child processes). Only then
 does the worker announce ``{"op": "ready"}`` with the confinement it achieved and serve requests,

@@ -1,10 +1,11 @@
 """The zygote: ``python -m cove.environment.sandbox.worker.zygote CONFIG_JSON``, a worker unborn.
 
 It does everything a worker does before serving its first frame — imports, warm-up, the shared
-part of confinement (``confine.prepare``: no network, no_new_privs, the Landlock ruleset and the
-seccomp program built once), the resource limits that suit a long-lived forking process — but
-never runs sandbox code. As root it stays root, to give each worker a user of its own
-(``uids.py``); each forked worker then seals itself (``confine.seal``) before it serves. The
+part of confinement (``confine.prepare``: a root of its own and no network, no_new_privs, the
+Landlock ruleset and the seccomp program built once), the resource limits that suit a long-lived
+forking process — but never runs sandbox code. As root it stays root, to give each worker a user
+of its own (``uids.py``); each forked worker then seals itself (``confine.seal``: its own IPC
+namespace and ids, no capability, Landlock, seccomp) before it serves, from ``/``. The
 zygote forks one worker per request of the host, so a worker costs a fork instead of an
 interpreter start. Every worker is forked from the pristine zygote, never from
 another worker: nothing a worker changes can reach the next one.

@@ -18,6 +18,7 @@ import ctypes
 import json
 import os
 import platform
+import pwd
 import shutil
 import socket
 import subprocess
@@ -34,6 +35,7 @@ import cove
 from cove.config import Settings
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
+from cove.environment.sandbox.worker import userns
 from cove.environment.sandbox.worker.confine import LAYERS
 from cove.persistence.store import Store
 from tests.environment.conftest import Extensions
@@ -463,7 +465,10 @@ def test_every_attack_fails_under_an_unprivileged_host() -> None:
     verdicts = json.loads(done.stdout)
     confined_layers, _ = verdicts.pop("layers")
     assert set(confined_layers) >= {"ipc", "landlock", "seccomp", "no_new_privs", "pdeathsig"}
-    assert "uid" not in confined_layers  # nobody has no subordinate ids to give
+    # Another user for the kernel only where nobody has subordinate ids (/etc/subuid, newuidmap).
+    nobody = pwd.getpwnam("nobody")
+    subordinate = userns.subordinate("nobody", nobody.pw_uid, nobody.pw_gid) is not None
+    assert ("uid" in confined_layers) == subordinate
     for attack, (confined, unconfined) in verdicts.items():
         if attack in _NEED_MOUNT_NAMESPACE and "mount" not in confined_layers:
             continue  # a kernel without user namespaces for ordinary users: said in the docs

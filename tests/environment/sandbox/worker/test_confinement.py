@@ -22,6 +22,7 @@ from cove.config import SandboxSettings, Settings
 from cove.environment.sandbox.frames import ProtocolError
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
+from cove.environment.sandbox.worker import userns
 from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 from cove.environment.sandbox.worker.modules import ALLOWED_MODULES
 from cove.environment.sandbox.worker.uids import in_range
@@ -344,17 +345,24 @@ def test_a_confined_process_can_neither_fork_nor_connect_nor_regain_root(tmp_pat
 @root_only
 def test_an_unprivileged_process_gets_a_user_and_network_namespace(tmp_path: Path) -> None:
     report = probe(tmp_path, become=NOBODY)
-    assert (report["user"], report["uid"], report["fork"]) == ("nobody", NOBODY, "PermissionError")
+    assert report["fork"] == "PermissionError"
     assert report["setuid"] in {"PermissionError", "OSError"}  # EINVAL: 0 is unmapped in there
     assert report["connect"] == "PermissionError"
     assert report["secret"] in {"FileNotFoundError", "PermissionError"}
     assert set(report["layers"]) >= {"ipc", "landlock", "seccomp", "no_new_privs", "pdeathsig"}
-    assert "uid" not in report["layers"]  # without subordinate ids: the host's user
-    assert any("no subordinate ids" in note for note in report["notes"])
     if report["network"] != "isolated":  # a kernel without unprivileged user namespaces
         assert any("no user namespace" in note for note in report["notes"])
-    else:
-        assert "mount" in report["layers"]
+        return
+    assert "mount" in report["layers"]
+    ranges = userns.subordinate("nobody", NOBODY, NOBODY)
+    if ranges is None:  # the common case: the worker stays the host's user for the kernel
+        assert (report["user"], report["uid"]) == ("nobody", NOBODY)
+        assert "uid" not in report["layers"]
+        assert any("no subordinate ids" in note for note in report["notes"])
+    else:  # an id of nobody's subordinate range: another user for the kernel
+        first, count = ranges.uids
+        assert first <= report["uid"] < first + count and "uid" in report["layers"]
+        assert report["user"] == f"uid {report['uid']}" and report["notes"] == []
 
 
 @pytest.mark.parametrize(
