@@ -181,7 +181,7 @@ ATTACKS = {
 
 # A System V segment one worker leaves behind (0666) and a later worker of another conversation
 # reads: two blocks, the first worker killed in between (``Scene.run_across_workers``).
-SEGMENT_KEY = 0x636F7665  # "cove"
+SEGMENT_KEY = 0x636F0000  # "co", and the host's pid below: scenes running at once keep apart
 LEAVE_SEGMENT = (
     "segment = check(libc.shmget(SEGMENT_KEY, 1 << 20, IPC_CREAT | 0o666))\n"
     "    address = libc.shmat(segment, None, 0)\n"
@@ -246,6 +246,11 @@ async def run_attack(scene: Scene, name: str) -> str:
     return await scene.run(ATTACKS[name])
 
 
+def segment_key() -> int:
+    """The key of the System V segment of this host's scenes (unique among running hosts)."""
+    return SEGMENT_KEY | (os.getpid() & 0xFFFF)
+
+
 def remove_segment(key: int) -> None:
     """Remove the System V segment ``key`` of the host's IPC namespace, if an attack left one."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -301,7 +306,7 @@ async def stage(root: Path, *, confined: bool, checkout: Path = CHECKOUT) -> Asy
                 "DATA": str(data),
                 "DATABASE": str(settings.store.database),
                 "VICTIM_WORKSPACE": str(workspaces["victim"]),
-                "SEGMENT_KEY": SEGMENT_KEY,
+                "SEGMENT_KEY": segment_key(),
                 "IOPRIO": IOPRIO_CALLS[platform.machine()],  # (get, set): uname is refused
                 "CHECKOUT": str(checkout / "pyproject.toml"),
                 "SSH_KEY": str(home / "id_rsa"),
@@ -320,7 +325,7 @@ async def stage(root: Path, *, confined: bool, checkout: Path = CHECKOUT) -> Asy
             await pool.aclose()
             done.set()
             idle.join()
-            remove_segment(SEGMENT_KEY)
+            remove_segment(segment_key())
             del os.environ["COVE_BREACH_SECRET"]
 
 
