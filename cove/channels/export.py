@@ -115,9 +115,16 @@ def _block_lines(block: BlockRecord) -> list[str]:
     if block.stdout:
         lines += ["```text", block.stdout.rstrip(), "```", ""]
     if block.ok and block.result_preview is not None:
-        lines += [f"→ `{block.result_preview}`", ""]
+        if "\n" in block.result_preview:  # a table (a DataFrame's own text)
+            lines += ["→", "", "```text", block.result_preview, "```", ""]
+        else:
+            lines += [f"→ `{block.result_preview}`", ""]
     elif not block.ok:
         lines += [f"**Error:** {block.error}", ""]
+    for figure in block.figures:
+        lines += [f"- {figure.describe()} (PNG sha256 `{figure.digest[:16]}`)"]
+    if block.figures:
+        lines.append("")
     return lines
 
 

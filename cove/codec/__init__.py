@@ -38,6 +38,8 @@ built-in type         ``{"type": "int"}``                           bool, int, s
 sandbox def           ``{"def": [kind, name, source]}``             kind: function | class;
                       ``{"def": [kind, name, source, reads]}``      decodes to ``Definition``;
                                                                     reads: [[name, token], ...]
+numpy/pandas values   binary ``.npy`` in base64, see ``arrays.py``  ndarray, numpy scalar, Series,
+                                                                    DataFrame, Index
 anything else         ``{"opaque": [type, repr, size]}``            only via ``encode_opaque``;
                                                                     decodes to ``Opaque``
 ====================  ============================================  ===============================
@@ -57,9 +59,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from cove.codec import arrays
 from cove.codec.decoder import Decoder
 from cove.codec.encoder import Encoder
-from cove.codec.preview import preview, size_of, utf8_safe
+from cove.codec.preview import display, preview, size_of, utf8_safe
 from cove.codec.shapes import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_DEPTH,
@@ -77,10 +80,13 @@ __all__ = [
     "MakeDefinition",
     "Opaque",
     "SourceOf",
+    "data_fingerprint",
     "decode",
+    "display",
     "encode",
     "encode_opaque",
     "fingerprint",
+    "is_data",
     "is_restorable",
     "preview",
     "size_of",
@@ -167,3 +173,14 @@ def is_restorable(text: str) -> bool:
 def fingerprint(text: str) -> str:
     """A short stable hash of encoded text (16 hex digits): equal values give equal fingerprints."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def is_data(value: object) -> bool:
+    """Whether ``value`` is a numpy array or a pandas Series, DataFrame or Index (``arrays.py``)."""
+    return arrays.is_data(value)
+
+
+def data_fingerprint(value: object) -> str | None:
+    """A fingerprint of an array's or a pandas value's buffers, without encoding it; None for
+    other values and for those whose buffers do not decide them (object arrays)."""
+    return arrays.fingerprint(value)

@@ -16,14 +16,16 @@ from fractions import Fraction
 from typing import Any, NoReturn
 from zoneinfo import ZoneInfo
 
+from cove.codec import arrays
 from cove.codec.shapes import BUILTIN_TYPES, Definition, MakeDefinition, Opaque
 from cove.errors import CodecError, ValueTooLarge
 
 Json = Any
 
 # What a malformed payload makes the constructors raise (binascii.Error is a ValueError,
-# decimal.InvalidOperation and ZeroDivisionError are ArithmeticErrors).
-_PAYLOAD_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, LookupError)
+# decimal.InvalidOperation and ZeroDivisionError are ArithmeticErrors; a zone name that is a
+# directory of the tzdata package raises an OSError).
+_PAYLOAD_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, LookupError, OSError)
 
 
 class _CallbackFailed(Exception):
@@ -277,3 +279,4 @@ _HANDLERS: dict[str, Callable[[Decoder, Json, int], Any]] = {
     "def": _definition,
     "opaque": _opaque,
 }
+_HANDLERS.update(arrays.decoders())

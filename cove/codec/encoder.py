@@ -19,6 +19,7 @@ from types import FunctionType
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cove.codec import arrays
 from cove.codec.shapes import (
     BUILTIN_TYPE_NAMES,
     Definition,
@@ -99,6 +100,8 @@ class Encoder:
         """The JSON tree of ``value`` found at nesting ``depth``."""
         handler = _HANDLERS.get(type(value))
         if handler is None:
+            if arrays.handles(value):
+                return arrays.encode(self, value, depth)
             return self._other(value)
         return handler(self, value, depth)
 

@@ -28,7 +28,7 @@ from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished, 
 from cove.persistence.records import BlockRecord, IterationRecord, TurnRecord, VarVersionRecord
 from cove.persistence.store import Store
 
-COMPARED_FIELDS = ("ok", "result_preview", "stdout", "stderr", "error")
+COMPARED_FIELDS = ("ok", "result_preview", "stdout", "stderr", "error", "figures")
 #: How a block killed by a cancellation reports its error.
 KILLED = "CancelledError:"
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from cove import codec
 from cove.codec.preview import text_of
 from cove.codec.shapes import Definition, Opaque
+from cove.environment.data_docs import data_docs
 from cove.environment.extensions import builtin_extensions
 from cove.environment.extensions.base import CallContext, Extension, NudgeContext, TurnHooks
 from cove.environment.extensions.docs import render_docs
@@ -284,8 +285,11 @@ class Environment:
     # -- what the engine reads -----------------------------------------------------------------
 
     def system_prompt_docs(self) -> str:
-        """The active extensions' documentation for the system prompt (stable text)."""
-        return render_docs(self.extensions)
+        """The active extensions' documentation for the system prompt (stable text), and the
+        data libraries' when the sandbox offers them (``data_docs``)."""
+        docs = render_docs(self.extensions)
+        data = data_docs(self.settings)
+        return f"{docs}\n\n{data}" if data else docs
 
     def extension_nudges(
         self, *, iteration: int | None = None, budget: int | None = None

@@ -169,6 +169,7 @@ class SandboxClient:
                 result_encoded=reply.value_encoded,
                 stdout=reply.stdout,
                 error=reply.error,
+                figures=reply.figures,
             )
             return BlockOutcome(result, reply.changes, restart, error_type=reply.error_type)
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from cove.environment.sandbox.frames import Frame, ProtocolError
+from cove.environment.sandbox.host.figures import parse_figures
 from cove.environment.sandbox.names import module_problem, name_problem
-from cove.results import VarKind, VarVersion
+from cove.results import BlockFigure, VarKind, VarVersion
 
 _KINDS = frozenset(get_args(VarKind))
 
@@ -34,6 +35,7 @@ class BlockReply:
     fatal: bool
     changes: tuple[VarVersion, ...]
     imports: dict[str, tuple[str, str | None]]
+    figures: tuple[BlockFigure, ...] = ()
 
 
 def block_reply(reply: Frame, reserved: Collection[str] = ()) -> BlockReply:
@@ -62,6 +64,7 @@ def block_reply(reply: Frame, reserved: Collection[str] = ()) -> BlockReply:
         fatal=_typed(reply.get("fatal", False), bool),
         changes=tuple(snapshot(item, reserved) for item in changes),
         imports={_name(k, reserved): _import_ref(v) for k, v in imports.items()},
+        figures=parse_figures(reply.get("figures")),
     )
 
 

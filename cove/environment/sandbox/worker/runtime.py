@@ -19,6 +19,7 @@ from typing import Any
 from cove import codec
 from cove.codec.shapes import Definition
 from cove.environment.sandbox.names import name_problem
+from cove.environment.sandbox.worker.data.support import DataSupport
 from cove.environment.sandbox.worker.guards import SANDBOX_MODULE, BlockClock, Guards
 from cove.environment.sandbox.worker.modules import BlockRandom, ModuleTable
 from cove.environment.sandbox.worker.output import BlockOutput, PrintScope
@@ -40,6 +41,9 @@ Frame = dict[str, Any]
 Request = Callable[[Frame], Frame]
 
 _MESSAGE_LIMIT = 2_000
+HOST_CALL_LIMIT = 24 * 1024 * 1024
+"""The largest encoded arguments of a call the worker makes itself (a file written by a library:
+base64 inside a frame of at most 64 MiB)."""
 _RESTORE_PASSES = 3
 # Absolute paths of host files (site-packages, the cove package...) never reach an error message.
 _HOST_PATH = re.compile(r"(?:/[\w.+-]+)+\.py[cd]?\b")
@@ -78,16 +82,31 @@ def block_line(tb: TracebackType | None) -> int | None:
 class Runtime:
     """One worker's sandbox: namespace, builtins, curated modules and variable tracking."""
 
-    def __init__(self, *, request: Request, output_limit: int, snapshot_limit: int) -> None:
+    def __init__(
+        self,
+        *,
+        request: Request,
+        output_limit: int,
+        snapshot_limit: int,
+        libraries: bool = True,
+        data_snapshot_limit: int | None = None,
+    ) -> None:
         self._request = request
         self.output_limit = output_limit
         self.snapshot_limit = snapshot_limit
         self.clock = BlockClock()
         self.chance = BlockRandom()
-        self.modules = ModuleTable(self.chance, self.clock)
         self.output = BlockOutput(output_limit)
+        self.data = (
+            DataSupport.create(self.host_call, self._write_output, lambda: self.clock.now)
+            if libraries
+            else None
+        )
+        self.modules = ModuleTable(
+            self.chance, self.clock, self.data.builders() if self.data is not None else None
+        )
         self.builtins = make_builtins(
-            Guards(self.clock),
+            Guards(self.clock, self.data.surfaces if self.data is not None else None),
             print_factory=self._print_scope,
             importer=self.modules.importer(),
             extras={"ExtensionError": ExtensionError, DEFINE_HOOK: self._define_hook},
@@ -106,6 +125,7 @@ class Runtime:
         vars(module)["__builtins__"] = self.builtins
         self.tracker = VariableTracker(
             snapshot_limit=snapshot_limit,
+            data_snapshot_limit=data_snapshot_limit,
             modules=self.modules,
             builtins=self.builtins,
             namespace=self.namespace,
@@ -138,7 +158,14 @@ class Runtime:
         self.clock.now = clock
         self.output = BlockOutput(self.output_limit)
         self.namespace["_print"] = PrintScope(self.output)
+        if self.data is not None:
+            self.data.begin_block(seed)
         value, error, ran = self._run(code)
+        figures: list[Frame] = []
+        if self.data is not None:
+            figures, notes = self.data.end_block()
+            for note in notes:
+                self.output.write(note + "\n")
         reply: Frame = {
             "op": "done",
             "ok": error is None,
@@ -149,11 +176,12 @@ class Runtime:
             "value_preview": None,
             "value_encoded": None,
             "changes": [],
+            "figures": figures,
         }
         if reply["fatal"]:
             return reply  # the host replaces this worker: its heap is not to be trusted
         if value is not None:
-            reply["value_preview"] = codec.preview(value)
+            reply["value_preview"] = codec.display(value)
             reply["value_encoded"] = self._encoded(value)
         value = None
         reply["changes"] = self.tracker.changes(self.namespace, ran)
@@ -214,6 +242,9 @@ class Runtime:
 
         return record
 
+    def _write_output(self, text: str) -> None:
+        self.output.write(text)
+
     def _print_scope(self, _getattr_: Any = None) -> PrintScope:
         return PrintScope(self.output)
 
@@ -248,8 +279,21 @@ class Runtime:
         extension.__name__ = extension.__qualname__ = name
         return extension
 
-    def call_extension(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def host_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """An extension call made by the worker itself (a library reading or writing a workspace
+        file): its arguments may be as large as a file (``HOST_CALL_LIMIT``)."""
+        return self.call_extension(name, args, kwargs, limit=HOST_CALL_LIMIT)
+
+    def call_extension(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], limit: int | None = None
+    ) -> Any:
         """Send one extension call to the host and wait for its result.
+
+        Args:
+            name: The extension function.
+            args: Its positional arguments.
+            kwargs: Its keyword arguments.
+            limit: The largest encoding of the arguments (default: the snapshot limit).
 
         Refused while a recorded definition runs again: a restore does not call the host.
         """
@@ -258,8 +302,8 @@ class Runtime:
             raise ExtensionError(f"{name}() cannot be called while a definition is restored")
         self.provenance.extension_called()
         try:
-            encoded_args = self.tracker.encode(list(args))
-            encoded_kwargs = self.tracker.encode(dict(kwargs))
+            encoded_args = self._encode_argument(list(args), limit)
+            encoded_kwargs = self._encode_argument(dict(kwargs), limit)
         except CodecError as exc:
             raise TypeError(
                 f"the arguments of {name}() cannot be sent to the host: {exc}"
@@ -270,6 +314,11 @@ class Runtime:
         if reply.get("ok"):
             return codec.decode(str(reply["value"]), make_definition=self._make_definition)
         raise ExtensionError(str(reply.get("error") or f"{name}() failed")) from None
+
+    def _encode_argument(self, value: Any, limit: int | None) -> str:
+        if limit is None:
+            return self.tracker.encode(value)
+        return codec.encode(value, max_bytes=limit)
 
     # -- restore ----------------------------------------------------------------------------
 
