@@ -23,6 +23,24 @@ TurnStatus = Literal[
 FINAL_STATUSES: frozenset[str] = frozenset(
     {"done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"}
 )
+#: How a turn's status reads in a list: ``running``, ``done``, ``failed`` (the model failed, ran
+#: out of iterations or of its error budget), ``cancelled`` or ``interrupted`` (its process died).
+Outcome = Literal["running", "done", "failed", "cancelled", "interrupted"]
+
+
+def outcome(status: str | None) -> Outcome | None:
+    """The group a turn status belongs to in lists (None: no turn yet)."""
+    if status is None:
+        return None
+    return _OUTCOMES.get(status, "failed")
+
+
+_OUTCOMES: dict[str, Outcome] = {
+    "running": "running",
+    "done": "done",
+    "cancelled": "cancelled",
+    "interrupted": "interrupted",
+}
 
 
 @dataclass(frozen=True)
@@ -242,6 +260,9 @@ ChangeKind = Literal["created", "updated", "deleted"]
 class ConversationChanged(Event):
     """A conversation was created, deleted or changed (title, status, a new turn).
 
+    ``label`` and ``status`` are those of ``ConversationRecord`` (a last turn left running by a
+    dead process reads ``interrupted``).
+
     Not part of any conversation's sequence (``seq`` is 0); see ``Conversations.watch_list``.
     """
 
@@ -250,3 +271,5 @@ class ConversationChanged(Event):
     title: str | None = None
     updated_at: float = 0.0
     running: bool = False
+    label: str = ""  # what lists call it: the title, else the start of its first request
+    status: str | None = None  # the status of its last turn (None: no turn yet)

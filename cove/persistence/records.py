@@ -14,15 +14,25 @@ from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from cove.results import BlockResult, VarVersion
+from cove.text import headline
 
 ModelOption = float | int | str | bool  # one model option's value (temperature=0.2)
 
 IterationStatus = Literal["running", "ok", "error", "parse_error", "interrupted", "cancelled"]
 
 
+#: The longest name a conversation is listed under when it has no title yet.
+LABEL_CHARS = 48
+UNTITLED = "(untitled)"
+
+
 @dataclass(frozen=True)
 class ConversationRecord:
-    """One conversation; ``parent_id``/``fork_turn`` are set on forks."""
+    """One conversation; ``parent_id``/``fork_turn`` are set on forks.
+
+    ``first_request`` (the start of its first own turn's request) and ``last_status`` (the
+    status of its latest own turn) are what lists show; both are None before its first turn.
+    """
 
     id: str
     channel: str
@@ -37,6 +47,22 @@ class ConversationRecord:
     lease_until: float | None = None
     turn_count: int = 0
     owner: str | None = None  # the principal a channel set; None: no owner (local use)
+    first_request: str | None = None
+    last_status: str | None = None
+
+    @property
+    def label(self) -> str:
+        """What lists call the conversation: its title, else the start of its first request."""
+        return conversation_label(self.title, self.first_request)
+
+
+def conversation_label(title: str | None, first_request: str | None) -> str:
+    """The title, else the start of the first request (one line, cut), else ``(untitled)``."""
+    if title and title.strip():
+        return title
+    if first_request and first_request.strip():
+        return headline(first_request, LABEL_CHARS)
+    return UNTITLED
 
 
 @dataclass(frozen=True)
@@ -236,6 +262,7 @@ class SearchHit:
     snippet: str  # the matched passage with each match in [brackets]
     text: str = ""  # the same passage without markup
     matches: tuple[tuple[int, int], ...] = ()  # (start, end) offsets of each match in ``text``
+    label: str = UNTITLED  # what lists call the conversation (``ConversationRecord.label``)
 
 
 @dataclass(frozen=True)
