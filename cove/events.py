@@ -162,13 +162,28 @@ class VarsChanged(Event):
     changes: tuple[VarVersion, ...]
 
 
+#: The kinds of nudge a person is shown too (why an answer was refused); the others are for the
+#: model alone: channels show them only where the exact prompts are shown (the inspector,
+#: ``cove show --prompts``, ``--events``).
+USER_NUDGES: frozenset[str] = frozenset({"refusal"})
+
+
 @dataclass(frozen=True)
 class Nudge(Event):
-    """A hint the engine will show the model in its next context message."""
+    """A hint the engine will show the model in its next context message.
+
+    ``kind`` names the rule that gave it (``cove.engine.nudges.NudgeKind``); ``for_user`` is
+    True when people are shown it too (``USER_NUDGES``).
+    """
 
     type: ClassVar[str] = "nudge"
     turn_id: int
     text: str
+    kind: str = "extension"
+    for_user: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "for_user", self.kind in USER_NUDGES)
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ def timeline(transcript: Transcript) -> list[Event]:
 
 def _note_event(note: TurnNote) -> Event:
     if note.kind == "nudge":
-        return Nudge(turn_id=note.turn_id, text=note.text)
+        return Nudge(turn_id=note.turn_id, text=note.text, kind=note.nudge_kind or "extension")
     return SandboxRestarted(
         turn_id=note.turn_id, reason=note.text, restored=note.restored, lost=note.lost
     )
@@ -93,7 +93,7 @@ def _note_event(note: TurnNote) -> Event:
 async def keep_note(store: Store, event: Event) -> None:
     """Store a published nudge or sandbox restart, so a rebuilt timeline shows it too."""
     if isinstance(event, Nudge):
-        await store.add_note(event.turn_id, event.seq, "nudge", event.text)
+        await store.add_note(event.turn_id, event.seq, "nudge", event.text, nudge_kind=event.kind)
     elif isinstance(event, SandboxRestarted):
         await store.add_note(
             event.turn_id, event.seq, "sandbox_restarted", event.reason, event.restored, event.lost

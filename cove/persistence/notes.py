@@ -25,6 +25,7 @@ def add_note(
     text: str,
     restored: Sequence[str] = (),
     lost: Sequence[str] = (),
+    nudge_kind: str | None = None,
 ) -> None:
     """Record one note of turn ``turn_id`` (a note already kept under ``seq`` stays as it is)."""
     with immediate(conn):
@@ -32,8 +33,18 @@ def add_note(
             raise NotFound("turn", str(turn_id))
         conn.execute(
             "INSERT OR IGNORE INTO turn_note"
-            " (turn_id, seq, kind, text, restored, lost, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (turn_id, seq, kind, text, json.dumps(list(restored)), json.dumps(list(lost)), now),
+            " (turn_id, seq, kind, text, restored, lost, nudge_kind, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                turn_id,
+                seq,
+                kind,
+                text,
+                json.dumps(list(restored)),
+                json.dumps(list(lost)),
+                nudge_kind,
+                now,
+            ),
         )
 
 
@@ -48,6 +59,7 @@ def read_notes(conn: sqlite3.Connection, query: str, params: Sequence[Any]) -> t
             text=row["text"],
             restored=tuple(json.loads(row["restored"])),
             lost=tuple(json.loads(row["lost"])),
+            nudge_kind=row["nudge_kind"],
         )
         for row in conn.execute(query, params)
     )

@@ -236,6 +236,7 @@ class TurnNote:
     text: str  # the nudge; the restart's reason
     restored: tuple[str, ...] = ()  # restarts: the variables restored
     lost: tuple[str, ...] = ()  # restarts: the variables lost
+    nudge_kind: str | None = None  # nudges: the rule that gave it (``NudgeKind``)
 
 
 @dataclass(frozen=True)

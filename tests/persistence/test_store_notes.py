@@ -16,11 +16,11 @@ async def test_notes_come_back_in_seq_order_with_their_turn(store: Store) -> Non
     conv = await store.create_conversation(channel="cli")
     first = await store.start_turn(conv.id, "one")
     await store.add_note(first.id, 90, "sandbox_restarted", "timeout", ["a"], ["b", "c"])
-    await store.add_note(first.id, 70, "nudge", "add a title")
+    await store.add_note(first.id, 70, "nudge", "add a title", nudge_kind="title")
     await store.add_note(first.id, 70, "nudge", "a second note under one seq is ignored")
     transcript = await store.transcript(conv.id)
     assert transcript.notes == (
-        TurnNote(first.id, 1, 70, "nudge", "add a title"),
+        TurnNote(first.id, 1, 70, "nudge", "add a title", nudge_kind="title"),
         TurnNote(first.id, 1, 90, "sandbox_restarted", "timeout", ("a",), ("b", "c")),
     )
     second = await store.start_turn(conv.id, "two")

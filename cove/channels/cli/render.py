@@ -138,7 +138,8 @@ class ProgressView:
             more = f" +{len(event.changes) - 12} more" if len(event.changes) > 12 else ""
             c.print(line(("variables: ", "magenta"), shown + more))
         elif isinstance(event, Nudge):
-            c.print(line(("nudge: ", "yellow"), event.text))
+            if event.for_user:  # the others are for the model: `cove show --prompts` has them
+                c.print(line(("note: ", "yellow"), event.text))
         elif isinstance(event, SandboxRestarted):
             lost = ", ".join(event.lost) or "nothing"
             c.print(line(("sandbox restarted", "red"), f" ({event.reason}); lost: {lost}"))

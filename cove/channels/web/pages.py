@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from typing import Any
 
 from starlette.requests import Request
@@ -16,12 +15,12 @@ from cove.channels.web.state import web
 from cove.channels.web.timeline import notes_by_iteration, page_timeline, resume_after
 from cove.config import Settings
 from cove.conversation import (
-    ConversationRecord,
     SearchHit,
     Transcript,
     VarVersionRecord,
 )
 from cove.errors import NotFound
+from cove.events import outcome
 
 LIST_LIMIT = 200
 MAX_HIGHLIGHT_BYTES = 200_000
@@ -32,17 +31,12 @@ def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
     return response
 
 
-def running(record: ConversationRecord) -> bool:
-    """True while some process holds the conversation's lease (a turn runs)."""
-    return record.lease_owner is not None and (record.lease_until or 0) > time.time()
-
-
 async def _list_context(request: Request) -> dict[str, Any]:
     convs = web(request).convs
     query = request.query_params.get("q", "").strip()
     hits: list[SearchHit] = await convs.search(query) if query else []
     records = await convs.list(limit=LIST_LIMIT)
-    return {"conversations": records, "running": running, "query": query, "hits": hits}
+    return {"conversations": records, "outcome": outcome, "query": query, "hits": hits}
 
 
 async def home(request: Request) -> Response:

@@ -55,7 +55,8 @@ def notes_by_iteration(events: list[Event]) -> NotesByIteration:
     """The notes of each iteration, keyed by (turn position, 1-based iteration).
 
     A nudge is shown to the model with the next iteration's context message, so it opens that
-    iteration; a restart follows the block that was running.
+    iteration (only the nudges people are shown too: ``Nudge.for_user``); a restart follows the
+    block that was running.
     """
     notes: NotesByIteration = {}
     position = iteration = block = 0
@@ -66,7 +67,7 @@ def notes_by_iteration(events: list[Event]) -> NotesByIteration:
             iteration, block = event.iteration, 0
         elif isinstance(event, BlockFinished):
             block = event.index
-        elif isinstance(event, Nudge):
+        elif isinstance(event, Nudge) and event.for_user:  # the rest is for the model alone
             notes.setdefault((position, iteration + 1), []).append(Note(0, "nudge", event.text))
         elif isinstance(event, SandboxRestarted):
             text = restart_text(event.reason, event.lost)

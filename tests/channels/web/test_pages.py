@@ -88,18 +88,21 @@ def test_table_alignment_is_a_class_not_an_inline_style() -> None:
 
 
 async def test_nudges_and_sandbox_restarts_are_on_the_page_after_the_turn(web: Web) -> None:
-    replies = [reply(["keep = 1"]), SPIN, reply([], "{{keep}}")]
+    replies = [reply(["keep = 1"]), SPIN, reply([], "{{nope}}"), reply([], "{{keep}}")]
     async with web(replies) as client:
         cid = (await client.post("/api/conversations", json={})).json()["id"]
         events = await send_and_finish(client, cid, "spin")
-        nudges = [e["text"] for e in events if e["type"] == "nudge"]
+        nudges = [e["text"] for e in events if e["type"] == "nudge" and e["for_user"]]
+        hidden = [e["text"] for e in events if e["type"] == "nudge" and not e["for_user"]]
         restarts = [e for e in events if e["type"] == "sandbox_restarted"]
-        assert nudges and len(restarts) == 1
+        assert len(nudges) == 1 and nudges[0].startswith("Your answer was refused")
+        assert hidden and len(restarts) == 1
         page = (await client.get(f"/c/{cid}")).text
         fragment = (await client.get(f"/c/{cid}/turns/1")).text
     for html in (page, fragment):
         shown = re.findall(r'<p class="nudge">([^<]*)</p>', html)
-        assert [unescape(text) for text in shown] == nudges
+        assert [unescape(text) for text in shown] == nudges  # the model's own are not shown
+        assert not any(text in unescape(html) for text in hidden)
         restart = re.search(
             r'data-iteration="2">.*?<div class="block failed">.*?</div>\s*<p class="restart">'
             r"Sandbox restarted \(([a-z]+)\)",

@@ -235,8 +235,8 @@ def apply_to_iteration(
 
 def note_of(event: Event) -> tuple[str, str] | None:
     """The note (text, style) a nudge, a steering message or a sandbox restart shows."""
-    if isinstance(event, Nudge):
-        return f"nudge: {event.text}", "yellow"
+    if isinstance(event, Nudge):  # only what people are shown; the inspector has the rest
+        return (f"note: {event.text}", "yellow") if event.for_user else None
     if isinstance(event, SteerReceived):
         return f"you (steering): {event.text}", "yellow"
     if isinstance(event, SandboxRestarted):

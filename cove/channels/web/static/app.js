@@ -161,8 +161,9 @@ function chatPage() {
       for (const change of e.changes) updateVariable(cid, { ...change, type: change.type_name, size: sizeText(change.size) });
       variablesSoon();  // the refresh brings sizes the event left out
     },
-    // A nudge goes to the model with the next iteration, which is added after it.
-    nudge(e) { liveTurn(e.turn_id)?.querySelector(".timeline")?.append(el("p", "nudge", e.text)); },
+    // A nudge goes to the model with the next iteration, which is added after it; only some
+    // are for people too (the inspector shows every one).
+    nudge(e) { if (e.for_user) liveTurn(e.turn_id)?.querySelector(".timeline")?.append(el("p", "nudge", e.text)); },
     sandbox_restarted(e) {
       const text = `Sandbox restarted (${e.reason}); lost: ${e.lost.join(", ") || "nothing"}`;
       const iterations = liveTurn(e.turn_id)?.querySelectorAll(".iteration");
