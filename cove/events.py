@@ -118,6 +118,22 @@ class ModelDelta(Event):
 
 
 @dataclass(frozen=True)
+class ModelRetry(Event):
+    """The model endpoint failed for a moment and the request is being sent again.
+
+    ``attempt`` counts the retries of this call from 1, ``of`` is how many it may make;
+    ``reason`` says what failed (``server error (HTTP 503)``, ``no response``, …).
+    """
+
+    type: ClassVar[str] = "model_retry"
+    turn_id: int
+    iteration: int
+    attempt: int
+    of: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class ModelReply(Event):
     """The model's parsed reply for one iteration."""
 

@@ -216,9 +216,7 @@ class Query:
             request_message=request_message(control.request, None, self.attachments),
         )
 
-    def _nudges(
-        self, state: NudgeState, control: TurnControl, position: int
-    ) -> list[NudgeNote]:
+    def _nudges(self, state: NudgeState, control: TurnControl, position: int) -> list[NudgeNote]:
         """The nudges of iteration ``position``: the built-in ones, then the extensions'."""
         state.iteration = position + 1
         state.budget = control.budget

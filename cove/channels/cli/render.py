@@ -21,6 +21,7 @@ from cove.events import (
     Event,
     IterationStarted,
     ModelReply,
+    ModelRetry,
     Nudge,
     SandboxRestarted,
     TitleChanged,
@@ -89,6 +90,8 @@ class RunProgress:
         elif isinstance(event, BlockStarted):
             first = event.code.strip().splitlines()[0] if event.code.strip() else ""
             self._show(f"{self._iteration} · block {event.index} running: {cut(first, 60)}")
+        elif isinstance(event, ModelRetry):
+            self._show(f"{self._iteration} · {retrying(event)}")
         elif isinstance(event, TurnQueued):
             self._show("waiting for the running turn of this conversation…")
         elif isinstance(event, TurnFinished):
@@ -131,6 +134,10 @@ class ProgressView:
             self._start_spinner("the model is thinking…")
         elif isinstance(event, ModelReply):
             self._reply(event)
+        elif isinstance(event, ModelRetry):
+            self._stop_spinner()
+            c.print(line((retrying(event), "yellow")))
+            self._start_spinner("the model is thinking…")
         elif isinstance(event, BlockFinished):
             self._block(event)
         elif isinstance(event, VarsChanged):
@@ -199,6 +206,11 @@ class ProgressView:
         if self._status is not None:
             self._status.stop()
             self._status = None
+
+
+def retrying(event: ModelRetry) -> str:
+    """``retrying (2 of 5): server error (HTTP 503)``."""
+    return f"retrying ({event.attempt} of {event.of}): {event.reason}"
 
 
 def print_json(data: object, stream: TextIO | None = None) -> None:

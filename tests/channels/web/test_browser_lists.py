@@ -74,10 +74,10 @@ def test_nudges_for_the_model_stay_out_of_the_timeline(site: Site, page: Any) ->
     cid = start_turn(site, "no title given")
     page.goto(f"{site.url}/c/{cid}")
     page.wait_for_selector(".turn.live .iteration[data-iteration='2']")
-    with httpx.Client(base_url=site.url, timeout=30) as http:
-        with http.stream("GET", f"/api/conversations/{cid}/events?after=0") as events:
-            lines = (line for line in events.iter_lines() if line.startswith("data:"))
-            nudge = next(json.loads(line[5:]) for line in lines if '"nudge"' in line)
+    url = f"{site.url}/api/conversations/{cid}/events?after=0"
+    with httpx.Client(timeout=30) as http, http.stream("GET", url) as events:
+        lines = (line for line in events.iter_lines() if line.startswith("data:"))
+        nudge = next(json.loads(line[5:]) for line in lines if '"nudge"' in line)
     assert nudge["text"].startswith("The conversation has no title yet")
     assert nudge["for_user"] is False
     assert "no title yet" not in page.text_content("#turns")

@@ -23,6 +23,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 
+from cove.channels.tui.format import clean
 from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.turn import TurnView
 from cove.conversation import Transcript, TurnRecord, VarVersionRecord
@@ -32,6 +33,7 @@ from cove.events import (
     IterationStarted,
     ModelDelta,
     ModelReply,
+    ModelRetry,
     Nudge,
     SandboxRestarted,
     SteerReceived,
@@ -200,7 +202,7 @@ class Timeline(VerticalScroll):
         if isinstance(event, IterationStarted):
             if event.iteration not in turn.iterations:
                 turn.iteration(event.iteration, event.budget, live=True)
-        elif isinstance(event, ModelDelta | ModelReply | BlockFinished | VarsChanged):
+        elif isinstance(event, ModelDelta | ModelReply | ModelRetry | BlockFinished | VarsChanged):
             target = turn.iterations.get(event.iteration)
             if target is not None and target.live:
                 apply_to_iteration(target, event)
@@ -220,11 +222,13 @@ class Timeline(VerticalScroll):
 
 
 def apply_to_iteration(
-    view: IterationView, event: ModelDelta | ModelReply | BlockFinished | VarsChanged
+    view: IterationView, event: ModelDelta | ModelReply | ModelRetry | BlockFinished | VarsChanged
 ) -> None:
     """Show an event of the live iteration ``view``."""
     if isinstance(event, ModelDelta):
         view.add_delta(event.text)
+    elif isinstance(event, ModelRetry):
+        view.add_retry(f"retrying ({event.attempt} of {event.of}): {clean(event.reason)}")
     elif isinstance(event, ModelReply):
         view.add_reply(event.thinking, event.code, event.parse_error)
     elif isinstance(event, BlockFinished):

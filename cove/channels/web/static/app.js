@@ -122,6 +122,12 @@ function chatPage() {
       $(".timeline", turn).append(section);
       $(".timeline summary", turn).textContent = `iteration ${e.iteration} of up to ${e.budget}…`;
     },
+    model_retry(e) {  // the endpoint failed for a moment: one line per iteration, kept current
+      const it = iterationNode(e.turn_id, e.iteration);
+      if (!it) return;
+      const shown = $(".retry", it) || it.insertBefore(el("p", "retry"), $(".delta", it));
+      shown.textContent = `retrying (${e.attempt} of ${e.of}): ${e.reason}`;
+    },
     model_delta(e) {
       const pre = iterationNode(e.turn_id, e.iteration)?.querySelector(".delta");
       if (pre) pre.textContent += e.text;
