@@ -9,6 +9,7 @@ from cove.conversation.handle import TurnHandle
 from cove.conversation.list_watch import ListWatch
 from cove.conversation.rebuild import timeline
 from cove.conversation.scripted import scripted_factory
+from cove.conversation.sequence import turn_of
 from cove.conversation.watch_stream import WatchStream
 from cove.persistence.records import (
     BlockRecord,
@@ -38,4 +39,5 @@ __all__ = [
     "coalesce_deltas",
     "scripted_factory",
     "timeline",
+    "turn_of",
 ]

@@ -2,9 +2,10 @@
 
 Used for watchers that resume past the ring buffer and for following a turn that another
 process runs. Only what the store keeps can come back: turn started and finished, iteration
-started, the model's reply, each finished block, the variables an iteration changed, and the
-nudges and sandbox restarts kept as turn notes under the seq they were published with. Model
-deltas are never stored and are not rebuilt.
+started, the model's reply, each finished block, the block running now (its code is among the
+reply's planned blocks), the variables an iteration changed, and the nudges and sandbox restarts
+kept as turn notes under the seq they were published with. Model deltas and retries are never
+stored and are not rebuilt.
 """
 
 from __future__ import annotations
@@ -155,10 +156,29 @@ def _iteration_events(
         events.append(
             BlockFinished(turn_id=turn.id, iteration=number, index=index, block=block.result())
         )
+    running = _running_block(iteration)
+    if running is not None:
+        events.append(
+            BlockStarted(
+                turn_id=turn.id,
+                iteration=number,
+                index=running + 1,
+                code=iteration.planned_blocks[running],
+            )
+        )
     if versions and iteration.status != "running":
         changes = tuple(v.var_version() for v in versions)
         events.append(VarsChanged(turn_id=turn.id, iteration=number, changes=changes))
     return events
+
+
+def _running_block(iteration: IterationRecord) -> int | None:
+    """The planned block running now (or when the process stopped), if it has started: the
+    blocks before it all succeeded, so nothing stopped the iteration short of it."""
+    running = iteration.running_block
+    if running is None or not all(block.ok for block in iteration.blocks):
+        return None
+    return running
 
 
 def _reply(turn: TurnRecord, iteration: IterationRecord) -> ModelReply | None:

@@ -15,6 +15,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from cove.conversation import turn_of
 from cove.events import (
     BlockFinished,
     BlockStarted,
@@ -33,6 +34,8 @@ from cove.events import (
 from cove.text import clean, shown
 
 PREVIEW_CHARS = 400
+#: How a block stopped by a cancelled turn reports its error.
+STOPPED = "CancelledError"
 
 
 def console_for(stream: TextIO) -> Console:
@@ -113,18 +116,25 @@ class RunProgress:
 
 
 class ProgressView:
-    """Shows a turn's progress: iterations, code, results, variables, the answer."""
+    """Shows a turn's progress: iterations, code, results, variables, the answer.
+
+    Attached to a turn already running (``cove watch``), it heads the first event it sees with
+    the turn and iteration it belongs to.
+    """
 
     def __init__(self, console: Console, *, show_answer: bool = True) -> None:
         self.console = console
         self.show_answer = show_answer
         self._status: Status | None = None
+        self._turn: int | None = None  # the turn (row id) whose header is shown
+        self._iteration: int | None = None  # the iteration whose header is shown
 
     def handle(self, event: Event) -> None:
         """Render one event."""
         c = self.console
         if isinstance(event, (ModelReply, TurnFinished)):
             self._stop_spinner()
+        self._head(event)
         if isinstance(event, TurnQueued):
             c.print("[dim]waiting for the running turn of this conversation…[/dim]")
         elif isinstance(event, TurnStarted):
@@ -159,6 +169,25 @@ class ProgressView:
         """Stop any spinner."""
         self._stop_spinner()
 
+    def _head(self, event: Event) -> None:
+        """Note the turn and iteration ``event`` belongs to; head it when it begins unseen."""
+        turn_id: int | None = getattr(event, "turn_id", None)
+        if turn_id is None:
+            return
+        if isinstance(event, TurnStarted):
+            self._turn, self._iteration = turn_id, None
+        elif turn_id != self._turn:
+            self._turn, self._iteration = turn_id, None
+            position = f"{turn_of(event.seq)} " if event.seq else ""
+            of = event.conversation_id[:12]
+            self.console.print(line((f"turn {position}of {of} (already running)", "dim")))
+        iteration: int | None = getattr(event, "iteration", None)
+        if iteration is None or iteration == self._iteration:
+            return
+        self._iteration = iteration
+        if not isinstance(event, IterationStarted):
+            self.console.print(f"[bold cyan]iteration {iteration}[/bold cyan]")
+
     def _reply(self, event: ModelReply) -> None:
         c = self.console
         if event.parse_error:
@@ -178,6 +207,8 @@ class ProgressView:
         if block.ok:
             if block.result_preview is not None:
                 c.print(line(("→ ", "green"), cut(block.result_preview)))
+        elif (block.error or "").startswith(STOPPED):
+            c.print(line((f"✗ block {event.index} stopped: the turn was cancelled", "red")))
         else:
             c.print(line(("✗ " + cut(block.error or "failed"), "red")))
 
