@@ -141,8 +141,7 @@ def _iteration_events(
     turn: TurnRecord, iteration: IterationRecord, versions: list[VarVersionRecord]
 ) -> list[Event]:
     number = iteration.position + 1
-    header = _HEADER.match(iteration.context_message)
-    budget = int(header[1]) if header else 0
+    budget = iteration_budget(iteration) or 0
     events: list[Event] = [IterationStarted(turn_id=turn.id, iteration=number, budget=budget)]
     events += [SteerReceived(turn_id=turn.id, iteration=number, text=t) for t in iteration.steering]
     reply = _reply(turn, iteration)
@@ -170,6 +169,13 @@ def _iteration_events(
         changes = tuple(v.var_version() for v in versions)
         events.append(VarsChanged(turn_id=turn.id, iteration=number, changes=changes))
     return events
+
+
+def iteration_budget(iteration: IterationRecord) -> int | None:
+    """The turn's iteration budget as the iteration saw it (its ``IterationStarted.budget``),
+    read from the header of its context message; None when the header is missing."""
+    header = _HEADER.match(iteration.context_message)
+    return int(header[1]) if header else None
 
 
 def _running_block(iteration: IterationRecord) -> int | None:

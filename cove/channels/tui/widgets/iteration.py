@@ -124,6 +124,8 @@ class IterationView(Widget, can_focus=True):
 
     def render(self) -> RenderableType:
         header = self.header()
+        if self.content_size.width:  # one line whatever the width: cut, never wrapped
+            header.truncate(self.content_size.width, overflow="ellipsis")
         if not self.expanded:
             return header
         return Group(header, *(Padding(piece, (0, 0, 0, 2)) for piece in self.pieces))

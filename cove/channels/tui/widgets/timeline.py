@@ -26,7 +26,7 @@ from textual.widget import Widget
 from cove.channels.tui.format import clean
 from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.turn import TurnView
-from cove.conversation import Transcript, TurnRecord, VarVersionRecord
+from cove.conversation import Transcript, TurnRecord, VarVersionRecord, iteration_budget
 from cove.events import (
     BlockFinished,
     Event,
@@ -166,7 +166,7 @@ class Timeline(VerticalScroll):
 
     def _fill(self, view: TurnView, turn: TurnRecord, versions: Versions) -> None:
         for it in turn.iterations:
-            iteration = view.iteration(it.position + 1, None, live=False)
+            iteration = view.iteration(it.position + 1, iteration_budget(it), live=False)
             iteration.add_reply(it.thinking, [b.code for b in it.blocks], it.parse_error)
             for index, block in enumerate(it.blocks):
                 iteration.add_block(index + 1, block)
