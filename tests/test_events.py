@@ -51,7 +51,7 @@ def sample(hint: Any) -> Any:
 
 def build(cls: Any) -> Any:
     hints = typing.get_type_hints(cls)
-    return cls(**{f.name: sample(hints[f.name]) for f in dataclasses.fields(cls)})
+    return cls(**{f.name: sample(hints[f.name]) for f in dataclasses.fields(cls) if f.init})
 
 
 def test_the_vocabulary_has_the_designed_events() -> None:
@@ -61,6 +61,7 @@ def test_the_vocabulary_has_the_designed_events() -> None:
         "TurnStarted",
         "IterationStarted",
         "ModelDelta",
+        "ModelRetry",
         "ModelReply",
         "BlockStarted",
         "BlockFinished",
@@ -137,3 +138,11 @@ def test_every_event_carries_its_conversation_and_sequence(cls: type[Event]) -> 
     event = dataclasses.replace(build(cls), conversation_id="c1", seq=7)
     data = event.to_json()
     assert (data["conversation_id"], data["seq"]) == ("c1", 7)
+
+
+def test_a_nudge_says_whether_people_are_shown_it() -> None:
+    assert events.Nudge(turn_id=1, text="Your answer was refused: …", kind="refusal").for_user
+    title = events.Nudge(turn_id=1, text="The conversation has no title yet", kind="title")
+    assert not title.for_user and title.to_json()["for_user"] is False
+    assert not events.Nudge(turn_id=1, text="from an extension").for_user
+    assert dataclasses.replace(title, kind="refusal").for_user
