@@ -107,7 +107,9 @@ async def test_fork_replay_and_export_from_the_palette(tmp_path: Path) -> None:
             await palette(pilot, app, "Replay conversation")
             await until(pilot, lambda: app.screen.id == "replay-report", "the replay report")
             assert isinstance(app.screen, TextScreen)
-            assert "matches the record" in app.screen.query_one(Markdown).source
+            report = app.screen.query_one(Markdown)
+            await until(pilot, lambda: report.source, "the report's text")  # set once mounted
+            assert "matches the record" in report.source
             await pilot.press("escape")
 
             await palette(pilot, app, "Export Markdown")

@@ -46,8 +46,13 @@ async def test_the_sidebar_names_conversations_by_their_request_and_marks_their_
             def listed() -> list[str]:
                 return [ln for ln in shown_text(options).splitlines() if ln.strip()]
 
-            await until(pilot, lambda: any("this one fails" in ln for ln in listed()), "labels")
-            await until(pilot, lambda: any("✓" in ln for ln in listed()), "the done mark")
+            def marked() -> bool:
+                lines = listed()
+                return any("✓" in ln and "Compute" in ln for ln in lines) and any(
+                    "✗" in ln and "this one fails" in ln for ln in lines
+                )
+
+            await until(pilot, marked, "both conversations listed with how they ended")
             lines = listed()
             [done] = [ln for ln in lines if "Compute the squares" in ln]
             [failed] = [ln for ln in lines if "this one fails" in ln]
