@@ -3,9 +3,9 @@
 Used for watchers that resume past the ring buffer and for following a turn that another
 process runs. Only what the store keeps can come back: turn started and finished, iteration
 started, the model's reply, each finished block, the block running now (its code is among the
-reply's planned blocks), the variables an iteration changed, and the nudges and sandbox restarts
-kept as turn notes under the seq they were published with. Model deltas and retries are never
-stored and are not rebuilt.
+reply's planned blocks), the variables an iteration changed, and the nudges, sandbox restarts
+and endpoint retries kept as turn notes under the seq they were published with. Model deltas
+are never stored and are not rebuilt.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 
-from cove.conversation.sequence import durable_seq, steer_seq
+from cove.conversation.sequence import durable_seq, slot_of, steer_seq
 from cove.engine.protocol import ReplyParseError, parse_reply
 from cove.events import (
     FINAL_STATUSES,
@@ -24,6 +24,7 @@ from cove.events import (
     Event,
     IterationStarted,
     ModelReply,
+    ModelRetry,
     Nudge,
     SandboxRestarted,
     SteerReceived,
@@ -86,19 +87,32 @@ def timeline(transcript: Transcript) -> list[Event]:
 def _note_event(note: TurnNote) -> Event:
     if note.kind == "nudge":
         return Nudge(turn_id=note.turn_id, text=note.text, kind=note.nudge_kind or "extension")
+    if note.kind == "model_retry":
+        attempt, budget = note.retry or (0, 0)
+        return ModelRetry(
+            turn_id=note.turn_id,
+            iteration=slot_of(note.seq),  # a retry is numbered inside its iteration's slot
+            attempt=attempt,
+            of=budget,
+            reason=note.text,
+        )
     return SandboxRestarted(
         turn_id=note.turn_id, reason=note.text, restored=note.restored, lost=note.lost
     )
 
 
 async def keep_note(store: Store, event: Event) -> None:
-    """Store a published nudge or sandbox restart, so a rebuilt timeline shows it too."""
+    """Store a published nudge, sandbox restart or endpoint retry, so a rebuilt timeline (and
+    a process following the turn) shows it too."""
     if isinstance(event, Nudge):
         await store.add_note(event.turn_id, event.seq, "nudge", event.text, nudge_kind=event.kind)
     elif isinstance(event, SandboxRestarted):
         await store.add_note(
             event.turn_id, event.seq, "sandbox_restarted", event.reason, event.restored, event.lost
         )
+    elif isinstance(event, ModelRetry):
+        retry = (event.attempt, event.of)
+        await store.add_note(event.turn_id, event.seq, "model_retry", event.reason, retry=retry)
 
 
 def _stamp(event: Event, conversation_id: str, seq: int) -> Event:

@@ -417,8 +417,9 @@ def conversation_ids(conn: sqlite3.Connection) -> set[str]:
 def change_marker(conn: sqlite3.Connection, conversation_id: str) -> tuple[Any, ...]:
     """A value that changes whenever anything a watcher shows changes in the conversation.
 
-    The latest own turn's status, its iterations' progress, its block and steering counts, the
-    title and the lease: one indexed query, so a follower reads the transcript only when needed.
+    The latest own turn's status, its iterations' progress, its block, steering and note
+    counts, the title and the lease: one indexed query, so a follower reads the transcript only
+    when needed.
     """
     row = conn.execute(
         """
@@ -429,6 +430,7 @@ def change_marker(conn: sqlite3.Connection, conversation_id: str) -> tuple[Any, 
                  WHERE i.turn_id = t.id),
                (SELECT count(*) FROM steering s JOIN iteration i ON i.id = s.iteration_id
                  WHERE i.turn_id = t.id),
+               (SELECT count(*) FROM turn_note n WHERE n.turn_id = t.id),
                (SELECT count(*) FROM var_version v WHERE v.conversation_id = c.id)
         FROM conversation c
         LEFT JOIN turn t ON t.conversation_id = c.id

@@ -222,21 +222,23 @@ class VarVersionRecord(VarVersion):
         )
 
 
-NoteKind = Literal["nudge", "sandbox_restarted"]
+NoteKind = Literal["nudge", "sandbox_restarted", "model_retry"]
 
 
 @dataclass(frozen=True)
 class TurnNote:
-    """A nudge or sandbox restart a turn's timeline showed, with the seq it was published under."""
+    """A nudge, sandbox restart or endpoint retry a turn's timeline showed, with the seq it was
+    published under."""
 
     turn_id: int
     turn_position: int
     seq: int
     kind: NoteKind
-    text: str  # the nudge; the restart's reason
+    text: str  # the nudge; the restart's reason; the retry's reason
     restored: tuple[str, ...] = ()  # restarts: the variables restored
     lost: tuple[str, ...] = ()  # restarts: the variables lost
     nudge_kind: str | None = None  # nudges: the rule that gave it (``NudgeKind``)
+    retry: tuple[int, int] | None = None  # retries: (which retry, how many the call may make)
 
 
 @dataclass(frozen=True)

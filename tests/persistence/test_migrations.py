@@ -12,6 +12,8 @@ from cove.persistence.opening import APPLICATION_ID
 from cove.persistence.store import Store
 from tests.persistence.store_helpers import count, file_bytes, file_names, raw, write_file
 
+MIGRATIONS = Path(__file__).parents[2] / "cove" / "persistence" / "migrations"
+
 TABLES = {
     "blob": ["hash", "data"],
     "conversation": [
@@ -44,6 +46,7 @@ TABLES = {
     "steering": ["id", "iteration_id", "position", "text", "created_at"],
     "turn_note": [
         "id", "turn_id", "seq", "kind", "text", "restored", "lost", "created_at", "nudge_kind",
+        "retry_attempt", "retry_budget",
     ],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
@@ -222,7 +225,8 @@ async def test_a_migration_numbered_below_the_highest_applied_is_still_applied(
 async def test_nudges_kept_before_their_kinds_were_recorded_are_classified(
     db_path: Path,
 ) -> None:
-    """0017 adds ``turn_note.nudge_kind``; older notes get the kind of the rule they read as."""
+    """0017 adds ``turn_note.nudge_kind``; older notes get the kind of the rule they read as,
+    and the rest of the note stays as it was."""
     async with Store.open(db_path) as store:
         conv = await store.create_conversation(channel="cli")
         turn = await store.start_turn(conv.id, "one")
@@ -233,8 +237,9 @@ async def test_nudges_kept_before_their_kinds_were_recorded_are_classified(
         "The last 3 iterations failed. Read the error": "error_streak",
         "Mind the units (from an extension)": "extension",
     }
-    with raw(db_path) as conn:
-        conn.execute("ALTER TABLE turn_note DROP COLUMN nudge_kind")
+    with raw(db_path) as conn:  # the table as 0012 made it, and 0017 not applied yet
+        conn.execute("DROP TABLE turn_note")
+        conn.executescript((MIGRATIONS / "0012_turn_notes.sql").read_text())
         conn.execute("DELETE FROM schema_migrations WHERE version = 17")
         for seq, text in enumerate(texts, start=1):
             conn.execute(
@@ -252,3 +257,4 @@ async def test_nudges_kept_before_their_kinds_were_recorded_are_classified(
         notes = (await store.transcript(conv.id)).notes
     assert {n.text: n.nudge_kind for n in notes if n.kind == "nudge"} == texts
     assert [n.nudge_kind for n in notes if n.kind == "sandbox_restarted"] == [None]
+    assert [n.seq for n in notes] == [1, 2, 3, 4, 5, 99]

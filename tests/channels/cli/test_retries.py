@@ -35,3 +35,21 @@ def test_run_on_a_terminal_shows_the_retry_in_its_progress_line(
     code, terminal, piped = on_terminal(proc_cli, "run", "hello", stream="stderr")
     assert code == 0 and piped == "made it\n"
     assert "retrying (1 of 1): server error (HTTP 502)" in terminal
+
+
+def test_watch_shows_a_retry_of_a_turn_another_process_runs(
+    cli: Cove, proc_cli: CoveProcess, server: FakeOpenAI
+) -> None:
+    server.add_replies(reply(["a = 1"], "first"))
+    assert cli("run", "start").exit_code == 0
+    [conv] = cli.json("list")
+    watcher = proc_cli.popen("watch", conv["id"], "--once")
+    assert watcher.stderr is not None and "watching" in watcher.stderr.readline()
+    server.add_faults(Fault.server_error(503))
+    server.add_replies(reply([], "second"))
+    ran = proc_cli("run", "-c", conv["id"], "again")  # another process runs the turn
+    assert ran.returncode == 0, ran.stderr
+    shown, err = watcher.communicate(timeout=60)
+    assert watcher.returncode == 0, err
+    assert "retrying (1 of 1): server error (HTTP 503)" in shown
+    assert shown.index("iteration 1") < shown.index("retrying") < shown.index("second")
