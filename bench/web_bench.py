@@ -12,8 +12,8 @@
    300-iteration turn.
 
 The server is the real app on uvicorn in a thread; the model is scripted.
-Run: ``.venv/bin/python bench/web_bench.py [--requests 400] [--sse-clients 1,10,100,1000]``;
-``--screenshots docs`` only saves the README's pictures of the chat view and the inspector.
+Run: ``.venv/bin/python bench/web_bench.py [--requests 400] [--sse-clients 1,10,100,1000]``.
+(The README's pictures come from ``tests/channels/web/test_screenshots.py``.)
 """
 
 from __future__ import annotations
@@ -221,67 +221,6 @@ def browser_render(base: str, cid: str) -> float | None:
     return elapsed
 
 
-SALES = [
-    json.dumps(
-        {
-            "thinking": "Add up the monthly sales first.",
-            "code": ["sales = [120, 95, 143, 170, 160]", "total = sum(sales)", "total"],
-        }
-    ),
-    json.dumps(
-        {
-            "thinking": "Now the mean and the best month.",
-            "code": [
-                "mean = total / len(sales)",
-                "best = 1 + max(range(len(sales)), key=lambda i: sales[i])",
-            ],
-        }
-    ),
-    json.dumps(
-        {
-            "thinking": "Everything is known.",
-            "answer": "| | sales |\n|---|--:|\n| total | {{total}} |\n| mean | {{mean}} |\n\n"
-            "The best month was month **{{best}}**.",
-        }
-    ),
-]
-
-
-def screenshots(folder: Path) -> None:
-    """Save ``web-chat.png`` and ``web-inspector.png`` of a small finished turn."""
-    from playwright.sync_api import sync_playwright
-
-    model = TimedClient(SALES)
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings.load(env={}, data_dir=Path(tmp)).replace(worker_pool_size=1)
-        with serve(settings, model.factory()) as base:
-            cid = asyncio.run(
-                _finished_turn(base, "What were the total and mean sales, and the best month?")
-            )
-            args = ["--no-sandbox", "--headless", "--disable-gpu", "--no-first-run"]
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
-                page = browser.new_page(viewport={"width": 1200, "height": 820})
-                page.goto(f"{base}/c/{cid}")
-                page.click("#turn-1 summary")  # open the timeline
-                page.screenshot(path=str(folder / "web-chat.png"))
-                page.goto(f"{base}/c/{cid}/inspect/1/1")
-                page.screenshot(path=str(folder / "web-inspector.png"))
-                browser.close()
-
-
-async def _finished_turn(base: str, text: str) -> str:
-    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
-        created = await http.post("/api/conversations", json={"title": "Quarterly sales"})
-        cid: str = created.json()["id"]
-        await http.post(f"/api/conversations/{cid}/messages", json={"text": text})
-        async with http.stream("GET", f"/api/conversations/{cid}/events?after=0") as response:
-            async for line in response.aiter_lines():
-                if line.startswith("data: ") and '"turn_finished"' in line:
-                    break
-    return cid
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=400)
@@ -289,12 +228,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sse-clients", default="1,10,100,1000", help="comma-separated counts")
     parser.add_argument("--conversations", type=int, default=1000)
     parser.add_argument("--sse-child", nargs=3, metavar=("URL", "ID", "N"), help=argparse.SUPPRESS)
-    parser.add_argument("--screenshots", type=Path, help="only save the README's pictures there")
     args = parser.parse_args(argv)
-    if args.screenshots is not None:
-        screenshots(args.screenshots)
-        print(f"saved {args.screenshots}/web-chat.png and web-inspector.png")
-        return
     if args.sse_child:
         base, cid, clients = args.sse_child
         print(json.dumps(asyncio.run(listen_all(base, cid, int(clients)))), flush=True)

@@ -17,7 +17,8 @@ Each channel maps ``CoveError`` to its surface in one place.
     ├── CodecError           a value cannot be encoded or decoded
     │   └── ValueTooLarge    too large or too deeply nested for a snapshot
     ├── SandboxError         the sandbox worker failed (start-up, crash, protocol)
-    └── ModelError           the model endpoint failed or answered unusably
+    ├── ModelError           the model endpoint failed or answered unusably
+    └── ListenError          a server cannot listen on its address (port in use, …)
 """
 
 from __future__ import annotations
@@ -116,3 +117,14 @@ class ModelError(CoveError):
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+
+
+class ListenError(CoveError):
+    """Raised when a server cannot listen on its address (the port is in use, the address is
+    not this machine's, a privileged port)."""
+
+    def __init__(self, host: str, port: int, reason: str) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        super().__init__(f"cannot listen on {shown}:{port}: {reason}")
+        self.host = host
+        self.port = port

@@ -18,6 +18,55 @@ VarKind = Literal["value", "function", "module", "opaque", "deleted"]
 
 
 @dataclass(frozen=True)
+class FigureAxes:
+    """The labels of one set of axes of a figure."""
+
+    title: str = ""
+    xlabel: str = ""
+    ylabel: str = ""
+
+
+@dataclass(frozen=True)
+class BlockFigure:
+    """A figure a block left open (or showed), rendered to PNG when the block ended.
+
+    Stored with its block (not as a variable); ``digest`` is its id: channels fetch the PNG with
+    ``Conversations.figure``. Only a live block's result carries ``png``; records read back from
+    the store leave it None.
+
+    Attributes:
+        position: The figure's 0-based position among the block's figures.
+        digest: The sha256 hex of the PNG.
+        width: Width in pixels.
+        height: Height in pixels.
+        title: The figure's title (its suptitle, else its first axes title).
+        axes: The title and axis labels of each set of axes (at most 8).
+        png: The PNG bytes (not sent with events, not kept in records).
+    """
+
+    position: int
+    digest: str
+    width: int
+    height: int
+    title: str = ""
+    axes: tuple[FigureAxes, ...] = ()
+    png: bytes | None = field(default=None, metadata=LOCAL, repr=False, compare=False)
+
+    def describe(self) -> str:
+        """One line for the model and the terminal: size, title and axis labels."""
+        parts = [f"figure {self.position + 1}: {self.width}×{self.height} px"]
+        if self.title:
+            parts.append(f"title {self.title!r}")
+        for axes in self.axes:
+            labels = [f"{k} {v!r}" for k, v in (("x", axes.xlabel), ("y", axes.ylabel)) if v]
+            if axes.title and axes.title != self.title:
+                labels.insert(0, f"axes {axes.title!r}")
+            if labels:
+                parts.append(", ".join(labels))
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
 class BlockResult:
     """One code block: what ran and what came of it.
 
@@ -35,6 +84,7 @@ class BlockResult:
         timed_out: Whether the block was stopped at its time limit.
         seed: The block's random seed.
         clock: The wall-clock time the block saw (recorded for replay).
+        figures: The figures the block left open, rendered when it ended.
     """
 
     position: int
@@ -49,6 +99,7 @@ class BlockResult:
     timed_out: bool = False
     seed: int | None = None
     clock: float | None = None
+    figures: tuple[BlockFigure, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,7 +116,7 @@ class VarVersion:
             import binding); None for ``deleted`` and ``opaque``, which cannot be restored.
         type_name: The value's type name.
         preview: A short text of the value.
-        size: The value's size in bytes, when known.
+        size: The value's length (items, characters or bytes) when it has one, else None.
         signature: How a function or class is shown (its signature).
         version: The version number (1-based per name, deletions included); 0 until numbered.
         block_position: The position of the block that wrote it in its iteration.

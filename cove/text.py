@@ -3,7 +3,8 @@
 Sandbox output, values and replies are unbounded; whatever shows them cuts them to a limit with a
 visible marker that says how much was removed (and, in the prompt, where the full text lives).
 They are hostile too: ``clean`` makes terminal control characters visible before any of it
-reaches a terminal. ``headline`` is the one-line start of a text, for names in lists.
+reaches a terminal, and ``json_escaped`` keeps a JSON document free of raw ones. ``headline`` is
+the one-line start of a text, for names in lists.
 """
 
 from __future__ import annotations
@@ -17,6 +18,24 @@ _VISIBLE.update({code: f"\\x{code:02x}" for code in range(0x80, 0xA0)})
 _VISIBLE.update(
     {code: f"\\u{code:04x}" for code in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
 )
+
+
+# In a JSON document every C0 control is already escaped by the encoder; DEL, the C1 controls
+# and the bidirectional overrides may stand raw inside strings, so they are written as \uXXXX.
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in [0x7F, *range(0x80, 0xA0)]}
+_JSON_ESCAPES.update(
+    {code: f"\\u{code:04x}" for code in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+)
+
+
+def json_escaped(document: str) -> str:
+    """A JSON document with the controls its encoder leaves raw (DEL, C1, bidirectional
+    overrides) written as ``\\uXXXX`` escapes: the same value once parsed, inert on a terminal.
+
+    They can only stand inside string literals (JSON's syntax is ASCII), where an escape means
+    the same character.
+    """
+    return document.translate(_JSON_ESCAPES)
 
 
 def clean(text: str) -> str:

@@ -6,9 +6,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from cove.config import Settings
 from tests.fakes.openai_server import FakeOpenAI
+
+# Tests assert behaviour, never speed: on a loaded machine a slow example is not a failure.
+settings.register_profile(
+    "cove", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.load_profile("cove")
 
 # Recognisable so tests can assert it never shows up where it must not.
 FAKE_API_KEY = "sk-cove-test-DO-NOT-LEAK-4242"

@@ -13,8 +13,11 @@ def settings_for(tmp_path: Path, **changes: Any) -> Settings:
     """Settings whose data lives under ``tmp_path``, with one pre-started worker.
 
     ``changes`` are flat keys, routed to their section: ``settings_for(tmp, max_iterations=3)``.
+    The sandbox's data libraries are off unless asked for (``sandbox_libraries=True``): loading
+    them costs every zygote a second or more, which tests of other layers do not need.
     """
-    return Settings.load(env={}, data_dir=tmp_path, **{"worker_pool_size": 1, **changes})
+    defaults = {"worker_pool_size": 1, "sandbox_libraries": False}
+    return Settings.load(env={}, data_dir=tmp_path, **{**defaults, **changes})
 
 
 def reply(

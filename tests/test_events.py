@@ -43,7 +43,7 @@ def sample(hint: Any) -> Any:
         return args[0]
     if dataclasses.is_dataclass(hint):
         return build(hint)
-    examples = {str: "text", int: 3, float: 1.5, bool: True}
+    examples = {str: "text", int: 3, float: 1.5, bool: True, bytes: b"\x89PNG"}
     if hint not in examples:
         raise AssertionError(f"add an example for {hint!r} to tests/test_events.py")
     return examples[hint]

@@ -26,6 +26,7 @@ from cove.conversation import (
     VarVersionRecord,
 )
 from cove.events import jsonable
+from cove.text import clean, json_escaped
 
 
 def when(timestamp: float | None) -> str:
@@ -36,12 +37,21 @@ def when(timestamp: float | None) -> str:
 
 
 def to_json(transcript: Transcript) -> str:
-    """The transcript as indented JSON, numbered by position from 1 (``transcript_json``)."""
-    return json.dumps(transcript_json(transcript), indent=1)
+    """The transcript as indented JSON, numbered by position from 1 (``transcript_json``), with
+    no raw control character in the text (``json_escaped``)."""
+    return json_escaped(json.dumps(transcript_json(transcript), indent=1))
 
 
 def to_markdown(transcript: Transcript) -> str:
-    """Render a transcript as Markdown: turns, iterations, code, results, answers."""
+    """Render a transcript as Markdown: turns, iterations, code, results, answers.
+
+    Control characters anywhere in it (the model's or the sandbox's escape sequences) are made
+    visible (``clean``): the document is safe to print on a terminal.
+    """
+    return clean(_markdown(transcript))
+
+
+def _markdown(transcript: Transcript) -> str:
     conv = transcript.conversation
     lines = [f"# {conv.title or 'Untitled conversation'}", ""]
     lines.append(f"- id: `{conv.id}`")
@@ -104,9 +114,16 @@ def _block_lines(block: BlockRecord) -> list[str]:
     if block.stdout:
         lines += ["```text", block.stdout.rstrip(), "```", ""]
     if block.ok and block.result_preview is not None:
-        lines += [f"→ `{block.result_preview}`", ""]
+        if "\n" in block.result_preview:  # a table (a DataFrame's own text)
+            lines += ["→", "", "```text", block.result_preview, "```", ""]
+        else:
+            lines += [f"→ `{block.result_preview}`", ""]
     elif not block.ok:
         lines += [f"**Error:** {block.error}", ""]
+    for figure in block.figures:
+        lines += [f"- {figure.describe()} (PNG sha256 `{figure.digest[:16]}`)"]
+    if block.figures:
+        lines.append("")
     return lines
 
 

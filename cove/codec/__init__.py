@@ -36,7 +36,10 @@ Fraction              ``{"fraction": [num, den]}``                  ints encoded
 complex               ``{"complex": [real, imag]}``                 floats encoded as above
 built-in type         ``{"type": "int"}``                           bool, int, str, list, ...
 sandbox def           ``{"def": [kind, name, source]}``             kind: function | class;
-                                                                    decodes to ``Definition``
+                      ``{"def": [kind, name, source, reads]}``      decodes to ``Definition``;
+                                                                    reads: [[name, token], ...]
+numpy/pandas values   binary ``.npy`` in base64, see ``arrays.py``  ndarray, numpy scalar, Series,
+                                                                    DataFrame, Index
 anything else         ``{"opaque": [type, repr, size]}``            only via ``encode_opaque``;
                                                                     decodes to ``Opaque``
 ====================  ============================================  ===============================
@@ -56,9 +59,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from cove.codec import arrays
 from cove.codec.decoder import Decoder
 from cove.codec.encoder import Encoder
-from cove.codec.preview import preview, size_of, utf8_safe
+from cove.codec.preview import display, preview, size_of, utf8_safe
 from cove.codec.shapes import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_DEPTH,
@@ -76,10 +80,13 @@ __all__ = [
     "MakeDefinition",
     "Opaque",
     "SourceOf",
+    "data_fingerprint",
     "decode",
+    "display",
     "encode",
     "encode_opaque",
     "fingerprint",
+    "is_data",
     "is_restorable",
     "preview",
     "size_of",
@@ -99,8 +106,9 @@ def encode(
 
     Args:
         value: The value; see the module docstring for the supported types.
-        source_of: Returns the source of a function or class defined in the sandbox (None when
-            unknown); without it, functions and classes cannot be encoded.
+        source_of: Returns the source of a function or class defined in the sandbox, or its
+            recorded ``Definition`` (None when unknown); without it, functions and classes
+            cannot be encoded.
         max_bytes: The largest accepted encoding, in UTF-8 bytes. Checked while encoding, so a
             huge value fails after about this much work.
         max_depth: The deepest accepted nesting of containers in containers.
@@ -165,3 +173,14 @@ def is_restorable(text: str) -> bool:
 def fingerprint(text: str) -> str:
     """A short stable hash of encoded text (16 hex digits): equal values give equal fingerprints."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def is_data(value: object) -> bool:
+    """Whether ``value`` is a numpy array or a pandas Series, DataFrame or Index (``arrays.py``)."""
+    return arrays.is_data(value)
+
+
+def data_fingerprint(value: object) -> str | None:
+    """A fingerprint of an array's or a pandas value's buffers, without encoding it; None for
+    other values and for those whose buffers do not decide them (object arrays)."""
+    return arrays.fingerprint(value)

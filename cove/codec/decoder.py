@@ -16,14 +16,16 @@ from fractions import Fraction
 from typing import Any, NoReturn
 from zoneinfo import ZoneInfo
 
+from cove.codec import arrays
 from cove.codec.shapes import BUILTIN_TYPES, Definition, MakeDefinition, Opaque
 from cove.errors import CodecError, ValueTooLarge
 
 Json = Any
 
 # What a malformed payload makes the constructors raise (binascii.Error is a ValueError,
-# decimal.InvalidOperation and ZeroDivisionError are ArithmeticErrors).
-_PAYLOAD_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, LookupError)
+# decimal.InvalidOperation and ZeroDivisionError are ArithmeticErrors; a zone name that is a
+# directory of the tzdata package raises an OSError).
+_PAYLOAD_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, LookupError, OSError)
 
 
 class _CallbackFailed(Exception):
@@ -211,10 +213,16 @@ def _timedelta(dec: Decoder, payload: Json, depth: int) -> timedelta:
 
 
 def _definition(dec: Decoder, payload: Json, depth: int) -> Definition:
-    kind, name, source = _list(payload, 3)
+    items = _list(payload)
+    if len(items) not in (3, 4):
+        raise TypeError(f"expected a list of 3 or 4 items, got {payload!r:.80}")
+    kind, name, source = items[:3]
     if kind not in ("function", "class"):
         raise ValueError(f"definition kind must be function or class, got {kind!r:.40}")
-    return Definition(kind, _str(name), _str(source))
+    reads = None
+    if len(items) == 4:
+        reads = tuple((_str(n), _str(t)) for n, t in (_list(pair, 2) for pair in _list(items[3])))
+    return Definition(kind, _str(name), _str(source), reads)
 
 
 def _opaque(dec: Decoder, payload: Json, depth: int) -> Opaque:
@@ -271,3 +279,4 @@ _HANDLERS: dict[str, Callable[[Decoder, Json, int], Any]] = {
     "def": _definition,
     "opaque": _opaque,
 }
+_HANDLERS.update(arrays.decoders())

@@ -11,6 +11,7 @@ import base64
 import math
 from collections import Counter, OrderedDict, defaultdict, deque
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from fractions import Fraction
@@ -18,7 +19,15 @@ from types import FunctionType
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from cove.codec.shapes import BUILTIN_TYPE_NAMES, Definition, Opaque, SourceOf, dumps
+from cove.codec import arrays
+from cove.codec.shapes import (
+    BUILTIN_TYPE_NAMES,
+    Definition,
+    DefinitionKind,
+    Opaque,
+    SourceOf,
+    dumps,
+)
 from cove.errors import CodecError, ValueTooLarge
 
 Json = Any  # None | bool | int | float | str | list[Json] | dict[str, Json]
@@ -91,6 +100,8 @@ class Encoder:
         """The JSON tree of ``value`` found at nesting ``depth``."""
         handler = _HANDLERS.get(type(value))
         if handler is None:
+            if arrays.handles(value):
+                return arrays.encode(self, value, depth)
             return self._other(value)
         return handler(self, value, depth)
 
@@ -148,14 +159,16 @@ class Encoder:
 
     def _definition(self, value: Any, kind: str) -> Json:
         name = str(value.__name__)
-        source = self.source_of(value) if self.source_of is not None else None
-        if source is None:
+        recorded = self.source_of(value) if self.source_of is not None else None
+        if recorded is None:
             raise CodecError(
                 f"cannot encode {kind} {name}: its source is unknown (only functions and classes "
                 "defined in the sandbox can be saved)"
             )
-        self.charge(len(name) + len(source) + 15)  # at least ["class","<name>","<source>"]
-        return self.tag("def", [kind, name, source])
+        known: DefinitionKind = "class" if kind == "class" else "function"
+        if isinstance(recorded, Definition):
+            return _definition(self, replace(recorded, kind=known, name=name), 0)
+        return _definition(self, Definition(known, name, recorded), 0)
 
 
 def _none(enc: Encoder, value: None, depth: int) -> Json:
@@ -316,8 +329,12 @@ def _complex(enc: Encoder, value: complex, depth: int) -> Json:
 
 
 def _definition(enc: Encoder, value: Definition, depth: int) -> Json:
-    enc.charge(len(value.name) + len(value.source) + 15)
-    return enc.tag("def", [value.kind, value.name, value.source])
+    enc.charge(len(value.name) + len(value.source) + 15)  # at least ["class","<name>","<source>"]
+    if value.reads is None:
+        return enc.tag("def", [value.kind, value.name, value.source])
+    enc.charge(sum(len(name) + len(token) + 6 for name, token in value.reads) + 3)
+    reads = [[name, token] for name, token in value.reads]
+    return enc.tag("def", [value.kind, value.name, value.source, reads])
 
 
 def _opaque(enc: Encoder, value: Opaque, depth: int) -> Json:

@@ -15,6 +15,8 @@ from collections import deque
 from collections.abc import Iterable, Sized
 from typing import Any, cast
 
+from cove.codec import arrays
+
 _MAX_ITEMS = 12  # items shown per container before "..."
 _MAX_LEVEL = 4  # containers nested deeper show as "[...]" etc.
 _LARGE_INT_BITS = 2_000  # beyond, show the digit count (int/str conversion may be limited)
@@ -30,14 +32,27 @@ def preview(value: object, limit: int = 80) -> str:
         limit: The maximum length of the result (at least 1).
     """
     limit = max(1, limit)
+    summary = arrays.preview(value, limit + 1)
+    text = summary if summary is not None else _safe_show(value, limit)
+    text = utf8_safe(text.replace("\r", "\\r").replace("\n", "\\n"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def display(value: object, limit: int = 4_000) -> str:
+    """What a block's value shows: an array's or a DataFrame's own (multi-line) text, cut to
+    ``limit``; for other values their ``preview``. Never raises."""
+    text = arrays.display(value, limit)
+    return utf8_safe(text) if text is not None else preview(value)
+
+
+def _safe_show(value: object, limit: int) -> str:
     try:
         text = _Previewer(limit + 1).show(value, 0)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a hostile __repr__ may raise anything, SystemExit included
         text = f"<{_type_name(value)} object (repr failed: {type(exc).__name__})>"
-    text = utf8_safe(text.replace("\r", "\\r").replace("\n", "\\n"))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text
 
 
 _TEXT_INT_BITS = 170_000  # ~51,000 digits: exact decimal text still costs well under a second

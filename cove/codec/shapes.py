@@ -22,20 +22,29 @@ DEFAULT_MAX_DEPTH = 100
 
 DefinitionKind = Literal["function", "class"]
 
-SourceOf = Callable[[object], "str | None"]
-"""Returns the source text of a function or class defined in the sandbox, or None if unknown."""
+Reads = tuple[tuple[str, str], ...]
+"""``(name, token)`` pairs: what a definition's statement read when it ran (see ``Definition``)."""
 
 
 @dataclass(frozen=True)
 class Definition:
     """A function or class defined in the sandbox, carried as its source text.
 
-    The sandbox restores it by running ``source`` again and looking up ``name``.
+    The sandbox restores it by running ``source`` again and looking up ``name``. ``reads`` names
+    what the statement read when it first ran, each with a token of the value it held, so the
+    sandbox can refuse to run it again where those names now hold something else; None for a
+    definition recorded without them.
     """
 
     kind: DefinitionKind
     name: str
     source: str
+    reads: Reads | None = None
+
+
+SourceOf = Callable[[object], "str | Definition | None"]
+"""Returns the source of a function or class defined in the sandbox (or its recorded
+``Definition``, whose source and reads are used), or None if unknown."""
 
 
 @dataclass(frozen=True)

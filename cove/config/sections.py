@@ -75,6 +75,9 @@ class ModelSettings:
     max_retries: int = 4  # per model call: the openai package's retries and broken-reply re-sends
     retry_base_delay_s: float = 0.5  # the first pause before re-sending a broken reply (doubles)
     reasoning_effort: bool = False  # send reasoning_effort to the endpoint
+    # Attach the newest figure of the journal to each model call as an image (models that
+    # accept images); it counts as budgets.IMAGE_CHARS of the context message.
+    model_images: bool = False
     prices: Mapping[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def __post_init__(self) -> None:
@@ -126,10 +129,17 @@ class SandboxSettings:
     max_file_read_bytes: int = 5_000_000
     sandbox_confine: bool = True  # workers drop to nobody and lose the network where possible
     sandbox_fork_server: bool = True  # workers are forked from a pre-initialised zygote
+    # numpy, pandas and matplotlib in the sandbox when installed (the data extra): about a
+    # second more to start the zygote and ~250 MB of each worker's address space.
+    sandbox_libraries: bool = True
+    # The largest snapshot of an array, a DataFrame or a Series (binary values restorable
+    # after a restart); larger ones are opaque.
+    data_snapshot_limit_bytes: int = 16_000_000
     # Host time one block may spend in extension calls (llm_query included); the block's own
     # clock stops during those calls, so this is what bounds a loop of them.
     extension_time_budget_s: float = 120.0
-    workspace_quota_mb: int = 512  # total size of one conversation's workspace files
+    workspace_quota_mb: int = 512  # one conversation's workspace: disk blocks + 1 KiB per entry
+    workspace_max_entries: int = 100_000  # files, directories and links in one workspace
     max_live_environments: int = 32  # conversations kept open with a worker each
 
     def __post_init__(self) -> None:
@@ -140,6 +150,7 @@ class SandboxSettings:
             "output_limit_chars",
             "extension_time_budget_s",
             "workspace_quota_mb",
+            "workspace_max_entries",
             "max_live_environments",
         )
         _not_negative(self, "worker_pool_size")
@@ -184,6 +195,22 @@ class StoreSettings:
         if db.absolute() == (self.data_dir / "cove.db").absolute():
             return default
         return db.with_name(f"{db.stem}.workspaces")
+
+    @property
+    def figures(self) -> Path:
+        """Where the CLI writes the figures it shows (one directory per conversation).
+
+        ``<data_dir>/figures`` for the default database (and an in-memory one); else
+        ``<db dir>/<db stem>.figures`` beside the database. The figures themselves live in the
+        database; these files are copies made for a terminal to open.
+        """
+        default = self.data_dir / "figures"
+        if not self.db_path or self.db_path == MEMORY_DB:
+            return default
+        db = Path(self.db_path).expanduser()
+        if db.absolute() == (self.data_dir / "cove.db").absolute():
+            return default
+        return db.with_name(f"{db.stem}.figures")
 
 
 @dataclass(frozen=True)

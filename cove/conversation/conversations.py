@@ -329,6 +329,15 @@ class Conversations(WatchAPI):
             return as_recovered(transcript)
         return transcript
 
+    async def figure(self, conversation_id: str, digest: str, *, owner: str | None = None) -> bytes:
+        """The PNG of a figure a block of the conversation made (``BlockFigure.digest``).
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s), or no such figure in it.
+        """
+        record = await self.get(conversation_id, owner=owner)
+        return await self.store.figure(record.id, digest)
+
     async def system_prompt(self, digest: str) -> str:
         """The system prompt stored under ``digest`` (an iteration's ``system_prompt_hash``)."""
         self._check_open()

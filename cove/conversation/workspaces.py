@@ -7,6 +7,8 @@ event loop keeps serving other conversations meanwhile.
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,5 +67,12 @@ def _copy_tree(source: Path, target: Path) -> None:
 
 
 def _write_files(directory: Path, files: dict[str, bytes]) -> None:
+    # Each file is written under a new name and renamed over the old one: the workspace's
+    # directory then shows the change, which is how its quota learns that it must measure again.
     for name, data in files.items():
-        (directory / name).write_bytes(data)
+        partial = directory / f".attachment-{secrets.token_hex(8)}"
+        try:
+            partial.write_bytes(data)
+            os.replace(partial, directory / name)
+        finally:
+            partial.unlink(missing_ok=True)

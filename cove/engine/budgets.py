@@ -62,6 +62,12 @@ COMPACT_RESULT_CHARS: Final = 200
 COMPACT_STDOUT_CHARS: Final = 200
 COMPACT_STDERR_CHARS: Final = 120
 COMPACT_ERROR_CHARS: Final = 300
+#: An attached figure (``model_images``: a low-detail image, about 85 tokens) counts as this
+#: many characters of the context message; the journal gives up that much room.
+IMAGE_CHARS: Final = 1_200
+#: A block's figures described (size, title, axis labels), and the characters of each line.
+BLOCK_FIGURES: Final = 4
+FIGURE_CHARS: Final = 240
 #: A block that ran at least this long is marked ``(slow: N ms)``.
 SLOW_BLOCK_MS: Final = 1_000.0
 

@@ -147,6 +147,7 @@ def context_message(
     nudges: Sequence[str],
     steering: Sequence[str] = (),
     var_count: int | None = None,
+    image: str | None = None,
 ) -> str:
     """The third message: where the model stands, in at most ``CONTEXT_CHARS`` characters.
 
@@ -162,16 +163,21 @@ def context_message(
         steering: Messages the person sent while the turn ran, oldest first (shown last, so
             the model reads them right before it replies).
         var_count: How many current variables exist (default: ``len(var_index)``).
+        image: The figure attached to the call (a ``BlockFigure.describe`` line and its block's
+            reference), when ``model_images`` sends one: named at the end, and its
+            ``IMAGE_CHARS`` taken from the journal's room.
     """
     sections = [cut(f"[iteration {iteration}/{budget}]", b.HEADER_CHARS, "")]
     if prior_thinking:
         sections.append(_prior_thinking(prior_thinking))
-    sections.append(_journal(journal))
+    sections.append(_journal(journal, b.IMAGE_CHARS if image else 0))
     sections.append(_var_index(var_index, len(var_index) if var_count is None else var_count))
     if nudges:
         sections.append(_nudges(nudges))
     if steering:
         sections.append(_steering(steering))
+    if image:
+        sections.append(cut(f"[attached image: {image}]", b.FIGURE_CHARS + 60, ""))
     return "\n\n".join(sections)
 
 
@@ -190,11 +196,11 @@ def _prior_thinking(thinking: str) -> str:
     return open_tag + cut(thinking.strip(), room, "see history()", keep_tail=True) + close_tag
 
 
-def _journal(entries: Sequence[JournalEntry]) -> str:
+def _journal(entries: Sequence[JournalEntry], reserved: int = 0) -> str:
     open_tag, close_tag = "<journal>\n", "\n</journal>"
     if not entries:
         return open_tag + "(no blocks yet)" + close_tag
-    room = b.JOURNAL_CHARS - len(open_tag) - len(close_tag) - _OMITTED_RESERVE
+    room = b.JOURNAL_CHARS - len(open_tag) - len(close_tag) - _OMITTED_RESERVE - reserved
     shown: list[str] = []
     used = 0
     # Newest first, so the blocks the model just wrote always get the space.
@@ -240,6 +246,10 @@ def _entry(entry: JournalEntry, *, compact: bool) -> str:
     if block.stderr:
         stderr = cut(block.stderr.rstrip("\n"), stderr_limit, _SEE_HISTORY, keep_tail=True)
         lines.append(_field("stderr:", stderr))
+    for figure in block.figures[: b.BLOCK_FIGURES]:
+        lines.append(cut(figure.describe(), b.FIGURE_CHARS, ""))
+    if len(block.figures) > b.BLOCK_FIGURES:
+        lines.append(f"… {len(block.figures) - b.BLOCK_FIGURES} more figures")
     if block.error:
         lines.append(_field("error:", cut(block.error, error_limit, _SEE_HISTORY, keep_tail=True)))
     return "\n".join(lines)

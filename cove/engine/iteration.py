@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from cove.config import ModelSettings, SandboxSettings
 from cove.engine.answer import AnswerRefused, fill_answer
@@ -23,6 +23,7 @@ from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs
 from cove.engine.journal import block_ref
 from cove.engine.llm import Completion, LLMClient, Retry
+from cove.engine.llm.client import with_image
 from cove.engine.protocol import CodeBlock, Reply, ReplyParseError, parse_reply
 from cove.environment.environment import Environment
 from cove.environment.sandbox.outcome import BlockOutcome
@@ -95,7 +96,7 @@ class Prompt:
 
     iteration_id: int
     seed: int
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     steering: list[str]
 
 
@@ -187,6 +188,7 @@ class Iteration:
             else (s.request_message or request_message(control.request, None))
         )
         steering = control.take_steering(self.position)
+        image = await self._newest_figure() if s.model_settings.model_images else None
         context_msg = context_message(
             iteration=self.number,
             budget=control.budget,
@@ -196,6 +198,7 @@ class Iteration:
             nudges=self.nudges,
             steering=steering,
             var_count=len(s.env.var_index),
+            image=image[0] if image else None,
         )
         seed = s.inputs.iteration_seed(s.turn.position, self.position)
         iteration_id = await s.store.start_iteration(
@@ -208,12 +211,24 @@ class Iteration:
         )
         if steering:
             await s.store.add_steering(iteration_id, steering)
-        messages = [
+        messages: list[dict[str, Any]] = [
             {"role": "system", "content": s.system_prompt},
             {"role": "user", "content": request_msg},
             {"role": "user", "content": context_msg},
         ]
+        if image:
+            messages[2]["content"] = with_image(context_msg, image[1])
         return Prompt(iteration_id, seed, messages, steering)
+
+    async def _newest_figure(self) -> tuple[str, bytes] | None:
+        """The journal's newest figure, described, and its PNG (``model_images``)."""
+        s = self.setup
+        for entry in reversed(self.state.journal_entries):
+            if entry.block.figures:
+                figure = entry.block.figures[-1]
+                png = figure.png or await s.store.figure(s.env.conversation_id, figure.digest)
+                return f"[{entry.ref}] {figure.describe()}", png
+        return None
 
     def _called(self) -> Called:
         """The finished call's completion, its cost added to the turn's usage."""
@@ -357,7 +372,7 @@ class Iteration:
             block_ref(self.setup.turn.position, self.position, block.position), block
         )
 
-    async def _complete(self, messages: list[dict[str, str]]) -> AsyncIterator[Event]:
+    async def _complete(self, messages: list[dict[str, Any]]) -> AsyncIterator[Event]:
         """Call the model, yielding ``ModelDelta`` events while the reply streams and a
         ``ModelRetry`` for each retry of a failed request."""
         s, turn = self.setup, self.setup.turn

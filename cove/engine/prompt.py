@@ -40,8 +40,9 @@ keeps the default.
 - Code runs in RestrictedPython: names starting with an underscore are not allowed (no `_x`, \
 no dunder attributes); no open, exec, eval, compile, globals or vars; no files or network \
 except through the functions documented below.
-- import works only for: %(imports)s. Each gives a curated selection of the module's functions, \
-classes and constants, not the full module.
+- import works only for: %(imports)s (and the data libraries when the Extensions section \
+describes them). Each gives a curated selection of the module's functions, classes and \
+constants, not the full module.
 - A block's value is its trailing expression, as in a REPL: end a block with `total` or \
 `len(rows), rows[:3]` to see it. print() output is captured too. Both come back to you in the \
 next iteration, cut to fit.

@@ -27,7 +27,7 @@ from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished, 
 from cove.persistence.records import BlockRecord, IterationRecord, TurnRecord, VarVersionRecord
 from cove.persistence.store import Store
 
-COMPARED_FIELDS = ("ok", "result_preview", "stdout", "stderr", "error")
+COMPARED_FIELDS = ("ok", "result_preview", "stdout", "stderr", "error", "figures")
 
 
 async def replay_conversation(

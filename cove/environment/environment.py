@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING, Any
 from cove import codec
 from cove.codec.preview import text_of
 from cove.codec.shapes import Definition, Opaque
+from cove.environment.data_docs import data_docs
 from cove.environment.extensions import builtin_extensions
 from cove.environment.extensions.base import CallContext, Extension, NudgeContext, TurnHooks
 from cove.environment.extensions.docs import render_docs
+from cove.environment.extensions.quota import WorkspaceQuota
 from cove.environment.extensions.registry import ExtensionRegistry
 from cove.environment.imports import import_binding, import_changes, import_snapshots
 from cove.environment.sandbox.outcome import BlockOutcome, RestartReport
@@ -60,6 +62,7 @@ class Environment:
         extensions: The active extensions, in the order given.
         var_index: The current variables, most recently written first.
         restored: What came back, and what was lost, when the environment was opened.
+        quota: The workspace's running usage, which the ``files`` extension writes through.
     """
 
     def __init__(
@@ -78,6 +81,7 @@ class Environment:
         self.extensions: tuple[Extension, ...] = ()
         self.var_index = VarIndex()
         self.restored = RestartReport(reason=REOPEN_REASON)
+        self.quota = WorkspaceQuota(workspace, settings)
         self._registry = ExtensionRegistry(())
         self._client: SandboxClient | None = None
         self._hooks: TurnHooks | None = None
@@ -281,8 +285,11 @@ class Environment:
     # -- what the engine reads -----------------------------------------------------------------
 
     def system_prompt_docs(self) -> str:
-        """The active extensions' documentation for the system prompt (stable text)."""
-        return render_docs(self.extensions)
+        """The active extensions' documentation for the system prompt (stable text), and the
+        data libraries' when the sandbox offers them (``data_docs``)."""
+        docs = render_docs(self.extensions)
+        data = data_docs(self.settings)
+        return f"{docs}\n\n{data}" if data else docs
 
     def extension_nudges(
         self, *, iteration: int | None = None, budget: int | None = None
@@ -356,6 +363,7 @@ class Environment:
             settings=self.settings,
             hooks=self._hooks,
             block_position=self._block_position,
+            quota=self.quota,
         )
 
     async def _configure(self) -> None:

@@ -184,6 +184,7 @@ def collect_blobs(conn: sqlite3.Connection, hashes: set[str]) -> int:
               AND NOT EXISTS (SELECT 1 FROM iteration WHERE system_prompt_hash = ?1)
               AND NOT EXISTS (SELECT 1 FROM block WHERE result_blob = ?1)
               AND NOT EXISTS (SELECT 1 FROM var_version WHERE encoded_blob = ?1)
+              AND NOT EXISTS (SELECT 1 FROM block_figure WHERE digest = ?1)
             """,
             (digest,),
         )

@@ -52,7 +52,9 @@ def backup(source: str, target: str) -> BackupReport:
     The SQLite online backup API copies every page in one step inside one read transaction:
     the copy is the database as of one commit, whatever other connections write meanwhile.
     It is written beside ``target`` and renamed into place only once it passed
-    ``PRAGMA integrity_check``, so ``target`` is never a partial copy.
+    ``PRAGMA integrity_check``, so ``target`` is never a partial copy. The copy holds every
+    conversation: it gets the database's permission bits (0600 as cove creates it) before the
+    first page is written, whatever the umask.
 
     Raises:
         CoveError: ``target`` exists or is the source. StoreError: the source is missing, not
@@ -66,20 +68,28 @@ def backup(source: str, target: str) -> BackupReport:
         raise CoveError("the backup target is the database itself")
     partial = target_path.with_name(f".{target_path.name}.partial-{os.getpid()}")
     try:
-        with (
-            contextlib.closing(_connect_existing(source)) as src,
-            contextlib.closing(sqlite3.connect(partial, isolation_level=None)) as dst,
-        ):
-            src.backup(dst)  # pages=-1: every page in one step, one snapshot
-            report = _check(dst, target, started)
+        with contextlib.closing(_connect_existing(source)) as src:
+            _create_private(partial, os.stat(source).st_mode)
+            with contextlib.closing(sqlite3.connect(partial, isolation_level=None)) as dst:
+                src.backup(dst)  # pages=-1: every page in one step, one snapshot
+                report = _check(dst, target, started)
         if report.integrity != "ok":
             raise StoreError(f"the backup of {source} failed its check: {report.integrity}")
         os.replace(partial, target_path)
         return report
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"cannot back up {source} to {target}: {exc}") from exc
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _create_private(path: Path, mode: int) -> None:
+    """Create ``path`` empty with the permission bits of ``mode`` exactly (not the umask's)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, mode & 0o777)
+    finally:
+        os.close(fd)
 
 
 def _check(conn: sqlite3.Connection, target: str, started: float) -> BackupReport:

@@ -352,6 +352,25 @@ def _bracketed(text: str, matches: tuple[tuple[int, int], ...]) -> str:
     return "".join(out)
 
 
+def figure(conn: sqlite3.Connection, conversation_id: str, digest: str) -> bytes:
+    """The PNG of a figure a block the conversation sees made (its fork chain included).
+
+    Raises:
+        NotFound: No such figure in the conversation.
+    """
+    get_conversation(conn, conversation_id)
+    cte, params = chain_cte(conn, conversation_id)
+    row = conn.execute(
+        f"{cte} SELECT bl.data FROM block_figure f JOIN blob bl ON bl.hash = f.digest"
+        " JOIN block b ON b.id = f.block_id JOIN iteration i ON i.id = b.iteration_id"
+        f" JOIN turn t ON t.id = i.turn_id {_VISIBLE_TURNS} WHERE f.digest = ? LIMIT 1",
+        [*params, digest],
+    ).fetchone()
+    if row is None:
+        raise NotFound("figure", digest)
+    return bytes(row[0])
+
+
 def system_prompt(conn: sqlite3.Connection, digest: str) -> str:
     """The system prompt stored under ``digest``."""
     row = conn.execute("SELECT data FROM blob WHERE hash = ?", (digest,)).fetchone()

@@ -16,7 +16,7 @@ from cove.persistence.records import (
     TurnRecord,
     VarVersionRecord,
 )
-from cove.results import VarKind
+from cove.results import BlockFigure, FigureAxes, VarKind
 
 #: A conversation with what lists show of it. Each subquery reads one entry of the turn
 #: table's (conversation_id, position) index, so a list costs the same whatever its turns hold.
@@ -156,6 +156,40 @@ def block(row: sqlite3.Row) -> BlockRecord:
         timed_out=bool(row["timed_out"]),
         seed=row["seed"],
         clock=row["clock"],
+        figures=figures_of(row["figures"]),
+    )
+
+
+def figures_json(figures: tuple[BlockFigure, ...]) -> str:
+    """The block row's ``figures`` column: what readers show of each figure (no PNG)."""
+    return json.dumps(
+        [
+            {
+                "position": f.position,
+                "digest": f.digest,
+                "width": f.width,
+                "height": f.height,
+                "title": f.title,
+                "axes": [[a.title, a.xlabel, a.ylabel] for a in f.axes],
+            }
+            for f in figures
+        ],
+        ensure_ascii=False,
+    )
+
+
+def figures_of(text: str | None) -> tuple[BlockFigure, ...]:
+    """A block's figures from its ``figures`` column."""
+    return tuple(
+        BlockFigure(
+            position=int(item["position"]),
+            digest=str(item["digest"]),
+            width=int(item["width"]),
+            height=int(item["height"]),
+            title=str(item["title"]),
+            axes=tuple(FigureAxes(*map(str, axes)) for axes in item["axes"]),
+        )
+        for item in json.loads(text or "[]")
     )
 
 

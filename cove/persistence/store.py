@@ -569,6 +569,14 @@ class Store:
         """The system prompt stored under ``digest``. Raises ``NotFound``."""
         return await self._run(reads.system_prompt, digest)
 
+    async def figure(self, conversation_id: str, digest: str) -> bytes:
+        """The PNG of a figure (by its digest) of a block the conversation sees.
+
+        Raises:
+            NotFound: The conversation is unknown, or none of its blocks made that figure.
+        """
+        return await self._run(reads.figure, conversation_id, digest)
+
     # --- variables and search ------------------------------------------------------------
 
     async def var_history(self, conversation_id: str, name: str) -> list[VarVersionRecord]:

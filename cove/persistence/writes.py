@@ -27,6 +27,7 @@ from cove.persistence.records import (
     SubqueryWrite,
     TurnRecord,
 )
+from cove.persistence.rows import figures_json
 from cove.persistence.search_index import index_blocks, index_text
 from cove.persistence.totals import RECORDED_TOTALS
 from cove.results import BlockResult, VarVersion
@@ -325,7 +326,25 @@ def _insert_blocks(
             ),
         )
         block_ids[block.position] = int(cursor.lastrowid or 0)
+        _insert_figures(conn, block_ids[block.position], block)
     return block_ids
+
+
+def _insert_figures(conn: sqlite3.Connection, block_id: int, block: BlockResult) -> None:
+    """Keep a block's figures: the PNGs as blobs, their descriptions on the block row."""
+    if not block.figures:
+        return
+    for figure in block.figures:
+        if figure.png is None:
+            raise StoreError("a figure to record has no PNG")
+        digest = put_blob(conn, figure.png)
+        conn.execute(
+            "INSERT INTO block_figure (block_id, position, digest) VALUES (?, ?, ?)",
+            (block_id, figure.position, digest),
+        )
+    conn.execute(
+        "UPDATE block SET figures = ? WHERE id = ?", (figures_json(block.figures), block_id)
+    )
 
 
 def _block_id(
@@ -478,7 +497,7 @@ def delete_conversation(
                 f"conversation {conversation_id} cannot be deleted: it has forks "
                 f"({', '.join(forks)}); delete them first"
             )
-        owned: list[Any] = [conversation_id] * 3
+        owned: list[Any] = [conversation_id] * 4
         candidates = {
             row[0]
             for row in conn.execute(
@@ -490,6 +509,9 @@ def delete_conversation(
                 WHERE t.conversation_id = ? AND b.result_blob IS NOT NULL
                 UNION SELECT encoded_blob FROM var_version
                 WHERE conversation_id = ? AND encoded_blob IS NOT NULL
+                UNION SELECT f.digest FROM block_figure f JOIN block b ON b.id = f.block_id
+                JOIN iteration i ON i.id = b.iteration_id JOIN turn t ON t.id = i.turn_id
+                WHERE t.conversation_id = ?
                 """,
                 owned,
             )

@@ -49,7 +49,17 @@ class Extensions:
 
 @pytest.fixture
 def sandbox_settings(tmp_path: Path) -> SandboxSettings:
-    """Default sandbox limits with a small output cap."""
+    """Default sandbox limits with a small output cap, without the data libraries (loading them
+    costs every zygote a second or more); modules that need them override this fixture with
+    ``with_libraries``."""
+    return Settings.load(
+        env={}, data_dir=tmp_path, output_limit_chars=500, block_timeout_s=5.0,
+        sandbox_libraries=False,
+    ).sandbox  # fmt: skip
+
+
+def with_libraries(tmp_path: Path) -> SandboxSettings:
+    """The sandbox settings of ``sandbox_settings`` with numpy, pandas and matplotlib loaded."""
     return Settings.load(
         env={}, data_dir=tmp_path, output_limit_chars=500, block_timeout_s=5.0
     ).sandbox

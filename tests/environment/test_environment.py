@@ -102,7 +102,9 @@ class Harness:
 
 @pytest.fixture
 async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    settings = Settings.load(env={}, data_dir=tmp_path, worker_pool_size=1).sandbox
+    settings = Settings.load(
+        env={}, data_dir=tmp_path, worker_pool_size=1, sandbox_libraries=False
+    ).sandbox
     pool = WorkerPool(settings, size=1)
     await pool.start()
     try:

@@ -33,7 +33,9 @@ TABLES = {
     "block": [
         "id", "iteration_id", "position", "code", "ok", "result_preview", "result_encoded",
         "result_blob", "stdout", "stderr", "error", "duration_ms", "timed_out", "seed", "clock",
+        "figures",
     ],
+    "block_figure": ["block_id", "position", "digest"],
     "var_version": [
         "id", "conversation_id", "name", "version", "block_id", "kind", "encoded",
         "encoded_blob", "type_name", "preview", "size", "created_at",
@@ -60,6 +62,7 @@ TABLES = {
 
 INDEXES = {
     "block_result_blob": ("block", ["result_blob"]),
+    "block_figure_digest": ("block_figure", ["digest"]),
     "conversation_parent": ("conversation", ["parent_id"]),
     "conversation_updated": ("conversation", ["updated_at"]),
     "conversation_owner": ("conversation", ["owner", "updated_at"]),
@@ -79,6 +82,7 @@ INDEXES = {
     "sqlite_autoindex_subquery_1": ("subquery", ["iteration_id", "position"]),
     "sqlite_autoindex_steering_1": ("steering", ["iteration_id", "position"]),
     "sqlite_autoindex_turn_note_1": ("turn_note", ["turn_id", "seq"]),
+    "sqlite_autoindex_block_figure_1": ("block_figure", ["block_id", "position"]),
 }
 
 

@@ -11,20 +11,31 @@
 7     not found (unknown conversation id, turn or variable)
 8     a replay diverged from the record
 9     the database cannot be used (not a cove database, newer schema, …)
+10    a server cannot listen on its address (``cove web``/``cove serve``: port in use, …)
 ====  =====================================================================
 """
 
 from __future__ import annotations
 
-from cove.errors import AmbiguousId, Busy, ConfigError, CoveError, NotFound, StoreError
+from cove.errors import (
+    AmbiguousId,
+    Busy,
+    ConfigError,
+    CoveError,
+    ListenError,
+    NotFound,
+    StoreError,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_MAX_ITERATIONS, EXIT_ERROR_BUDGET, EXIT_CANCELLED = 3, 4, 5
 EXIT_BUSY, EXIT_NOT_FOUND, EXIT_DIVERGED, EXIT_STORE = 6, 7, 8, 9
+EXIT_CANNOT_LISTEN = 10
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 done, 1 failed, 2 bad usage or ambiguous id, 3 max iterations, "
-    "4 error budget, 5 cancelled, 6 busy, 7 not found, 8 replay diverged, 9 database unusable."
+    "4 error budget, 5 cancelled, 6 busy, 7 not found, 8 replay diverged, 9 database unusable, "
+    "10 cannot listen (port in use)."
 )
 
 STATUS_EXIT = {
@@ -47,4 +58,6 @@ def exit_code_for(exc: CoveError) -> int:
         return EXIT_NOT_FOUND
     if isinstance(exc, StoreError):
         return EXIT_STORE
+    if isinstance(exc, ListenError):
+        return EXIT_CANNOT_LISTEN
     return EXIT_FAILED

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from cove.channels.cli.base import command, examples, load_settings, program
 from cove.channels.cli.json_out import search_json, transcript_json, versions_json
-from cove.channels.cli.render import console_for, cut, print_json, print_table
+from cove.channels.cli.render import console_for, cut, line, print_json, print_table, write_text
 from cove.channels.cli.transcript_view import show_transcript
 from cove.channels.export import to_markdown, when
 from cove.config import Settings
@@ -142,7 +142,7 @@ async def _show(
         if console.is_terminal:
             console.print(Markdown(markdown))
         else:
-            sys.stdout.write(markdown)
+            write_text(markdown)
     else:
         show_transcript(console, transcript, settings, texts)
     return 0
@@ -235,11 +235,13 @@ async def _search(settings: Settings, text: str, conversation: str | None, as_js
 
 
 def _highlighted(hit: SearchHit, terminal: bool) -> str | Text:
-    if terminal:
-        shown = Text(hit.text)
+    if terminal:  # the pieces cleaned one by one: the match offsets are into the raw text
+        pieces: list[str | tuple[str, str]] = []
+        last = 0
         for start, end in hit.matches:
-            shown.stylize("bold yellow reverse", start, end)
-        return shown
+            pieces += [hit.text[last:start], (hit.text[start:end], "bold yellow reverse")]
+            last = end
+        return line(*pieces, hit.text[last:])
     out, last = [], 0
     for start, end in hit.matches:
         out += [hit.text[last:start], MATCH_OPEN, hit.text[start:end], MATCH_CLOSE]
@@ -256,7 +258,12 @@ def _highlighted(hit: SearchHit, terminal: bool) -> str | Text:
 @click.argument("conversation_id", metavar="ID")
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
 def export_command(conversation_id: str, fmt: str) -> int:
-    """Export a conversation as Markdown or JSON (the JSON of `cove show --json`)."""
+    """Export a conversation as Markdown or JSON (the JSON of `cove show --json`).
+
+    Control characters in the conversation (escape sequences from the model or the sandbox)
+    are written visibly in the Markdown (␛ for ESC, \\x9b for a C1 control) and escaped in
+    the JSON, so neither acts on a terminal that shows it.
+    """
     return asyncio.run(_export(load_settings(), conversation_id, fmt))
 
 
@@ -266,5 +273,5 @@ async def _export(settings: Settings, conversation_id: str, fmt: str) -> int:
     if fmt == "json":
         print_json(transcript_json(transcript))
     else:
-        sys.stdout.write(to_markdown(transcript))
+        write_text(to_markdown(transcript))
     return 0

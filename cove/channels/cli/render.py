@@ -1,4 +1,12 @@
-"""Terminal rendering of events: rich on a terminal, plain text when piped."""
+"""Terminal rendering of events: rich on a terminal, plain text when piped.
+
+Everything ``cove`` writes goes out through this module, and text from a model, the sandbox or
+the data it read may carry escape sequences (the clipboard, the window title, a cleared
+screen). On a terminal every such text is made visible with ``cove.text.clean`` first: through
+``line``/``cut`` for rich output, ``print_table`` for tables, ``write_text`` for whole texts
+(``run``'s answer, ``export``'s document). Into a pipe or a file ``write_text`` stays
+byte-exact, and JSON is written with no raw control character at all (``json_escaped``).
+"""
 
 from __future__ import annotations
 
@@ -31,11 +39,24 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
-from cove.text import clean, shown
+from cove.text import clean, json_escaped, shown
 
 PREVIEW_CHARS = 400
 #: How a block stopped by a cancelled turn reports its error.
 STOPPED = "CancelledError"
+
+
+def for_stream(text: str, stream: TextIO) -> str:
+    """``text`` as it may be written to ``stream``: control characters made visible on a
+    terminal (``clean``), byte-exact into a pipe or a file."""
+    return clean(text) if stream.isatty() else text
+
+
+def write_text(text: str, stream: TextIO | None = None) -> None:
+    """Write ``text`` as is to a pipe or a file, with its controls made visible on a terminal."""
+    out = stream or sys.stdout
+    out.write(for_stream(text, out))
+    out.flush()
 
 
 def console_for(stream: TextIO) -> Console:
@@ -59,12 +80,14 @@ def print_table(
 ) -> None:
     """A table: drawn with borders on a terminal, tab-separated lines (header first) when piped.
 
-    Piped cells have tabs and line breaks replaced by spaces, so every row stays one line.
+    On a terminal text cells are made safe (``clean``; ``Text`` cells are built safe, with
+    ``line``). Piped cells have tabs and line breaks replaced by spaces, so every row stays one
+    line.
     """
     if console.is_terminal:
         table = Table(*headers)
         for row in rows:
-            table.add_row(*(cell if isinstance(cell, Text) else Text(cell) for cell in row))
+            table.add_row(*(cell if isinstance(cell, Text) else Text(clean(cell)) for cell in row))
         console.print(table)
         return
     for row in (headers, *rows):
@@ -245,14 +268,14 @@ def retrying(event: ModelRetry) -> str:
 
 
 def print_json(data: object, stream: TextIO | None = None) -> None:
-    """Write ``data`` as one JSON document."""
+    """Write ``data`` as one JSON document (no raw control character in it, ``json_escaped``)."""
     out = stream or sys.stdout
-    out.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    out.write(json_escaped(json.dumps(data, ensure_ascii=False, indent=2, default=str)) + "\n")
     out.flush()
 
 
 def print_json_line(data: object, stream: TextIO | None = None) -> None:
-    """Write ``data`` as one JSON line (for event streams)."""
+    """Write ``data`` as one JSON line (for event streams), as ``print_json``."""
     out = stream or sys.stdout
-    out.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    out.write(json_escaped(json.dumps(data, ensure_ascii=False, default=str)) + "\n")
     out.flush()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -12,14 +12,22 @@ import click
 
 from cove.channels.cli.base import command, examples, load_settings, program
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_FAILED, STATUS_EXIT
+from cove.channels.cli.figures import SavedFigure, save_figures
 from cove.channels.cli.json_out import EventNumbering
 from cove.channels.cli.options import ModelOptions, model_options
-from cove.channels.cli.render import RunProgress, console_for, print_json, print_json_line
+from cove.channels.cli.render import (
+    RunProgress,
+    console_for,
+    print_json,
+    print_json_line,
+    write_text,
+)
 from cove.channels.cli.signals import routed_signals
 from cove.config import Settings
 from cove.conversation import Conversations
 from cove.errors import ConfigError
-from cove.events import Event, TurnFinished, TurnStarted
+from cove.events import BlockFinished, Event, TurnFinished, TurnStarted
+from cove.results import BlockFigure
 
 LATEST = ""  # ``-c`` given without an id: the most recent conversation
 STDIN_ATTACHMENT = "stdin.txt"
@@ -85,7 +93,9 @@ def run_command(
 ) -> int:
     """Ask one question; print the answer on stdout.
 
-    The conversation id and how to continue go to stderr, so a pipe gets only the answer.
+    The conversation id and how to continue go to stderr, so a pipe gets only the answer,
+    byte for byte as the model gave it (values filled in); on a terminal, control characters
+    in it (escape sequences) are shown as symbols such as ␛ instead of acted on.
     Text piped on stdin is attached to the request as the file stdin.txt; with QUESTION
     "-" stdin is the request itself. While the turn runs, a progress line shows on stderr
     when stderr is a terminal. Ctrl-C cancels the turn (exit 5); Ctrl-C again quits at once.
@@ -177,6 +187,7 @@ async def _run(
             interrupts.conversation_id = conversation_id
             show = None if events or quiet else _progress()
             seen = await _stream(convs, conversation_id, request, show, events)
+            seen.saved = await save_figures(convs, conversation_id, seen.figures)
     return _report(conversation_id, seen, interrupts.terminated, as_json, events, quiet)
 
 
@@ -189,6 +200,8 @@ def _progress() -> RunProgress | None:
 class _Seen:
     position: int | None = None
     finished: TurnFinished | None = None
+    figures: list[tuple[tuple[int, int, int], BlockFigure]] = field(default_factory=list)
+    saved: list[SavedFigure] = field(default_factory=list)
 
 
 async def _stream(
@@ -221,6 +234,9 @@ def _note(seen: _Seen, event: Event) -> None:
         seen.position = event.position
     elif isinstance(event, TurnFinished):
         seen.finished = event
+    elif isinstance(event, BlockFinished):
+        ref = (seen.position or 0, event.iteration, event.index)
+        seen.figures += [(ref, figure) for figure in event.block.figures]
 
 
 def _report(
@@ -229,11 +245,20 @@ def _report(
     finished = seen.finished
     if finished is None:
         return EXIT_CANCELLED if terminated else EXIT_FAILED
+    figures = [saved.to_json() for saved in seen.saved]
     if as_json:
         data = {k: v for k, v in finished.to_json().items() if k != "turn_id"}
-        print_json({**data, "conversation_id": conversation_id, "turn": seen.position})
-    elif not events and finished.answer:
-        print(finished.answer, flush=True)
+        print_json(
+            {**data, "conversation_id": conversation_id, "turn": seen.position, "figures": figures}
+        )
+    elif events:
+        for figure in figures:
+            print_json_line({"type": "figure_saved", "conversation_id": conversation_id, **figure})
+    elif finished.answer:
+        write_text(finished.answer + "\n")
+    if not quiet and not as_json and not events:
+        for saved in seen.saved:
+            print(saved.line(), file=sys.stderr)
     if finished.status != "done":
         error = f": {finished.error}" if finished.error else ""
         print(f"cove: turn ended {finished.status}{error}", file=sys.stderr)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
-from cove.channels.cli.web import login_token
+from cove.channels.cli.web import configured_token
 from cove.errors import ConfigError
 
 
@@ -32,6 +33,13 @@ from cove.errors import ConfigError
     default=8000,
     show_default=True,
     help="Port; 0 picks a free one.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer this Host name on a loopback bind (a reverse proxy's public name).",
 )
 @click.option(
     "--grace",
@@ -56,11 +64,18 @@ def serve_command(
     telegram: bool,
     host: str,
     port: int,
+    allow_hosts: tuple[str, ...],
     grace: float | None,
     log_level: str,
     log_format: str,
 ) -> int:
-    """Run the web and/or Telegram channels as one service, with health, metrics and logs."""
+    """Run the web and/or Telegram channels as one service, with health, metrics and logs.
+
+    The web needs a login on every address: the URL printed at start carries a new token, or
+    set COVE_WEB_TOKEN (required off loopback; a configured token is never printed). Scripts
+    send Authorization: Bearer <token>. /healthz, /readyz and /metrics need no login; /readyz
+    gives its details to logged-in callers only.
+    """
     from cove.channels.serve import ServeOptions, Service
     from cove.channels.serve.logs import configure_logging
 
@@ -74,7 +89,8 @@ def serve_command(
         host=host,
         port=port,
         grace_s=settings.channels.shutdown_grace_s if grace is None else max(0.0, grace),
-        token=_token(host) if web else None,
+        allow_hosts=allow_hosts,
+        **_token(host, web),
     )
     code: int = asyncio.run(Service(settings, options).run())
     return code
@@ -94,12 +110,18 @@ def backup_command(path: str) -> int:
     return code
 
 
-def _token(host: str) -> str | None:
-    """``COVE_WEB_TOKEN``; required off loopback (a service must not print a made-up one)."""
-    token = login_token(host, dict(os.environ))
-    if token is not None and not os.environ.get("COVE_WEB_TOKEN"):
+def _token(host: str, web: bool) -> dict[str, Any]:
+    """``COVE_WEB_TOKEN`` (never printed), else a new token printed in the login URL; off
+    loopback the web needs a configured one (a service must not print a made-up secret there).
+    """
+    from cove.channels.web.security import is_loopback, new_token
+
+    configured = configured_token(dict(os.environ))
+    if configured is not None:
+        return {"token": configured, "token_configured": True}
+    if web and not is_loopback(host):
         raise ConfigError(
             f"serving the web on {host} needs a login token: set COVE_WEB_TOKEN "
             "(16 characters or more)"
         )
-    return token
+    return {"token": new_token(), "token_configured": False}

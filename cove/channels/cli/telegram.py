@@ -39,7 +39,8 @@ def telegram_command(
 ) -> int:
     """Run the Telegram bot: each chat owns a sandboxed conversation.
 
-    Only the users and chats on the allow-list are answered; an empty list refuses everyone.
+    Only the users and chats on the allow-list are answered: a user id in private chats, a
+    group only when the group's chat id is listed. An empty list refuses everyone.
     """
     from cove.channels.telegram import TelegramOptions, run_bot
     from cove.channels.telegram.standalone import configure_logging

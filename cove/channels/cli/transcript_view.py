@@ -98,6 +98,9 @@ def _iteration(console: Console, it: IterationRecord, prompts: bool) -> None:
         console.print(line((f"── block {block.position + 1} of {total} ", "blue")))
         console.print(Syntax(clean(block.code), "python", theme="ansi_dark"))
         _block_result(console, block.stdout, block.ok, block.result_preview, block.error)
+        for figure in block.figures:
+            described = f"{figure.describe()} (PNG {figure.digest[:12]})"
+            console.print(line(("figure: ", "magenta"), clean(described)))
     if it.running_block is not None:
         console.print(
             line(

@@ -4,73 +4,83 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import sys
 import threading
 import webbrowser
+from collections.abc import Mapping
 
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
 from cove.errors import ConfigError
 
+TOKEN_ENV = "COVE_WEB_TOKEN"
+
 
 @command(
     "web",
     short_help="Serve the chat and inspector in the browser.",
     epilog=examples(
-        "cove web --open                      on http://localhost:8000/",
-        "cove web --host 0.0.0.0 --port 9000   reachable from other machines, with a login link",
+        "cove web --open                      on localhost:8000, opened in the browser, logged in",
+        "cove web --host 0.0.0.0 --port 9000   reachable from other machines",
+        "COVE_WEB_TOKEN=… cove web             a token of your own instead of a new one",
     ),
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
-@click.option("--open", "open_page", is_flag=True, help="Open the page in a browser.")
-def web_command(host: str, port: int, open_page: bool) -> int:
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer this Host name on a loopback bind (a reverse proxy's public name).",
+)
+@click.option("--open", "open_page", is_flag=True, help="Open the login URL in a browser.")
+def web_command(host: str, port: int, allow_hosts: tuple[str, ...], open_page: bool) -> int:
     """Serve the web channel: chat, conversation list and inspector, streamed live.
 
-    A bind other than loopback needs a login: the printed URL carries a token
-    (COVE_WEB_TOKEN, or a new one each start).
+    Every bind needs a login, loopback included: once the port listens, the login URL is
+    printed on stderr (it carries a new token each start, or COVE_WEB_TOKEN). Opening it
+    gives the browser a session cookie; --open does that for you. Scripts send the header
+    Authorization: Bearer <token>.
     """
-    return _serve(host, port, open_page)
+    return _serve(host, port, allow_hosts, open_page)
 
 
-def login_token(host: str, env: dict[str, str]) -> str | None:
-    """The login token: ``COVE_WEB_TOKEN``, or a new one for a non-loopback bind, else None."""
-    from cove.channels.web.security import is_loopback
+def configured_token(env: Mapping[str, str]) -> str | None:
+    """``COVE_WEB_TOKEN`` when set (checked), else None.
 
-    given = env.get("COVE_WEB_TOKEN") or None
+    Raises:
+        ConfigError: The token is shorter than 16 characters.
+    """
+    given = env.get(TOKEN_ENV) or None
     if given is not None and len(given) < 16:
-        raise ConfigError("COVE_WEB_TOKEN must be at least 16 characters")
-    if given is None and not is_loopback(host):
-        return secrets.token_urlsafe(24)
+        raise ConfigError(f"{TOKEN_ENV} must be at least 16 characters")
     return given
 
 
-def _serve(host: str, port: int, open_page: bool) -> int:
+def _serve(host: str, port: int, allow_hosts: tuple[str, ...], open_page: bool) -> int:
     import uvicorn
 
+    from cove.channels.serve.http import listen
     from cove.channels.web import create_app
+    from cove.channels.web.security import Guard, login_url, new_token
 
     settings = load_settings()
-    token = login_token(host, dict(os.environ))
-    shown = "localhost" if host in ("127.0.0.1", "::1") else host
-    url = f"http://{shown}:{port}/"
-    if token is not None:
-        url += f"login?token={token}"
+    token = configured_token(os.environ) or new_token()
+    sock = listen(host, port)  # before anything is printed: a busy port is one error line
+    url = login_url(host, port, token)
     print(f"cove web: {url}", file=sys.stderr, flush=True)
-    app = create_app(settings, token=token)
-    if open_page:
-        threading.Timer(1.0, webbrowser.open, (url,)).start()
+    app = Guard(create_app(settings), token, bind=host, allow_hosts=allow_hosts)
+    if open_page:  # connections queue on the socket until uvicorn serves them
+        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
     config = uvicorn.Config(
         app,
-        host=host,
-        port=port,
         log_level="warning",
         timeout_graceful_shutdown=2,
         proxy_headers=False,
     )
     # uvicorn re-raises the Ctrl-C it shut down on: here that is a normal stop.
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[sock])
     return 0

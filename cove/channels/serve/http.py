@@ -11,6 +11,7 @@ import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
@@ -21,7 +22,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cove.channels.serve import ops
 from cove.channels.serve.logs import REQUEST_ID
-from cove.errors import ConfigError
+from cove.channels.web.security import Guard
+from cove.errors import ListenError
 
 log = logging.getLogger("cove.serve.http")
 
@@ -92,10 +94,22 @@ class Draining:
         await self.app(scope, receive, send)
 
 
-def build_app(state: ops.OpsState, web: Starlette | None) -> Starlette:
+@dataclass(frozen=True)
+class Access:
+    """Who may use the service's HTTP side: the login token and the ``Host`` names served."""
+
+    token: str = field(repr=False)
+    bind: str = "127.0.0.1"  # the address bound: a loopback one restricts ``Host``
+    allow_hosts: tuple[str, ...] = ()
+
+
+def build_app(state: ops.OpsState, web: Starlette | None, access: Access) -> Starlette:
     """The service's app: operations endpoints, then the web channel (if any) at ``/``.
 
-    A mounted app's lifespan does not run by itself, so this app's lifespan runs the web's.
+    One ``Guard`` stands in front of all of it (the operations endpoints are its public paths,
+    ``/readyz`` tells its details to logged-in callers only); anything mounted here later is
+    behind the same login. A mounted app's lifespan does not run by itself, so this app's
+    lifespan runs the web's.
     """
 
     @contextlib.asynccontextmanager
@@ -112,7 +126,17 @@ def build_app(state: ops.OpsState, web: Starlette | None) -> Starlette:
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(RequestContext), Middleware(Draining, state=state)],
+        middleware=[
+            Middleware(RequestContext),
+            Middleware(
+                Guard,
+                token=access.token,
+                bind=access.bind,
+                allow_hosts=access.allow_hosts,
+                public=ops.PUBLIC,
+            ),
+            Middleware(Draining, state=state),
+        ],
     )
     app.state.ops = state
     return app
@@ -126,33 +150,41 @@ class _Server(uvicorn.Server):
         yield
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening (port 0: a free one); nothing is served on
+    it yet, but connections queue, so its address can be printed at once.
+
+    Raises:
+        ListenError: The address cannot be bound (in use, not this machine's, not permitted).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        reason = (exc.strerror or str(exc)).lower()  # "address already in use"
+        raise ListenError(host, port, reason) from exc
+    return sock
+
+
 class HttpServer:
-    """Serves an ASGI app on ``host:port`` inside the running event loop."""
+    """Serves an ASGI app on a listening socket (``listen``) inside the running event loop."""
 
     name = "http"
 
-    def __init__(self, app: Starlette, host: str, port: int) -> None:
+    def __init__(self, app: ASGIApp, sock: socket.socket) -> None:
         self.app = app
-        self.host = host
-        self.port = port
+        self.sock = sock
+        self.host: str = sock.getsockname()[0]
+        self.port: int = sock.getsockname()[1]
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Bind (port 0 picks a free one, then ``port`` says which) and start serving.
-
-        Raises:
-            ConfigError: The address cannot be bound (in use, not this machine's).
-        """
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self.port))
-        except OSError as exc:
-            sock.close()
-            raise ConfigError(f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from exc
-        self.port = sock.getsockname()[1]
+        """Start serving on the socket."""
         config: Any = uvicorn.Config(
             self.app,
             lifespan="on",
@@ -163,7 +195,7 @@ class HttpServer:
             timeout_graceful_shutdown=3,
         )
         self._server = _Server(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        self._task = asyncio.create_task(self._server.serve(sockets=[self.sock]))
         while not self._server.started:
             if self._task.done():
                 self._task.result()  # raises why it stopped

@@ -21,15 +21,17 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.applications import Starlette
 
 from cove.channels.serve.channel import Channel, telegram_channel
-from cove.channels.serve.http import HttpServer, build_app
+from cove.channels.serve.http import Access, HttpServer, build_app, listen
 from cove.channels.serve.metrics import ServeMetrics
 from cove.channels.serve.ops import OpsState
+from cove.channels.web.security import login_url, new_token
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
 from cove.conversation.operations import Readiness
@@ -52,7 +54,12 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     grace_s: float = DEFAULT_GRACE_S
-    token: str | None = None  # the web login token (None: loopback Host names only)
+    #: The login token of the HTTP side (every bind has one); a new one unless configured.
+    token: str = field(default_factory=new_token, repr=False)
+    #: The token was configured (``COVE_WEB_TOKEN``): it is never printed.
+    token_configured: bool = False
+    #: More ``Host`` names to answer on a loopback bind (a reverse proxy's public name).
+    allow_hosts: tuple[str, ...] = ()
 
 
 class Service:
@@ -78,27 +85,35 @@ class Service:
         os._exit(128 + signum)
 
     async def run(self) -> int:
-        """Serve until a stop signal, then stop gracefully; returns 0."""
+        """Serve until a stop signal, then stop gracefully; returns 0.
+
+        Raises:
+            ListenError: The address cannot be bound (the port is in use, …).
+        """
+        # Bound first: a busy port fails at once, before a worker starts or a URL is printed.
+        sock = listen(self.options.host, self.options.port)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._on_signal, signum)
         try:
             async with Conversations.open(self.settings, llm_factory=self.llm_factory) as convs:
-                await self._serve(convs)
+                await self._serve(convs, sock)
         finally:
+            sock.close()
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
         log.info("stopped")
         return 0
 
-    async def _serve(self, convs: Conversations) -> None:
+    async def _serve(self, convs: Conversations, sock: socket.socket) -> None:
         metrics = ServeMetrics(convs)
         convs.watching.observe(metrics.observe)
         chosen = (("web", self.options.web), ("telegram", self.options.telegram))
         names = tuple(name for name, on in chosen if on)
         ops = OpsState(metrics=metrics, readiness=Readiness(self.settings), channels=names)
         web = self._web(convs)
-        http = HttpServer(build_app(ops, web), self.options.host, self.options.port)
+        access = Access(self.options.token, self.options.host, self.options.allow_hosts)
+        http = HttpServer(build_app(ops, web, access), sock)
         channels: list[Channel] = [http]
         if self.options.telegram:
             channels.append(telegram_channel(convs, self.settings, metrics))
@@ -121,13 +136,22 @@ class Service:
             return None
         from cove.channels.web import create_app
 
-        return create_app(self.settings, convs=convs, token=self.options.token)
+        return create_app(self.settings, convs=convs)
 
     def _announce(self, http: HttpServer) -> None:
-        host = "localhost" if http.host in ("127.0.0.1", "::1") else http.host
-        # The login token is a secret: it never goes to the logs (log in at /login?token=...).
-        login = " (log in with COVE_WEB_TOKEN)" if self.options.token and self.options.web else ""
-        print(f"cove serve: http://{host}:{http.port}/{login}", file=sys.stderr, flush=True)
+        """The address on stderr once the socket listens; with the web, how to log in.
+
+        A configured token is never printed (it may reach a log collector); a new one is, in
+        the login URL, as it is the only way in.
+        """
+        if not self.options.web:
+            line = login_url(self.options.host, http.port, None)
+        elif self.options.token_configured:
+            url = login_url(self.options.host, http.port, None)
+            line = f"{url} (log in at {url}login?token=<COVE_WEB_TOKEN>)"
+        else:
+            line = login_url(self.options.host, http.port, self.options.token)
+        print(f"cove serve: {line}", file=sys.stderr, flush=True)
         log.info("serving", extra={"fields": {"port": http.port, "grace_s": self.options.grace_s}})
 
     async def _drain(self, convs: Conversations, metrics: ServeMetrics) -> None:

@@ -35,6 +35,7 @@ from cove.channels.telegram.handlers import Core
 from cove.channels.telegram.logs import Redaction, quiet_http_logs
 from cove.channels.telegram.options import TelegramOptions
 from cove.channels.telegram.outbox import Outbox
+from cove.channels.telegram.roster import allow_warnings
 from cove.conversation import Conversations
 from cove.errors import ConfigError, CoveError
 
@@ -75,11 +76,8 @@ class TelegramChannel:
         """
         quiet_http_logs()
         self._redaction.install()
-        if not self.options.allow and not self.options.allow_usernames:
-            log.warning(
-                "the Telegram allow-list is empty: every user is refused "
-                "(set COVE_TELEGRAM_ALLOW to user or chat ids)"
-            )
+        for warning in allow_warnings(self.options.allow, self.options.allow_usernames):
+            log.warning(warning)
         try:
             await self._initialize()
         except BaseException:

@@ -25,14 +25,41 @@ def chat_of(message: Message) -> ChatRef:
 def is_allowed(
     update: Update, allow: frozenset[int], usernames: frozenset[str] = frozenset()
 ) -> bool:
-    """Whether the sender's user id, @username or the chat's id is on the allow-list."""
-    user = update.effective_user
+    """Whether the bot may answer this update.
+
+    In a private chat: the sender's user id or @username is on the allow-list (or the chat's
+    id, the same number). In any other chat (group, supergroup, channel) only the chat's own id
+    counts: every member of a group sees the answers and the files, so an allowed user does
+    not open a group to the bot by writing there.
+    """
     chat = update.effective_chat
-    if chat is not None and chat.id in allow:
+    if chat is None:
+        return False
+    if chat.type != "private":
+        return chat.id in allow
+    if chat.id in allow:
         return True
+    user = update.effective_user
     if user is None:
         return False
     return user.id in allow or (user.username or "").lower() in usernames
+
+
+def allow_warnings(allow: frozenset[int], usernames: frozenset[str]) -> list[str]:
+    """What to warn about at start in an allow-list: empty, or naming users by @username."""
+    if not allow and not usernames:
+        return [
+            "the Telegram allow-list is empty: every user is refused "
+            "(set COVE_TELEGRAM_ALLOW to user or chat ids)"
+        ]
+    if not usernames:
+        return []
+    names = ", ".join(f"@{name}" for name in sorted(usernames))
+    return [
+        f"the Telegram allow-list names {names}: a username follows whoever holds it (it can "
+        "be changed, given up and taken by someone else); list the numeric user id instead "
+        "(refused updates are logged with the sender's id)"
+    ]
 
 
 class Roster:

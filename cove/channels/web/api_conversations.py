@@ -9,9 +9,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from cove.channels.export import to_json, to_markdown
+from cove.channels.web.api_turns import message_text, start_turn
 from cove.channels.web.errors import BadInput
 from cove.channels.web.state import int_field, json_body, text_field, web
 from cove.conversation import ConversationRecord
+from cove.errors import CoveError
 from cove.events import ReplayFinished, ReplayTurnChecked, jsonable
 
 CHANNEL = "web"
@@ -53,9 +55,26 @@ async def list_conversations(request: Request) -> Response:
 
 
 async def create(request: Request) -> Response:
+    """Create a conversation; with ``text``, also send its first message.
+
+    A page creates its conversation with the first message, so that opening "New
+    conversation" and leaving leaves nothing behind. Nothing is created when the message
+    cannot be sent (no model endpoint, a bad message); the turn's own failures are recorded
+    in it as any turn's are.
+    """
     body = await json_body(request)
     title = text_field(body, "title", required=False)
-    record = await web(request).convs.create(channel=CHANNEL, title=title)
+    state = web(request)
+    text = message_text(body) if body.get("text") is not None else None
+    if text is not None:
+        state.convs.check_model()
+    record = await state.convs.create(channel=CHANNEL, title=title)
+    if text is not None:
+        try:
+            await start_turn(state, record.id, text)
+        except CoveError:
+            await state.convs.delete(record.id)
+            raise
     return JSONResponse(conversation_json(record), status_code=201)
 
 

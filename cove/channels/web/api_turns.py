@@ -24,18 +24,30 @@ MAX_MESSAGE_CHARS = 100_000
 MAX_BATCH = 256
 
 
-async def send(request: Request) -> Response:
-    body = await json_body(request)
+def message_text(body: dict[str, Any]) -> str:
+    """The ``text`` of a message body (422 when missing, empty or too long)."""
     text = text_field(body, "text")
     assert text is not None
     if len(text) > MAX_MESSAGE_CHARS:
         raise BadInput(f"the message is over {MAX_MESSAGE_CHARS:,} characters")
+    return text
+
+
+async def start_turn(state: WebState, conversation_id: str, text: str) -> bool:
+    """Start a turn of ``text``; True when it queued behind a running one.
+
+    Answered once the turn started or queued: a refusal (busy in another process) raises here,
+    for the request to report, not as an error nobody sees.
+    """
+    return await state.start(state.convs.send(conversation_id, text), text)
+
+
+async def send(request: Request) -> Response:
+    text = message_text(await json_body(request))
     state = web(request)
     record = await state.convs.get(request.path_params["cid"])  # 404 now, not in the stream
     state.convs.check_model()  # no model endpoint: a clear 503 now, not a silent failed turn
-    # Answered once the turn started or queued: a refusal (busy in another process) is a 409
-    # here, not an error nobody sees.
-    queued = await state.start(state.convs.send(record.id, text), text)
+    queued = await start_turn(state, record.id, text)
     body = {"conversation_id": record.id, "accepted": True, "queued": queued}
     return JSONResponse(body, status_code=202)
 

@@ -1,4 +1,4 @@
-"""The Starlette application factory: routes, templates, security and one ``Conversations``."""
+"""The Starlette application factory: routes, templates and one ``Conversations``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
@@ -19,7 +18,6 @@ from starlette.templating import Jinja2Templates
 from cove.channels.web import api_conversations, api_files, api_turns, pages
 from cove.channels.web.errors import handle
 from cove.channels.web.render import code, markdown, pygments_css
-from cove.channels.web.security import Guard
 from cove.channels.web.state import WebState
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
@@ -77,13 +75,16 @@ def create_app(
     *,
     convs: Conversations | None = None,
     llm_factory: LLMFactory | None = None,
-    token: str | None = None,
     upload_limit: int | None = None,
 ) -> Starlette:
     """Build the web app over one ``Conversations``.
 
     ``cove web`` serves it alone; a process running several channels passes the
     ``Conversations`` they share. The app uses absolute paths: serve it at a root.
+
+    The app has no access control of its own: whoever serves it puts its whole HTTP surface
+    behind one ``security.Guard`` (the login, the ``Host`` and ``Origin`` checks, the security
+    headers), as ``cove web`` and ``cove serve`` do.
 
     Args:
         settings: The configuration (the API key stays on the server).
@@ -92,7 +93,6 @@ def create_app(
             lifespan opens its own and closes it at the end.
         llm_factory: Builds model clients when the app opens its own ``Conversations``
             (tests pass a scripted one).
-        token: The login token; None serves loopback ``Host`` names only, without login.
         upload_limit: Largest upload in bytes; default ``web_upload_limit_bytes``, else
             ``max_file_read_bytes`` (the sandbox refuses to read larger files anyway).
     """
@@ -129,7 +129,6 @@ def create_app(
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(Guard, token=token)],
         exception_handlers={CoveError: handle, HTTPException: handle, Exception: handle},
     )
     app.state.templates = _templates()

@@ -36,12 +36,23 @@ def status_of(exc: Exception) -> int:
     return 500
 
 
-def _message(exc: Exception) -> str:
+#: What a page says when another process holds the conversation (its lease owner is internal).
+BUSY_ELSEWHERE = (
+    "Another cove window or process is running a turn in this conversation; "
+    "try again when it finishes."
+)
+
+
+def message_of(exc: Exception) -> str:
+    """What the person is told about ``exc``: never a traceback, a foreign exception's text or
+    a lease owner's id."""
     if isinstance(exc, HTTPException):
         return str(exc.detail)
+    if isinstance(exc, Busy) and exc.owner is not None:
+        return BUSY_ELSEWHERE
     if isinstance(exc, CoveError):
         return exc.message
-    return "internal error"  # never a traceback or a foreign exception's text
+    return "internal error"
 
 
 def _kind(exc: Exception) -> str:
@@ -51,7 +62,7 @@ def _kind(exc: Exception) -> str:
 async def handle(request: Request, exc: Exception) -> Response:
     """Starlette exception handler for ``CoveError``, ``HTTPException`` and anything else."""
     status = status_of(exc)
-    message = _message(exc)
+    message = message_of(exc)
     if request.url.path.startswith("/api/") or request.url.path == "/api":
         body: dict[str, Any] = {"error": _kind(exc), "message": message, "status": status}
         return JSONResponse(body, status_code=status)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 from cove.channels.web.errors import TooLarge
@@ -15,8 +17,10 @@ from cove.channels.web.state import web
 from cove.channels.web.timeline import notes_by_iteration, page_timeline, resume_after
 from cove.config import Settings
 from cove.conversation import (
+    Conversations,
     SearchHit,
     Transcript,
+    TurnRecord,
     VarVersionRecord,
 )
 from cove.errors import NotFound
@@ -24,6 +28,7 @@ from cove.events import outcome
 
 LIST_LIMIT = 200
 MAX_HIGHLIGHT_BYTES = 200_000
+ICON = Path(__file__).parent / "static" / "favicon.ico"
 
 
 def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
@@ -31,11 +36,38 @@ def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
     return response
 
 
+@dataclass(frozen=True)
+class Hit:
+    """A search hit as the list shows it: its conversation's label and its passage in parts."""
+
+    hit: SearchHit
+    title: str
+    parts: list[tuple[str, bool]]  # (text, True for a match)
+
+
+def marked(text: str, matches: tuple[tuple[int, int], ...]) -> list[tuple[str, bool]]:
+    """``text`` cut into its plain parts and its matches, in order."""
+    parts: list[tuple[str, bool]] = []
+    at = 0
+    for start, end in sorted(matches):
+        if start < at:
+            continue  # overlapping: the first one wins
+        parts += [(text[at:start], False), (text[start:end], True)]
+        at = end
+    parts.append((text[at:], False))
+    return [(part, match) for part, match in parts if part]
+
+
+async def _hits(convs: Conversations, query: str) -> list[Hit]:
+    found = await convs.search(query) if query else []
+    return [Hit(h, h.label, marked(h.text, h.matches)) for h in found]
+
+
 async def _list_context(request: Request) -> dict[str, Any]:
     convs = web(request).convs
     query = request.query_params.get("q", "").strip()
-    hits: list[SearchHit] = await convs.search(query) if query else []
     records = await convs.list(limit=LIST_LIMIT)
+    hits = await _hits(convs, query)
     return {"conversations": records, "outcome": outcome, "query": query, "hits": hits}
 
 
@@ -84,6 +116,20 @@ async def chat(request: Request) -> Response:
     return _render(request, "chat.html", context)
 
 
+async def new_chat(request: Request) -> Response:
+    """A chat with no conversation yet: the first message (or file) creates it."""
+    context: dict[str, Any] = {
+        "conv": None,
+        "turns": [],
+        "after": 0,
+        "variables": [],
+        "changes": {},
+        "notes": {},
+        "upload_limit": web(request).upload_limit,
+    }
+    return _render(request, "chat.html", context)
+
+
 async def turn_fragment(request: Request) -> Response:
     convs = web(request).convs
     position = request.path_params["position"]
@@ -100,6 +146,38 @@ async def turn_fragment(request: Request) -> Response:
     return _render(request, "_turn.html", context)
 
 
+@dataclass(frozen=True)
+class Step:
+    """A neighbouring iteration the inspector links to."""
+
+    turn: int
+    iteration: int  # 1-based
+
+
+async def _turn(convs: Conversations, cid: str, position: int) -> TurnRecord | None:
+    try:
+        transcript = await convs.inspect(cid, turn=position)
+    except NotFound:
+        return None
+    return next((t for t in transcript.turns if t.position == position), None)
+
+
+async def neighbours(
+    convs: Conversations, cid: str, turn: TurnRecord, number: int
+) -> tuple[Step | None, Step | None]:
+    """The iterations before and after iteration ``number`` of ``turn``, across turns."""
+    before: Step | None = Step(turn.position, number - 1) if number > 1 else None
+    after: Step | None = Step(turn.position, number + 1)
+    if number >= len(turn.iterations):
+        following = await _turn(convs, cid, turn.position + 1)
+        after = Step(following.position, 1) if following and following.iterations else None
+    if before is None and turn.position > 1:
+        previous = await _turn(convs, cid, turn.position - 1)
+        if previous is not None and previous.iterations:
+            before = Step(previous.position, len(previous.iterations))
+    return before, after
+
+
 async def inspector(request: Request) -> Response:
     convs = web(request).convs
     position, number = request.path_params["position"], request.path_params["iteration"]
@@ -110,6 +188,7 @@ async def inspector(request: Request) -> Response:
     iteration = next((i for i in turn.iterations if i.position + 1 == number), None)
     if iteration is None:
         raise NotFound("iteration", str(number))
+    before, after = await neighbours(convs, transcript.conversation.id, turn, number)
     system = await convs.system_prompt(iteration.system_prompt_hash)
     cost = iteration_cost(
         web(request).settings, turn.model, iteration.tokens_in, iteration.tokens_out
@@ -120,6 +199,8 @@ async def inspector(request: Request) -> Response:
         "it": iteration,
         "system": system,
         "cost": cost,
+        "before": before,
+        "after": after,
     }
     return _render(request, "inspect.html", context)
 
@@ -144,8 +225,17 @@ async def highlight_fragment(request: Request) -> Response:
     return HTMLResponse(code_spans(raw.decode("utf-8", "replace")))
 
 
+async def favicon(request: Request) -> Response:
+    """The page icon, for browsers that ask for ``/favicon.ico`` whatever the page links."""
+    return FileResponse(
+        ICON, media_type="image/x-icon", headers={"cache-control": "public, max-age=86400"}
+    )
+
+
 ROUTES = [
     Route("/", home, methods=["GET"]),
+    Route("/new", new_chat, methods=["GET"]),
+    Route("/favicon.ico", favicon, methods=["GET"]),
     Route("/fragments/highlight", highlight_fragment, methods=["POST"]),
     Route("/fragments/list", list_rows, methods=["GET"]),
     Route("/c/{cid}", chat, methods=["GET"]),

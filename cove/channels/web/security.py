@@ -1,9 +1,19 @@
-"""Access control and browser hardening, as one ASGI middleware.
+"""Access control and browser hardening for everything cove serves over HTTP, as one ASGI
+middleware.
 
-* With a token in force (any non-loopback bind), ``/login?token=…`` exchanges it once for an
-  HttpOnly, SameSite=Strict session cookie; every other path needs the cookie (or an
-  ``Authorization: Bearer`` header, for scripts). Without a token, only loopback ``Host`` names
-  are served, so a page on another site cannot reach the server by DNS rebinding.
+A composition root wraps its whole HTTP surface in one ``Guard``: ``cove web`` the web app,
+``cove serve`` the web app with the operations endpoints beside it (and whatever else it mounts
+there). So every endpoint is behind the same checks and the same login.
+
+* **A login on every bind**, loopback included: ``/login?token=…`` (the URL printed at start)
+  exchanges the token for an HttpOnly, SameSite=Strict session cookie; every other path needs
+  the cookie, or an ``Authorization: Bearer <token>`` header (for scripts). Paths declared
+  ``public`` (health checks) are served without it; the endpoint reads ``authenticated(scope)``
+  to decide how much it says.
+* **Host names.** Bound to a loopback address, the server answers only ``Host`` names that
+  are loopback themselves (``localhost`` or a loopback IP literal, the port split off; never a
+  name that merely starts like one) plus the names given as ``allow_hosts`` (a reverse proxy's
+  public name). A page whose DNS name was rebound to 127.0.0.1 is refused before anything runs.
 * State-changing requests carrying an ``Origin`` (browsers always send one) must come from this
   server's own origin.
 * Every response gets a strict Content-Security-Policy (no inline script), ``nosniff``, no
@@ -13,9 +23,10 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import secrets
-from collections.abc import MutableMapping
+from collections.abc import Collection, MutableMapping
 from html import escape
 from typing import Any
 from urllib.parse import parse_qs
@@ -23,7 +34,8 @@ from urllib.parse import parse_qs
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 COOKIE = "cove_session"
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+#: The scope key a ``Guard`` sets on every request it lets through: is the caller logged in?
+AUTHENTICATED = "cove.authenticated"
 MAX_SESSIONS = 1000
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -37,41 +49,121 @@ _HEADERS = [
     (b"referrer-policy", b"no-referrer"),
 ]
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_LOGIN_HINT = (
+    "log in with the URL printed at start (it carries the token), "
+    "or send the header Authorization: Bearer <token>"
+)
 
 
-def is_loopback(host: str) -> bool:
-    """True for a host name or address that only this machine can reach."""
-    return host in LOOPBACK_NAMES or host.startswith("127.")
+def new_token() -> str:
+    """A fresh login token (32 URL-safe characters)."""
+    return secrets.token_urlsafe(24)
+
+
+def host_name(header: str) -> str | None:
+    """The name of a ``Host`` header with its port split off (lower case); None if malformed.
+
+    ``[::1]:8000`` gives ``[::1]``; ``[::1].evil.example`` and ``a:b:c`` are malformed.
+    """
+    header = header.strip().lower()
+    if header.startswith("["):
+        end = header.find("]")
+        name, rest = header[: end + 1], header[end + 1 :]
+        if end < 0 or (rest and not (rest[0] == ":" and rest[1:].isdigit())):
+            return None
+        return name
+    name, colon, port = header.partition(":")
+    if colon and not port.isdigit():
+        return None
+    return name or None
+
+
+def is_loopback(name: str) -> bool:
+    """True for ``localhost`` or an IP literal of the loopback network (IPv6 bracketed or not).
+
+    Names are never compared by prefix: ``127.0.0.1.evil.example`` is somebody else's.
+    """
+    name = name.lower()
+    if name == "localhost":
+        return True
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def login_url(host: str, port: int, token: str | None) -> str:
+    """The URL to print at start: the server's address, with the login token when given."""
+    shown = "localhost" if is_loopback(host) else host
+    if ":" in shown:
+        shown = f"[{shown}]"
+    url = f"http://{shown}:{port}/"
+    return f"{url}login?token={token}" if token is not None else url
+
+
+def authenticated(scope: Scope) -> bool:
+    """Whether the ``Guard`` in front found the caller logged in (False without a guard)."""
+    return bool(scope.get(AUTHENTICATED, False))
 
 
 class Guard:
-    """The security middleware; ``token`` None means loopback-only, no login."""
+    """The one security middleware in front of an HTTP surface (see the module docstring).
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    Args:
+        app: The ASGI app to guard (everything served behind this server).
+        token: The login token (``new_token()`` or a configured one).
+        bind: The address the server is bound to; a loopback address restricts ``Host``.
+        allow_hosts: More ``Host`` names to answer on a loopback bind (a reverse proxy's).
+        public: Paths served without a login (health checks); nothing else is.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str,
+        *,
+        bind: str,
+        allow_hosts: Collection[str] = (),
+        public: Collection[str] = (),
+    ) -> None:
         self.app = app
         self.token = token
+        self.hosts = frozenset(h.lower() for h in allow_hosts) if is_loopback(bind) else None
+        self.public = frozenset(public)
         self.sessions: set[str] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":  # nothing behind a guard speaks WebSocket
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
         send = _secured(send)
+        api = scope["path"].startswith("/api/")
         refusal = self._refusal(scope, headers)
         if refusal is not None:
-            await _deny(send, *refusal, api=scope["path"].startswith("/api/"))
+            await _deny(send, *refusal, api=api)
             return
-        if self.token is not None and scope["path"] == "/login":
+        if scope["path"] == "/login":
             await self._login(scope, send)
+            return
+        scope[AUTHENTICATED] = self._authenticated(scope, headers)
+        if not scope[AUTHENTICATED] and scope["path"] not in self.public:
+            await _deny(send, 401, _LOGIN_HINT, api=api)
             return
         await self.app(scope, receive, send)
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
         host = headers.get("host", "")
-        hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        if self.token is None and not is_loopback(hostname):
-            return 403, f"host {host!r} is not served without a token"
+        name = host_name(host)
+        if name is None or (
+            self.hosts is not None and not is_loopback(name) and name not in self.hosts
+        ):
+            return 403, f"host {host!r} is not served here"
         if scope["method"] not in _SAFE_METHODS:
             origin = headers.get("origin")
             scheme = scope.get("scheme", "http")
@@ -80,33 +172,25 @@ class Guard:
             site = headers.get("sec-fetch-site")
             if origin is None and site not in (None, "same-origin", "none"):
                 return 403, "cross-site request refused"
-        if self.token is None or scope["path"] == "/login":
-            return None
-        if self._authenticated(headers):
-            return None
-        return 401, "log in with the URL printed by `cove web` (it carries the token)"
+        return None
 
-    def _authenticated(self, headers: dict[str, str]) -> bool:
-        assert self.token is not None
+    def _authenticated(self, scope: Scope, headers: dict[str, str]) -> bool:
         bearer = headers.get("authorization", "")
-        if bearer.startswith("Bearer ") and hmac.compare_digest(
-            bearer[7:].encode(), self.token.encode()
-        ):
+        if bearer.startswith("Bearer ") and _same(bearer[7:], self.token):
             return True
-        session = _cookies(headers.get("cookie", "")).get(COOKIE)
+        session = _cookies(headers.get("cookie", "")).get(_cookie_name(scope))
         return session is not None and session in self.sessions
 
     async def _login(self, scope: Scope, send: Send) -> None:
-        assert self.token is not None
         given = parse_qs(scope.get("query_string", b"").decode()).get("token", [""])[0]
-        if not hmac.compare_digest(given.encode(), self.token.encode()):
+        if not _same(given, self.token):
             await _deny(send, 401, "wrong or missing token", api=False)
             return
         if len(self.sessions) >= MAX_SESSIONS:
             self.sessions.pop()
         session = secrets.token_urlsafe(32)
         self.sessions.add(session)
-        cookie = f"{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/"
+        cookie = f"{_cookie_name(scope)}={session}; HttpOnly; SameSite=Strict; Path=/"
         if scope.get("scheme") == "https":
             cookie += "; Secure"
         # Redirect so the token leaves the address bar and the history.
@@ -118,6 +202,17 @@ class Guard:
             }
         )
         await send({"type": "http.response.body", "body": b""})
+
+
+def _same(given: str, token: str) -> bool:
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+def _cookie_name(scope: Scope) -> str:
+    """``cove_session_<port>``: cookies ignore ports, so two servers on one host each keep
+    their own session instead of overwriting each other's."""
+    server = scope.get("server")
+    return f"{COOKIE}_{server[1]}" if server and server[1] else COOKIE
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -142,7 +237,8 @@ def _secured(send: Send) -> Send:
 
 async def _deny(send: Send, status: int, message: str, *, api: bool) -> None:
     if api:
-        body = json.dumps({"error": "forbidden", "message": message, "status": status}).encode()
+        error = "unauthorized" if status == 401 else "forbidden"
+        body = json.dumps({"error": error, "message": message, "status": status}).encode()
         kind = b"application/json"
     else:
         body = f"<!doctype html><title>cove</title><p>{status}: {escape(message)}</p>".encode()

@@ -12,7 +12,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from cove.channels.web.errors import BadInput
+from cove.channels.web.errors import BadInput, message_of
 from cove.channels.web.sse import Frames
 from cove.config import Settings
 from cove.conversation import Conversations, TurnHandle
@@ -28,7 +28,7 @@ def refused(request: str, exc: CoveError) -> dict[str, Any]:
         "type": "send_refused",
         "request": request,
         "error": type(exc).__name__,
-        "message": exc.message,
+        "message": message_of(exc),
     }
 
 

@@ -14,16 +14,20 @@ the model). No client ever puts the API key in a message, a log record or a ``re
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from cove.engine.budgets import IMAGE_CHARS
 from cove.persistence.records import ModelOption
 
 Reasoning = Literal["quick", "balanced", "deep"]
 CallKind = Literal["iteration", "subquery"]
 DeltaSink = Callable[[str], Awaitable[None]]
-Message = Mapping[str, str]
+Message = Mapping[str, Any]
+"""``{"role": ..., "content": text}``; a content may also be a list of parts (text and an image,
+``with_image``)."""
 
 
 @dataclass(frozen=True)
@@ -142,5 +146,24 @@ class WithOptions:
 
 
 def prompt_chars(messages: Sequence[Message]) -> int:
-    """Total characters of the messages' contents, for token estimates."""
-    return sum(len(m.get("content", "")) for m in messages)
+    """Total characters of the messages' contents, for token estimates (an image counts as
+    ``IMAGE_CHARS``)."""
+    total = 0
+    for message in messages:
+        content = message.get("content", "")
+        if isinstance(content, str):
+            total += len(content)
+            continue
+        for part in content:
+            text = part.get("text")
+            total += len(text) if isinstance(text, str) else IMAGE_CHARS
+    return total
+
+
+def with_image(text: str, png: bytes) -> list[dict[str, Any]]:
+    """A message content of ``text`` followed by a PNG image (low detail: a fixed, small cost)."""
+    url = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return [
+        {"type": "text", "text": text},
+        {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+    ]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cove.config import SandboxSettings
+    from cove.environment.extensions.quota import WorkspaceQuota
     from cove.persistence.store import Store
 
 
@@ -78,6 +79,9 @@ class CallContext:
     settings: SandboxSettings
     hooks: TurnHooks | None
     block_position: int | None = None
+    quota: WorkspaceQuota | None = None
+    """The workspace's running usage (the environment keeps one); without it a write measures
+    the workspace itself."""
 
     def turn(self, function: str) -> TurnHooks:
         """The current turn's hooks.

@@ -97,10 +97,22 @@ def _value_lines(record: VarVersionRecord) -> list[str]:
         return value.source.splitlines()
     if isinstance(value, str):
         return value.splitlines()
+    if codec.is_data(value):
+        return data_lines(value, MAX_DIFF_LINES + 1)
     try:
         return pprint.pformat(value, width=88, sort_dicts=False).splitlines()
     except ValueError:  # an int past the digit limit of str(), somewhere inside
         return text_of(value).splitlines()
+
+
+def data_lines(value: Any, limit: int) -> list[str]:
+    """An array or a pandas value as lines to diff: one row per line, every row (up to
+    ``limit``), not the shortened table pandas and numpy print."""
+    if hasattr(value, "to_csv"):  # a DataFrame or a Series
+        return str(value.head(limit).to_csv()).splitlines()
+    if value.ndim == 0:
+        return [repr(value.item())]
+    return [repr(row) for row in value[:limit].tolist()]
 
 
 async def var_diff(ctx: CallContext, name: str, v1: int, v2: int) -> str:

@@ -4,9 +4,11 @@ Every path is relative to the workspace. Refused, with a ``PermissionError`` nam
 absolute paths, ``..`` components, paths whose symlinks resolve outside the workspace, and special
 files (fifos, devices, sockets — detected with ``lstat``/``stat`` and never opened). Reads larger
 than ``settings.max_file_read_bytes`` and writes larger than ``settings.worker_file_size_mb`` are
-refused with a ``ValueError``; a write that would take the workspace past
-``settings.workspace_quota_mb`` in total is refused with an ``OSError`` saying so. The work runs
-in a thread so the event loop never blocks on disk.
+refused with a ``ValueError``; paths deeper than ``quota.MAX_DEPTH`` parts with a
+``PermissionError``; a write that would take the workspace past its quota
+(``settings.workspace_quota_mb``, every entry counted with its disk blocks plus a per-entry
+cost; ``settings.workspace_max_entries`` entries) is refused with an ``OSError`` saying so
+(``quota.py``). The work runs in a thread so the event loop never blocks on disk.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cove.environment.extensions.base import CallContext, Extension, ExtensionFunction
+from cove.environment.extensions.quota import MAX_DEPTH, WorkspaceQuota
 
 _PROMPT = """
 Paths are relative to your workspace directory (uploaded files land there). Absolute paths, '..',
@@ -97,53 +100,26 @@ def _write(ctx: CallContext, path: Any, content: Any) -> int:
     if len(data) > limit:
         raise ValueError(f"write_file(): {len(data)} bytes exceed the limit of {limit} bytes")
     target = _confined(ctx.workspace, path, "write_file")
-    if target == ctx.workspace.resolve():
+    root = ctx.workspace.resolve()
+    if target == root:
         raise IsADirectoryError(f"write_file(): {path!r} is the workspace directory")
+    depth = len(target.relative_to(root).parts)
+    if depth > MAX_DEPTH:
+        raise PermissionError(
+            f"write_file(): {path[:60]!r} has {depth:,} parts; paths may have at most "
+            f"{MAX_DEPTH} parts"
+        )
     with contextlib.suppress(FileNotFoundError):
         _require_regular(target.lstat().st_mode, path, "write_file")
-    _check_quota(ctx, target, len(data))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # O_NONBLOCK makes a fifo swapped in after the check fail instead of hanging the host.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
-    fd = os.open(target, flags, 0o644)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+    quota = ctx.quota or WorkspaceQuota(root, ctx.settings)
+    with quota.writing("write_file", target, len(data)):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # O_NONBLOCK makes a fifo swapped in after the check fail instead of hanging the host.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(target, flags, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
     return len(data)
-
-
-def workspace_usage(root: Path) -> int:
-    """The bytes held by regular files under ``root`` (symlinks not followed)."""
-    total = 0
-    pending = [root]
-    while pending:
-        try:
-            entries = list(os.scandir(pending.pop()))
-        except OSError:  # gone or unreadable: counts as empty
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(Path(entry.path))
-                elif entry.is_file(follow_symlinks=False):
-                    total += entry.stat(follow_symlinks=False).st_size
-            except OSError:
-                continue
-    return total
-
-
-def _check_quota(ctx: CallContext, target: Path, size: int) -> None:
-    """Refuse a write that would take the workspace past ``settings.workspace_quota_mb``."""
-    quota = ctx.settings.workspace_quota_mb * 1024 * 1024
-    try:
-        replaced = target.lstat().st_size if target.is_file() else 0
-    except OSError:
-        replaced = 0
-    used = workspace_usage(ctx.workspace.resolve())
-    if used - replaced + size > quota:
-        raise OSError(
-            f"write_file(): the workspace quota of {ctx.settings.workspace_quota_mb} MB would be "
-            f"exceeded ({used:,} bytes used, {size:,} to write); delete or overwrite files first"
-        )
 
 
 def _list(ctx: CallContext, path: Any) -> list[dict[str, Any]]:

@@ -33,6 +33,8 @@ def environment(tmp_path: Path, server: FakeOpenAI | None) -> dict[str, str]:
         "COVE_DATA_DIR": str(tmp_path / "data"),
         "COVE_DB": str(tmp_path / "cove.db"),
         "COVE_WORKER_POOL_SIZE": "1",
+        # The data libraries cost every zygote a second or more: on only where a test needs them.
+        "COVE_SANDBOX_LIBRARIES": "0",
     }
     if server is not None:
         env |= {

@@ -11,10 +11,13 @@ from typing import Any
 from tests.channels.cli.helpers import CoveProcess
 
 
-def on_terminal(cli: CoveProcess, *args: str, stream: str = "stdout") -> tuple[int, str, str]:
+def on_terminal(
+    cli: CoveProcess, *args: str, stream: str = "stdout", stdin: str | None = None
+) -> tuple[int, str, str]:
     """Run ``cove ARGS`` with ``stream`` ("stdout" or "stderr") on a terminal, the other piped.
 
-    Returns the exit code, what the terminal received and what the pipe received.
+    ``stdin`` is piped in when given (else stdin is empty). Returns the exit code, what the
+    terminal received and what the pipe received.
     """
     main, child = os.openpty()
     os.set_blocking(main, True)
@@ -38,11 +41,11 @@ def on_terminal(cli: CoveProcess, *args: str, stream: str = "stdout") -> tuple[i
     proc = subprocess.Popen(
         [sys.executable, "-m", "cove", *args],
         env=env,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
         **streams,
     )
     os.close(child)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(None if stdin is None else stdin.encode(), timeout=120)
     reader.join(timeout=30)
     os.close(main)
     other = (err if stream == "stdout" else out).decode()

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from tests.fakes.openai_server import FakeOpenAI
 
 FAKE_KEY = "sk-serve-test-NEVER-LOGGED-31337"
-_URL = re.compile(r"^cove serve: http://localhost:(\d+)/")
+_URL = re.compile(r"^cove serve: http://localhost:(\d+)/(?:login\?token=([A-Za-z0-9_-]+))?")
 
 
 def serve_env(tmp_path: Path, server: FakeOpenAI) -> dict[str, str]:
@@ -55,6 +59,16 @@ class ServeProcess:
         assert match is not None
         self.port = int(match.group(1))
         self.base_url = f"http://127.0.0.1:{self.port}"
+        #: The login token: printed in the login URL, or the configured COVE_WEB_TOKEN.
+        self.token = match.group(2) or env["COVE_WEB_TOKEN"]
+
+    @contextlib.asynccontextmanager
+    async def client(self, **options: Any) -> AsyncIterator[httpx.AsyncClient]:
+        """An HTTP client logged in as a person does: the login URL, then the session cookie."""
+        async with httpx.AsyncClient(base_url=self.base_url, **options) as client:
+            login = await client.get(f"/login?token={self.token}")
+            assert login.status_code == 303, login.text
+            yield client
 
     def _read(self) -> None:
         assert self.proc.stderr is not None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +31,7 @@ async def cove_backup(env: dict[str, str], target: Path) -> subprocess.Completed
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cove", "backup", str(target),
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.umask(0o022),  # the usual umask, whatever the test runner's
     )  # fmt: skip
     out, err = await proc.communicate()
     return subprocess.CompletedProcess([], proc.returncode or 0, out, err)
@@ -86,3 +89,21 @@ async def test_backup_refuses_an_existing_target_and_a_missing_database(tmp_path
     refused = await cove_backup(env, tmp_path / "taken.db")
     assert refused.returncode == 1 and b"already exists" in refused.stderr
     assert (tmp_path / "taken.db").read_text() == "keep me"
+
+
+def mode(path: Path) -> int:
+    """The permission bits of ``path``."""
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+async def test_the_copy_is_as_private_as_the_database(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    async with await Conversations.open(settings) as convs:
+        await convs.create(title="private")
+    db = Path(settings.store.database)
+    assert mode(db) == 0o600
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COVE_DB": str(db)}
+    copy = tmp_path / "copy.db"
+    result = await cove_backup(env, copy)
+    assert result.returncode == 0, result.stderr.decode()
+    assert mode(copy) == 0o600

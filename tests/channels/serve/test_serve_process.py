@@ -70,7 +70,7 @@ async def test_serve_runs_a_watched_turn_and_stops_mid_turn_with_it_cancelled(
     fake.add_replies(reply(["x = 6 * 7"], "x is {{x}}"))
     service = ServeProcess(serve_env(tmp_path, fake), "--web", "--grace", str(GRACE_S))
     try:
-        async with httpx.AsyncClient(base_url=service.base_url, timeout=60) as client:
+        async with service.client(timeout=60) as client:
             assert (await client.get("/healthz")).json()["status"] == "ok"
             cid = (await client.post("/api/conversations", json={})).json()["id"]
 
@@ -140,7 +140,7 @@ async def test_a_second_signal_exits_at_once_keeping_what_was_committed(
     fake.add_replies(reply(["x = 1"], "done {{x}}"), reply(["y = 1"], "never"))
     service = ServeProcess(serve_env(tmp_path, fake), "--grace", "60")
     try:
-        async with httpx.AsyncClient(base_url=service.base_url, timeout=60) as client:
+        async with service.client(timeout=60) as client:
             cid = (await client.post("/api/conversations", json={})).json()["id"]
             watching = asyncio.create_task(sse(client, cid, None, "turn_finished"))
             await client.post(f"/api/conversations/{cid}/messages", json={"text": "one"})
@@ -163,3 +163,31 @@ async def test_a_second_signal_exits_at_once_keeping_what_was_committed(
     # interrupted, as after a crash).
     assert turns == [("one", "done", "done 1"), ("two", "running", None)]
     assert check == ("ok",)
+
+
+async def test_readyz_gives_its_details_only_to_a_logged_in_caller(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    token = "serve-readyz-token-0123456789"
+    service = ServeProcess(serve_env(tmp_path, fake) | {"COVE_WEB_TOKEN": token}, "--web")
+    try:
+        assert token not in "\n".join(service.lines)  # a configured token is never printed
+        async with httpx.AsyncClient(base_url=service.base_url, timeout=60) as anonymous:
+            ready = await anonymous.get("/readyz")
+            assert ready.status_code == 200 and ready.json() == {"status": "ready"}
+            assert (await anonymous.get("/healthz")).status_code == 200
+            assert (await anonymous.get("/metrics")).status_code == 200
+            assert (await anonymous.get("/api/conversations")).status_code == 401
+            bearer = {"authorization": f"Bearer {token}"}
+            detailed = await anonymous.get("/readyz", headers=bearer)
+        async with service.client(timeout=60) as client:
+            logged_in = await client.get("/readyz")
+        for answer in (detailed, logged_in):
+            assert answer.status_code == 200
+            checks = {check["name"]: check for check in answer.json()["checks"]}
+            assert str(tmp_path / "cove.db") in checks["database"]["detail"]
+            assert all(check["ok"] for check in checks.values())
+    finally:
+        service.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(service.proc.wait, 60) == 0
+        service.stop()

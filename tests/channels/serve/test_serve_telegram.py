@@ -59,7 +59,7 @@ async def test_serve_runs_telegram_and_web_together_and_stops_a_telegram_turn_cl
     }
     service = ServeProcess(env, "--web", "--telegram", "--grace", str(GRACE_S))
     try:
-        async with httpx.AsyncClient(base_url=service.base_url, timeout=60) as client:
+        async with service.client(timeout=60) as client:
             assert (await client.get("/healthz")).json()["channels"] == ["web", "telegram"]
             await tg.wait_for(lambda: tg.calls_of("getUpdates"))
             tg.send_text(CHAT, "what is six times seven?")

@@ -97,7 +97,7 @@ async def test_serve_cli_and_watcher_on_one_database_lose_nothing_and_run_nothin
     watcher: subprocess.Popen[str] | None = None
     outcomes: dict[str, str] = {}
     try:
-        async with httpx.AsyncClient(base_url=service.base_url, timeout=60) as client:
+        async with service.client(timeout=60) as client:
             ids = [(await client.post("/api/conversations", json={})).json()["id"] for _ in "ab"]
             watcher = start_watcher(env, ids[0])
             await asyncio.gather(

@@ -13,13 +13,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from cove.channels.web import create_app
 from cove.config import Settings
-from tests.channels.web.serve import served_in_thread
+from tests.channels.web.serve import BEARER, TOKEN, served_in_thread
 from tests.fakes.openai_server import FakeOpenAI
 
 CHROMIUM = Path(os.environ.get("COVE_CHROMIUM", "/usr/bin/chromium"))
@@ -101,7 +102,9 @@ class Site:
     settings: Settings
 
     def conversation(self) -> str:
-        created = httpx.post(f"{self.url}/api/conversations", json={"title": "Browser test"})
+        created = httpx.post(
+            f"{self.url}/api/conversations", json={"title": "Browser test"}, headers=BEARER
+        )
         cid: str = created.json()["id"]
         return cid
 
@@ -113,11 +116,30 @@ def site(fake_openai: FakeOpenAI, openai_settings: Settings) -> Iterator[Site]:
         yield Site(url, fake_openai, settings)
 
 
+def login(page: Any, url: str) -> None:
+    """Log the page's browser context in as a person does: open the login URL (the server
+    sets the session cookie and redirects to the list)."""
+    parts = urlsplit(url)
+    page.goto(f"{parts.scheme}://{parts.netloc}/login?token={TOKEN}")
+    assert urlsplit(page.url).path == "/"  # the token left the address bar
+
+
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
+    """A page in a fresh context; its first visit to a server logs in with the login URL."""
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
+    goto, visited = page.goto, set()
+
+    def logged_in_goto(url: str, **options: Any) -> Any:
+        server = urlsplit(url).netloc
+        if server not in visited:
+            visited.add(server)
+            login(page, url)
+        return goto(url, **options)
+
+    page.goto = logged_in_goto
     page.dialogs = []  # every dialog's message, in order
     page.answers = []  # what the next dialogs answer (accepted); none left: dismissed
 

@@ -12,6 +12,7 @@ import pytest
 from cove.channels.web import create_app
 from cove.conversation import LLMFactory, scripted_factory
 from tests.channels.web.browser import browser, page, site  # noqa: F401 (browser fixtures)
+from tests.channels.web.serve import login as logged_in
 from tests.channels.web.serve import served
 from tests.scripted import settings_for
 
@@ -20,20 +21,21 @@ Web = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
 @pytest.fixture
 def web(tmp_path: Path) -> Web:
-    """``async with web(replies or factory, token=..., upload_limit=...) as client``."""
+    """``async with web(replies or factory, upload_limit=..., login=...) as client``.
+
+    The client is logged in (``login``) unless ``login=False``.
+    """
 
     @asynccontextmanager
     async def start(
         replies: Sequence[str] | LLMFactory = (),
         *,
-        token: str | None = None,
         upload_limit: int | None = None,
+        login: bool = True,
     ) -> AsyncIterator[httpx.AsyncClient]:
         factory = replies if callable(replies) else scripted_factory(list(replies))
-        app = create_app(
-            settings_for(tmp_path), llm_factory=factory, token=token, upload_limit=upload_limit
-        )
+        app = create_app(settings_for(tmp_path), llm_factory=factory, upload_limit=upload_limit)
         async with served(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
-            yield client
+            yield await logged_in(client) if login else client
 
     return start

@@ -1,4 +1,6 @@
-"""Run the web app on a real uvicorn server on loopback, in the test's loop or in a thread."""
+"""Run the web app on a real uvicorn server on loopback, in the test's loop or in a thread,
+behind the same ``Guard`` as ``cove web`` (login token ``TOKEN``): clients log in as a person
+does, with ``login`` (the login URL, then the session cookie)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,29 @@ from typing import Any
 
 import httpx
 import uvicorn
-from starlette.applications import Starlette
+from starlette.types import ASGIApp
+
+from cove.channels.web.security import Guard
+
+TOKEN = "the-web-tests-login-token-0123456789"
+BEARER = {"authorization": f"Bearer {TOKEN}"}  # how a script authenticates
 
 
-def _config(app: Starlette) -> uvicorn.Config:
+def _config(
+    app: ASGIApp, bind: str = "127.0.0.1", allow_hosts: tuple[str, ...] = ()
+) -> uvicorn.Config:
+    """The app behind the guard of a server bound to ``bind`` (it listens on loopback)."""
+    guarded = Guard(app, TOKEN, bind=bind, allow_hosts=allow_hosts)
     return uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
+        guarded, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
     )
+
+
+async def login(client: httpx.AsyncClient) -> httpx.AsyncClient:
+    """Log ``client`` in with the login URL; it keeps the session cookie."""
+    response = await client.get(f"/login?token={TOKEN}")
+    assert response.status_code == 303, response.text
+    return client
 
 
 def _port(server: uvicorn.Server) -> int:
@@ -26,9 +44,14 @@ def _port(server: uvicorn.Server) -> int:
 
 
 @contextlib.asynccontextmanager
-async def served(app: Starlette) -> AsyncIterator[str]:
-    """Serve ``app`` in this event loop; yields its base URL."""
-    server = uvicorn.Server(_config(app))
+async def served(
+    app: ASGIApp, *, bind: str = "127.0.0.1", allow_hosts: tuple[str, ...] = ()
+) -> AsyncIterator[str]:
+    """Serve ``app`` in this event loop; yields its base URL.
+
+    ``bind`` is the address the guard believes it is bound to (``0.0.0.0``: any ``Host``).
+    """
+    server = uvicorn.Server(_config(app, bind, allow_hosts))
     task = asyncio.create_task(server.serve())
     while not server.started:  # uvicorn offers no event for "listening"
         if task.done():
@@ -42,7 +65,7 @@ async def served(app: Starlette) -> AsyncIterator[str]:
 
 
 @contextlib.contextmanager
-def served_in_thread(app: Starlette) -> Iterator[str]:
+def served_in_thread(app: ASGIApp) -> Iterator[str]:
     """Serve ``app`` from a thread with its own loop (for the synchronous browser tests)."""
     server = uvicorn.Server(_config(app))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import httpx
+
+from cove.channels.web import create_app
 from tests.channels.web.conftest import Web
-from tests.scripted import reply
+from tests.channels.web.serve import login, served, sse_events
+from tests.scripted import reply, settings_for
 
 
 async def test_create_list_get_rename_delete(web: Web) -> None:
@@ -83,3 +88,30 @@ async def test_search_export_fork_replay(web: Web) -> None:
         replayed = (await client.post(f"/api/conversations/{cid}/replay")).json()
         assert replayed["finished"]["ok"] is True
         assert [t["position"] for t in replayed["turns"]] == [1, 2]
+
+
+async def test_create_with_a_first_message_starts_its_turn(web: Web) -> None:
+    async with web([reply([], "hello back")]) as client:
+        created = await client.post("/api/conversations", json={"text": "hello"})
+        assert created.status_code == 201, created.text
+        cid = created.json()["id"]
+        events = await sse_events(
+            client, f"/api/conversations/{cid}/events?after=0", until="turn_finished"
+        )
+        assert events[0]["type"] == "turn_started" and events[0]["request"] == "hello"
+        assert events[-1]["answer"] == "hello back"
+        too_long = await client.post("/api/conversations", json={"text": "x" * 100_001})
+        assert too_long.status_code == 422
+        empty = await client.post("/api/conversations", json={"text": " "})
+        assert empty.status_code == 422
+        listed = (await client.get("/api/conversations")).json()["conversations"]
+        assert [c["id"] for c in listed] == [cid]  # the refused ones left nothing
+
+
+async def test_create_with_a_message_that_cannot_be_sent_creates_nothing(tmp_path: Path) -> None:
+    app = create_app(settings_for(tmp_path))  # the real OpenAI factory, no key, no base URL
+    async with served(app) as url, httpx.AsyncClient(base_url=url) as client:
+        await login(client)
+        sent = await client.post("/api/conversations", json={"text": "hi"})
+        assert sent.status_code == 503 and sent.json()["error"] == "ConfigError"
+        assert (await client.get("/api/conversations")).json()["conversations"] == []

@@ -9,7 +9,7 @@ import httpx
 
 from cove.channels.web import create_app
 from tests.channels.web.conftest import Web
-from tests.channels.web.serve import served
+from tests.channels.web.serve import login, served
 from tests.scripted import settings_for
 
 
@@ -74,6 +74,7 @@ async def test_names_that_escape_or_hide_are_refused(web: Web, tmp_path: Path) -
 async def test_the_upload_limit_comes_from_the_settings(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, web_upload_limit_bytes=10)
     async with served(create_app(settings)) as url, httpx.AsyncClient(base_url=url) as client:
+        await login(client)
         cid = (await client.post("/api/conversations", json={})).json()["id"]
         page = await client.get(f"/c/{cid}")
         assert 'data-upload-limit="10"' in page.text

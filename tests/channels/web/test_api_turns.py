@@ -14,7 +14,7 @@ from cove.channels.web import create_app
 from cove.config import Settings
 from cove.conversation import scripted_factory
 from tests.channels.web.conftest import Web
-from tests.channels.web.serve import served, sse_events
+from tests.channels.web.serve import login, served, sse_events
 from tests.conversation.watch_helpers import GatedClient
 from tests.scripted import reply, settings_for
 
@@ -121,6 +121,7 @@ async def test_list_events_report_a_new_conversation(web: Web) -> None:
 async def test_send_without_a_model_endpoint_is_503_with_the_reason(tmp_path: Path) -> None:
     app = create_app(settings_for(tmp_path))  # the real OpenAI factory, no key, no base URL
     async with served(app) as url, httpx.AsyncClient(base_url=url) as client:
+        await login(client)
         cid = (await client.post("/api/conversations", json={})).json()["id"]
         sent = await client.post(f"/api/conversations/{cid}/messages", json={"text": "hi"})
         assert sent.status_code == 503
@@ -142,11 +143,14 @@ async def test_a_send_refused_before_its_turn_starts_is_409(tmp_path: Path) -> N
     settings = settings_for(tmp_path)
     app = create_app(settings, llm_factory=scripted_factory([reply([], "never")]))
     async with served(app) as url, httpx.AsyncClient(base_url=url) as client:
+        await login(client)
         cid = (await client.post("/api/conversations", json={})).json()["id"]
         take_lease_elsewhere(settings, cid)
         sent = await client.post(f"/api/conversations/{cid}/messages", json={"text": "hi"})
         assert sent.status_code == 409, sent.text
-        assert sent.json()["error"] == "Busy" and cid in sent.json()["message"]
+        assert sent.json()["error"] == "Busy"
+        message = sent.json()["message"]  # what a person reads: not the lease's internals
+        assert "running a turn in this conversation" in message and "lease" not in message
         assert (await client.get(f"/api/conversations/{cid}")).json()["turn_count"] == 0
 
 
@@ -155,6 +159,7 @@ async def test_a_queued_send_refused_later_reaches_the_pages_as_a_notice(tmp_pat
     model = GatedClient([reply(["x = 1"]), reply([], "never")], gates=[1])
     app = create_app(settings, llm_factory=model.factory())
     async with served(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        await login(client)
         cid = (await client.post("/api/conversations", json={})).json()["id"]
         reading = asyncio.create_task(
             sse_events(client, f"/api/conversations/{cid}/events?after=0", until="send_refused")

@@ -10,7 +10,7 @@ from starlette.routing import Mount
 
 from cove.channels.web import create_app, stop_app
 from cove.conversation import Conversations, scripted_factory
-from tests.channels.web.serve import served
+from tests.channels.web.serve import login, served
 from tests.channels.web.test_api_turns import send_and_finish
 from tests.scripted import reply, settings_for
 
@@ -21,6 +21,7 @@ async def test_a_shared_conversations_is_used_and_left_open(tmp_path: Path) -> N
     async with Conversations.open(settings, llm_factory=factory) as convs:
         app = create_app(settings, convs=convs)
         async with served(app) as url, httpx.AsyncClient(base_url=url) as client:
+            await login(client)
             cid = (await client.post("/api/conversations", json={"title": "shared"})).json()["id"]
             events = await send_and_finish(client, cid, "hello")
             assert events[-1]["answer"] == "from the web"
@@ -36,6 +37,7 @@ async def test_mounted_where_its_lifespan_does_not_run_it_still_serves(tmp_path:
         web = create_app(settings, convs=convs)
         outer = Starlette(routes=[Mount("/", app=web)])  # only the outer lifespan runs
         async with served(outer) as url, httpx.AsyncClient(base_url=url) as client:
+            await login(client)
             created = await client.post("/api/conversations", json={"title": "mounted"})
             assert created.status_code == 201
             page = await client.get(f"/c/{created.json()['id']}")

@@ -8,13 +8,13 @@ from typing import Any
 
 import httpx
 
-from cove.channels.web import create_app
-from cove.config import Settings
-from tests.channels.web.browser import HOSTILE, Gate, Site, answer, send
+from tests.channels.web import ui
+from tests.channels.web.browser import HOSTILE, Gate, Site, answer, login, send
+from tests.channels.web.process import free_port, start, stop
 from tests.channels.web.proxy import CuttableProxy
-from tests.channels.web.serve import served_in_thread
+from tests.channels.web.serve import BEARER
 from tests.conftest import FAKE_API_KEY
-from tests.fakes.openai_server import Fault
+from tests.fakes.openai_server import FakeOpenAI, Fault
 
 
 def test_send_streams_iterations_and_renders_the_answer(site: Site, page: Any) -> None:
@@ -156,19 +156,20 @@ def test_list_updates_live_renames_and_deletes_with_confirmation(site: Site, pag
     page.wait_for_selector("td.empty")
     cid = site.conversation()  # created elsewhere: the open list shows it
     page.wait_for_selector(f"tr[data-id='{cid}']")
-    page.answers.append("Renamed in the browser")
     page.click(f"tr[data-id='{cid}'] button[data-action='rename']")
+    ui.answer(page, "Renamed in the browser")  # the page's own dialog
     page.wait_for_selector(f"tr[data-id='{cid}'] .title:text('Renamed in the browser')")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}").json()["title"] == (
+    assert httpx.get(f"{site.url}/api/conversations/{cid}", headers=BEARER).json()["title"] == (
         "Renamed in the browser"
     )
-    page.click(f"tr[data-id='{cid}'] button[data-action='delete']")  # dismissed: kept
-    assert page.dialogs[-1].startswith("Delete this conversation")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 200
-    page.answers.append("")
     page.click(f"tr[data-id='{cid}'] button[data-action='delete']")
+    assert "Renamed in the browser" in ui.dialog(page).text_content()
+    ui.dismiss(page)  # kept
+    assert httpx.get(f"{site.url}/api/conversations/{cid}", headers=BEARER).status_code == 200
+    page.click(f"tr[data-id='{cid}'] button[data-action='delete']")
+    ui.confirm(page)
     page.wait_for_selector(f"tr[data-id='{cid}']", state="detached")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 404
+    assert httpx.get(f"{site.url}/api/conversations/{cid}", headers=BEARER).status_code == 404
 
 
 def test_two_tabs_stay_live_and_a_second_message_queues(site: Site, page: Any) -> None:
@@ -210,7 +211,9 @@ def test_inspector_and_replay(site: Site, page: Any) -> None:
 def test_phone_width_and_dark_mode(site: Site, browser: Any) -> None:
     site.fake.add_replies(answer("", ["wide = 'x' * 500", "wide"]), answer("{{wide}}"))
     cid = site.conversation()
-    with httpx.Client(base_url=site.url, timeout=30) as http:  # a turn with very long lines
+    with httpx.Client(
+        base_url=site.url, timeout=30, headers=BEARER
+    ) as http:  # a turn with very long lines
         http.post(f"/api/conversations/{cid}/messages", json={"text": "a long line " * 40})
         with http.stream("GET", f"/api/conversations/{cid}/events?after=0") as events:
             next(line for line in events.iter_lines() if '"turn_finished"' in line)
@@ -218,6 +221,7 @@ def test_phone_width_and_dark_mode(site: Site, browser: Any) -> None:
     for scheme in ("light", "dark"):
         context = browser.new_context(viewport={"width": 390, "height": 800}, color_scheme=scheme)
         phone = context.new_page()
+        login(phone, site.url)
         phone.goto(f"{site.url}/c/{cid}")
         phone.wait_for_selector("#composer")
         assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
@@ -276,24 +280,36 @@ def test_dropped_connection_resumes_without_gaps_or_duplicates(site: Site, page:
         assert page.text_content(".answer").strip() == "b is 2"
 
 
-def test_login_link_gives_the_browser_a_session(
-    browser: Any, openai_settings: Settings, tmp_path: Path
+def test_the_printed_login_url_logs_the_browser_in_and_the_app_works(
+    browser: Any, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    token = "browser-login-token-0123456789"
-    app = create_app(openai_settings.replace(worker_pool_size=1), token=token)
-    with served_in_thread(app) as url:
+    fake_openai.add_replies(answer("", ["x = 6 * 7"]), answer("It is {{x}}."))
+    endpoint = {
+        "OPENAI_BASE_URL": fake_openai.base_url,
+        "COVE_MODEL": "fake-model",
+        "COVE_WORKER_POOL_SIZE": "1",
+    }
+    port = free_port()
+    process, url = start(tmp_path, "--port", str(port), env=endpoint)  # as a person starts it
+    try:
         context = browser.new_context()
         tab = context.new_page()
-        refused = tab.goto(f"{url}/")
-        assert refused is not None and refused.status == 401
-        tab.goto(f"{url}/login?token={token}")
-        assert tab.url == f"{url}/"  # the token left the address bar
-        tab.wait_for_selector("#new-conversation")
-        tab.click("#new-conversation")  # an API call with the cookie, same origin
+        tab.set_default_timeout(20_000)
+        refused = tab.goto(f"http://localhost:{port}/")
+        assert refused is not None and refused.status == 401  # no session yet
+        tab.goto(url)  # the URL cove web printed, as clicked in a terminal
+        assert tab.url == f"http://localhost:{port}/"  # the token left the address bar
+        tab.click("#new-conversation")  # API calls with the cookie, same origin
         tab.wait_for_selector("#composer")
+        send(tab, "six times seven?")
+        tab.wait_for_selector(".turn[data-status='done'] .answer")
+        assert "It is 42." in tab.text_content(".answer")
         cookies = context.cookies()
         assert [(c["name"], c["httpOnly"], c["sameSite"]) for c in cookies] == [
-            ("cove_session", True, "Strict")
+            (f"cove_session_{port}", True, "Strict")
         ]
         assert tab.evaluate("document.cookie") == ""  # out of reach of scripts
+        assert "sk-never-shown" not in tab.content()
         context.close()
+    finally:
+        stop(process)

@@ -1,6 +1,6 @@
 """The chat view in a real browser, continued: what a turn shows after a reload, Stop on running
-code, refused sends, renaming and deleting, the variables panel during a turn, the inspector's
-exact messages, replay divergence and uploads the server refuses."""
+code, refused sends, the variables panel during a turn, the inspector's exact messages, replay
+divergence and uploads the server refuses (renaming and deleting: test_browser_details.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import httpx
 from cove.channels.web import create_app
 from cove.config import Settings
 from tests.channels.web.browser import Gate, Site, answer, send
-from tests.channels.web.serve import served_in_thread
+from tests.channels.web.serve import BEARER, served_in_thread
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -81,22 +81,6 @@ def test_a_send_refused_before_its_turn_starts_is_reported(site: Site, page: Any
     assert page.text_content("#notice").startswith("Not sent: ")
     assert page.input_value("#message") == "are you there?"  # nothing lost
     assert page.locator(".msg.queued").count() == 0 and page.locator(".turn").count() == 0
-
-
-def test_rename_and_delete_from_the_chat_view(site: Site, page: Any) -> None:
-    cid = site.conversation()
-    page.goto(f"{site.url}/c/{cid}")
-    page.answers.append("Named in the chat")
-    page.click("#rename")
-    page.wait_for_selector("#conv-title:text('Named in the chat')")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}").json()["title"] == "Named in the chat"
-    page.click("#delete")  # dismissed: kept
-    assert page.dialogs[-1].startswith("Delete this conversation")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 200
-    page.answers.append("")
-    page.click("#delete")
-    page.wait_for_url(f"{site.url}/")
-    assert httpx.get(f"{site.url}/api/conversations/{cid}").status_code == 404
 
 
 def test_variable_sizes_stay_filled_while_the_turn_runs(site: Site, page: Any) -> None:
@@ -189,7 +173,7 @@ def test_a_queued_message_refused_when_its_time_comes_is_reported(
     second = Gate(answer("never shown"))
     fake_openai.add_replies(answer("", ["x = 1"]), second)
     with served_in_thread(create_app(settings)) as url:
-        cid = httpx.post(f"{url}/api/conversations", json={}).json()["id"]
+        cid = httpx.post(f"{url}/api/conversations", json={}, headers=BEARER).json()["id"]
         page.goto(f"{url}/c/{cid}")
         send(page, "one")
         assert second.reached.wait(10)

@@ -6,6 +6,7 @@ import json
 import re
 from html import unescape
 
+from cove.channels.web.pages import marked
 from cove.channels.web.render import markdown, sanitize
 from tests.channels.web.conftest import Web
 from tests.channels.web.test_api_turns import send_and_finish
@@ -125,3 +126,15 @@ async def test_a_live_block_is_highlighted_on_request(web: Web) -> None:
             "/fragments/highlight", content=b"x", headers={"origin": "http://evil.example"}
         )
         assert elsewhere.status_code == 403
+
+
+def test_a_search_passage_is_cut_into_plain_parts_and_matches() -> None:
+    text = "primes = primes + [31]"
+    assert marked(text, ((0, 6), (9, 15))) == [
+        ("primes", True),
+        (" = ", False),
+        ("primes", True),
+        (" + [31]", False),
+    ]
+    assert marked("abc", ()) == [("abc", False)]
+    assert marked("abcdef", ((2, 5), (3, 4))) == [("ab", False), ("cde", True), ("f", False)]

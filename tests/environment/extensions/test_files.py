@@ -12,6 +12,7 @@ import pytest
 from cove.config import Settings
 from cove.environment.extensions.base import CallContext
 from cove.environment.extensions.files import list_files, read_file, write_file
+from cove.environment.extensions.quota import WorkspaceQuota
 
 SECRET = b"top secret"
 
@@ -35,14 +36,16 @@ def untouched(path: Path) -> bool:
 
 
 def make_ctx(workspace: Path, **settings: Any) -> CallContext:
-    # The files functions only use workspace and settings; the rest stays empty here.
+    # The files functions only use workspace, settings and quota; the rest stays empty here.
+    sandbox = Settings.load(env={}, data_dir=workspace.parent / "data", **settings).sandbox
     return CallContext(
         environment=None,  # type: ignore[arg-type]
         conversation_id="c1",
         workspace=workspace,
         store=None,  # type: ignore[arg-type]
-        settings=Settings.load(env={}, data_dir=workspace.parent / "data", **settings).sandbox,
+        settings=sandbox,
         hooks=None,
+        quota=WorkspaceQuota(workspace, sandbox),
     )
 
 

@@ -1,6 +1,9 @@
 // cove's web client: one module, no framework, no build step.
 // Model output only ever reaches the DOM as textContent, or as HTML the server sanitised.
 
+import { askText, confirmAction } from "./dialog.js";
+import { follow } from "./follow.js";
+
 const $ = (selector, root = document) => root.querySelector(selector);
 
 function el(tag, className, text) {
@@ -38,25 +41,33 @@ function notice(text, isError = false) {
 
 // ---- the conversation list ---------------------------------------------------------------
 
+// The page's own dialogs for renaming and deleting, in the list and in the chat view.
+const askTitle = (current) => askText({ title: "Rename conversation", label: "Title", value: current });
+const confirmDelete = (title) => confirmAction({
+  title: "Delete conversation?",
+  message: `“${title}”, its history and its files will be deleted. This cannot be undone.`,
+  confirmText: "Delete",
+  danger: true,
+});
+
 function listPage() {
-  $("#new-conversation").addEventListener("click", async () => {
-    const conv = await api("POST", "/api/conversations", {});
-    location.href = `/c/${conv.id}`;
-  });
   $("#rows").addEventListener("click", async (event) => {
     const button = event.target.closest("button[data-action]");
     if (!button) return;
     const row = button.closest("tr");
     const id = row.dataset.id;
+    const current = $(".title", row).textContent;
     if (button.dataset.action === "delete") {
-      if (!confirm("Delete this conversation, its history and its files?")) return;
-      try { await api("DELETE", `/api/conversations/${id}`); row.remove(); }
-      catch (error) { alert(error.message); }
+      if (!await confirmDelete(current)) return;
+      try { await api("DELETE", `/api/conversations/${id}`); row.remove(); notice(""); }
+      catch (error) { notice(error.message, true); }
     } else if (button.dataset.action === "rename") {
-      const title = prompt("New title", $(".title", row).textContent);
+      const title = await askTitle(current);
       if (!title) return;
-      try { $(".title", row).textContent = (await api("PATCH", `/api/conversations/${id}`, { title })).title; }
-      catch (error) { alert(error.message); }
+      try {
+        $(".title", row).textContent = (await api("PATCH", `/api/conversations/${id}`, { title })).title;
+        notice("");
+      } catch (error) { notice(error.message, true); }
     }
   });
   if (new URLSearchParams(location.search).get("q")) return;
@@ -75,8 +86,11 @@ function listPage() {
 
 function chatPage() {
   const body = document.body;
-  const cid = body.dataset.conversation;
+  let cid = body.dataset.conversation || null;  // none yet: the first message creates it
   const turns = $("#turns");
+  const follower = follow($("#thread"), $("#thread .thread-content"), $("#jump-latest"));
+  const linked = location.hash && document.getElementById(location.hash.slice(1));
+  if (linked) follower.reveal(linked);
   const input = $("#message");
   const stop = $("#stop");
   const positions = new Map();  // turn id → position
@@ -202,27 +216,63 @@ function chatPage() {
     refreshing = setTimeout(() => refreshVariables(cid).catch(() => {}), 100);
   };
 
-  const source = new EventSource(`/api/conversations/${cid}/events?after=${lastSeq}`);
-  document.body.dataset.stream = "open";
-  source.onopen = () => { document.body.dataset.stream = "open"; };
-  source.onerror = () => { document.body.dataset.stream = "reconnecting"; };  // it retries itself
-  source.onmessage = (message) => {
-    const event = JSON.parse(message.data);
-    if (event.seq && event.seq <= lastSeq) return;  // already shown
-    if (event.seq) lastSeq = event.seq;
-    handlers[event.type]?.(event);
+  const listen = () => {
+    const source = new EventSource(`/api/conversations/${cid}/events?after=${lastSeq}`);
+    document.body.dataset.stream = "open";
+    source.onopen = () => { document.body.dataset.stream = "open"; };
+    source.onerror = () => { document.body.dataset.stream = "reconnecting"; };  // it retries itself
+    source.onmessage = (message) => {
+      const event = JSON.parse(message.data);
+      if (event.seq && event.seq <= lastSeq) return;  // already shown
+      if (event.seq) lastSeq = event.seq;
+      handlers[event.type]?.(event);
+    };
+  };
+  // The conversation exists from here on: its address, its stream and its actions.
+  const created = (conv) => {
+    cid = conv.id;
+    body.dataset.conversation = cid;
+    history.replaceState(null, "", `/c/${cid}`);
+    $("#export-md").href = `/api/conversations/${cid}/export?format=md`;
+    $("#export-json").href = `/api/conversations/${cid}/export?format=json`;
+    $("#conv-actions").hidden = false;
+    if (conv.title) handlers.title_changed(conv);
+    listen();
+  };
+  let creating = null;  // the request creating it, while it runs (one conversation, not two)
+  const create = async (body) => {
+    creating = api("POST", "/api/conversations", body);
+    try { created(await creating); } finally { creating = null; }
+  };
+  const conversation = {
+    id: () => cid,
+    async ensure() {  // a file given before the first message creates the conversation
+      await creating?.catch(() => {});
+      if (!cid) await create({});
+      return cid;
+    },
+  };
+  if (cid) listen();
+
+  // The first message of a new conversation creates it, with its turn.
+  const post = async (text) => {
+    await creating?.catch(() => {});
+    if (cid) return api("POST", `/api/conversations/${cid}/messages`, { text });
+    await create({ text });
+    return { queued: false };
   };
 
   const send = async () => {
     const text = input.value;
     if (!text.trim()) return;
     input.value = "";
+    follower.pin();  // the reader goes where the answer comes
     const waiting = el("div", "msg user queued", `${text} (queued)`);
     waiting.dataset.request = text;
     waiting.hidden = !running;  // shown at once when this page knows a turn runs
     turns.append(waiting);
     try {
-      const sent = await api("POST", `/api/conversations/${cid}/messages`, { text });
+      const sent = await post(text);
       if (!sent.queued) waiting.remove();
       else waiting.hidden = false;  // unless its turn started meanwhile (then it is gone)
       notice("");
@@ -263,18 +313,32 @@ function chatPage() {
   });
 
   $("#rename").addEventListener("click", async () => {
-    const title = prompt("New title", $("#conv-title").textContent);
+    const title = await askTitle($("#conv-title").textContent);
     if (!title) return;
     try { handlers.title_changed(await api("PATCH", `/api/conversations/${cid}`, { title })); }
     catch (error) { notice(error.message, true); }
   });
   $("#delete").addEventListener("click", async () => {
-    if (!confirm("Delete this conversation, its history and its files?")) return;
+    if (!await confirmDelete($("#conv-title").textContent)) return;
     try { await api("DELETE", `/api/conversations/${cid}`); location.href = "/"; }
     catch (error) { notice(error.message, true); }
   });
 
-  const refreshFiles = setupFiles(cid);
+  const refreshFiles = setupFiles(conversation);
+}
+
+// ---- the inspector -----------------------------------------------------------------------
+
+function inspectPage() {
+  // ← and → step to the previous and next iteration (the links say so: aria-keyshortcuts).
+  document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    if (event.target.closest?.("input, textarea, select, [contenteditable]")) return;
+    const link = document.querySelector(`a[aria-keyshortcuts="${event.key}"]`);
+    if (!link) return;
+    event.preventDefault();
+    link.click();
+  });
 }
 
 // A live block's code, highlighted by the server (pygments, sanitised) as the finished turn is.
@@ -310,7 +374,8 @@ function updateVariable(cid, change) {
     row.dataset.name = change.name;
     const link = el("a", "", change.name);
     link.href = `/c/${cid}/vars/${encodeURIComponent(change.name)}`;
-    const name = el("td");
+    link.title = change.name;  // a long name is cut in the panel
+    const name = el("td", "name");
     name.append(link);
     row.append(name, el("td", "type"), el("td", "size"), el("td", "version"), el("td", "preview"));
     tbody.append(row);
@@ -321,9 +386,11 @@ function updateVariable(cid, change) {
   $(".preview", row).textContent = change.preview;
 }
 
-function setupFiles(cid) {
+function setupFiles(conversation) {
   const list = $("#files");
   const refresh = async () => {
+    const cid = conversation.id();
+    if (!cid) return;
     const { files } = await api("GET", `/api/conversations/${cid}/files`);
     list.replaceChildren(...files.map((f) => {
       const item = el("li");
@@ -338,6 +405,7 @@ function setupFiles(cid) {
     for (const file of files) {
       if (file.size > limit) { notice(`${file.name} is over the upload limit of ${limit} bytes`, true); continue; }
       try {
+        const cid = await conversation.ensure();
         await api("PUT", `/api/conversations/${cid}/files/${encodeURIComponent(file.name)}`, file);
         notice(`Uploaded ${file.name}`);
       } catch (error) { notice(`${file.name}: ${error.message}`, true); }
@@ -363,3 +431,4 @@ function setupFiles(cid) {
 const page = document.body.dataset.page;
 if (page === "list") listPage();
 if (page === "chat") chatPage();
+if (page === "inspect") inspectPage();

@@ -38,6 +38,11 @@ CallHandler = Callable[[str, list[Any], dict[str, Any]], Awaitable[Any]]
 
 _RESTORE_CHUNK_BYTES = 8 * 1024 * 1024  # snapshots per restore frame, well under MAX_FRAME_BYTES
 _CALL_RESULT_LIMIT = MAX_FRAME_BYTES // 2
+_REFUSED_CALL = {
+    "op": "reply",
+    "ok": False,
+    "error": "extension functions are not served while the sandbox restores its variables",
+}
 
 log = logging.getLogger("cove.environment.sandbox")
 
@@ -133,7 +138,8 @@ class SandboxClient:
                 reply = block_reply(
                     await self._run(
                         {"op": "execute", "code": code, "seed": seed, "clock": clock}, timeout_s
-                    )
+                    ),
+                    reserved={*self._functions, *self._constants},
                 )
             except TimeoutError:
                 timed_out = True
@@ -163,6 +169,7 @@ class SandboxClient:
                 result_encoded=reply.value_encoded,
                 stdout=reply.stdout,
                 error=reply.error,
+                figures=reply.figures,
             )
             return BlockOutcome(result, reply.changes, restart, error_type=reply.error_type)
 
@@ -298,7 +305,9 @@ class SandboxClient:
     ) -> Frame:
         """Send ``message`` and serve extension calls until the worker's final reply.
 
-        Time spent serving a call is given back to the block's clock (``limit``) afterwards; a
+        Only a block's calls are served: one made while the worker restores (a recorded
+        definition running again) is refused without reaching the host. Time spent serving a
+        call is given back to the block's clock (``limit``) afterwards; a
         single call is still cut by the block's remaining time. The calls of one request also
         share ``extension_time_budget_s`` of host time: a call that would exceed it is stopped
         and fails inside the block, as do all later ones, so a loop of calls cannot stretch a
@@ -308,9 +317,12 @@ class SandboxClient:
         budget = self._settings.extension_time_budget_s
         spent = 0.0
         await worker.send(message)
+        serving = message["op"] == "execute"  # a restore or configure calls nothing on the host
         while True:
             reply = await worker.receive()
-            if reply["op"] == "call":
+            if reply["op"] == "call" and not serving:
+                await worker.send(_REFUSED_CALL)
+            elif reply["op"] == "call":
                 started = loop.time()
                 answer = await self._serve_within(reply, budget - spent)
                 elapsed = loop.time() - started
@@ -432,7 +444,8 @@ class SandboxClient:
                 "imports": self._imports if index == 0 else {},
                 "snapshots": [asdict(s) for s in chunk],
             }
-            names, missing = restore_reply(await self._run(message, self._settings.block_timeout_s))
+            reply = await self._run(message, self._settings.block_timeout_s)
+            names, missing = restore_reply(reply, sent={s.name for s in chunk})
             restored.extend(names)
             lost.extend(missing)
         for name in lost:

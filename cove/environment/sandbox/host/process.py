@@ -112,6 +112,8 @@ def worker_config(settings: SandboxSettings, *, unrestricted: bool = False) -> d
         "open_files": settings.worker_open_files,
         "output_limit": settings.output_limit_chars,
         "snapshot_limit": settings.snapshot_limit_bytes,
+        "data_snapshot_limit": settings.data_snapshot_limit_bytes,
+        "libraries": settings.sandbox_libraries,
         "confine": settings.sandbox_confine,
         "owner": os.getpid(),  # the process it must not outlive (``lifeline.py``)
         "unrestricted": unrestricted,

@@ -5,8 +5,9 @@
 ``_``; these guards repeat that check for names that arrive as strings (``getattr(x, name)``) and
 add what the compiler cannot know: which objects are off limits whatever the attribute (modules,
 frames, code objects, tracebacks), which public attribute names open doors (``gi_frame``,
-``f_globals``, ``mro``...), that ``str.format`` must not look up attributes, and that a block sees
-its recorded clock.
+``f_globals``, ``mro``...), that ``str.format`` must not look up attributes, that
+``ABCMeta.register`` (a process-wide registry, reachable through ``typing``'s aliases) is out of
+reach, and that a block sees its recorded clock.
 
 The ``str.format`` guard sits on the operation, not on one attribute path: whatever attribute
 lookup yields the real ``str.format``/``str.format_map`` (bound or unbound, through a ``str``
@@ -18,6 +19,8 @@ functions) and a few stdlib types meant to be configured: a stdlib object's publ
 
 from __future__ import annotations
 
+import abc
+import builtins
 import collections
 import decimal
 import operator
@@ -27,9 +30,12 @@ import types
 import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+
+if TYPE_CHECKING:
+    from cove.environment.sandbox.worker.data.surface import Surfaces
 
 DENIED_ATTRIBUTES = frozenset(
     {
@@ -68,6 +74,15 @@ SANDBOX_MODULE = "sandbox"
 
 _GENERATOR_ATTRIBUTES = frozenset({"send", "throw", "close"})
 _MISSING: Any = object()
+
+
+class _NotLibrary:
+    """What ``Surfaces.lookup`` answers for objects no library made (the ordinary guard applies)."""
+
+    __slots__ = ()
+
+
+NOT_LIBRARY: Any = _NotLibrary()
 
 
 class ReadOnlyNamespace:
@@ -146,15 +161,26 @@ def safe_format_map(template: str, mapping: Any, /) -> str:
 
 
 class Guards:
-    """The guard functions of one worker, bound to that worker's block clock."""
+    """The guard functions of one worker, bound to that worker's block clock.
 
-    def __init__(self, clock: BlockClock) -> None:
+    Args:
+        clock: The worker's block clock.
+        surfaces: The audited surface of the data libraries' objects (``data/surface.py``);
+            None when the libraries are not installed.
+    """
+
+    def __init__(self, clock: BlockClock, surfaces: Surfaces | None = None) -> None:
         self.clock = clock
+        self.surfaces = surfaces
 
     def getattr(self, obj: object, name: str, default: Any = _MISSING) -> Any:
         """Guarded ``getattr``: the compiled form of ``obj.name`` and the sandbox's ``getattr``."""
         try:
             check_attribute(obj, name)
+            if self.surfaces is not None:
+                found = self.surfaces.lookup(obj, name)
+                if found is not NOT_LIBRARY:
+                    return found
         except AttributeError:
             if default is not _MISSING:
                 return default
@@ -166,6 +192,10 @@ class Guards:
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         if type(value) in _FORMAT_KINDS:
             return _safe_formatting(value)
+        if type(value) is types.MethodType and value.__func__ is _ABC_REGISTER:
+            if default is not _MISSING:
+                return default
+            raise AttributeError(_ABC_REGISTER_REFUSAL)
         return value
 
     def hasattr(self, obj: object, name: str) -> bool:
@@ -186,9 +216,48 @@ class Guards:
                 check_attribute(obj, name)
             except AttributeError:
                 continue
-            names.append(name)
+            if self.surfaces is None or self.surfaces.allows(obj, name):
+                names.append(name)
         return names
 
+    def write(self, obj: Any) -> Any:
+        """The ``_write_`` guard: ``guarded_write`` plus the audited attribute writes of library
+        objects (``df.columns = [...]``: ``Surfaces.writable``)."""
+        target = guarded_write(obj)
+        if type(target) is _ItemWrites and self.surfaces is not None:
+            object.__setattr__(target, "_writable", self.surfaces.writable)
+        return target
+
+    def augmented_item(self, target: Any, key: Any, op: str, value: Any) -> None:
+        """``target[key] op= value`` (``df['x'] += 1``, ``arr[:, 1] += 10``): read, combine,
+        write back, each through its guard."""
+        current = guarded_getitem(target, key)
+        self.write(target)[key] = inplace_var(op, current, value)
+
+    def augmented_attribute(self, target: Any, name: str, op: str, value: Any) -> None:
+        """``target.name op= value``: read and write through the attribute guards."""
+        current = self.getattr(target, name)
+        setattr(self.write(target), name, inplace_var(op, current, value))
+
+    def build_class(self, function: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
+        """``__build_class__`` refusing library bases: subclassing a DataFrame or an array would
+        let a class decide how library code treats its instances."""
+        if self.surfaces is not None:
+            for base in bases:
+                if isinstance(base, type) and self.surfaces.is_library(base):
+                    raise TypeError(f"subclassing {base.__name__} is not available in the sandbox")
+        return builtins.__build_class__(function, name, *bases, **kwargs)
+
+
+# ``ABCMeta.register`` changes a class for the whole worker: registered under a stdlib ABC (or
+# under a sandbox subclass of one, which the ABC consults too), any class would pass
+# ``isinstance(x, Mapping)`` checks in the worker's own code. ``typing``'s aliases hand it out by
+# forwarding their attributes to the ``collections.abc`` class they stand for.
+_ABC_REGISTER = abc.ABCMeta.register
+_ABC_REGISTER_REFUSAL = (
+    "register() of abstract base classes is not available in the sandbox: it would change "
+    "isinstance() for the whole worker; subclass the ABC instead"
+)
 
 _UNBOUND_FORMATS: dict[Any, Callable[..., str]] = {
     str.format: safe_format,
@@ -228,13 +297,16 @@ _CONFIGURABLE: tuple[type, ...] = (
 
 
 class _ItemWrites:
-    """What ``_write_`` hands back for objects sandbox code may index but not set attributes on."""
+    """What ``_write_`` hands back for objects sandbox code may index but not set attributes on
+    (bar the audited pairs of ``_writable``)."""
 
-    __slots__ = ("_target",)
+    __slots__ = ("_target", "_writable")
     _target: Any
+    _writable: Callable[[Any, str], bool] | None
 
     def __init__(self, target: Any) -> None:
         object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_writable", None)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._target[key] = value
@@ -243,6 +315,9 @@ class _ItemWrites:
         del self._target[key]
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if self._writable is not None and type(name) is str and self._writable(self._target, name):
+            setattr(self._target, name, value)
+            return
         raise TypeError(_refusal(self._target, name))
 
     def __delattr__(self, name: str) -> None:

@@ -24,6 +24,7 @@ import enum
 import fractions
 import hashlib
 import heapq
+import importlib
 import itertools
 import json
 import math
@@ -31,15 +32,17 @@ import random
 import re
 import statistics
 import string
+import sys
 import textwrap
 import time
 import typing
 import unicodedata
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from cove.environment.sandbox.worker import wrapped
+from cove.environment.sandbox.worker.data.libraries import LIBRARY_ROOTS
 from cove.environment.sandbox.worker.guards import BlockClock, ReadOnlyNamespace
 
 
@@ -267,15 +270,41 @@ def _build(name: str, chance: BlockRandom, clock: BlockClock) -> Members:
 
 
 ALLOWED_MODULES = tuple(sorted(_BUILDERS))
-"""Every module sandbox code may import."""
+"""Every standard-library module sandbox code may import."""
+
+DATA_MODULES = (
+    "matplotlib", "matplotlib.colors", "matplotlib.dates", "matplotlib.pyplot",
+    "matplotlib.ticker", "numpy", "numpy.fft", "numpy.lib", "numpy.lib.stride_tricks",
+    "numpy.linalg", "numpy.random", "pandas",
+)  # fmt: skip
+"""The data library modules sandbox code may import when the libraries are installed
+(``data/support.py`` builds them)."""
+
+
+LibraryBuilder = Callable[["ModuleTable"], Members]
+"""Builds the members of a data library module (``data/support.py``), given the table (for
+its submodules)."""
 
 
 class ModuleTable:
-    """The curated modules of one worker, built on first import, and the guarded importer."""
+    """The curated modules of one worker, built on first import, and the guarded importer.
 
-    def __init__(self, chance: BlockRandom, clock: BlockClock) -> None:
+    Args:
+        chance: The block's random source.
+        clock: The block's clock.
+        libraries: How the data library modules are built (``DataSupport.builders``); None when
+            the libraries are not installed (importing them then says so).
+    """
+
+    def __init__(
+        self,
+        chance: BlockRandom,
+        clock: BlockClock,
+        libraries: Mapping[str, LibraryBuilder] | None = None,
+    ) -> None:
         self._chance = chance
         self._clock = clock
+        self._libraries = dict(libraries or {})
         self._loaded: dict[str, ModuleNamespace] = {}
 
     def get(self, name: str) -> ModuleNamespace:
@@ -286,14 +315,27 @@ class ModuleTable:
         """
         namespace = self._loaded.get(name)
         if namespace is None:
-            if name not in ALLOWED_MODULES:
+            if name in self._libraries:
+                members = self._libraries[name](self)
+            elif name in ALLOWED_MODULES:
+                members = _build(name, self._chance, self._clock)
+            elif name in DATA_MODULES:
+                raise ImportError(
+                    f"{name} is not installed in this sandbox (cove was installed without its "
+                    "data extra: pip install 'cove[data]')"
+                )
+            else:
                 raise ImportError(
                     f"import of {name!r} is not allowed in the sandbox; allowed modules: "
-                    + ", ".join(ALLOWED_MODULES)
+                    + ", ".join(self.names())
                 )
-            namespace = ModuleNamespace(name, _build(name, self._chance, self._clock))
+            namespace = ModuleNamespace(name, members)
             self._loaded[name] = namespace
         return namespace
+
+    def names(self) -> tuple[str, ...]:
+        """Every module this worker's sandbox code may import."""
+        return tuple(sorted({*ALLOWED_MODULES, *self._libraries}))
 
     def loaded(self) -> dict[str, ModuleNamespace]:
         """The namespaces imported so far."""
@@ -304,9 +346,40 @@ class ModuleTable:
 
         def sandbox_import(
             name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-        ) -> ModuleNamespace:
+        ) -> Any:
+            if type(fromlist) is list and not fromlist and not level:
+                # C code importing for itself (PyImport_Import passes an empty list; an import
+                # statement passes None or a tuple): the module never reaches sandbox code.
+                return library_import(name)
             if level:
                 raise ImportError("relative imports are not allowed in the sandbox")
-            return self.get(name)
+            namespace = self.get(name)
+            if not fromlist and "." in name:
+                return self.get(name.partition(".")[0])  # ``import a.b`` binds ``a``
+            return namespace
 
         return sandbox_import
+
+
+_C_IMPORTS = frozenset(
+    {"_strptime", "encodings", "warnings", "copyreg", "io", "time", "datetime", "calendar",
+     "locale", "re", "math", "operator", "numbers", "decimal", "zoneinfo", "unicodedata"}
+)  # fmt: skip
+"""Standard-library modules C code may import for itself while a block runs."""
+
+
+def library_import(name: str) -> Any:
+    """The real module for an import made by C code (numpy's ``numpy._core._methods``...).
+
+    Only the data libraries' own modules (imported now if need be: the zygote loaded them all,
+    so this is rare) and a few standard-library helpers; never handed to sandbox code.
+
+    Raises:
+        ImportError: Any other module.
+    """
+    root = name.partition(".")[0]
+    if root in LIBRARY_ROOTS:
+        return sys.modules.get(name) or importlib.import_module(name)
+    if root in _C_IMPORTS and name in sys.modules:
+        return sys.modules[name]
+    raise ImportError(f"import of {name!r} is not allowed in the sandbox")

@@ -13,14 +13,16 @@ import ast
 import builtins
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from types import CodeType, SimpleNamespace
 from typing import Any
 
-from RestrictedPython.transformer import RestrictingNodeTransformer
+from RestrictedPython.transformer import IOPERATOR_TO_STR, RestrictingNodeTransformer
 
 from cove.environment.sandbox.worker import guards as g
+from cove.environment.sandbox.worker.bindings import binding_problem
+from cove.environment.sandbox.worker.statements import StatementReads, statement_reads
 
 BLOCK_FILENAME = g.BLOCK_FILENAME
 """The file name of every code object compiled from sandbox code (how tracebacks find them)."""
@@ -55,11 +57,21 @@ class BlockSyntaxError(Exception):
         self.line = line
 
 
+AUGMENTED_ITEM = "_augitem_"
+AUGMENTED_ATTRIBUTE = "_augattr_"
+SLICE = "_slice_"
+
+
 class SandboxPolicy(RestrictingNodeTransformer):
-    """RestrictedPython's policy plus annotated assignments (``x: int = 1``, dataclass fields).
+    """RestrictedPython's policy plus annotated assignments (``x: int = 1``, dataclass fields)
+    and augmented assignment to items and attributes.
 
     The annotation and the value are ordinary expressions visited (and guarded) as usual; only
-    plain names may be targets.
+    plain names may be targets. ``a[k] += v`` becomes ``_augitem_(a, k, "+=", v)`` and
+    ``a.b += v`` ``_augattr_(a, "b", "+=", v)``: the read, the operation and the write each go
+    through their guard (``Guards.augmented_item``/``augmented_attribute``); slices in the key
+    become ``slice`` objects. The target and key are evaluated once, the value before the item is
+    read (Python reads the item first).
     """
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
@@ -67,6 +79,42 @@ class SandboxPolicy(RestrictingNodeTransformer):
             self.error(node, "Annotated assignments are only allowed to plain names.")
             return node
         return self.node_contents_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        target = node.target
+        if isinstance(target, ast.Subscript):
+            parts = [self.visit(target.value), self._key(target.slice)]
+            hook = AUGMENTED_ITEM
+        elif isinstance(target, ast.Attribute):
+            if target.attr.startswith("_"):
+                self.error(node, f'"{target.attr}" is an invalid attribute name because it '
+                           'starts with "_".')  # fmt: skip
+                return node
+            parts = [self.visit(target.value), ast.Constant(target.attr)]
+            hook = AUGMENTED_ATTRIBUTE
+        else:
+            result: ast.AST = super().visit_AugAssign(node)  # type: ignore[assignment]
+            return result
+        operator = ast.Constant(IOPERATOR_TO_STR[type(node.op)])
+        call = ast.Call(ast.Name(hook, ast.Load()), [*parts, operator, self.visit(node.value)], [])
+        statement = ast.Expr(call)
+        ast.copy_location(statement, node)
+        ast.fix_missing_locations(statement)
+        return statement
+
+    def _key(self, node: ast.expr) -> ast.expr:
+        """A subscript key as an expression: slices become ``_slice_(lower, upper, step)``."""
+        if isinstance(node, ast.Slice):
+            bounds = [
+                self.visit(part) if part is not None else ast.Constant(None)
+                for part in (node.lower, node.upper, node.step)
+            ]
+            return ast.copy_location(ast.Call(ast.Name(SLICE, ast.Load()), bounds, []), node)
+        if isinstance(node, ast.Tuple):
+            items = [self._key(item) for item in node.elts]
+            return ast.copy_location(ast.Tuple(items, ast.Load()), node)
+        result: ast.expr = self.visit(node)
+        return result
 
 
 DEFINE_HOOK = "_define_"
@@ -89,20 +137,33 @@ class CompiledBlock:
     definitions: list[tuple[str, str]] = field(default_factory=list)
     """Top-level ``def``/``class``/``name = lambda`` statements in source order: ``(bound name,
     source text)``; the k-th reports its object through ``_define_(k)``."""
+    reads: list[StatementReads] = field(default_factory=list)
+    """For each definition, what its statement's own parts read (``statements.py``)."""
 
 
-def compile_block(source: str) -> CompiledBlock:
+def compile_block(source: str, reserved: Collection[str] = ()) -> CompiledBlock:
     """Compile a block REPL style.
 
+    Args:
+        source: The block's code.
+        reserved: Names the block may not bind in the namespace (the extensions' names).
+
     Raises:
-        BlockSyntaxError: The code does not parse or breaks the policy.
+        BlockSyntaxError: The code does not parse, breaks the policy or would bind a name that
+            cannot name a variable (``sandbox/names.py``).
     """
     try:
         tree = ast.parse(source, BLOCK_FILENAME, "exec")
     except SyntaxError as exc:
         raise BlockSyntaxError(exc.msg, exc.lineno) from None
+    problem = binding_problem(tree, reserved)
+    if problem is not None:
+        raise BlockSyntaxError(*problem)
     definitions: list[tuple[str, str]] = []
     _definitions(source, tree.body, definitions)
+    sites: list[ast.stmt] = []
+    _hook_sites(tree.body, sites)  # before compiling: the restricting transformer rewrites nodes
+    reads = [statement_reads(site) for site in sites]
     tail_node: ast.Expression | None = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body.pop()
@@ -111,7 +172,7 @@ def compile_block(source: str) -> CompiledBlock:
         ast.copy_location(tail_node, last)
     body = _compile(tree, "exec", definitions) if tree.body else None
     tail = _compile(tail_node, "eval") if tail_node is not None else None
-    return CompiledBlock(body, tail, definitions)
+    return CompiledBlock(body, tail, definitions, reads)
 
 
 def compile_definition(source: str) -> CodeType:
@@ -274,14 +335,17 @@ def make_builtins(
     table: dict[str, Any] = {name: getattr(builtins, name) for name in SAFE_BUILTINS}
     table.update(
         {
-            "__build_class__": builtins.__build_class__,
+            "__build_class__": guards.build_class,
             "__name__": g.SANDBOX_MODULE,
             # RestrictedPython gives every class statement ``metaclass=__metaclass__``.
             "__metaclass__": type,
             "__import__": importer,
             "_getattr_": guards.getattr,
             "_getitem_": g.guarded_getitem,
-            "_write_": g.guarded_write,
+            "_write_": guards.write,
+            AUGMENTED_ITEM: guards.augmented_item,
+            AUGMENTED_ATTRIBUTE: guards.augmented_attribute,
+            SLICE: slice,
             "_getiter_": g.guarded_iter,
             "_iter_unpack_sequence_": g.iter_unpack_sequence,
             "_unpack_sequence_": g.unpack_sequence,

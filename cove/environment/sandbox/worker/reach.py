@@ -17,12 +17,14 @@ would not also lead to.
 from __future__ import annotations
 
 import gc
+import sys
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from itertools import chain
 from types import CodeType, FrameType, FunctionType, MethodType, ModuleType, TracebackType
 from typing import Any
 
+from cove.environment.sandbox.worker.data.libraries import LIBRARY_ROOTS
 from cove.environment.sandbox.worker.guards import ReadOnlyNamespace
 
 # Types whose instances reference nothing a block could change: never walked, never recorded.
@@ -127,6 +129,13 @@ class Reach:
         elif kind is TracebackType:
             level.extend((obj.tb_frame, obj.tb_next))  # type: ignore[attr-defined]
             return False
+        elif _from_library(kind):
+            # Arrays, frames, figures: compared by their buffers (or recorded opaque), never
+            # walked. A view leads to the array it views, whose change it shares.
+            root = _viewed_array(obj)
+            if root is not None:
+                level.append(root)
+            return True
         level.extend(gc.get_referents(obj))
         return True
 
@@ -142,6 +151,30 @@ class Reach:
                     self._named.add(name)
                     self.names.append(name)
             stack.extend(c for c in current.co_consts if type(c) is CodeType)
+
+
+_LIBRARY_KINDS: dict[type, bool] = {}
+
+
+def _from_library(kind: type) -> bool:
+    """Whether ``kind`` comes from a data library (numpy, pandas, matplotlib...)."""
+    found = _LIBRARY_KINDS.get(kind)
+    if found is None:
+        module = type.__dict__["__module__"].__get__(kind)
+        found = type(module) is str and module.partition(".")[0] in LIBRARY_ROOTS
+        _LIBRARY_KINDS[kind] = found
+    return found
+
+
+def _viewed_array(obj: object) -> object | None:
+    """The array an ndarray view ultimately views (None for an array that owns its data)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None or not isinstance(obj, numpy.ndarray):
+        return None
+    root, base = None, obj.base
+    while isinstance(base, numpy.ndarray):
+        root, base = base, base.base
+    return root
 
 
 _SCALARS: frozenset[type] = _LEAVES - {CodeType}

@@ -7,6 +7,7 @@ calls and feeds it decoded frames (``handle``), getting reply frames back.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import sys
@@ -17,6 +18,8 @@ from typing import Any
 
 from cove import codec
 from cove.codec.shapes import Definition
+from cove.environment.sandbox.names import name_problem
+from cove.environment.sandbox.worker.data.support import DataSupport
 from cove.environment.sandbox.worker.guards import SANDBOX_MODULE, BlockClock, Guards
 from cove.environment.sandbox.worker.modules import BlockRandom, ModuleTable
 from cove.environment.sandbox.worker.output import BlockOutput, PrintScope
@@ -29,6 +32,8 @@ from cove.environment.sandbox.worker.policy import (
     defined_name,
     make_builtins,
 )
+from cove.environment.sandbox.worker.provenance import NotRestorable, Provenance
+from cove.environment.sandbox.worker.statements import StatementReads
 from cove.environment.sandbox.worker.tracking import VariableTracker
 from cove.errors import CodecError
 
@@ -36,6 +41,9 @@ Frame = dict[str, Any]
 Request = Callable[[Frame], Frame]
 
 _MESSAGE_LIMIT = 2_000
+HOST_CALL_LIMIT = 24 * 1024 * 1024
+"""The largest encoded arguments of a call the worker makes itself (a file written by a library:
+base64 inside a frame of at most 64 MiB)."""
 _RESTORE_PASSES = 3
 # Absolute paths of host files (site-packages, the cove package...) never reach an error message.
 _HOST_PATH = re.compile(r"(?:/[\w.+-]+)+\.py[cd]?\b")
@@ -74,21 +82,39 @@ def block_line(tb: TracebackType | None) -> int | None:
 class Runtime:
     """One worker's sandbox: namespace, builtins, curated modules and variable tracking."""
 
-    def __init__(self, *, request: Request, output_limit: int, snapshot_limit: int) -> None:
+    def __init__(
+        self,
+        *,
+        request: Request,
+        output_limit: int,
+        snapshot_limit: int,
+        libraries: bool = True,
+        data_snapshot_limit: int | None = None,
+    ) -> None:
         self._request = request
         self.output_limit = output_limit
         self.snapshot_limit = snapshot_limit
         self.clock = BlockClock()
         self.chance = BlockRandom()
-        self.modules = ModuleTable(self.chance, self.clock)
         self.output = BlockOutput(output_limit)
+        self.data = (
+            DataSupport.create(self.host_call, self._write_output, lambda: self.clock.now)
+            if libraries
+            else None
+        )
+        self.modules = ModuleTable(
+            self.chance, self.clock, self.data.builders() if self.data is not None else None
+        )
         self.builtins = make_builtins(
-            Guards(self.clock),
+            Guards(self.clock, self.data.surfaces if self.data is not None else None),
             print_factory=self._print_scope,
             importer=self.modules.importer(),
             extras={"ExtensionError": ExtensionError, DEFINE_HOOK: self._define_hook},
         )
-        self._defined: list[tuple[object, int]] = []  # (object, definition index) of this block
+        self._block_sources: list[str] = []  # of the running block's definitions, in order
+        self._block_reads: list[StatementReads] = []
+        self._rebuilding = 0  # > 0 while a recorded definition runs again: no extension calls
+        self._refused_calls = 0
         self._original = dict(self.builtins)
         self._configured: set[str] = set()
         self.namespace: dict[str, Any] = {"__builtins__": self.builtins}
@@ -99,10 +125,12 @@ class Runtime:
         vars(module)["__builtins__"] = self.builtins
         self.tracker = VariableTracker(
             snapshot_limit=snapshot_limit,
+            data_snapshot_limit=data_snapshot_limit,
             modules=self.modules,
             builtins=self.builtins,
             namespace=self.namespace,
         )
+        self.provenance = Provenance(self.tracker, self.namespace, self.builtins)
 
     def handle(self, message: Frame) -> Frame:
         """Run one host request and return the reply frame."""
@@ -130,7 +158,14 @@ class Runtime:
         self.clock.now = clock
         self.output = BlockOutput(self.output_limit)
         self.namespace["_print"] = PrintScope(self.output)
+        if self.data is not None:
+            self.data.begin_block(seed)
         value, error, ran = self._run(code)
+        figures: list[Frame] = []
+        if self.data is not None:
+            figures, notes = self.data.end_block()
+            for note in notes:
+                self.output.write(note + "\n")
         reply: Frame = {
             "op": "done",
             "ok": error is None,
@@ -141,11 +176,12 @@ class Runtime:
             "value_preview": None,
             "value_encoded": None,
             "changes": [],
+            "figures": figures,
         }
         if reply["fatal"]:
             return reply  # the host replaces this worker: its heap is not to be trusted
         if value is not None:
-            reply["value_preview"] = codec.preview(value)
+            reply["value_preview"] = codec.display(value)
             reply["value_encoded"] = self._encoded(value)
         value = None
         reply["changes"] = self.tracker.changes(self.namespace, ran)
@@ -156,7 +192,7 @@ class Runtime:
         """Compile and run a block: its trailing value, its error (type, line) and what it ran
         (the tracker checks only what that code reaches)."""
         try:
-            block = compile_block(code)
+            block = compile_block(code, reserved=self._configured)
         except BlockSyntaxError as exc:
             where = f" (line {exc.line})" if exc.line is not None else ""
             return None, ("SyntaxError", f"SyntaxError: {exc.message}{where}"), []
@@ -164,7 +200,8 @@ class Runtime:
             return None, describe(exc), []
         value: Any = None
         error: tuple[str, str] | None = None
-        self._defined = []
+        self._block_sources = [text for _, text in block.definitions]
+        self._block_reads = block.reads
         try:
             if block.body is not None:
                 exec(block.body, self.namespace)
@@ -173,9 +210,8 @@ class Runtime:
         except BaseException as exc:  # SystemExit and friends are block errors, too
             error = describe(exc)
         finally:
-            made, self._defined = self._defined, []
-            sources = [(obj, block.definitions[k][1]) for obj, k in made]
-            self.tracker.remember([(obj, text) for obj, text in sources if text])
+            self.provenance.stop()
+            self._block_sources = []
         return value, error, [c for c in (block.body, block.tail) if c is not None]
 
     def _encoded(self, value: Any) -> str | None:
@@ -188,13 +224,26 @@ class Runtime:
             return None
 
     def _define_hook(self, index: int) -> Callable[[Any], Any]:
-        """``_define_(k)``: note that definition ``k`` of the running block made ``value``."""
+        """``_define_(k)``: definition ``k`` of the running block starts (its outermost decorator
+        is evaluated first of all); ``record(value)``: it made ``value``, whose source and reads
+        the tracker then records.
+
+        In between, ``provenance`` notes what the statement reads (``provenance.py``).
+        """
+        parts = self._block_reads
+        self.provenance.begin(parts[index] if index < len(parts) else StatementReads())
 
         def record(value: Any) -> Any:
-            self._defined.append((value, index))
+            reads = self.provenance.end()
+            # At once: a later statement of the block may read it (``@deco`` right below).
+            if index < len(self._block_sources) and self._block_sources[index]:
+                self.tracker.remember([(value, self._block_sources[index], reads)])
             return value
 
         return record
+
+    def _write_output(self, text: str) -> None:
+        self.output.write(text)
 
     def _print_scope(self, _getattr_: Any = None) -> PrintScope:
         return PrintScope(self.output)
@@ -230,11 +279,31 @@ class Runtime:
         extension.__name__ = extension.__qualname__ = name
         return extension
 
-    def call_extension(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Send one extension call to the host and wait for its result."""
+    def host_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """An extension call made by the worker itself (a library reading or writing a workspace
+        file): its arguments may be as large as a file (``HOST_CALL_LIMIT``)."""
+        return self.call_extension(name, args, kwargs, limit=HOST_CALL_LIMIT)
+
+    def call_extension(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], limit: int | None = None
+    ) -> Any:
+        """Send one extension call to the host and wait for its result.
+
+        Args:
+            name: The extension function.
+            args: Its positional arguments.
+            kwargs: Its keyword arguments.
+            limit: The largest encoding of the arguments (default: the snapshot limit).
+
+        Refused while a recorded definition runs again: a restore does not call the host.
+        """
+        if self._rebuilding:
+            self._refused_calls += 1
+            raise ExtensionError(f"{name}() cannot be called while a definition is restored")
+        self.provenance.extension_called()
         try:
-            encoded_args = self.tracker.encode(list(args))
-            encoded_kwargs = self.tracker.encode(dict(kwargs))
+            encoded_args = self._encode_argument(list(args), limit)
+            encoded_kwargs = self._encode_argument(dict(kwargs), limit)
         except CodecError as exc:
             raise TypeError(
                 f"the arguments of {name}() cannot be sent to the host: {exc}"
@@ -245,6 +314,11 @@ class Runtime:
         if reply.get("ok"):
             return codec.decode(str(reply["value"]), make_definition=self._make_definition)
         raise ExtensionError(str(reply.get("error") or f"{name}() failed")) from None
+
+    def _encode_argument(self, value: Any, limit: int | None) -> str:
+        if limit is None:
+            return self.tracker.encode(value)
+        return codec.encode(value, max_bytes=limit)
 
     # -- restore ----------------------------------------------------------------------------
 
@@ -260,7 +334,9 @@ class Runtime:
         pending: list[Frame] = []
         lost: list[str] = []
         for snapshot in snapshots:
-            if snapshot.get("encoded") and snapshot["kind"] in ("value", "function"):
+            if name_problem(snapshot["name"], self._configured) is not None:
+                lost.append(str(snapshot["name"]))  # a name no block could bind (older data)
+            elif snapshot.get("encoded") and snapshot["kind"] in ("value", "function"):
                 pending.append(snapshot)
             elif snapshot["kind"] != "deleted":
                 lost.append(str(snapshot["name"]))
@@ -277,6 +353,8 @@ class Runtime:
 
     def _restore_imports(self, imports: dict[str, Any]) -> None:
         for name, ref in imports.items():
+            if name_problem(name, self._configured) is not None:
+                continue
             try:
                 self.namespace[name] = self.tracker.resolve((str(ref[0]), ref[1]))
                 self.tracker.imports[name] = (str(ref[0]), ref[1])
@@ -304,14 +382,34 @@ class Runtime:
     def _make_definition(self, definition: Definition) -> Any:
         """Run a recorded definition again, under the policy of live code (``compile_definition``).
 
-        The source is compiled without definition hooks, so a restore in the middle of a block
-        (a ``restore_var`` result) leaves that block's own hook reports as they are.
+        Only when every name its statement read holds what it held then (``provenance.py``);
+        while it runs, extension calls are refused and the block clock reads NaN, so it cannot
+        make something other than what it made live. The source is compiled without definition
+        hooks, so a restore in the middle of a block (a ``restore_var`` result) leaves that
+        block's own hook reports as they are.
+
+        Raises:
+            NotRestorable: The definition would not make what it made when it ran.
         """
+        problem = self.provenance.problem(definition)
+        if problem is not None:
+            raise NotRestorable(problem)
         code = compile_definition(definition.source)
         scope: dict[str, Any] = {}
-        exec(code, self.namespace, scope)
+        refused, clock = self._refused_calls, self.clock.now
+        self._rebuilding += 1
+        self.clock.now = math.nan
+        try:
+            exec(code, self.namespace, scope)
+        finally:
+            self._rebuilding -= 1
+            self.clock.now = clock
+        if self._refused_calls != refused:  # even if the statement caught the refusal
+            raise NotRestorable(
+                f"{definition.name} cannot be rebuilt as it ran: it calls an extension function"
+            )
         name = definition.name if definition.name in scope else defined_name(definition.source)
         value = scope[name or definition.name]
         with contextlib.suppress(TypeError):
-            self.tracker.sources[value] = definition.source
+            self.tracker.sources[value] = definition
         return value

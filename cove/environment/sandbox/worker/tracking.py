@@ -14,8 +14,9 @@ A checked value is the same when it is the same immutable object (an int, a str.
 container of scalars (or table of them) still holding the very objects recorded at its last encode
 (``shallow.py``), else when its encoding's fingerprint is unchanged. If the namespace holds a
 binding no name led to, every name is compared once. Functions and classes defined at the top level
-of a block keep the source of their definition (looked up by object, so ``g = f`` keeps ``f``'s
-source) and are reported as ``kind="function"``. Values the codec refuses or that exceed the
+of a block keep the source of their definition and what it read (a ``Definition``, see
+``provenance.py``; looked up by object, so ``g = f`` keeps ``f``'s) and are reported as
+``kind="function"``. Values the codec refuses or that exceed the
 snapshot limit are ``opaque``. Curated modules, their members and builtins (extension functions
 included) bound to a name are import bindings, tracked separately and never reported as variables.
 """
@@ -34,6 +35,7 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from cove import codec
+from cove.codec.shapes import Definition, DefinitionKind, Reads
 from cove.environment.sandbox.worker.modules import ModuleTable
 from cove.environment.sandbox.worker.reach import Reach
 from cove.environment.sandbox.worker.shallow import Shallow
@@ -138,12 +140,14 @@ class VariableTracker:
         modules: ModuleTable,
         builtins: dict[str, Any],
         namespace: dict[str, Any] | None = None,
+        data_snapshot_limit: int | None = None,
     ):
         self.snapshot_limit = snapshot_limit
+        self.data_snapshot_limit = data_snapshot_limit or snapshot_limit
         self.modules = modules
         self.builtins = builtins
         self.namespace: dict[str, Any] = {} if namespace is None else namespace
-        self.sources: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self.sources: weakref.WeakKeyDictionary[Any, Definition] = weakref.WeakKeyDictionary()
         self.state: dict[str, _Tracked] = {}
         self.imports: dict[str, ImportRef] = {}
         self.encodes = 0
@@ -155,24 +159,48 @@ class VariableTracker:
         self._index: dict[int, ImportRef] = {}
         self._index_key: tuple[int, int] | None = None
 
-    def source_of(self, value: object) -> str | None:
-        """The source of a function or class defined in the sandbox (the codec's ``source_of``)."""
+    def source_of(self, value: object) -> Definition | None:
+        """The recorded definition of a function or class made in the sandbox (the codec's
+        ``source_of``)."""
         try:
             return self.sources.get(value)
         except TypeError:  # unhashable or not weak-referenceable
             return None
 
-    def remember(self, made: list[tuple[object, str]]) -> None:
-        """Record, for each object a top-level definition statement made, that statement's source.
+    def remember(self, made: list[tuple[object, str, Reads]]) -> None:
+        """Record, for each object a top-level definition statement made, that statement's source
+        and what it read (``provenance.py``).
 
         ``made`` comes from the statements themselves (``policy.DEFINE_HOOK``), in the order they
         ran, so the source is the one of the branch that actually ran, never another statement
         that merely binds the same name.
         """
-        for value, source in made:
+        for value, source, reads in made:
             if isinstance(value, FunctionType | type):
+                kind: DefinitionKind = "class" if isinstance(value, type) else "function"
                 with contextlib.suppress(TypeError):
-                    self.sources[value] = source
+                    self.sources[value] = Definition(kind, value.__name__, source, reads)
+
+    def import_ref(self, value: object) -> ImportRef | None:
+        """The import binding ``value`` is (a curated module, member or builtin), or None."""
+        return self._import_ref(value)
+
+    def fingerprint_of(self, name: str, value: object) -> str | None:
+        """The fingerprint of ``value``'s encoding (None when it has none); ``name``'s tracked
+        fingerprint when it provably still holds it."""
+        old = self.state.get(name)
+        if old is not None and self.namespace.get(name) is value and old.unchanged(value):
+            return old.fingerprint
+        try:
+            return codec.fingerprint(self.encode(value))
+        except MemoryError:
+            raise
+        except Exception:  # CodecError, or a RecursionError from a hostile structure
+            return None
+
+    def holders(self, objects: Iterable[int]) -> set[str]:
+        """The tracked variables whose values hold one of ``objects`` (ids), as last checked."""
+        return self._owners.names_for(objects)
 
     def resolve(self, ref: ImportRef) -> Any:
         """The object an import binding refers to.
@@ -209,7 +237,7 @@ class VariableTracker:
             if name in checked or name.startswith("_"):
                 continue
             checked.add(name)
-            also = self._check(namespace, name, found, reach.walked.get(name))
+            also = self._check_safely(namespace, name, found, reach.walked.get(name))
             pending.extend(sorted(also - checked))
         self._sweep(namespace, checked, found)
         return found
@@ -242,10 +270,39 @@ class VariableTracker:
             return
         for name in [n for n in namespace if not n.startswith("_") and n not in checked]:
             if name not in self.state and name not in self.imports:
-                self._check(namespace, name, found, None)
+                self._check_safely(namespace, name, found, None)
         for name in [n for n in (*self.state, *self.imports) if n not in namespace]:
-            self._check(namespace, name, found, None)
+            self._check_safely(namespace, name, found, None)
         self._hidden = sum(1 for n in namespace if n.startswith("_"))
+
+    def _check_safely(
+        self,
+        namespace: dict[str, Any],
+        name: str,
+        found: list[dict[str, Any]],
+        walked: tuple[object, frozenset[int]] | None,
+    ) -> set[str]:
+        """``_check``, failing closed: a value the tracker cannot handle (a foreign type whose
+        hash, comparison or traversal raises) is reported opaque, never an error."""
+        try:
+            return self._check(namespace, name, found, walked)
+        except MemoryError:
+            raise
+        except Exception:
+            value = namespace.get(name)
+            self._untrack_quietly(name)
+            found.append(
+                {"name": name, "kind": "opaque", "encoded": None, "preview": codec.preview(value),
+                 "type_name": _type_name(value), "size": None}
+            )  # fmt: skip
+            return set()
+
+    def _untrack_quietly(self, name: str) -> None:
+        if name in self.state:
+            with contextlib.suppress(Exception):
+                self._untrack(name)
+            self.state.pop(name, None)
+        self.imports.pop(name, None)
 
     def _check(
         self,
@@ -283,9 +340,22 @@ class VariableTracker:
         found: list[dict[str, Any]],
         walked: tuple[object, frozenset[int]] | None,
     ) -> set[str]:
-        """Snapshot ``value`` and report it when its content changed; track it either way."""
-        snapshot, fingerprint = self.snapshot(name, value)
+        """Snapshot ``value`` and report it when its content changed; track it either way.
+
+        An array or a pandas value is first compared by a hash of its buffers: unchanged, it is
+        not encoded at all."""
         ids = walked[1] if walked is not None and walked[0] is value else None
+        quick = codec.data_fingerprint(value)
+        if (
+            quick is not None
+            and old is not None
+            and old.value is value
+            and old.fingerprint == quick
+        ):
+            if ids is None:
+                ids = self._objects_of(value)
+            return self._track(name, value, quick, ids) if ids != old.ids else set()
+        snapshot, fingerprint = self.snapshot(name, value)
         if old is not None and old.value is value and old.fingerprint == fingerprint:
             # Same content; but an element may have been swapped for an equal object, which
             # the index of held objects must learn (a later change to it concerns this value).
@@ -342,7 +412,7 @@ class VariableTracker:
 
     def adopt(self, name: str, value: object, encoded: str) -> None:
         """Take a restored variable as unchanged."""
-        self._track(name, value, codec.fingerprint(encoded))
+        self._track(name, value, codec.data_fingerprint(value) or codec.fingerprint(encoded))
 
     def forget_all(self) -> None:
         """Drop every tracked variable and import binding (before a full restore)."""
@@ -357,9 +427,8 @@ class VariableTracker:
         Raises:
             CodecError: The value cannot be encoded (``ValueTooLarge`` when over the limits).
         """
-        return codec.encode(
-            value, source_of=self.source_of, max_bytes=self.snapshot_limit, max_depth=MAX_DEPTH
-        )
+        limit = self.data_snapshot_limit if codec.is_data(value) else self.snapshot_limit
+        return codec.encode(value, source_of=self.source_of, max_bytes=limit, max_depth=MAX_DEPTH)
 
     def snapshot(self, name: str, value: object) -> tuple[dict[str, Any], str]:
         """The wire form of ``value``'s snapshot and its fingerprint."""
@@ -385,7 +454,7 @@ class VariableTracker:
         if source is not None:
             snapshot["kind"] = "function"
             snapshot["signature"] = snapshot["preview"] = signature_of(name, value)
-        return snapshot, codec.fingerprint(encoded)
+        return snapshot, codec.data_fingerprint(value) or codec.fingerprint(encoded)
 
     def _is_sandbox_class(self, cls: type) -> bool:
         # Read through ``type`` so a class cannot answer for itself.
@@ -411,6 +480,11 @@ class VariableTracker:
                 if callable(member):
                     index.setdefault(id(member), (module, member_name))
         return index
+
+
+def _type_name(value: object) -> str:
+    name = type(value).__name__
+    return name if type(name) is str else "object"
 
 
 def signature_of(name: str, value: object) -> str:

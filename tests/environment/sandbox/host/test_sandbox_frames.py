@@ -104,6 +104,7 @@ def test_malformed_worker_replies_are_protocol_errors() -> None:
     ):
         with pytest.raises(ProtocolError):
             block_reply(bad)
-    assert restore_reply({"op": "restored", "restored": ["a"], "lost": []}) == (["a"], [])
-    with pytest.raises(ProtocolError):
-        restore_reply({"op": "restored", "restored": [1], "lost": []})
+    assert restore_reply({"op": "restored", "restored": ["a"], "lost": []}, {"a"}) == (["a"], [])
+    for restored in ([1], ["b"]):
+        with pytest.raises(ProtocolError):
+            restore_reply({"op": "restored", "restored": restored, "lost": []}, {"a"})

@@ -15,6 +15,7 @@ from typing import Any
 
 from cove.environment.sandbox.worker.modules import ALLOWED_MODULES
 from cove.environment.sandbox.worker.runtime import Runtime
+from tests.environment.sandbox.worker import library_audit
 
 TABLE = Path(__file__).parents[4] / "docs" / "sandbox-allowlist.md"
 ROW = re.compile(r"^\| `([^`]+)` \| (kept|wrapped|removed) \| (.+) \|$")
@@ -23,7 +24,8 @@ PUBLIC_DUNDERS = ("__import__", "__build_class__", "__name__")
 ABSENT = object()  # a sandbox name with no stdlib counterpart (ExtensionError) is "kept"
 
 
-def verdicts() -> dict[str, str]:
+def verdicts(*, libraries: bool = False) -> dict[str, str]:
+    """The table's verdicts: of the standard library and builtins, or of the data libraries."""
     found: dict[str, str] = {}
     for line in TABLE.read_text(encoding="utf-8").splitlines():
         match = ROW.match(line)
@@ -32,7 +34,8 @@ def verdicts() -> dict[str, str]:
             assert name not in found, f"{name} has two rows"
             assert why.strip(), f"{name} has no reason"
             found[name] = verdict
-    return found
+    stdlib = {n: v for n, v in found.items() if n.split(".")[0] in {*ALLOWED_MODULES, "builtins"}}
+    return {n: v for n, v in found.items() if n not in stdlib} if libraries else stdlib
 
 
 def reachable_names() -> dict[str, tuple[Any, Any]]:
@@ -78,3 +81,50 @@ def test_the_generated_code_checks_are_in_the_table() -> None:
         assert table[name] == "wrapped"
     for name in ("dataclasses.make_dataclass", "typing.get_type_hints", "string.Formatter"):
         assert table[name] == "removed"
+
+
+def test_every_data_library_name_has_the_verdict_the_code_gives() -> None:
+    code = {name: verdict for name, (verdict, _) in library_audit.rows().items()}
+    unaudited = sorted(n for n, v in code.items() if v == "unaudited")
+    assert unaudited == [], f"library attributes without a verdict in the code: {unaudited}"
+    table = verdicts(libraries=True)
+    missing = sorted(set(code) - set(table))
+    assert missing == [], f"names without an audit verdict in {TABLE.name}: {missing}"
+    stale = sorted(set(table) - set(code))
+    assert stale == [], f"rows for names the code no longer decides: {stale}"
+    differ = sorted(n for n in code if table[n] != code[n])
+    assert differ == [], f"verdicts that differ from the code: {differ}"
+
+
+def test_removed_library_attributes_are_refused() -> None:
+    runtime = Runtime(request=lambda frame: frame, output_limit=100, snapshot_limit=100)
+    assert runtime.data is not None
+    for cls, surface in runtime.data.surfaces.by_class.items():
+        for name in surface.removed:
+            try:
+                runtime.data.surfaces.lookup(cls, name)
+            except AttributeError:
+                continue
+            raise AssertionError(f"{surface.path}.{name} is removed but reachable")
+
+
+def test_the_refusals_the_issue_names_are_in_the_table() -> None:
+    table = verdicts(libraries=True)
+    for name in (
+        "numpy.fromfile", "numpy.memmap", "numpy.seterrcall", "numpy.bmat", "numpy.recarray",
+        "pandas.eval", "pandas.read_pickle", "pandas.set_option", "pandas.read_clipboard",
+        "pandas.read_sql", "pandas.DataFrame.eval", "pandas.DataFrame.query",
+        "pandas.DataFrame.to_pickle", "pandas.DataFrame.style", "pandas.DataFrame.to_clipboard",
+        "pandas.DataFrame.to_sql", "numpy.ndarray.ctypes", "numpy.ndarray.tofile",
+        "numpy.ndarray.dump", "numpy.ndarray.dumps", "matplotlib.pyplot.switch_backend",
+        "matplotlib.pyplot.rc_file",
+    ):  # fmt: skip
+        assert table[name] == "removed", name
+    wrapped = (
+        "numpy.load", "numpy.ndarray", "numpy.frombuffer", "pandas.read_csv",
+        "pandas.DataFrame.to_csv", "pandas.DataFrame.agg", "matplotlib.pyplot.rcParams",
+    )  # fmt: skip
+    for name in wrapped:
+        assert table[name] == "wrapped", name
+    assert "numpy.lib.stride_tricks.as_strided" not in table
+    assert table["numpy.lib.stride_tricks.sliding_window_view"] == "kept"

@@ -10,11 +10,20 @@ type confusion, unicode look-alike identifiers, and chains through allowed modul
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
+from cove.config import SandboxSettings
 from cove.environment.sandbox.host.client import SandboxClient
-from tests.environment.conftest import ok, read_proc, run
+from tests.environment.conftest import ok, read_proc, run, with_libraries
+
+
+@pytest.fixture
+def sandbox_settings(tmp_path: Path) -> SandboxSettings:
+    """With the data libraries loaded: escapes and data work must face them."""
+    return with_libraries(tmp_path)
+
 
 ESCAPES = {
     # class hierarchy walks

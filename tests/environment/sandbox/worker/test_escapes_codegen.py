@@ -15,13 +15,22 @@ from __future__ import annotations
 import builtins
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cove.config import SandboxSettings
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.worker.runtime import Runtime
-from tests.environment.conftest import ok, run
+from tests.environment.conftest import ok, run, with_libraries
+
+
+@pytest.fixture
+def sandbox_settings(tmp_path: Path) -> SandboxSettings:
+    """With the data libraries loaded: escapes and data work must face them."""
+    return with_libraries(tmp_path)
+
 
 EVIL = r"""'q"+str(self.box.append(__import__("builtins").__dict__))\n  #'"""
 """A field name that, pasted into the ``__repr__`` dataclasses generates, appends the real

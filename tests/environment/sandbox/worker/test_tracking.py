@@ -14,9 +14,9 @@ BIG = "rows = list(range(100_000))"
 # (setup blocks, the block that mutates, the variables that must get a new version)
 MUTATIONS = {
     "alias": ([BIG, "alias = rows"], "alias.append(-1)", {"rows", "alias"}),
-    "function": ([BIG, "def add(v):\n    rows.append(v)"], "add(-1)", {"rows"}),
+    "function": ([BIG, "def push(v):\n    rows.append(v)"], "push(-1)", {"rows"}),
     "function calling a function": (
-        [BIG, "def add(v):\n    rows.append(v)", "def twice(v):\n    add(v)\n    add(v)"],
+        [BIG, "def push(v):\n    rows.append(v)", "def twice(v):\n    push(v)\n    push(v)"],
         "twice(-1)",
         {"rows"},
     ),
@@ -49,8 +49,8 @@ MUTATIONS = {
         {"rows"},
     ),
     "default argument": (
-        [BIG, "def add(v, into=rows):\n    into.append(v)"],
-        "add(-1)",
+        [BIG, "def push(v, into=rows):\n    into.append(v)"],
+        "push(-1)",
         {"rows"},
     ),
     "element swapped for an equal object, then changed": (
@@ -83,8 +83,8 @@ async def test_each_mutation_path_yields_a_new_version(client: SandboxClient, ca
 
 
 async def test_the_new_version_holds_the_mutated_value(client: SandboxClient) -> None:
-    await ok(client, "rows = [1, 2]\ndef add(v):\n    rows.append(v)")
-    outcome = await ok(client, "add(3)")
+    await ok(client, "rows = [1, 2]\ndef push(v):\n    rows.append(v)")
+    outcome = await ok(client, "push(3)")
     assert [(c.name, codec.decode(c.encoded or "")) for c in outcome.changes] == [
         ("rows", [1, 2, 3])
     ]

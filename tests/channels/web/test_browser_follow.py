@@ -1,0 +1,152 @@
+"""The chat view follows the work as chat products do: it stays at the newest iteration while a
+turn streams, lets go when the reader scrolls up, and a "jump to latest" control brings it back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.channels.web.browser import Gate, Site, answer, send
+from tests.channels.web.ui import end_in_view, next_frames, scroll_top, wait_end_in_view
+
+DESKTOP = {"width": 1000, "height": 600}
+
+
+def steps(count: int) -> list[Gate]:
+    """One gated reply per iteration, each running a block, so a turn grows step by step."""
+    return [
+        Gate(answer("", [f"step_{n} = {n} * {n}", f"step_{n}"], thinking=f"Working on step {n}."))
+        for n in range(1, count + 1)
+    ]
+
+
+def let_through(gates: list[Gate]) -> None:
+    for gate in gates:
+        assert gate.reached.wait(30)
+        gate.opened.set()
+
+
+def iteration(n: int) -> str:
+    return f".turn.live .iteration[data-iteration='{n}']"
+
+
+def test_a_live_turn_follows_its_newest_iteration_until_the_reader_scrolls_up(
+    site: Site, page: Any
+) -> None:
+    page.set_viewport_size(DESKTOP)
+    gates = steps(9)
+    site.fake.add_replies(*gates, answer("All nine steps are done."))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "nine steps, one at a time")
+
+    let_through(gates[:6])
+    assert gates[6].reached.wait(30)  # iteration 7 is running
+    page.wait_for_selector(iteration(7))
+    next_frames(page)
+    assert end_in_view(page, iteration(7)), "the page stayed behind the newest iteration"
+    assert page.locator(iteration(1)).count() == 1
+    assert not end_in_view(page, iteration(1))  # the turn is taller than the window
+    assert page.is_hidden("#jump-latest")  # nothing to jump to: the reader is at the end
+
+    # The reader scrolls up to read iteration 1: the page lets go and offers the way back.
+    page.mouse.move(400, 250)
+    page.mouse.wheel(0, -2000)
+    page.wait_for_selector("#jump-latest", state="visible")
+    held = scroll_top(page, "#thread")
+    gates[6].opened.set()
+    assert gates[7].reached.wait(30)
+    page.wait_for_selector(iteration(8))
+    next_frames(page)
+    assert scroll_top(page, "#thread") == held, "new output pulled the reader away"
+    assert not end_in_view(page, iteration(8))
+    assert page.is_visible("#jump-latest")
+
+    page.click("#jump-latest")
+    wait_end_in_view(page, iteration(8))
+    page.wait_for_selector("#jump-latest", state="hidden")
+
+    # Following again: the rest streams in view, and so does the answer that ends the turn.
+    let_through(gates[7:])
+    page.wait_for_selector(".turn[data-status='done'] .answer")
+    next_frames(page)
+    assert end_in_view(page, ".turn[data-status='done'] .answer")
+    assert page.is_hidden("#jump-latest")
+
+
+def test_scrolling_back_to_the_end_by_hand_follows_again(site: Site, page: Any) -> None:
+    page.set_viewport_size(DESKTOP)
+    gates = steps(6)
+    site.fake.add_replies(*gates, answer("done"))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "six steps")
+    let_through(gates[:4])
+    assert gates[4].reached.wait(30)
+    page.wait_for_selector(iteration(5))
+    page.mouse.move(400, 250)
+    page.mouse.wheel(0, -2000)
+    page.wait_for_selector("#jump-latest", state="visible")
+    page.mouse.wheel(0, 5000)  # all the way down again
+    page.wait_for_selector("#jump-latest", state="hidden")
+    gates[4].opened.set()
+    assert gates[5].reached.wait(30)
+    page.wait_for_selector(iteration(6))
+    next_frames(page)
+    assert end_in_view(page, iteration(6))
+    gates[5].opened.set()
+    page.wait_for_selector(".turn[data-status='done']")
+
+
+def long_answer(n: int) -> str:
+    return answer("\n\n".join(f"Answer {n}, paragraph {p}." for p in range(1, 9)))
+
+
+def test_a_conversation_opens_at_its_latest_turn_or_at_the_turn_linked(
+    site: Site, page: Any
+) -> None:
+    page.set_viewport_size(DESKTOP)
+    site.fake.add_replies(*(long_answer(n) for n in range(1, 4)))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    for n in range(1, 4):
+        send(page, f"question {n}")
+        page.wait_for_selector(f"#turn-{n}[data-status='done']")
+    page.reload()
+    page.wait_for_selector("#turn-3 .answer")
+    next_frames(page)
+    assert end_in_view(page, "#turn-3 .answer")
+    assert not end_in_view(page, "#turn-1 .answer")
+    assert page.is_hidden("#jump-latest")
+
+    page.goto(f"{site.url}/c/{cid}#turn-1")  # a search hit links to its turn
+    page.wait_for_selector("#turn-1 .answer")
+    next_frames(page)
+    top = page.eval_on_selector("#turn-1", "node => node.getBoundingClientRect().top")
+    assert 0 <= top < DESKTOP["height"] / 2
+    page.wait_for_selector("#jump-latest", state="visible")
+
+    # Sending from there brings the reader to the new turn.
+    site.fake.add_replies(answer("the fourth answer"))
+    send(page, "question 4")
+    page.wait_for_selector("#turn-4[data-status='done'] .answer")
+    next_frames(page)
+    assert end_in_view(page, "#turn-4 .answer")
+
+
+def test_on_a_phone_too_the_page_follows_the_newest_iteration(site: Site, page: Any) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    gates = steps(6)
+    site.fake.add_replies(*gates, answer("done"))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "six steps on a phone")
+    let_through(gates[:5])
+    assert gates[5].reached.wait(30)
+    page.wait_for_selector(iteration(6))
+    next_frames(page)
+    assert end_in_view(page, iteration(6))
+    assert not end_in_view(page, iteration(1))
+    assert page.is_visible("#message")  # the composer stays on screen
+    assert end_in_view(page, "#composer")
+    gates[5].opened.set()
+    page.wait_for_selector(".turn[data-status='done']")
