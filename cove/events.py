@@ -178,28 +178,30 @@ class VarsChanged(Event):
     changes: tuple[VarVersion, ...]
 
 
-#: The kinds of nudge a person is shown too (why an answer was refused); the others are for the
-#: model alone: channels show them only where the exact prompts are shown (the inspector,
-#: ``cove show --prompts``, ``--events``).
-USER_NUDGES: frozenset[str] = frozenset({"refusal"})
+@dataclass(frozen=True)
+class AnswerRefused(Event):
+    """The reply's answer was refused (an undefined ``{{name}}``, a failed block of the same
+    reply): the iteration is an error and the turn goes on; ``reason`` says why."""
+
+    type: ClassVar[str] = "answer_refused"
+    turn_id: int
+    iteration: int
+    reason: str
 
 
 @dataclass(frozen=True)
 class Nudge(Event):
     """A hint the engine will show the model in its next context message.
 
-    ``kind`` names the rule that gave it (``cove.engine.nudges.NudgeKind``); ``for_user`` is
-    True when people are shown it too (``USER_NUDGES``).
+    ``kind`` names the rule that gave it (``cove.engine.nudges.NudgeKind``). Nudges are for the
+    model alone: channels show them only where the exact prompts are shown (the inspector,
+    ``cove show --prompts``, ``--events``); people see a refused answer as ``AnswerRefused``.
     """
 
     type: ClassVar[str] = "nudge"
     turn_id: int
     text: str
     kind: str = "extension"
-    for_user: bool = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "for_user", self.kind in USER_NUDGES)
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,13 @@ class TurnFinished(Event):
     duration_ms: float
     error: str | None = None
     cost_known: bool = True  # False when the model is missing from the price table
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as JSON; an unknown cost is ``null``, never ``0.0``."""
+        data = super().to_json()
+        if not self.cost_known:
+            data["cost_usd"] = None
+        return data
 
 
 @dataclass(frozen=True)

@@ -140,9 +140,7 @@ def test_every_event_carries_its_conversation_and_sequence(cls: type[Event]) -> 
     assert (data["conversation_id"], data["seq"]) == ("c1", 7)
 
 
-def test_a_nudge_says_whether_people_are_shown_it() -> None:
-    assert events.Nudge(turn_id=1, text="Your answer was refused: …", kind="refusal").for_user
+def test_a_nudge_names_the_rule_that_gave_it() -> None:
     title = events.Nudge(turn_id=1, text="The conversation has no title yet", kind="title")
-    assert not title.for_user and title.to_json()["for_user"] is False
-    assert not events.Nudge(turn_id=1, text="from an extension").for_user
-    assert dataclasses.replace(title, kind="refusal").for_user
+    assert title.to_json()["kind"] == "title"
+    assert events.Nudge(turn_id=1, text="from an extension").kind == "extension"

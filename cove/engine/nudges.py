@@ -3,8 +3,7 @@
 The engine keeps a ``NudgeState`` up to date between iterations; ``builtin_nudges`` is a pure
 function of it, so each nudge is a plain condition a test can set. Nudges come out most important
 first and at most ``MAX_NUDGES`` of them (extensions' nudges are appended by the engine and share
-the same bound in ``context_message``). Each has a kind (``NudgeKind``), which says whether a
-person is shown it too (``cove.events.USER_NUDGES``).
+the same bound in ``context_message``). Each has a kind (``NudgeKind``), kept with it.
 """
 
 from __future__ import annotations

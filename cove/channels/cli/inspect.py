@@ -144,7 +144,7 @@ async def _show(
         else:
             write_text(markdown)
     else:
-        show_transcript(console, transcript, settings, texts)
+        show_transcript(console, transcript, texts)
     return 0
 
 

@@ -25,13 +25,13 @@ from rich.text import Text
 
 from cove.conversation import turn_of
 from cove.events import (
+    AnswerRefused,
     BlockFinished,
     BlockStarted,
     Event,
     IterationStarted,
     ModelReply,
     ModelRetry,
-    Nudge,
     SandboxRestarted,
     TitleChanged,
     TurnFinished,
@@ -138,6 +138,12 @@ class RunProgress:
             self._status = None
 
 
+def took(ms: float) -> str:
+    """A duration for people: ``38ms`` below a second (a fast turn is not ``0.0s``), else
+    ``1.2s``."""
+    return f"{max(ms, 1):.0f}ms" if ms < 999.5 else f"{ms / 1000:.1f}s"
+
+
 class ProgressView:
     """Shows a turn's progress: iterations, code, results, variables, the answer.
 
@@ -177,12 +183,11 @@ class ProgressView:
             shown = ", ".join(f"{v.name} v{v.version} ({v.type_name})" for v in event.changes[:12])
             more = f" +{len(event.changes) - 12} more" if len(event.changes) > 12 else ""
             c.print(line(("variables: ", "magenta"), shown + more))
-        elif isinstance(event, Nudge):
-            if event.for_user:  # the others are for the model: `cove show --prompts` has them
-                c.print(line(("note: ", "yellow"), event.text))
         elif isinstance(event, SandboxRestarted):
             lost = ", ".join(event.lost) or "nothing"
             c.print(line(("sandbox restarted", "red"), f" ({event.reason}); lost: {lost}"))
+        elif isinstance(event, AnswerRefused):
+            c.print(line((cut(event.reason), "red")))
         elif isinstance(event, TitleChanged):
             c.print(line((f"title: {event.title}", "dim")))
         elif isinstance(event, TurnFinished):
@@ -241,7 +246,7 @@ class ProgressView:
         summary = (
             f"{event.status} · {event.iterations} iteration(s) · "
             f"{event.tokens_in + event.tokens_out:,} tokens · {cost} · "
-            f"{event.duration_ms / 1000:.1f}s"
+            f"{took(event.duration_ms)}"
         )
         if event.error:
             c.print(line((event.error, "red")))

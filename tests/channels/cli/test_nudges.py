@@ -18,7 +18,7 @@ def test_chat_shows_no_nudge_meant_for_the_model(cli: Cove, server: FakeOpenAI) 
     assert result.exit_code == 0, result.stderr
     assert "iteration 3" in result.stdout and "ok" in result.stdout
     assert TITLE_NUDGE not in result.stdout + result.stderr
-    assert "Your answer was refused: undefined placeholder" in result.stdout  # for people too
+    assert "answer refused: undefined placeholder" in result.stdout  # people see why
     [conv] = cli.json("list")
     assert TITLE_NUDGE in cli("show", conv["id"], "--prompts").stdout
 
@@ -41,4 +41,4 @@ def test_watch_shows_no_nudge_meant_for_the_model_and_events_keep_them(
     assert TITLE_NUDGE not in shown
     out, err = events.communicate(timeout=60)
     nudges = [e for e in map(json.loads, out.splitlines()) if e["type"] == "nudge"]
-    assert nudges and all(n["kind"] == "title" and not n["for_user"] for n in nudges)
+    assert nudges and all(n["kind"] == "title" for n in nudges)

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from tests.channels.web.browser import Gate, Site, answer, send
+from tests.channels.web.serve import BEARER
 from tests.fakes.openai_server import Fault
 
 REQUEST = "Compute the squares of the numbers from one to forty and tell me their sum, please"
@@ -17,7 +18,7 @@ REQUEST = "Compute the squares of the numbers from one to forty and tell me thei
 
 def start_turn(site: Site, text: str, *, finished: bool = False) -> str:
     """A new conversation (no title) whose first turn is ``text`` (and has ``finished``)."""
-    with httpx.Client(base_url=site.url, timeout=30) as http:
+    with httpx.Client(base_url=site.url, timeout=30, headers=BEARER) as http:
         cid: str = http.post("/api/conversations", json={}).json()["id"]
         assert http.post(f"/api/conversations/{cid}/messages", json={"text": text}).is_success
         if finished:
@@ -75,11 +76,11 @@ def test_nudges_for_the_model_stay_out_of_the_timeline(site: Site, page: Any) ->
     page.goto(f"{site.url}/c/{cid}")
     page.wait_for_selector(".turn.live .iteration[data-iteration='2']")
     url = f"{site.url}/api/conversations/{cid}/events?after=0"
-    with httpx.Client(timeout=30) as http, http.stream("GET", url) as events:
+    with httpx.Client(timeout=30, headers=BEARER) as http, http.stream("GET", url) as events:
         lines = (line for line in events.iter_lines() if line.startswith("data:"))
         nudge = next(json.loads(line[5:]) for line in lines if '"nudge"' in line)
     assert nudge["text"].startswith("The conversation has no title yet")
-    assert nudge["for_user"] is False
+    assert nudge["kind"] == "title"
     assert "no title yet" not in page.text_content("#turns")
     last.opened.set()
     page.wait_for_selector(".turn[data-status='done'] .answer")

@@ -28,13 +28,13 @@ from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.turn import TurnView
 from cove.conversation import Transcript, TurnRecord, VarVersionRecord, iteration_budget
 from cove.events import (
+    AnswerRefused,
     BlockFinished,
     Event,
     IterationStarted,
     ModelDelta,
     ModelReply,
     ModelRetry,
-    Nudge,
     SandboxRestarted,
     SteerReceived,
     TurnFinished,
@@ -175,6 +175,8 @@ class Timeline(VerticalScroll):
                 iteration.add_vars([v.var_version() for v in written])
             for text in it.steering:
                 iteration.add_note(f"you (steering): {text}")
+            if it.refusal:
+                iteration.add_note(it.refusal, "red")
         if turn.status != "running":
             took = None if turn.finished_at is None else (turn.finished_at - turn.started_at) * 1e3
             view.finish(
@@ -182,7 +184,7 @@ class Timeline(VerticalScroll):
                 answer=turn.answer,
                 error=turn.error,
                 tokens=turn.tokens_in + turn.tokens_out,
-                cost=cost_text(turn.cost_usd),
+                cost=cost_text(turn.cost_usd, turn.cost_known),
                 duration_ms=took,
             )
 
@@ -238,12 +240,13 @@ def apply_to_iteration(
 
 
 def note_of(event: Event) -> tuple[str, str] | None:
-    """The note (text, style) a nudge, a steering message or a sandbox restart shows."""
-    if isinstance(event, Nudge):  # only what people are shown; the inspector has the rest
-        return (f"note: {event.text}", "yellow") if event.for_user else None
+    """The note (text, style) a steering message, a sandbox restart or a refused answer shows;
+    nudges are for the model alone (the inspector shows them)."""
     if isinstance(event, SteerReceived):
         return f"you (steering): {event.text}", "yellow"
     if isinstance(event, SandboxRestarted):
         lost = ", ".join(event.lost) or "nothing"
         return f"sandbox restarted ({event.reason}); lost: {lost}", "red"
+    if isinstance(event, AnswerRefused):
+        return event.reason, "red"
     return None
