@@ -7,8 +7,9 @@ from cove.conversation.coalesce import coalesce_deltas
 from cove.conversation.conversations import Conversations, LLMFactory
 from cove.conversation.handle import TurnHandle
 from cove.conversation.list_watch import ListWatch
-from cove.conversation.rebuild import timeline
+from cove.conversation.rebuild import iteration_budget, timeline
 from cove.conversation.scripted import scripted_factory
+from cove.conversation.sequence import turn_of
 from cove.conversation.watch_stream import WatchStream
 from cove.persistence.records import (
     BlockRecord,
@@ -36,6 +37,8 @@ __all__ = [
     "VarVersionRecord",
     "WatchStream",
     "coalesce_deltas",
+    "iteration_budget",
     "scripted_factory",
     "timeline",
+    "turn_of",
 ]

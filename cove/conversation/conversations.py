@@ -17,7 +17,7 @@ from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
 from cove.conversation.opener import Opener
-from cove.conversation.recovered import as_recovered
+from cove.conversation.recovered import as_listed, as_recovered
 from cove.conversation.turns import Turns
 from cove.conversation.watch_api import WatchAPI
 from cove.conversation.watching import Watching
@@ -170,7 +170,7 @@ class Conversations(WatchAPI):
         With ``owner``, only that owner's conversations are found.
         """
         self._check_open()
-        return await self.store.resolve(id_or_prefix, owner=owner)
+        return as_listed(await self.store.resolve(id_or_prefix, owner=owner))
 
     async def list(
         self,
@@ -180,11 +180,15 @@ class Conversations(WatchAPI):
         *,
         owner: str | None = None,
     ) -> builtins.list[ConversationRecord]:
-        """Conversations, newest first (only ``owner``'s when given)."""
+        """Conversations, newest first (only ``owner``'s when given).
+
+        A last turn that a dead process left ``running`` reads ``interrupted`` (``last_status``).
+        """
         self._check_open()
-        return await self.store.list_conversations(
+        records = await self.store.list_conversations(
             channel=channel, limit=limit, before=before, owner=owner
         )
+        return [as_listed(record) for record in records]
 
     async def rename(
         self, conversation_id: str, title: str, *, owner: str | None = None
@@ -214,7 +218,7 @@ class Conversations(WatchAPI):
             )
         if any(t.position == at_turn and t.status == "running" for t in turns):
             raise Busy(parent.id, message=f"turn {at_turn} of {parent.id} is still running")
-        title = f"{parent.title or 'untitled'} (fork at turn {at_turn})"
+        title = f"{parent.label} (fork at turn {at_turn})"
         record = await self.store.create_conversation(
             channel=parent.channel,
             title=title,

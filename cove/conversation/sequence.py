@@ -62,6 +62,11 @@ def turn_of(seq: int) -> int:
     return seq >> TURN_SHIFT
 
 
+def slot_of(seq: int) -> int:
+    """The slot of a seq: 0 for the turn's start, ``i`` for iteration ``i``."""
+    return (seq >> SLOT_SHIFT) & LAST_SLOT
+
+
 def iteration_slot(iteration: int) -> int:
     """The slot of 1-based iteration ``iteration`` (the last slot is reserved for the end)."""
     return min(iteration, LAST_SLOT - 1)

@@ -22,7 +22,7 @@ from cove.engine.context import JournalEntry, context_message, request_message
 from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs
 from cove.engine.journal import block_ref
-from cove.engine.llm import Completion, LLMClient
+from cove.engine.llm import Completion, LLMClient, Retry
 from cove.engine.llm.client import with_image
 from cove.engine.protocol import CodeBlock, Reply, ReplyParseError, parse_reply
 from cove.environment.environment import Environment
@@ -36,6 +36,7 @@ from cove.events import (
     IterationStarted,
     ModelDelta,
     ModelReply,
+    ModelRetry,
     SandboxRestarted,
     SteerReceived,
     VarsChanged,
@@ -382,21 +383,31 @@ class Iteration:
         )
 
     async def _complete(self, messages: list[dict[str, Any]]) -> AsyncIterator[Event]:
-        """Call the model, yielding ``ModelDelta`` events while the reply streams."""
+        """Call the model, yielding ``ModelDelta`` events while the reply streams and a
+        ``ModelRetry`` for each retry of a failed request."""
         s, turn = self.setup, self.setup.turn
-        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        queue: asyncio.Queue[str | Retry | None] = asyncio.Queue()
 
-        async def sink(text: str) -> None:
-            queue.put_nowait(text)
+        async def sink(item: str | Retry) -> None:
+            queue.put_nowait(item)
 
         self.llm_task = asyncio.create_task(
-            s.llm.complete(messages, reasoning=s.control.reasoning, on_delta=sink)
+            s.llm.complete(messages, reasoning=s.control.reasoning, on_delta=sink, on_retry=sink)
         )
         self.llm_task.add_done_callback(lambda _: queue.put_nowait(None))
         s.control.running_llm = self.llm_task
         try:
-            while (text := await queue.get()) is not None:
-                yield ModelDelta(turn_id=turn.id, iteration=self.number, text=text)
+            while (item := await queue.get()) is not None:
+                if isinstance(item, Retry):
+                    yield ModelRetry(
+                        turn_id=turn.id,
+                        iteration=self.number,
+                        attempt=item.attempt,
+                        of=item.of,
+                        reason=item.reason,
+                    )
+                else:
+                    yield ModelDelta(turn_id=turn.id, iteration=self.number, text=item)
             await self.llm_task
         finally:
             s.control.running_llm = None

@@ -18,7 +18,7 @@ from cove.engine.determinism import BlockInputs, LiveInputs
 from cove.engine.iteration import Iteration, IterationResult, IterationSetup, LoopState
 from cove.engine.journal import Journal
 from cove.engine.llm import LLMClient, WithOptions
-from cove.engine.nudges import NudgeState, builtin_nudges
+from cove.engine.nudges import NudgeNote, NudgeState, builtin_nudges
 from cove.engine.policy import Ending, Streak, TurnPolicy, observed
 from cove.environment.environment import Environment
 from cove.errors import CoveError
@@ -218,16 +218,14 @@ class Query:
             request_message=request_message(control.request, None, self.attachments),
         )
 
-    def _nudges(self, state: NudgeState, control: TurnControl, position: int) -> list[str]:
+    def _nudges(self, state: NudgeState, control: TurnControl, position: int) -> list[NudgeNote]:
         """The nudges of iteration ``position``: the built-in ones, then the extensions'."""
         state.iteration = position + 1
         state.budget = control.budget
         state.has_title = control.title is not None
         state.var_count = len(self.env.var_index)
-        return [
-            *builtin_nudges(state),
-            *self.env.extension_nudges(iteration=position + 1, budget=control.budget),
-        ]
+        extensions = self.env.extension_nudges(iteration=position + 1, budget=control.budget)
+        return [*builtin_nudges(state), *(NudgeNote("extension", text) for text in extensions)]
 
     async def _loop(
         self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None
@@ -253,9 +251,9 @@ class Query:
                 yield _ending(before, position, last)
                 return
             nudges = self._nudges(nudge_state, control, position)
-            for text in nudges:
-                yield Nudge(turn_id=turn.id, text=text)
-            iteration = Iteration(setup, position, state, nudges)
+            for note in nudges:
+                yield Nudge(turn_id=turn.id, text=note.text, kind=note.kind)
+            iteration = Iteration(setup, position, state, [note.text for note in nudges])
             async for event in iteration.run():
                 yield event
             result = iteration.result

@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any, cast
 
 from cove.persistence.records import (
+    LABEL_CHARS,
     BlockRecord,
     ConversationRecord,
     IterationRecord,
@@ -17,10 +18,16 @@ from cove.persistence.records import (
 )
 from cove.results import BlockFigure, FigureAxes, VarKind
 
-CONVERSATION_SELECT = """
+#: A conversation with what lists show of it. Each subquery reads one entry of the turn
+#: table's (conversation_id, position) index, so a list costs the same whatever its turns hold.
+CONVERSATION_SELECT = f"""
 SELECT c.*,
        coalesce(c.fork_turn, 0)
-       + (SELECT count(*) FROM turn t WHERE t.conversation_id = c.id) AS turn_count
+       + (SELECT count(*) FROM turn t WHERE t.conversation_id = c.id) AS turn_count,
+       (SELECT substr(t.request, 1, {LABEL_CHARS * 4}) FROM turn t WHERE t.conversation_id = c.id
+         ORDER BY t.position LIMIT 1) AS first_request,
+       (SELECT t.status FROM turn t WHERE t.conversation_id = c.id
+         ORDER BY t.position DESC LIMIT 1) AS last_status
 FROM conversation c
 """
 
@@ -72,6 +79,8 @@ def conversation(row: sqlite3.Row) -> ConversationRecord:
         lease_until=row["lease_until"],
         turn_count=row["turn_count"],
         owner=row["owner"],
+        first_request=row["first_request"],
+        last_status=row["last_status"],
     )
 
 

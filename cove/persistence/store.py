@@ -432,13 +432,27 @@ class Store:
         text: str,
         restored: Sequence[str] = (),
         lost: Sequence[str] = (),
+        nudge_kind: str | None = None,
+        retry: tuple[int, int] | None = None,
     ) -> None:
-        """Keep a nudge or sandbox restart turn ``turn_id`` showed, under its published seq.
+        """Keep a nudge, sandbox restart or endpoint retry turn ``turn_id`` showed, under its
+        published seq (``nudge_kind`` for nudges, ``retry`` = (attempt, of) for retries).
 
         Raises:
             NotFound: unknown turn.
         """
-        await self._run(notes.add_note, self._clock(), turn_id, seq, kind, text, restored, lost)
+        await self._run(
+            notes.add_note,
+            self._clock(),
+            turn_id,
+            seq,
+            kind,
+            text,
+            restored,
+            lost,
+            nudge_kind,
+            retry,
+        )
 
     async def record_reply(self, iteration_id: int, reply: ReplyWrite) -> None:
         """Record the model's reply (with its usage and planned blocks) as soon as it arrives.

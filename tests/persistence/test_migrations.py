@@ -12,6 +12,8 @@ from cove.persistence.opening import APPLICATION_ID
 from cove.persistence.store import Store
 from tests.persistence.store_helpers import count, file_bytes, file_names, raw, write_file
 
+MIGRATIONS = Path(__file__).parents[2] / "cove" / "persistence" / "migrations"
+
 TABLES = {
     "blob": ["hash", "data"],
     "conversation": [
@@ -45,7 +47,8 @@ TABLES = {
     "search_doc": ["id", "turn_id", "kind"],
     "steering": ["id", "iteration_id", "position", "text", "created_at"],
     "turn_note": [
-        "id", "turn_id", "seq", "kind", "text", "restored", "lost", "created_at",
+        "id", "turn_id", "seq", "kind", "text", "restored", "lost", "created_at", "nudge_kind",
+        "retry_attempt", "retry_budget",
     ],
     "cancel_request": ["turn_id", "requested_by", "requested_at"],
     "schema_migrations": ["version", "name", "applied_at"],
@@ -222,6 +225,44 @@ async def test_a_migration_numbered_below_the_highest_applied_is_still_applied(
     # which proves the migrator tried it although a higher number is recorded.
     with pytest.raises(StoreError, match="already exists"):
         await Store.open(db_path)
+
+
+async def test_nudges_kept_before_their_kinds_were_recorded_are_classified(
+    db_path: Path,
+) -> None:
+    """0017 adds ``turn_note.nudge_kind``; older notes get the kind of the rule they read as,
+    and the rest of the note stays as it was."""
+    async with Store.open(db_path) as store:
+        conv = await store.create_conversation(channel="cli")
+        turn = await store.start_turn(conv.id, "one")
+    texts = {
+        "The conversation has no title yet: add a title": "title",
+        "Your answer was refused: undefined placeholder(s) {{x}}.": "refusal",
+        "2 iterations left, this one included: wrap up": "iterations_left",
+        "The last 3 iterations failed. Read the error": "error_streak",
+        "Mind the units (from an extension)": "extension",
+    }
+    with raw(db_path) as conn:  # the table as 0012 made it, and 0017 not applied yet
+        conn.execute("DROP TABLE turn_note")
+        conn.executescript((MIGRATIONS / "0012_turn_notes.sql").read_text())
+        conn.execute("DELETE FROM schema_migrations WHERE version = 17")
+        for seq, text in enumerate(texts, start=1):
+            conn.execute(
+                "INSERT INTO turn_note (turn_id, seq, kind, text, created_at)"
+                " VALUES (?, ?, 'nudge', ?, 0)",
+                (turn.id, seq, text),
+            )
+        conn.execute(
+            "INSERT INTO turn_note (turn_id, seq, kind, text, created_at)"
+            " VALUES (?, 99, 'sandbox_restarted', 'timeout', 0)",
+            (turn.id,),
+        )
+        conn.commit()
+    async with Store.open(db_path) as store:
+        notes = (await store.transcript(conv.id)).notes
+    assert {n.text: n.nudge_kind for n in notes if n.kind == "nudge"} == texts
+    assert [n.nudge_kind for n in notes if n.kind == "sandbox_restarted"] == [None]
+    assert [n.seq for n in notes] == [1, 2, 3, 4, 5, 99]
 
 
 async def test_turns_recorded_before_costs_were_marked_known_are_judged_by_what_they_used(

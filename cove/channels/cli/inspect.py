@@ -20,7 +20,7 @@ from cove.channels.cli.transcript_view import show_transcript
 from cove.channels.export import to_markdown, when
 from cove.config import Settings
 from cove.conversation import Conversations, SearchHit
-from cove.events import jsonable
+from cove.events import jsonable, outcome
 
 MATCH_OPEN, MATCH_CLOSE = "«", "»"  # match markers when piped: brackets are common in code
 
@@ -44,7 +44,7 @@ async def _list(settings: Settings, channel: str | None, limit: int, as_json: bo
     async with await Conversations.open(settings, read_only=True) as convs:
         records = await convs.list(channel=channel, limit=limit)
     if as_json:
-        print_json(jsonable(records))
+        print_json([{**jsonable(r), "label": r.label} for r in records])
         return 0
     console = console_for(sys.stdout)
     if not records:
@@ -55,7 +55,8 @@ async def _list(settings: Settings, channel: str | None, limit: int, as_json: bo
     rows = [
         (
             r.id[:12],
-            r.title or "(untitled)",
+            cut(r.label),
+            status_cell(r.last_status, console.is_terminal),
             r.channel,
             str(r.turn_count),
             when(r.updated_at),
@@ -63,8 +64,27 @@ async def _list(settings: Settings, channel: str | None, limit: int, as_json: bo
         )
         for r in records
     ]
-    print_table(console, ("id", "title", "channel", "turns", "updated", "forked from"), rows)
+    headers = ("id", "title", "status", "channel", "turns", "updated", "forked from")
+    print_table(console, headers, rows)
     return 0
+
+
+#: How each kind of ending is coloured on a terminal.
+_OUTCOME_STYLES = {
+    "running": "green",
+    "done": "",
+    "failed": "red",
+    "cancelled": "yellow",
+    "interrupted": "red",
+}
+
+
+def status_cell(status: str | None, terminal: bool) -> str | Text:
+    """How the last turn ended (its status as recorded), coloured by kind on a terminal."""
+    if status is None:
+        return "-"
+    kind = outcome(status)
+    return Text(status, style=_OUTCOME_STYLES.get(kind or "", "")) if terminal else status
 
 
 @command(
@@ -203,13 +223,14 @@ async def _search(settings: Settings, text: str, conversation: str | None, as_js
     rows = [
         (
             h.conversation_id[:12],
+            cut(h.label),
             str(h.turn_position or ""),
             h.kind,
             _highlighted(h, console.is_terminal),
         )
         for h in hits
     ]
-    print_table(console, ("conversation", "turn", "kind", "match"), rows)
+    print_table(console, ("conversation", "title", "turn", "kind", "match"), rows)
     return 0
 
 

@@ -23,7 +23,7 @@ def show_transcript(
     conv = transcript.conversation
     console.print(
         line(
-            (conv.title or "(untitled)", "bold"),
+            (conv.label, "bold"),
             f"  {conv.id}  ",
             (f"{conv.channel}, created {when(conv.created_at)}", "dim"),
         )

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from cove.channels.export import to_markdown
 from cove.channels.telegram.handlers import Command, Core
@@ -13,20 +14,39 @@ from cove.channels.telegram.outbox import ChatRef
 from cove.errors import CoveError, NotFound
 from cove.events import ReplayFinished, ReplayTurnChecked, TurnFinished
 
-#: (command, description) as the Telegram menu shows them.
-COMMANDS: tuple[tuple[str, str], ...] = (
-    ("start", "what this bot does"),
-    ("help", "the commands"),
-    ("new", "start a fresh conversation (the old one stays)"),
-    ("cancel", "stop the running turn and drop queued messages"),
-    ("vars", "the variables of this conversation"),
-    ("var", "NAME: every version of one variable"),
-    ("history", "the turns so far"),
-    ("fork", "N: continue from turn N in a new conversation"),
-    ("title", "TEXT: rename this conversation"),
-    ("export", "the whole conversation as a Markdown file"),
-    ("replay", "re-run the recorded turns and compare"),
-    ("status", "which conversation this chat talks to"),
+
+@dataclass(frozen=True)
+class CommandHelp:
+    """One command as the menu and ``/help`` describe it: ``/var NAME — every version …``."""
+
+    name: str
+    text: str
+    argument: str = ""  # what follows the command, e.g. NAME
+
+    @property
+    def usage(self) -> str:
+        """``/var NAME``."""
+        return f"/{self.name} {self.argument}".rstrip()
+
+    @property
+    def menu(self) -> str:
+        """The description Telegram's command menu shows beside ``/name``."""
+        return f"{self.argument} — {self.text}" if self.argument else self.text
+
+
+COMMANDS: tuple[CommandHelp, ...] = (
+    CommandHelp("start", "what this bot does"),
+    CommandHelp("help", "the commands"),
+    CommandHelp("new", "start a fresh conversation (the old one stays)"),
+    CommandHelp("cancel", "stop the running turn and drop queued messages"),
+    CommandHelp("vars", "the variables of this conversation"),
+    CommandHelp("var", "every version of one variable", "NAME"),
+    CommandHelp("history", "the turns so far"),
+    CommandHelp("fork", "continue from turn N in a new conversation", "N"),
+    CommandHelp("title", "rename this conversation", "TEXT"),
+    CommandHelp("export", "the whole conversation as a Markdown file"),
+    CommandHelp("replay", "re-run the recorded turns and compare"),
+    CommandHelp("status", "which conversation this chat talks to"),
 )
 LIST_CHARS = 3500
 #: How long /cancel follows a turn another process runs until it reports its end.
@@ -34,7 +54,7 @@ STOP_WAIT_S = 60.0
 HELP = (
     "I answer by writing and running Python in a sandbox that keeps its variables between "
     "messages. Send a question, a CSV or a photo.\n\n"
-    + "\n".join(f"/{name} — {text}" for name, text in COMMANDS)
+    + "\n".join(f"{command.usage} — {command.text}" for command in COMMANDS)
 )
 
 
@@ -230,10 +250,15 @@ class Commands:
     async def status(self, chat: ChatRef, args: list[str]) -> None:
         record = await self.convs.get(await self._current(chat))
         running = chat.key in self.core.roster.turns
+        last = f" · last turn: {_e(record.last_status)}" if record.last_status else ""
         await self.out.say(
             chat,
             f"Conversation <code>{_e(record.id)}</code>\n"
-            f"title: {_e(record.title or '(none yet)')}\n"
-            f"turns: {record.turn_count} · {'running' if running else 'idle'}\n"
+            f"title: {_e(record.label)}\n"
+            f"turns: {record.turn_count} · {'running' if running else 'idle'}{last}\n"
             f"model: {_e(self.convs.settings.model.name)}",
         )
+
+    async def unknown(self, chat: ChatRef, name: str) -> None:
+        """A command this bot does not have."""
+        await self.out.plain(chat, f"Unknown command /{name}, see /help.")

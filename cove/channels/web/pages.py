@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ from cove.channels.web.render import code_spans, diff
 from cove.channels.web.state import web
 from cove.channels.web.timeline import notes_by_iteration, page_timeline, resume_after
 from cove.conversation import (
-    ConversationRecord,
     Conversations,
     SearchHit,
     Transcript,
@@ -25,6 +23,7 @@ from cove.conversation import (
     VarVersionRecord,
 )
 from cove.errors import NotFound
+from cove.events import outcome
 
 LIST_LIMIT = 200
 MAX_HIGHLIGHT_BYTES = 200_000
@@ -36,17 +35,12 @@ def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
     return response
 
 
-def running(record: ConversationRecord) -> bool:
-    """True while some process holds the conversation's lease (a turn runs)."""
-    return record.lease_owner is not None and (record.lease_until or 0) > time.time()
-
-
 @dataclass(frozen=True)
 class Hit:
-    """A search hit as the list shows it: its conversation's title and its passage in parts."""
+    """A search hit as the list shows it: its conversation's label and its passage in parts."""
 
     hit: SearchHit
-    title: str | None
+    title: str
     parts: list[tuple[str, bool]]  # (text, True for a match)
 
 
@@ -63,23 +57,17 @@ def marked(text: str, matches: tuple[tuple[int, int], ...]) -> list[tuple[str, b
     return [(part, match) for part, match in parts if part]
 
 
-async def _hits(convs: Conversations, query: str, known: list[ConversationRecord]) -> list[Hit]:
+async def _hits(convs: Conversations, query: str) -> list[Hit]:
     found = await convs.search(query) if query else []
-    titles = {record.id: record.title for record in known}
-    for cid in {hit.conversation_id for hit in found} - titles.keys():
-        try:
-            titles[cid] = (await convs.get(cid)).title
-        except NotFound:  # deleted since the search
-            titles[cid] = None
-    return [Hit(h, titles[h.conversation_id], marked(h.text, h.matches)) for h in found]
+    return [Hit(h, h.label, marked(h.text, h.matches)) for h in found]
 
 
 async def _list_context(request: Request) -> dict[str, Any]:
     convs = web(request).convs
     query = request.query_params.get("q", "").strip()
     records = await convs.list(limit=LIST_LIMIT)
-    hits = await _hits(convs, query, records)
-    return {"conversations": records, "running": running, "query": query, "hits": hits}
+    hits = await _hits(convs, query)
+    return {"conversations": records, "outcome": outcome, "query": query, "hits": hits}
 
 
 async def home(request: Request) -> Response:

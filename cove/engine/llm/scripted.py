@@ -22,6 +22,7 @@ from cove.engine.llm.client import (
     DeltaSink,
     Message,
     Reasoning,
+    RetrySink,
     prompt_chars,
 )
 from cove.errors import ConfigError, ModelError
@@ -103,6 +104,7 @@ class ScriptedClient:
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
         options: Mapping[str, ModelOption] | None = None,
+        on_retry: RetrySink | None = None,
     ) -> Completion:
         """Play the next scripted reply of ``kind`` (see ``LLMClient.complete``)."""
         if self._closed:
@@ -182,6 +184,7 @@ class RecordedClient:
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
         options: Mapping[str, ModelOption] | None = None,
+        on_retry: RetrySink | None = None,
     ) -> Completion:
         """Return the next recorded reply of ``kind`` (see ``LLMClient.complete``)."""
         if self._closed:

@@ -32,9 +32,10 @@ def squares(cli: Cove, server: FakeOpenAI) -> str:
 def test_list_piped_is_tab_separated_with_a_header(cli: Cove, squares: str) -> None:
     listed = cli("list")
     header, row = listed.stdout.splitlines()
-    assert header.split("\t") == ["id", "title", "channel", "turns", "updated", "forked from"]
+    headers = ["id", "title", "status", "channel", "turns", "updated", "forked from"]
+    assert header.split("\t") == headers
     cells = row.split("\t")
-    assert cells[:4] == [squares[:12], "Squares", "cli", "2"]
+    assert cells[:5] == [squares[:12], "Squares", "done", "cli", "2"]
     assert "\x1b[" not in listed.stdout and "┃" not in listed.stdout and "│" not in listed.stdout
 
 
@@ -110,10 +111,10 @@ def test_search_marks_matches_with_guillemets_when_piped_and_offsets_in_json(
 ) -> None:
     piped = cli("search", "cube").stdout
     header, *rows = piped.splitlines()
-    assert header.split("\t") == ["conversation", "turn", "kind", "match"]
+    assert header.split("\t") == ["conversation", "title", "turn", "kind", "match"]
     assert any("«cube»" in row for row in rows)
     assert "[cube]" not in piped
-    [answer] = [row for row in rows if row.split("\t")[2] == "answer"]
+    [answer] = [row for row in rows if row.split("\t")[3] == "answer"]
     assert answer.endswith("«Cube» [1] 27")  # the text's own brackets are not match markers
     hits = cli.json("search", "cube")
     assert hits and all(h["conversation_id"] == squares for h in hits)

@@ -107,7 +107,13 @@ async def test_fork_replay_and_export_from_the_palette(tmp_path: Path) -> None:
             await palette(pilot, app, "Replay conversation")
             await until(pilot, lambda: app.screen.id == "replay-report", "the replay report")
             assert isinstance(app.screen, TextScreen)
-            assert "matches the record" in app.screen.query_one(Markdown).source
+
+            def report() -> str:  # the report's text, once its Markdown is mounted and set
+                found = app.screen.query(Markdown)
+                return found.first().source if found else ""
+
+            await until(pilot, report, "the report's text")
+            assert "matches the record" in report()
             await pilot.press("escape")
 
             await palette(pilot, app, "Export Markdown")

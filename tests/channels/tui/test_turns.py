@@ -209,6 +209,10 @@ async def test_a_long_conversation_shows_its_newest_turns_and_loads_earlier_ones
             prompt.focus()
             prompt.text = "one more"
             await pilot.press("enter")
-            await until(pilot, lambda: last_turn_done(app, TURN_WINDOW), "the new turn")
+            await until(
+                pilot,
+                lambda: turns(app)[-1].position == count + 1 and last_turn_done(app),
+                "the new turn",
+            )
             assert turns(app)[-1].answer == f"answer {count + 1}"
             assert timeline.earlier.positions == [1, 2, 3] and len(timeline.turns) == TURN_WINDOW

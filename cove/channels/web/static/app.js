@@ -140,6 +140,12 @@ function chatPage() {
       $(".timeline", turn).append(section);
       $(".timeline summary", turn).textContent = `iteration ${e.iteration} of up to ${e.budget}…`;
     },
+    model_retry(e) {  // the endpoint failed for a moment: one line per iteration, kept current
+      const it = iterationNode(e.turn_id, e.iteration);
+      if (!it) return;
+      const shown = $(".retry", it) || it.insertBefore(el("p", "retry"), $(".delta", it));
+      shown.textContent = `retrying (${e.attempt} of ${e.of}): ${e.reason}`;
+    },
     model_delta(e) {
       const pre = iterationNode(e.turn_id, e.iteration)?.querySelector(".delta");
       if (pre) pre.textContent += e.text;
@@ -179,8 +185,6 @@ function chatPage() {
       for (const change of e.changes) updateVariable(cid, { ...change, type: change.type_name, size: sizeText(change.size) });
       variablesSoon();  // the refresh brings sizes the event left out
     },
-    // A nudge goes to the model with the next iteration, which is added after it.
-    nudge(e) { liveTurn(e.turn_id)?.querySelector(".timeline")?.append(el("p", "nudge", e.text)); },
     sandbox_restarted(e) {
       const text = `Sandbox restarted (${e.reason}); lost: ${e.lost.join(", ") || "nothing"}`;
       const iterations = liveTurn(e.turn_id)?.querySelectorAll(".iteration");
