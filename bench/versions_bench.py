@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import sqlite3
 import statistics
@@ -134,10 +135,7 @@ async def run_turn(stack: BenchStack, codes: Sequence[str]) -> list[tuple[int, i
 
 def iteration_cpu_ms(marks: list[tuple[int, int]]) -> list[float]:
     """CPU of each iteration (host + worker), in milliseconds."""
-    return [
-        ((h2 - h1) + max(0, w2 - w1)) / 1e6
-        for (h1, w1), (h2, w2) in zip(marks, marks[1:], strict=False)
-    ]
+    return [((h2 - h1) + max(0, w2 - w1)) / 1e6 for (h1, w1), (h2, w2) in itertools.pairwise(marks)]
 
 
 async def measure(setup: Sequence[str], block: Sequence[str] | str, k: int) -> Figures:
