@@ -101,7 +101,11 @@ class Conversations(WatchAPI):
     async def _open(
         cls, settings: Settings, llm_factory: LLMFactory | None, read_only: bool
     ) -> Conversations:
-        store = await Store.open(settings.store.database, read_only=read_only)
+        store = await Store.open(
+            settings.store.database,
+            read_only=read_only,
+            history_budget=settings.store.history_budget_mb * 1024 * 1024,
+        )
         try:
             if not read_only:
                 await store.reap_dead_leases(owner_is_dead)
