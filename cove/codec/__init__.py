@@ -64,7 +64,6 @@ from cove.codec.chunks import ChunkSource, Tree, closure, refs
 from cove.codec.decoder import Decoder
 from cove.codec.encoder import Encoder
 from cove.codec.preview import display, preview, size_of, utf8_safe
-from cove.codec.tree import encode_tree
 from cove.codec.shapes import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_DEPTH,
@@ -74,6 +73,7 @@ from cove.codec.shapes import (
     SourceOf,
     dumps,
 )
+from cove.codec.tree import encode_tree
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -157,9 +157,7 @@ def decode(
             nested too deeply (``ValueTooLarge``). Exceptions raised by ``make_definition``
             propagate unchanged.
     """
-    return Decoder(max_depth=max_depth, make_definition=make_definition, chunks=chunks).decode(
-        text
-    )
+    return Decoder(max_depth=max_depth, make_definition=make_definition, chunks=chunks).decode(text)
 
 
 def encode_opaque(value: object, *, limit: int = 200) -> str:

@@ -127,7 +127,7 @@ def _npy(enc: Encoder, tag: str, array: Any) -> Json:
     if array.flags.f_contiguous and not array.flags.c_contiguous:
         array = array.T
     flat = numpy.ascontiguousarray(array).reshape(-1).view(numpy.uint8)
-    return enc.binary(tag, header.getvalue(), memoryview(flat))
+    return enc.binary(tag, header.getvalue(), memoryview(flat))  # type: ignore[arg-type]
 
 
 def _array(enc: Encoder, array: Any, depth: int) -> Json:

@@ -200,7 +200,9 @@ class Decoder:
 
     def _json(self, data: bytes) -> Json:
         try:
-            return json.loads(data.decode("utf-8", "surrogatepass"), parse_constant=_reject_constant)
+            return json.loads(
+                data.decode("utf-8", "surrogatepass"), parse_constant=_reject_constant
+            )
         except RecursionError as exc:
             raise ValueTooLarge("encoded value is nested too deeply to decode") from exc
         except ValueError as exc:

@@ -285,7 +285,7 @@ def _plain_numbers(values: list[Any] | tuple[Any, ...], kinds: set[type]) -> boo
     try:
         if float in kinds and not all(map(math.isfinite, values)):
             return False
-        return -_SAFE_INT < min(values) and max(values) < _SAFE_INT
+        return bool(min(values) > -_SAFE_INT and max(values) < _SAFE_INT)
     except (OverflowError, TypeError):  # an int too large for a float
         return False
 

@@ -10,6 +10,7 @@ from cove.conversation.list_watch import ListWatch
 from cove.conversation.rebuild import timeline
 from cove.conversation.scripted import scripted_factory
 from cove.conversation.watch_stream import WatchStream
+from cove.persistence.history import HistoryFigures
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
@@ -25,6 +26,7 @@ __all__ = [
     "BlockRecord",
     "ConversationRecord",
     "Conversations",
+    "HistoryFigures",
     "IterationRecord",
     "LLMFactory",
     "ListWatch",

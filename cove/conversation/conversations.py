@@ -28,6 +28,7 @@ from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event
+from cove.persistence.history import HistoryFigures
 from cove.persistence.records import (
     ConversationRecord,
     ModelOption,
@@ -347,6 +348,12 @@ class Conversations(WatchAPI):
         """Every version of one variable, oldest first."""
         record = await self.get(conversation_id)
         return await self.store.var_history(record.id, name)
+
+    async def history(self, conversation_id: str, *, owner: str | None = None) -> HistoryFigures:
+        """What the conversation's values take: its live state and its history, in bytes, with
+        its history budget and how many versions the budget thinned."""
+        record = await self.get(conversation_id, owner=owner)
+        return await self.store.history(record.id)
 
     async def variables(self, conversation_id: str) -> dict[str, VarVersionRecord]:
         """The current version of every variable."""

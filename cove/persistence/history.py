@@ -29,7 +29,9 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cove.codec.chunks import text_hash
+from cove.codec import DEFAULT_MAX_DEPTH, decode, encode_tree
+from cove.codec.chunks import refs, text_hash
+from cove.errors import CodecError
 from cove.persistence.chain import chain_cte
 from cove.persistence.connection import collect_blobs, immediate
 from cove.persistence.values import release_roots
@@ -73,6 +75,17 @@ def due(conn: sqlite3.Connection, conversation_id: str, budget: int) -> bool:
         "SELECT value_bytes - history_mark FROM conversation WHERE id = ?", (conversation_id,)
     ).fetchone()
     return row is not None and int(row[0]) > budget
+
+
+def largest(conn: sqlite3.Connection, limit: int) -> list[str]:
+    """The conversations whose versions added the most chunk bytes, largest first."""
+    return [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT id FROM conversation WHERE value_bytes > 0 ORDER BY value_bytes DESC LIMIT ?",
+            (limit,),
+        )
+    ]
 
 
 def measure(conn: sqlite3.Connection, conversation_id: str, budget: int) -> HistoryFigures:
@@ -269,7 +282,7 @@ def _thin(conn: sqlite3.Connection, ids: list[int]) -> None:
             text = encoded if blob is None else bytes(blob).decode("utf-8", "surrogatepass")
             if text is not None:
                 conn.execute(
-                    "UPDATE var_version SET digest = ? WHERE id = ?", (text_hash(text), row_id)
+                    "UPDATE var_version SET digest = ? WHERE id = ?", (_digest(text), row_id)
                 )
         blobs = {
             str(row[0])
@@ -286,3 +299,15 @@ def _thin(conn: sqlite3.Connection, ids: list[int]) -> None:
             (chosen,),
         )
         collect_blobs(conn, blobs)
+
+
+def _digest(text: str) -> str:
+    """The digest a value stored whole (before chunks) has as a tree: what a replay of the
+    conversation would record for it."""
+    if refs(text):
+        return text_hash(text)
+    try:
+        value = decode(text)
+        return encode_tree(value, max_bytes=1 << 40, max_depth=DEFAULT_MAX_DEPTH).digest
+    except CodecError:
+        return text_hash(text)

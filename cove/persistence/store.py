@@ -621,6 +621,10 @@ class Store:
         what ``codec.decode(root, chunks=found.__getitem__)`` needs."""
         return await self._run(values.read_chunks, tuple(roots))
 
+    async def chunks(self, names: Sequence[str]) -> dict[str, bytes]:
+        """The stored chunks among ``names``, by name (not what they reach)."""
+        return await self._run(values.read_named, tuple(names))
+
     async def history(self, conversation_id: str) -> HistoryFigures:
         """A conversation's live and history bytes, its budget and its thinned versions.
 
@@ -634,6 +638,10 @@ class Store:
         """The value store as a whole: ``chunks``, their ``bytes``, and ``garbage`` (chunks
         nothing holds, waiting to be collected)."""
         return await self._run(values.stats)
+
+    async def largest_values(self, limit: int) -> list[str]:
+        """The conversations whose versions added the most value bytes, largest first."""
+        return await self._run(history.largest, limit)
 
     async def keep_history(self, conversation_id: str) -> int:
         """Thin the conversation's oldest versions while its history exceeds the budget, then

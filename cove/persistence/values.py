@@ -72,9 +72,7 @@ def chunk_ids(conn: sqlite3.Connection, names: Sequence[str]) -> dict[str, int]:
     for start in range(0, len(names), _IN_BATCH):
         batch = names[start : start + _IN_BATCH]
         marks = ",".join("?" * len(batch))
-        for row in conn.execute(
-            f"SELECT hash, id FROM value_chunk WHERE hash IN ({marks})", batch
-        ):
+        for row in conn.execute(f"SELECT hash, id FROM value_chunk WHERE hash IN ({marks})", batch):
             found[row[0]] = int(row[1])
     return found
 
@@ -173,6 +171,19 @@ def read_chunks(conn: sqlite3.Connection, roots: Iterable[str]) -> dict[str, byt
                 found[name] = bytes(data)
                 following.extend(i for i in json.loads(children) if i not in seen)
         level = list(dict.fromkeys(following))
+    return found
+
+
+def read_named(conn: sqlite3.Connection, names: Sequence[str]) -> dict[str, bytes]:
+    """The stored chunks among ``names`` (not what they reach)."""
+    found: dict[str, bytes] = {}
+    for start in range(0, len(names), _IN_BATCH):
+        batch = names[start : start + _IN_BATCH]
+        marks = ",".join("?" * len(batch))
+        for name, data in conn.execute(
+            f"SELECT hash, data FROM value_chunk WHERE hash IN ({marks})", batch
+        ):
+            found[name] = bytes(data)
     return found
 
 

@@ -90,9 +90,10 @@ def test_equal_values_built_differently_have_the_same_tree() -> None:
     for number in range(100_000):
         grown.append(number)
     assert tree_of(grown).digest == tree_of(list(range(100_000))).digest
-    assert tree_of({str(n): n for n in range(1000)}).digest != tree_of(
-        {str(n): n for n in reversed(range(1000))}
-    ).digest  # dict order is part of the value
+    assert (
+        tree_of({str(n): n for n in range(1000)}).digest
+        != tree_of({str(n): n for n in reversed(range(1000))}).digest
+    )  # dict order is part of the value
 
 
 def test_an_append_adds_only_the_tail_of_the_tree() -> None:
@@ -186,12 +187,17 @@ def test_a_tree_cannot_be_decoded_without_its_chunks() -> None:
 def test_chunks_that_are_not_what_the_tree_says_are_refused() -> None:
     part = b"\x00" + b"x" * 10
     name = chunk_hash(part)
+
+    def parts(level: int) -> str:
+        return '{"bytes":{"parts":[' + str(level) + ',["' + name + '"]]}}'
+
+    runs = '{"runs":["' + name + '"]}'
     wrong = {
-        "leaf as parts": ('{"bytes":{"parts":[1,["%s"]]}}' % name, {name: part}),
-        "text as part": ('{"bytes":{"parts":[0,["%s"]]}}' % name, {name: b"[1,2]"}),
-        "part as run": ('{"runs":["%s"]}' % name, {name: part}),
-        "object as run": ('{"runs":["%s"]}' % name, {name: b'{"x":1}'}),
-        "bad level": ('{"bytes":{"parts":[99,["%s"]]}}' % name, {name: part}),
+        "leaf as parts": (parts(1), {name: part}),
+        "text as part": (parts(0), {name: b"[1,2]"}),
+        "part as run": (runs, {name: part}),
+        "object as run": (runs, {name: b'{"x":1}'}),
+        "bad level": (parts(99), {name: part}),
     }
     for root, chunks in wrong.values():
         with pytest.raises(CodecError):
@@ -201,8 +207,9 @@ def test_chunks_that_are_not_what_the_tree_says_are_refused() -> None:
 def test_a_chunk_loop_is_refused_not_followed_forever() -> None:
     """Names are hashes, so a real tree cannot loop; a forged source is still bounded."""
     name = "0" * 32
+    looping = '{"runs":["' + name + '"]}'
     with pytest.raises(ValueTooLarge):
-        decode('{"runs":["%s"]}' % name, chunks={name: b'{"runs":["%s"]}' % name.encode()}.__getitem__)
+        decode(looping, chunks={name: looping.encode()}.__getitem__)
 
 
 def test_refs_find_only_nodes_the_encoder_makes() -> None:

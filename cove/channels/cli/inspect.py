@@ -7,6 +7,7 @@ Human output draws tables and colour only on a terminal; piped, tables are tab-s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 
 import click
@@ -19,7 +20,7 @@ from cove.channels.cli.render import console_for, cut, line, print_json, print_t
 from cove.channels.cli.transcript_view import show_transcript
 from cove.channels.export import to_markdown, when
 from cove.config import Settings
-from cove.conversation import Conversations, SearchHit
+from cove.conversation import Conversations, HistoryFigures, SearchHit
 from cove.events import jsonable
 
 MATCH_OPEN, MATCH_CLOSE = "«", "»"  # match markers when piped: brackets are common in code
@@ -114,9 +115,10 @@ async def _show(
         transcript = await convs.inspect(conversation_id, turn=turn)
         digests = {it.system_prompt_hash for t in transcript.turns for it in t.iterations}
         texts = {d: await convs.system_prompt(d) for d in digests} if prompts else None
+        figures = await convs.history(transcript.conversation.id)
     console = console_for(sys.stdout)
     if as_json:
-        print_json(transcript_json(transcript))
+        print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})
     elif fmt == "md":
         markdown = to_markdown(transcript)
         if console.is_terminal:
@@ -125,7 +127,21 @@ async def _show(
             write_text(markdown)
     else:
         show_transcript(console, transcript, settings, texts)
+        console.print(history_line(figures), markup=False, highlight=False)
     return 0
+
+
+def history_line(figures: HistoryFigures) -> str:
+    """``values: live 1.2 MB, history 3.4 MB of a 1,024 MB budget (57 versions, 3 thinned)``."""
+    return (
+        f"values: live {_megabytes(figures.live_bytes)}, history "
+        f"{_megabytes(figures.history_bytes)} of a {_megabytes(figures.budget_bytes)} budget "
+        f"({figures.versions:,} versions, {figures.thinned:,} thinned)"
+    )
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:,.1f} MB" if size >= 100_000 else f"{size / 1000:,.1f} kB"
 
 
 @command(

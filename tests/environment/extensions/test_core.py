@@ -97,7 +97,10 @@ async def test_var_history_lists_every_version(ctx: CallContext) -> None:
         (2, "value", "[1, 2, 3]", 2),
         (3, "deleted", "None", 3),
     ]
-    assert set(history[0]) == {"version", "kind", "type", "preview", "turn", "iteration", "block"}
+    assert set(history[0]) == {
+        "version", "kind", "type", "preview", "turn", "iteration", "block", "thinned"
+    }  # fmt: skip
+    assert not any(h["thinned"] for h in history)
     with pytest.raises(LookupError, match="no variable named 'nope'"):
         await call(ctx, "var_history", "nope")
     with pytest.raises(ValueError, match="is not a variable name"):

@@ -106,7 +106,9 @@ class ChunkBook:
             self._release(closure)
         self._pending = {}
 
-    def reset(self, snapshots: Sequence[VarVersion], chunks: Mapping[str, bytes]) -> list[VarVersion]:
+    def reset(
+        self, snapshots: Sequence[VarVersion], chunks: Mapping[str, bytes]
+    ) -> list[VarVersion]:
         """Hold exactly what ``snapshots`` reach in ``chunks`` (a restore from the store)."""
         self._data.clear()
         self._children.clear()
@@ -115,7 +117,7 @@ class ChunkBook:
         self.begin()
         self._incoming = dict(chunks)
         for snapshot in snapshots:
-            reached = frozenset()
+            reached: frozenset[str] = frozenset()
             if snapshot.encoded is not None:
                 try:
                     reached = self._closure(snapshot.encoded)

@@ -202,7 +202,8 @@ class SandboxClient:
             if not name.isidentifier() or name.startswith("_"):
                 raise SandboxError(f"invalid extension name {name!r}: use a public identifier")
         encoded = {
-            name: codec.encode(value, max_bytes=_CONSTANT_LIMIT) for name, value in constants.items()
+            name: codec.encode(value, max_bytes=_CONSTANT_LIMIT)
+            for name, value in constants.items()
         }
         async with self._lock:
             self._check_open()
@@ -462,7 +463,9 @@ class SandboxClient:
         restored: list[str] = []
         lost: list[str] = []
         for batch in self._book.frames(_RESTORE_CHUNK_BYTES):
-            reply = await self._run({"op": "chunks", "chunks": batch}, self._settings.block_timeout_s)
+            reply = await self._run(
+                {"op": "chunks", "chunks": batch}, self._settings.block_timeout_s
+            )
             if reply.get("op") != "ok":
                 raise ProtocolError("the worker refused the chunks of a restore")
         for index, chunk in enumerate(_batches(snapshots)):

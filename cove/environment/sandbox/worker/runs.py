@@ -53,10 +53,10 @@ class Runs:
 
     __slots__ = ("kind", "length", "obj", "runs", "tree")
 
-    def __init__(self, kind: Kind, obj: object, runs: list[_Run], tree: Tree) -> None:
+    def __init__(self, kind: Kind, obj: Any, runs: list[_Run], tree: Tree) -> None:
         self.kind = kind
         self.obj = obj
-        self.length = len(obj)  # type: ignore[arg-type]
+        self.length = len(obj)
         self.runs = runs
         self.tree = tree
 
@@ -100,7 +100,9 @@ def _table(rows: list[Any], kinds: set[type]) -> bool:
         return False
     if not set(map(type, chain.from_iterable(rows))) <= _SCALARS:
         return False
-    return kinds != {dict} or set(map(type, chain.from_iterable(map(dict.values, rows)))) <= _SCALARS
+    return (
+        kinds != {dict} or set(map(type, chain.from_iterable(map(dict.values, rows)))) <= _SCALARS
+    )
 
 
 def encode(
@@ -122,7 +124,11 @@ def encode(
     try:
         for number, start in enumerate(range(0, len(value), RUN_ITEMS)):
             old = reuse.runs[number] if reuse is not None and number < len(reuse.runs) else None
-            if old is not None and _same(kind, old, views, start) and all(map(enc.known, old.sizes)):
+            if (
+                old is not None
+                and _same(kind, old, views, start)
+                and all(map(enc.known, old.sizes))
+            ):
                 for name, size in old.sizes.items():
                     enc.keep(name, None, size)
                 enc.charge(sum(old.sizes.values()))
@@ -211,4 +217,3 @@ def _build(
     run.sizes = {name: enc.sizes[name] for name in enc.log}
     enc.log = None
     return run
-

@@ -537,9 +537,7 @@ class VariableTracker:
             snapshot["signature"] = snapshot["preview"] = signature_of(name, value)
         return snapshot, record, tree
 
-    def _encoded(
-        self, value: object, old: _Tracked | None, known: Any
-    ) -> tuple[_Tracked, Tree]:
+    def _encoded(self, value: object, old: _Tracked | None, known: Any) -> tuple[_Tracked, Tree]:
         """``value``'s tree (run by run when it has one of the shapes of ``runs.py``, keeping
         ``old``'s runs that still hold the same objects) and its new record.
 
