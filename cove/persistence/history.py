@@ -12,7 +12,8 @@ and their chunks that nothing else holds are collected. The order is:
 3. then the first ones.
 
 Never thinned: the live versions, a version some fork sees as live at its fork point, functions
-and classes (their source is small), and versions without a value (deleted, opaque). So the
+and classes (their source is small), values short enough to be kept in their row (at most 4 KB:
+the row costs as much) and versions without a value (deleted, opaque). So the
 history never holds more than the budget for longer than one check, and a loop that rewrites a
 large value each block cannot fill the disk: what it keeps is its live state and the budget.
 
@@ -150,13 +151,14 @@ def _live_ids(conn: sqlite3.Connection, conversation_id: str) -> list[int]:
 
 
 def _history_ids(conn: sqlite3.Connection, conversation_id: str, live: Sequence[int]) -> list[int]:
-    """The conversation's own versions that are not live and still hold a value."""
+    """The conversation's own versions that are not live and hold a value stored apart (in
+    chunks, or in a blob before chunks): an inline value is part of its row, not history."""
     keep = set(live)
     return [
         int(row[0])
         for row in conn.execute(
             "SELECT id FROM var_version WHERE conversation_id = ? AND thinned = 0"
-            " AND (encoded IS NOT NULL OR encoded_blob IS NOT NULL OR root_chunk IS NOT NULL)",
+            " AND (encoded_blob IS NOT NULL OR root_chunk IS NOT NULL)",
             (conversation_id,),
         )
         if int(row[0]) not in keep
@@ -227,8 +229,7 @@ def _own_rows(conn: sqlite3.Connection, conversation_id: str) -> list[_Row]:
             FROM var_version v JOIN block b ON b.id = v.block_id
             JOIN iteration i ON i.id = b.iteration_id JOIN turn t ON t.id = i.turn_id
             WHERE v.conversation_id = ? AND v.kind = 'value' AND v.thinned = 0
-              AND (v.encoded IS NOT NULL OR v.encoded_blob IS NOT NULL
-                   OR v.root_chunk IS NOT NULL)
+              AND (v.encoded_blob IS NOT NULL OR v.root_chunk IS NOT NULL)
             ORDER BY t.position, i.position, b.position, v.version
             """,
             (conversation_id,),
