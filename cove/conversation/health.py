@@ -84,20 +84,24 @@ async def _database(settings: StoreSettings) -> Check:
     )
 
 
+MB = 1024 * 1024
+"""A megabyte as the settings count it (``history_budget_mb``)."""
+
+
 async def value_items(store: Store, largest: int = 3) -> tuple[str, ...]:
     """Lines on the value store: its chunks, and the conversations whose values take the most
     room (live state, history against the history budget, thinned versions)."""
     totals = await store.value_stats()
     lines = [
-        f"values: {totals['chunks']:,} chunks, {totals['bytes'] / 1_000_000:,.1f} MB"
+        f"values: {totals['chunks']:,} chunks, {totals['bytes'] / MB:,.1f} MB"
         f" ({totals['garbage']:,} waiting to be collected); history budget "
-        f"{store.history_budget / 1_000_000:,.0f} MB per conversation"
+        f"{store.history_budget / MB:,.0f} MB per conversation"
     ]
     for conversation_id in await store.largest_values(largest):
         figures = await store.history(conversation_id)
         lines.append(
-            f"{conversation_id[:12]}: live {figures.live_bytes / 1_000_000:,.1f} MB, history "
-            f"{figures.history_bytes / 1_000_000:,.1f} MB "
+            f"{conversation_id[:12]}: live {figures.live_bytes / MB:,.1f} MB, history "
+            f"{figures.history_bytes / MB:,.1f} MB "
             f"({100 * figures.history_bytes / figures.budget_bytes:.0f}% of the budget), "
             f"{figures.thinned:,} of {figures.versions:,} versions thinned"
         )

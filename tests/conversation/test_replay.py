@@ -74,3 +74,27 @@ async def test_an_altered_record_is_reported_as_a_divergence(tmp_path: Path) -> 
     assert isinstance(done, ReplayFinished) and not done.ok
     first = next(e for e in events if isinstance(e, ReplayTurnChecked))
     assert any("result_preview" in m and "999" in m for m in first.mismatches)
+
+
+async def test_a_replay_matches_chunked_values_also_once_thinned(tmp_path: Path) -> None:
+    settings = Settings.load(env={}, data_dir=tmp_path).replace(
+        worker_pool_size=1, history_budget_mb=1
+    )
+    replies = [
+        {"code": [f"big = list(range({k}, {k} + 300_000))", "big[7] = -7\nbig.append(1)"]}
+        for k in range(3)
+    ]
+    replies = [{**reply, "answer": "done"} for reply in replies]
+    factory = scripted_factory([json.dumps(r) for r in replies])
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create()
+        for _ in replies:
+            async for _ in convs.send(conv.id, "grow"):
+                pass
+        figures = await convs.history(conv.id)
+    assert figures.thinned > 0  # the budget (1 MB) thinned the oldest of 6 versions of 2 MB
+    events = await replay(settings, conv.id)
+    turns = [e for e in events if isinstance(e, ReplayTurnChecked)]
+    assert [t.mismatches for t in turns] == [(), (), ()]
+    done = events[-1]
+    assert isinstance(done, ReplayFinished) and done.ok

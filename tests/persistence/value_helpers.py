@@ -61,7 +61,9 @@ async def value_of(store: Store, conversation_id: str, name: str, number: int) -
 def chunk_bytes(path: Path) -> int:
     """The bytes of every stored chunk."""
     with raw(path) as conn:
-        return int(conn.execute("SELECT coalesce(sum(length(data)), 0) FROM value_chunk").fetchone()[0])
+        return int(
+            conn.execute("SELECT coalesce(sum(length(data)), 0) FROM value_chunk").fetchone()[0]
+        )
 
 
 def check_value_store(conn: sqlite3.Connection) -> None:

@@ -132,7 +132,7 @@ async def _show(
 
 
 def history_line(figures: HistoryFigures) -> str:
-    """``values: live 1.2 MB, history 3.4 MB of a 1,024 MB budget (57 versions, 3 thinned)``."""
+    """``values: live 1.2 MB, history 3.4 MB of a 1,024.0 MB budget (57 versions, 3 thinned)``."""
     return (
         f"values: live {_megabytes(figures.live_bytes)}, history "
         f"{_megabytes(figures.history_bytes)} of a {_megabytes(figures.budget_bytes)} budget "
@@ -141,7 +141,11 @@ def history_line(figures: HistoryFigures) -> str:
 
 
 def _megabytes(size: int) -> str:
-    return f"{size / 1_000_000:,.1f} MB" if size >= 100_000 else f"{size / 1000:,.1f} kB"
+    """MB as the settings count them (``history_budget_mb``: 1 MB = 1,048,576 bytes)."""
+    return f"{size / MB:,.1f} MB" if size >= MB // 10 else f"{size / 1024:,.1f} kB"
+
+
+MB = 1024 * 1024
 
 
 @command(
@@ -265,8 +269,9 @@ def export_command(conversation_id: str, fmt: str) -> int:
 async def _export(settings: Settings, conversation_id: str, fmt: str) -> int:
     async with await Conversations.open(settings, read_only=True) as convs:
         transcript = await convs.inspect(conversation_id)
+        figures = await convs.history(transcript.conversation.id)
     if fmt == "json":
-        print_json(transcript_json(transcript))
+        print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})
     else:
         write_text(to_markdown(transcript))
     return 0

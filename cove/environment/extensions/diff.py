@@ -113,7 +113,8 @@ async def runs_diff(
         lines.extend(hunk)
         if cut or len(lines) > limit:
             return lines[:limit], True
-    lines.append(f"[{same_runs:,} unchanged runs of items not shown]")
+    if same_runs:
+        lines.append("[the other items are unchanged (shared chunks: neither read nor shown)]")
     return lines, False
 
 
