@@ -145,6 +145,17 @@ class VarsChanged(Event):
 
 
 @dataclass(frozen=True)
+class AnswerRefused(Event):
+    """The reply's answer was refused (an undefined ``{{name}}``, a failed block of the same
+    reply): the iteration is an error and the turn goes on; ``reason`` says why."""
+
+    type: ClassVar[str] = "answer_refused"
+    turn_id: int
+    iteration: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class Nudge(Event):
     """A hint the engine will show the model in its next context message."""
 
@@ -188,6 +199,13 @@ class TurnFinished(Event):
     duration_ms: float
     error: str | None = None
     cost_known: bool = True  # False when the model is missing from the price table
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as JSON; an unknown cost is ``null``, never ``0.0``."""
+        data = super().to_json()
+        if not self.cost_known:
+            data["cost_usd"] = None
+        return data
 
 
 @dataclass(frozen=True)

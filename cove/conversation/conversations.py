@@ -67,18 +67,23 @@ class Conversations(WatchAPI):
         self.live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
         self._pool_started = False
         self._closed = False
-        self.accepting = True  # False while a service stops: ``send`` refuses new turns
         self.workspaces = Workspaces(settings.store.workspaces)
-        self.watching = Watching(
-            store,
-            CommitPoller(store.path),
-            cost_known=lambda model: (
-                settings.model.price_of(model or settings.model.name) is not None
-            ),
-        )
+        self.watching = Watching(store, CommitPoller(store.path))
         self.turns = Turns(
             settings, store, self.live, self.watching, self.workspaces, self._llm, self.owner
         )
+
+    @property
+    def accepting(self) -> bool:
+        """False once the process stops taking turns (a service stopping): ``send`` refuses."""
+        return self.turns.accepting
+
+    @accepting.setter
+    def accepting(self, value: bool) -> None:
+        if value:
+            self.turns.accepting = True
+        else:
+            self.turns.stop_accepting()
 
     @staticmethod
     def open(
@@ -284,9 +289,22 @@ class Conversations(WatchAPI):
         """
         self._llm(model or self.settings.model.name)
 
-    async def cancel(self, conversation_id: str) -> bool:
-        """Cancel the running turn of a conversation; False when none is running here."""
-        return await self.turns.cancel((await self.get(conversation_id)).id)
+    async def cancel(self, conversation_id: str, *, owner: str | None = None) -> bool:
+        """Cancel the running turn of a conversation, in this process or in another one.
+
+        A turn this process runs stops at once. A turn another process runs is asked to stop
+        through the store: that process cancels it as a local cancel would (the usual
+        ``cancelled`` record, a running block killed) within moments, and every watcher —
+        the caller's ``watch`` stream included — sees it end. A turn still queued here is
+        withdrawn with its handle (``TurnHandle.cancel``), not with this call.
+
+        Returns:
+            True when a running turn was cancelled or asked to stop; False when none runs.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s).
+        """
+        return await self.turns.cancel((await self.get(conversation_id, owner=owner)).id)
 
     async def steer(
         self, conversation_id: str, text: str, *, owner: str | None = None

@@ -162,6 +162,10 @@ async def check_endpoint(settings: ModelSettings) -> Check:
     )
 
 
+#: How many of an endpoint's models an error names.
+MODELS_SHOWN = 8
+
+
 async def endpoint_models(settings: Settings) -> list[str]:
     """The names of the models the configured endpoint lists, sorted.
 
@@ -178,3 +182,24 @@ async def endpoint_models(settings: Settings) -> list[str]:
     from cove.engine.llm.openai import endpoint_models as listed  # slow to import
 
     return await listed(model)
+
+
+async def model_not_offered(settings: Settings, model: str) -> ConfigError | None:
+    """The error for a ``model`` the configured endpoint does not list, or None.
+
+    None too when the models cannot be listed (no endpoint, the endpoint down or without a
+    model list): the first turn then reports the endpoint's own error.
+    """
+    try:
+        names = await endpoint_models(settings)
+    except CoveError:
+        return None
+    if not names or model in names:
+        return None
+    shown = ", ".join(names[:MODELS_SHOWN]) + (", …" if len(names) > MODELS_SHOWN else "")
+    where = settings.model.base_url or "the OpenAI API"
+    return ConfigError(
+        f"the model {model} is not offered by {where}, which lists {len(names)}: {shown}; "
+        "choose one with COVE_MODEL (or `model` in the config file, or --model); "
+        "`cove models` lists them all"
+    )

@@ -2,7 +2,8 @@
 
 Used for watchers that resume past the ring buffer and for following a turn that another
 process runs. Only what the store keeps can come back: turn started and finished, iteration
-started, the model's reply, each finished block, the variables an iteration changed, and the
+started, the model's reply, each finished block, the variables an iteration changed, a refused
+answer, and the
 nudges and sandbox restarts kept as turn notes under the seq they were published with. Model
 deltas are never stored and are not rebuilt.
 """
@@ -12,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import defaultdict
-from collections.abc import Callable
 
 from cove.conversation.sequence import durable_seq, steer_seq
 from cove.engine.protocol import ReplyParseError, parse_reply
 from cove.events import (
     FINAL_STATUSES,
+    AnswerRefused,
     BlockFinished,
     BlockStarted,
     Event,
@@ -45,9 +46,7 @@ _HEADER = re.compile(r"\[iteration \d+/(\d+)\]")
 NOT_RUN_PREFIX = "not run:"
 
 
-def rebuild(
-    transcript: Transcript, after: int, cost_known: Callable[[str | None], bool] | None = None
-) -> list[Event]:
+def rebuild(transcript: Transcript, after: int) -> list[Event]:
     """The durable events of ``transcript``'s turns with a seq above ``after``, in order."""
     cid = transcript.conversation.id
     versions: defaultdict[tuple[int, int], list[VarVersionRecord]] = defaultdict(list)
@@ -56,7 +55,7 @@ def rebuild(
     events: list[Event] = []
     for turn in transcript.turns:
         steered = 0  # notes so far in the current iteration
-        for event in _turn_events(turn, versions, cost_known):
+        for event in _turn_events(turn, versions):
             if isinstance(event, IterationStarted):
                 steered = 0
             if isinstance(event, SteerReceived):
@@ -107,7 +106,6 @@ def _stamp(event: Event, conversation_id: str, seq: int) -> Event:
 def _turn_events(
     turn: TurnRecord,
     versions: defaultdict[tuple[int, int], list[VarVersionRecord]],
-    cost_known: Callable[[str | None], bool] | None,
 ) -> list[Event]:
     events: list[Event] = [
         TurnStarted(turn_id=turn.id, position=turn.position, request=turn.request)
@@ -130,7 +128,7 @@ def _turn_events(
                 cost_usd=turn.cost_usd,
                 duration_ms=max(0.0, (finished - turn.started_at) * 1000),
                 error=turn.error,
-                cost_known=cost_known(turn.model) if cost_known is not None else True,
+                cost_known=turn.cost_known,
             )
         )
     return events
@@ -158,6 +156,8 @@ def _iteration_events(
     if versions and iteration.status != "running":
         changes = tuple(v.var_version() for v in versions)
         events.append(VarsChanged(turn_id=turn.id, iteration=number, changes=changes))
+    if iteration.refusal:
+        events.append(AnswerRefused(turn_id=turn.id, iteration=number, reason=iteration.refusal))
     return events
 
 

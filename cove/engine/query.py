@@ -116,12 +116,14 @@ class Query:
         if len(request) > MAX_REQUEST_CHARS:
             raise CoveError(f"the request is longer than {MAX_REQUEST_CHARS:,} characters")
         previous = await self._previous_turn()
+        cost_known = self.settings.model.price_of(self.llm.model) is not None
         turn = await self.store.start_turn(
             self.conversation.id,
             request,
             model=self.llm.model,
             attachments=self.attachments,
             model_options=self.options.model_options,
+            cost_known=cost_known,
         )
         started = time.perf_counter()
         control = TurnControl(
@@ -182,7 +184,7 @@ class Query:
             duration_ms=(time.perf_counter() - started) * 1000,
             error=end.error,
             conversation_id=self.conversation.id,
-            cost_known=self.settings.model.price_of(self.llm.model) is not None,
+            cost_known=cost_known,
         )
 
     async def _previous_turn(self) -> TurnRecord | None:
@@ -244,6 +246,8 @@ class Query:
         last: IterationResult | None = None
         position = 0
         while True:
+            if self.inputs.stops(turn.position, position, None):
+                control.cancel_requested.set()  # replay: the record stopped before this call
             before = policy.before(position, control.budget, control.cancel_requested.is_set())
             if before is not None:
                 yield _ending(before, position, last)
@@ -275,10 +279,18 @@ def _ending(ending: Ending, iterations: int, last: IterationResult | None) -> Tu
     """The turn's end as recorded: a ``done`` ending carries the last iteration's answer."""
     if ending.status == "done" and last is not None:
         return TurnEnd("done", last.answer, last.confidence, None, iterations)
-    answer = _fallback(last) if ending.fallback else None
+    answer = _fallback(ending, iterations, last) if ending.fallback else None
     return TurnEnd(ending.status, answer, None, ending.error, iterations)
 
 
-def _fallback(last: IterationResult | None) -> str:
+def _fallback(ending: Ending, iterations: int, last: IterationResult | None) -> str:
+    """The answer of a turn that ended unfinished: why it stopped, then where it got to.
+
+    It is what a script reading ``cove run``'s stdout captures, so it names the real reason.
+    """
+    if ending.status == "error_budget":
+        reason = f"I stopped: the error budget ran out ({ending.error or 'too many failures'})."
+    else:
+        reason = f"I could not finish within the iteration budget ({iterations} iterations)."
     thinking = (last.thinking if last else None) or "no reasoning was recorded"
-    return "I could not finish within the iteration budget. Where I got to: " + thinking[:2000]
+    return f"{reason} Where I got to: {thinking[:2000]}"

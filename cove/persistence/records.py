@@ -89,6 +89,7 @@ class IterationWrite:
     var_versions: tuple[VarVersion, ...] = ()
     subqueries: tuple[SubqueryWrite, ...] = ()
     cost_usd: float = 0.0
+    refusal: str | None = None  # why the reply's answer was refused (status ``error``)
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ class IterationRecord:
     steering: tuple[str, ...] = ()  # the person's messages this iteration first showed
     planned_blocks: tuple[str, ...] = ()
     cost_usd: float = 0.0
+    refusal: str | None = None  # why the reply's answer was refused, if it was
 
     @property
     def running_block(self) -> int | None:
@@ -174,6 +176,7 @@ class TurnRecord:
     model_options: Mapping[str, ModelOption] = field(
         default_factory=dict
     )  # as sent, e.g. temperature
+    cost_known: bool = True  # False: the model had no price, and ``cost_usd`` means unknown
 
 
 @dataclass(frozen=True, kw_only=True)

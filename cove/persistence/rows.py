@@ -29,7 +29,7 @@ FROM conversation c
 TURN_COLUMNS = (
     "t.id, t.conversation_id, t.position, t.request, t.status, t.answer, t.confidence, t.model,"
     " t.tokens_in, t.tokens_out, t.cost_usd, t.started_at, t.finished_at, t.error,"
-    " t.attachments, t.model_options"
+    " t.attachments, t.model_options, t.cost_known"
 )
 
 BLOCK_COLUMNS = "b.*, bb.data AS blob_data"
@@ -97,6 +97,7 @@ def turn(row: sqlite3.Row, iterations: tuple[IterationRecord, ...] = ()) -> Turn
         iterations=iterations,
         attachments=tuple((str(n), int(z)) for n, z in json.loads(row["attachments"] or "[]")),
         model_options=json.loads(row["model_options"] or "{}"),
+        cost_known=bool(row["cost_known"]),
     )
 
 
@@ -129,6 +130,7 @@ def iteration(
         steering=steering,
         planned_blocks=tuple(json.loads(row["planned_blocks"] or "[]")),
         cost_usd=row["cost_usd"],
+        refusal=row["refusal"],
     )
 
 

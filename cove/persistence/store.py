@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cove.errors import CoveError, StoreError
-from cove.persistence import history, leases, notes, reads, values, writes
+from cove.persistence import cancels, history, leases, notes, reads, values, writes
 from cove.persistence.checkpoint import Checkpointer
 from cove.persistence.connection import WriteLockBusy, without_waiting
 from cove.persistence.dbthread import DbThread
@@ -348,6 +348,23 @@ class Store:
         """
         return await self._run(leases.recover, self._clock())
 
+    # --- cancel requests (stopping a turn another process runs) ---------------------------
+
+    async def request_cancel(self, conversation_id: str, requested_by: str) -> int | None:
+        """Ask the process running the conversation's turn to stop it (see ``cancels.py``).
+
+        Idempotent: a turn keeps the first request. Returns the running turn's id, or None
+        when no turn runs (nothing is recorded then).
+
+        Raises:
+            NotFound: unknown conversation.
+        """
+        return await self._run(cancels.request, self._clock(), conversation_id, requested_by)
+
+    async def cancel_requested(self, conversation_id: str) -> str | None:
+        """Who asked the conversation's running turn to stop, or None when nobody did."""
+        return await self._run(cancels.pending, conversation_id)
+
     # --- turns and iterations ------------------------------------------------------------
 
     async def start_turn(
@@ -358,12 +375,14 @@ class Store:
         model: str | None = None,
         attachments: Sequence[tuple[str, int]] = (),
         model_options: Mapping[str, ModelOption] | None = None,
+        cost_known: bool = True,
     ) -> TurnRecord:
         """Record a ``running`` turn after the last turn the conversation sees.
 
         A fork's first own turn is ``fork_turn + 1``. ``attachments`` are the ``(name, size)``
         of the files attached to the request; ``model_options`` the options its model calls
-        are sent with. Raises ``NotFound``.
+        are sent with; ``cost_known`` False when the model has no price (its cost is unknown).
+        Raises ``NotFound``.
         """
         return await self._run(
             writes.start_turn,
@@ -374,6 +393,7 @@ class Store:
             tuple(attachments),
             model_options,
             current_fence(),
+            cost_known,
         )
 
     async def start_iteration(

@@ -8,7 +8,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from cove.errors import CoveError, StoreError
+from cove.errors import CoveError, NotADatabase, SchemaTooNew, StoreError
+from cove.persistence.access import unreadable, unwritable
 from cove.persistence.connection import MEMORY, create_private
 from cove.persistence.dbthread import DbThread
 from cove.persistence.migrate import latest_version
@@ -34,7 +35,10 @@ class StoreOpener:
 
     async def _open(self) -> Store:
         path = self._path
-        kind = classify(path)
+        try:
+            kind = classify(path)
+        except PermissionError as exc:
+            raise unreadable(path, exc) from exc
         target = path
         if self._read_only and kind in (PathKind.MISSING, PathKind.EMPTY):
             # Nothing to read, and nothing may be created: an empty private database answers.
@@ -57,8 +61,17 @@ class StoreOpener:
             try:
                 create_private(path)
             except OSError as exc:
-                raise StoreError(f"cannot open database {path}: {exc.strerror}") from exc
-        store = await self._start(target, read_only=False)
+                raise unwritable(path) or StoreError(
+                    f"cannot open database {path}: {exc.strerror}"
+                ) from exc
+        try:
+            store = await self._start(target, read_only=False)
+        except StoreError as exc:
+            # SQLite's words for a read-only location do not say which file is at fault.
+            denied = None if target == MEMORY else unwritable(path)
+            if denied is None or isinstance(exc, (NotADatabase, SchemaTooNew)):
+                raise
+            raise denied from exc
         store._path = path
         store._created = kind in (PathKind.MISSING, PathKind.EMPTY) and target != MEMORY
         return store

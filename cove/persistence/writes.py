@@ -16,7 +16,7 @@ from typing import Any
 from cove.codec.chunks import text_hash
 from cove.errors import Busy, CoveError, NotFound, StoreError
 from cove.events import FINAL_STATUSES
-from cove.persistence import history, reads, values
+from cove.persistence import cancels, history, reads, values
 from cove.persistence.chain import last_position
 from cove.persistence.connection import collect_blobs, immediate, put_blob, put_encoded
 from cove.persistence.fence import Fence, check_fence
@@ -112,6 +112,7 @@ def start_turn(
     attachments: Sequence[tuple[str, int]] = (),
     model_options: Mapping[str, ModelOption] | None = None,
     fence: Fence | None = None,
+    cost_known: bool = True,
 ) -> TurnRecord:
     """Record a new ``running`` turn after the last one the conversation sees."""
     files = json.dumps([list(item) for item in attachments]) if attachments else None
@@ -121,8 +122,8 @@ def start_turn(
         position = last_position(conn, conversation_id) + 1
         cursor = conn.execute(
             "INSERT INTO turn (conversation_id, position, request, status, model, started_at,"
-            " attachments, model_options) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
-            (conversation_id, position, request, model, now, files, options),
+            " attachments, model_options, cost_known) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            (conversation_id, position, request, model, now, files, options, cost_known),
         )
         turn_id = int(cursor.lastrowid or 0)
         index_text(conn, turn_id, "request", request)
@@ -284,13 +285,14 @@ def _close_iteration(conn: sqlite3.Connection, iteration_id: int, result: Iterat
     ``record_reply`` recorded)."""
     conn.execute(
         "UPDATE iteration SET status = ?, raw_reply = coalesce(?, raw_reply),"
-        " thinking = coalesce(?, thinking), parse_error = ?, tokens_in = ?, tokens_out = ?,"
-        " cost_usd = ?, llm_ms = ?, duration_ms = ? WHERE id = ?",
+        " thinking = coalesce(?, thinking), parse_error = ?, refusal = ?, tokens_in = ?,"
+        " tokens_out = ?, cost_usd = ?, llm_ms = ?, duration_ms = ? WHERE id = ?",
         (
             result.status,
             result.raw_reply,
             result.thinking,
             result.parse_error,
+            result.refusal,
             result.tokens_in,
             result.tokens_out,
             result.cost_usd,
@@ -501,6 +503,7 @@ def finish_turn(
         )
         if answer:
             index_text(conn, turn_id, "answer", answer)
+        cancels.clear(conn, "?", [turn_id])  # a stop asked of it is answered by its end
         conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
     return reads.get_turn(conn, turn_id)
 

@@ -22,12 +22,12 @@ TABLES = {
     "turn": [
         "id", "conversation_id", "position", "request", "status", "answer", "confidence",
         "model", "tokens_in", "tokens_out", "cost_usd", "started_at", "finished_at", "error",
-        "attachments", "model_options",
+        "attachments", "model_options", "cost_known",
     ],
     "iteration": [
         "id", "turn_id", "position", "status", "system_prompt_hash", "request_message",
         "context_message", "raw_reply", "thinking", "parse_error", "tokens_in", "tokens_out",
-        "llm_ms", "duration_ms", "seed", "started_at", "planned_blocks", "cost_usd",
+        "llm_ms", "duration_ms", "seed", "started_at", "planned_blocks", "cost_usd", "refusal",
     ],
     "block": [
         "id", "iteration_id", "position", "code", "ok", "result_preview", "result_encoded",
@@ -51,6 +51,7 @@ TABLES = {
     "turn_note": [
         "id", "turn_id", "seq", "kind", "text", "restored", "lost", "created_at",
     ],
+    "cancel_request": ["turn_id", "requested_by", "requested_at"],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
     "search_fts": ["text"],
@@ -228,3 +229,27 @@ async def test_a_migration_numbered_below_the_highest_applied_is_still_applied(
     # which proves the migrator tried it although a higher number is recorded.
     with pytest.raises(StoreError, match="already exists"):
         await Store.open(db_path)
+
+
+async def test_turns_recorded_before_costs_were_marked_known_are_judged_by_what_they_used(
+    db_path: Path,
+) -> None:
+    """Migration 0014: a turn that used tokens and cost nothing was unpriced (unknown cost)."""
+    async with Store.open(db_path) as store:
+        conv = await store.create_conversation(channel="cli")
+        for _ in range(3):
+            turn = await store.start_turn(conv.id, "q")
+            await store.finish_turn(
+                turn.id, status="done", answer="a", confidence=None,
+                tokens_in=0, tokens_out=0, cost_usd=0.0,
+            )  # fmt: skip
+    with raw(db_path) as conn:  # as a database from before 0014 held them
+        conn.execute("ALTER TABLE turn DROP COLUMN cost_known")
+        conn.execute("ALTER TABLE iteration DROP COLUMN refusal")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 14")
+        conn.execute("UPDATE turn SET tokens_in = 100, cost_usd = 0.25 WHERE position = 1")
+        conn.execute("UPDATE turn SET tokens_in = 100, cost_usd = 0 WHERE position = 2")
+        conn.commit()
+    async with Store.open(db_path) as store:
+        known = [t.cost_known for t in await store.turns(conv.id)]
+    assert known == [True, False, True]  # priced; used tokens for nothing: unpriced; unused

@@ -126,7 +126,7 @@ async def _show(
         else:
             write_text(markdown)
     else:
-        show_transcript(console, transcript, settings, texts)
+        show_transcript(console, transcript, texts)
         console.print(history_line(figures), markup=False, highlight=False)
     return 0
 

@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cove.events import (
+    AnswerRefused,
     BlockFinished,
     BlockStarted,
     Event,
@@ -132,6 +133,12 @@ class RunProgress:
             self._status = None
 
 
+def took(ms: float) -> str:
+    """A duration for people: ``38ms`` below a second (a fast turn is not ``0.0s``), else
+    ``1.2s``."""
+    return f"{max(ms, 1):.0f}ms" if ms < 999.5 else f"{ms / 1000:.1f}s"
+
+
 class ProgressView:
     """Shows a turn's progress: iterations, code, results, variables, the answer."""
 
@@ -165,6 +172,8 @@ class ProgressView:
         elif isinstance(event, SandboxRestarted):
             lost = ", ".join(event.lost) or "nothing"
             c.print(line(("sandbox restarted", "red"), f" ({event.reason}); lost: {lost}"))
+        elif isinstance(event, AnswerRefused):
+            c.print(line((cut(event.reason), "red")))
         elif isinstance(event, TitleChanged):
             c.print(line((f"title: {event.title}", "dim")))
         elif isinstance(event, TurnFinished):
@@ -202,7 +211,7 @@ class ProgressView:
         summary = (
             f"{event.status} · {event.iterations} iteration(s) · "
             f"{event.tokens_in + event.tokens_out:,} tokens · {cost} · "
-            f"{event.duration_ms / 1000:.1f}s"
+            f"{took(event.duration_ms)}"
         )
         if event.error:
             c.print(line((event.error, "red")))

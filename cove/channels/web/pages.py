@@ -16,7 +16,6 @@ from cove.channels.web.errors import TooLarge
 from cove.channels.web.render import code_spans, diff
 from cove.channels.web.state import web
 from cove.channels.web.timeline import notes_by_iteration, page_timeline, resume_after
-from cove.config import Settings
 from cove.conversation import (
     ConversationRecord,
     Conversations,
@@ -98,15 +97,6 @@ def changes_by_iteration(transcript: Transcript) -> dict[tuple[int, int], list[V
         key = (version.turn_position, version.iteration_position)
         changes.setdefault(key, []).append(version)
     return changes
-
-
-def iteration_cost(settings: Settings, model: str | None, tokens_in: int, tokens_out: int) -> str:
-    """An iteration's cost in dollars, or "unknown" when the model has no price."""
-    price = settings.model.price_of(model or settings.model.name)
-    if price is None:
-        return "unknown"
-    cost = tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6
-    return f"${cost:.4f}"
 
 
 async def chat(request: Request) -> Response:
@@ -202,9 +192,8 @@ async def inspector(request: Request) -> Response:
         raise NotFound("iteration", str(number))
     before, after = await neighbours(convs, transcript.conversation.id, turn, number)
     system = await convs.system_prompt(iteration.system_prompt_hash)
-    cost = iteration_cost(
-        web(request).settings, turn.model, iteration.tokens_in, iteration.tokens_out
-    )
+    # What the iteration's model call was charged as it ran; unknown when its model had no price.
+    cost = f"${iteration.cost_usd:.4f}" if turn.cost_known else "unknown"
     context = {
         "conv": transcript.conversation,
         "turn": turn,

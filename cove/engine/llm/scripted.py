@@ -154,13 +154,13 @@ class ScriptedClient:
 class RecordedClient:
     """An LLM client replaying raw replies recorded in the database.
 
-    A recorded sub-query reply of None stands for a sub-query that failed when it was recorded;
-    replaying it raises ``ModelError`` again.
+    A recorded reply of None stands for a model call (an iteration's or a sub-query's) that
+    failed when it was recorded; replaying it raises ``ModelError`` again.
     """
 
     def __init__(
         self,
-        iteration_replies: Sequence[str],
+        iteration_replies: Sequence[str | None],
         subquery_replies: Sequence[str | None],
         *,
         model: str = "recorded",

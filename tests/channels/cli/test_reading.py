@@ -53,6 +53,16 @@ def test_show_separates_consecutive_blocks_and_numbers_iterations_from_1(
     assert "ONE JSON object" in exact and "[iteration 1/" in exact
 
 
+def test_show_lists_the_variables_an_iteration_wrote_under_that_iteration(
+    cli: Cove, squares: str
+) -> None:
+    first_turn = cli("show", squares).stdout.split("turn 2")[0]
+    one, two = first_turn.split("iteration 2")
+    assert "variables written: square v1 (function)" in one  # iteration 1's block wrote it
+    assert "square v1" not in two
+    assert "variables written: area v1 (int)" in two
+
+
 def test_show_format_md_is_the_markdown_export(cli: Cove, squares: str) -> None:
     markdown = cli("show", squares, "--format", "md").stdout
     assert markdown == cli("export", squares).stdout

@@ -125,6 +125,24 @@ async def test_a_live_block_is_highlighted_on_request(web: Web) -> None:
         assert elsewhere.status_code == 403
 
 
+async def test_refusal_reasons_and_unknown_costs_on_the_pages(web: Web) -> None:
+    refused = "answer refused: undefined placeholder(s) {{x}}"
+    replies = [reply(answer="result={{x}}"), reply(["x = 3"], "result={{x}}")]
+    async with web(replies) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        events = await send_and_finish(client, cid, "what is x?")
+        [live] = [e for e in events if e["type"] == "answer_refused"]
+        assert live["iteration"] == 1 and live["reason"].startswith(refused)
+        assert events[-1]["cost_usd"] is None and events[-1]["cost_known"] is False
+        fragment = unescape((await client.get(f"/c/{cid}/turns/1")).text)
+        inspector = unescape((await client.get(f"/c/{cid}/inspect/1/1")).text)
+    first = fragment.split('data-iteration="2"')[0]
+    assert refused in first  # under the iteration it belongs to
+    assert "$0.0000" not in fragment and "cost unknown" in fragment  # the turn's summary
+    assert refused in inspector
+    assert "$0.0000" not in inspector and "cost unknown" in inspector  # the turn's totals
+
+
 def test_a_search_passage_is_cut_into_plain_parts_and_matches() -> None:
     text = "primes = primes + [31]"
     assert marked(text, ((0, 6), (9, 15))) == [

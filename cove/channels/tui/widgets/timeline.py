@@ -27,6 +27,7 @@ from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.turn import TurnView
 from cove.conversation import Transcript, TurnRecord, VarVersionRecord
 from cove.events import (
+    AnswerRefused,
     BlockFinished,
     Event,
     IterationStarted,
@@ -173,6 +174,8 @@ class Timeline(VerticalScroll):
                 iteration.add_vars([v.var_version() for v in written])
             for text in it.steering:
                 iteration.add_note(f"you (steering): {text}")
+            if it.refusal:
+                iteration.add_note(it.refusal, "red")
         if turn.status != "running":
             took = None if turn.finished_at is None else (turn.finished_at - turn.started_at) * 1e3
             view.finish(
@@ -180,7 +183,7 @@ class Timeline(VerticalScroll):
                 answer=turn.answer,
                 error=turn.error,
                 tokens=turn.tokens_in + turn.tokens_out,
-                cost=cost_text(turn.cost_usd),
+                cost=cost_text(turn.cost_usd, turn.cost_known),
                 duration_ms=took,
             )
 
@@ -234,7 +237,8 @@ def apply_to_iteration(
 
 
 def note_of(event: Event) -> tuple[str, str] | None:
-    """The note (text, style) a nudge, a steering message or a sandbox restart shows."""
+    """The note (text, style) a nudge, a steering message, a sandbox restart or a refused
+    answer shows."""
     if isinstance(event, Nudge):
         return f"nudge: {event.text}", "yellow"
     if isinstance(event, SteerReceived):
@@ -242,4 +246,6 @@ def note_of(event: Event) -> tuple[str, str] | None:
     if isinstance(event, SandboxRestarted):
         lost = ", ".join(event.lost) or "nothing"
         return f"sandbox restarted ({event.reason}); lost: {lost}", "red"
+    if isinstance(event, AnswerRefused):
+        return event.reason, "red"
     return None

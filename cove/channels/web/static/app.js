@@ -97,7 +97,11 @@ function chatPage() {
   let lastSeq = Number(body.dataset.after);
   let running = false;
 
-  const setRunning = (value) => { running = value; stop.hidden = !value; };
+  const setRunning = (value) => {
+    running = value;
+    stop.hidden = !value;
+    if (!value) { stop.disabled = false; stop.textContent = "Stop"; }
+  };
   const turnNode = (position) => document.getElementById(`turn-${position}`);
   const liveTurn = (turnId) => turnNode(positions.get(turnId));
   const iterationNode = (turnId, n) => {
@@ -182,6 +186,7 @@ function chatPage() {
       const iterations = liveTurn(e.turn_id)?.querySelectorAll(".iteration");
       iterations?.[iterations.length - 1]?.append(el("p", "restart", text));
     },
+    answer_refused(e) { iterationNode(e.turn_id, e.iteration)?.append(el("p", "error refusal", e.reason)); },
     steer_received(e) { iterationNode(e.turn_id, e.iteration)?.append(el("p", "steer", `You: ${e.text}`)); },
     title_changed(e) { $("#conv-title").textContent = e.title; document.title = `cove · ${e.title}`; },
     async turn_finished(e) {
@@ -279,7 +284,18 @@ function chatPage() {
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); send(); }
   });
-  stop.addEventListener("click", () => api("POST", `/api/conversations/${cid}/cancel`));
+  // The turn may run in another process: it stops within moments, and says so on the stream.
+  stop.addEventListener("click", async () => {
+    stop.disabled = true;
+    stop.textContent = "Stopping…";
+    try {
+      if (!(await api("POST", `/api/conversations/${cid}/cancel`)).cancelled) setRunning(false);
+    } catch (error) {
+      stop.disabled = false;
+      stop.textContent = "Stop";
+      notice(error.message, true);
+    }
+  });
 
   turns.addEventListener("click", async (event) => {
     const button = event.target.closest("button[data-action=fork]");
