@@ -89,7 +89,7 @@ async def report(pool: WorkerPool, root: Path) -> None:
         worker_ms.append((time.perf_counter() - started) * 1000)
 
     block = compile_block(TRIVIAL)
-    runtime = Runtime(request=lambda m: m, output_limit=20_000, snapshot_limit=1_000_000)
+    runtime = Runtime(request=lambda m: m, output_limit=20_000)
     namespace = runtime.namespace
     assert block.body is not None and block.tail is not None
     body, tail = block.body, block.tail

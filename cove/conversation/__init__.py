@@ -11,6 +11,7 @@ from cove.conversation.rebuild import iteration_budget, timeline
 from cove.conversation.scripted import scripted_factory
 from cove.conversation.sequence import turn_of
 from cove.conversation.watch_stream import WatchStream
+from cove.persistence.history import HistoryFigures
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
@@ -26,6 +27,7 @@ __all__ = [
     "BlockRecord",
     "ConversationRecord",
     "Conversations",
+    "HistoryFigures",
     "IterationRecord",
     "LLMFactory",
     "ListWatch",

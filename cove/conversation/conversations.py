@@ -28,6 +28,7 @@ from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event
+from cove.persistence.history import HistoryFigures
 from cove.persistence.records import (
     ConversationRecord,
     ModelOption,
@@ -106,7 +107,11 @@ class Conversations(WatchAPI):
     async def _open(
         cls, settings: Settings, llm_factory: LLMFactory | None, read_only: bool
     ) -> Conversations:
-        store = await Store.open(settings.store.database, read_only=read_only)
+        store = await Store.open(
+            settings.store.database,
+            read_only=read_only,
+            history_budget=settings.store.history_budget_mb * 1024 * 1024,
+        )
         try:
             if not read_only:
                 await store.reap_dead_leases(owner_is_dead)
@@ -365,6 +370,12 @@ class Conversations(WatchAPI):
         """Every version of one variable, oldest first."""
         record = await self.get(conversation_id)
         return await self.store.var_history(record.id, name)
+
+    async def history(self, conversation_id: str, *, owner: str | None = None) -> HistoryFigures:
+        """What the conversation's values take: its live state and its history, in bytes, with
+        its history budget and how many versions the budget thinned."""
+        record = await self.get(conversation_id, owner=owner)
+        return await self.store.history(record.id)
 
     async def variables(self, conversation_id: str) -> dict[str, VarVersionRecord]:
         """The current version of every variable."""

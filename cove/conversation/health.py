@@ -62,9 +62,11 @@ async def _database(settings: StoreSettings) -> Check:
     try:
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        async with Store.open(path) as store:
+        budget = settings.history_budget_mb * 1024 * 1024
+        async with Store.open(path, history_budget=budget) as store:
             conversations = await store.list_conversations(limit=1_000_000)
             version = store.schema_version
+            items = await value_items(store)
     except CoveError as exc:
         return Check(
             "database",
@@ -75,8 +77,35 @@ async def _database(settings: StoreSettings) -> Check:
     except OSError as exc:
         return Check("database", False, f"{path}: {exc}", "check the directory's permissions")
     return Check(
-        "database", True, f"{path} (schema version {version}, {len(conversations)} conversations)"
+        "database",
+        True,
+        f"{path} (schema version {version}, {len(conversations)} conversations)",
+        items=items,
     )
+
+
+MB = 1024 * 1024
+"""A megabyte as the settings count it (``history_budget_mb``)."""
+
+
+async def value_items(store: Store, largest: int = 3) -> tuple[str, ...]:
+    """Lines on the value store: its chunks, and the conversations whose values take the most
+    room (live state, history against the history budget, thinned versions)."""
+    totals = await store.value_stats()
+    lines = [
+        f"values: {totals['chunks']:,} chunks, {totals['bytes'] / MB:,.1f} MB"
+        f" ({totals['garbage']:,} waiting to be collected); history budget "
+        f"{store.history_budget / MB:,.0f} MB per conversation"
+    ]
+    for conversation_id in await store.largest_values(largest):
+        figures = await store.history(conversation_id)
+        lines.append(
+            f"{conversation_id[:12]}: live {figures.live_bytes / MB:,.1f} MB, history "
+            f"{figures.history_bytes / MB:,.1f} MB "
+            f"({100 * figures.history_bytes / figures.budget_bytes:.0f}% of the budget), "
+            f"{figures.thinned:,} of {figures.versions:,} versions thinned"
+        )
+    return tuple(lines)
 
 
 async def check_sandbox(settings: SandboxSettings) -> Check:

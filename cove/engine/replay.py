@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+from cove import codec
+from cove.codec import DEFAULT_MAX_DEPTH
 from cove.config import Settings
 from cove.engine.determinism import RecordedInputs
 from cove.engine.iteration import NOT_RUN_CANCELLED
@@ -24,6 +26,7 @@ from cove.engine.llm.scripted import RecordedClient
 from cove.engine.query import Query, TurnOptions
 from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
+from cove.errors import CodecError
 from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished, TurnStarted
 from cove.persistence.records import BlockRecord, IterationRecord, TurnRecord, VarVersionRecord
 from cove.persistence.store import Store
@@ -246,11 +249,26 @@ def _compare_versions(
             mismatches.append(f"{label}: only in the replay")
         elif new is None:
             mismatches.append(f"{label}: missing from the replay")
-        elif (old.kind, old.encoded, old.preview) != (new.kind, new.encoded, new.preview):
+        elif (old.kind, old.preview) != (new.kind, new.preview) or not _same_value(old, new):
             mismatches.append(
                 f"{label}: was {_short(old.preview)}, replay gave {_short(new.preview)}"
             )
     return mismatches
+
+
+def _same_value(recorded: VarVersionRecord, replayed: VarVersionRecord) -> bool:
+    """Whether two versions hold the same value: the same digest (a thinned version keeps
+    its own), or, for a value recorded whole before values were chunked, the same tree."""
+    if recorded.digest == replayed.digest:
+        return True
+    if recorded.encoded is None or codec.refs(recorded.encoded):
+        return False
+    try:
+        value = codec.decode(recorded.encoded)
+        tree = codec.encode_tree(value, max_bytes=1 << 40, max_depth=DEFAULT_MAX_DEPTH)
+    except CodecError:
+        return False
+    return tree.digest == replayed.digest
 
 
 def _versions_by_turn(versions: Sequence[VarVersionRecord]) -> dict[int, list[VarVersionRecord]]:

@@ -207,12 +207,20 @@ class TurnRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class VarVersionRecord(VarVersion):
-    """A stored version of a named variable, with where and when it was written."""
+    """A stored version of a named variable, with where and when it was written.
+
+    ``encoded`` is the value's root (``cove.codec.chunks``): decode it with the chunks
+    ``Store.value_chunks`` reads for it. ``digest`` names the value (equal values, equal
+    digests), also once the history budget ``thinned`` the version (its value then is gone:
+    ``encoded`` is None).
+    """
 
     conversation_id: str
     turn_position: int
     iteration_position: int
     created_at: float
+    digest: str | None = None
+    thinned: bool = False
 
     def var_version(self) -> VarVersion:
         """The version alone, as the sandbox reports it, without where it is stored.

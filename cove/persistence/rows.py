@@ -6,6 +6,8 @@ import json
 import sqlite3
 from typing import Any, cast
 
+from cove.codec.chunks import text_hash
+from cove.persistence import values
 from cove.persistence.records import (
     LABEL_CHARS,
     BlockRecord,
@@ -48,9 +50,9 @@ JOIN iteration i ON i.id = b.iteration_id
 JOIN turn t ON t.id = i.turn_id
 """
 VAR_COLUMNS = (
-    "v.conversation_id, v.name, v.version, v.kind, v.encoded, v.encoded_blob, v.type_name,"
-    " v.preview, v.size, t.position AS turn_position, i.position AS iteration_position,"
-    " b.position AS block_position, v.created_at"
+    "v.conversation_id, v.name, v.version, v.kind, v.encoded, v.encoded_blob, v.root_chunk,"
+    " v.digest, v.thinned, v.type_name, v.preview, v.size, t.position AS turn_position,"
+    " i.position AS iteration_position, b.position AS block_position, v.created_at"
 )
 # Ordering by where a version was written, not by its number, keeps forks and restores honest.
 VAR_ORDER = "t.position, i.position, b.position, v.version"
@@ -214,13 +216,19 @@ def subquery(row: sqlite3.Row) -> SubqueryRecord:
 
 
 def var_version(conn: sqlite3.Connection, row: sqlite3.Row) -> VarVersionRecord:
-    """Build a ``VarVersionRecord`` from a ``VAR_COLUMNS`` row, reading a blob value if needed."""
+    """Build a ``VarVersionRecord`` from a ``VAR_COLUMNS`` row, reading its root (from a chunk,
+    or from a blob for a row written before chunks) if needed."""
     encoded: str | None = row["encoded"]
     if row["encoded_blob"] is not None:
         data: Any = conn.execute(
             "SELECT data FROM blob WHERE hash = ?", (row["encoded_blob"],)
         ).fetchone()[0]
         encoded = _text(None, data)
+    elif row["root_chunk"] is not None:
+        encoded = values.root_text(conn, row["root_chunk"])
+    digest = row["digest"]
+    if digest is None and encoded is not None:
+        digest = text_hash(encoded)
     return VarVersionRecord(
         conversation_id=row["conversation_id"],
         name=row["name"],
@@ -234,4 +242,6 @@ def var_version(conn: sqlite3.Connection, row: sqlite3.Row) -> VarVersionRecord:
         iteration_position=row["iteration_position"],
         block_position=row["block_position"],
         created_at=row["created_at"],
+        digest=digest,
+        thinned=bool(row["thinned"]),
     )

@@ -26,10 +26,11 @@ from cove.persistence.store import Clock, Store
 class StoreOpener:
     """What ``Store.open`` returns: ``await`` it, or use it with ``async with``."""
 
-    def __init__(self, path: str, clock: Clock, read_only: bool) -> None:
+    def __init__(self, path: str, clock: Clock, read_only: bool, history_budget: int) -> None:
         self._path = path
         self._clock = clock
         self._read_only = read_only
+        self._history_budget = history_budget
         self._store: Store | None = None
 
     async def _open(self) -> Store:
@@ -97,6 +98,7 @@ class StoreOpener:
                 raise StoreError(f"database error in {target}: {exc}") from exc
             raise StoreError(f"cannot open database {target}: {exc}") from exc
         store = Store(thread, target, self._clock)
+        store.history_budget = self._history_budget
         store._schema_version = version
         store._read_only = read_only
         store._file = None if read_only or target == MEMORY else target

@@ -120,3 +120,27 @@ async def test_a_turn_whose_model_failed_replays_as_failed(tmp_path: Path) -> No
     assert (finished.status, finished.iterations) == ("failed", 2)
     [turn] = [e for e in await replay(settings, conv.id) if isinstance(e, ReplayTurnChecked)]
     assert (turn.recorded_status, turn.replayed_status) == ("failed", "failed")
+
+
+async def test_a_replay_matches_chunked_values_also_once_thinned(tmp_path: Path) -> None:
+    settings = Settings.load(env={}, data_dir=tmp_path).replace(
+        worker_pool_size=1, history_budget_mb=1
+    )
+    replies = [
+        {"code": [f"big = list(range({k}, {k} + 300_000))", "big[7] = -7\nbig.append(1)"]}
+        for k in range(3)
+    ]
+    replies = [{**reply, "answer": "done"} for reply in replies]
+    factory = scripted_factory([json.dumps(r) for r in replies])
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create()
+        for _ in replies:
+            async for _ in convs.send(conv.id, "grow"):
+                pass
+        figures = await convs.history(conv.id)
+    assert figures.thinned > 0  # the budget (1 MB) thinned the oldest of 6 versions of 2 MB
+    events = await replay(settings, conv.id)
+    turns = [e for e in events if isinstance(e, ReplayTurnChecked)]
+    assert [t.mismatches for t in turns] == [(), (), ()]
+    done = events[-1]
+    assert isinstance(done, ReplayFinished) and done.ok

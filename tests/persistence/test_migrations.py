@@ -19,6 +19,7 @@ TABLES = {
     "conversation": [
         "id", "channel", "external_id", "title", "parent_id", "fork_turn", "workspace",
         "created_at", "updated_at", "lease_owner", "lease_until", "owner", "lease_epoch",
+        "value_bytes", "history_mark",
     ],
     "turn": [
         "id", "conversation_id", "position", "request", "status", "answer", "confidence",
@@ -38,8 +39,11 @@ TABLES = {
     "block_figure": ["block_id", "position", "digest"],
     "var_version": [
         "id", "conversation_id", "name", "version", "block_id", "kind", "encoded",
-        "encoded_blob", "type_name", "preview", "size", "created_at",
+        "encoded_blob", "type_name", "preview", "size", "created_at", "root_chunk", "digest",
+        "thinned",
     ],
+    "value_chunk": ["id", "hash", "data", "children"],
+    "value_ref": ["chunk_id", "refs"],
     "subquery": [
         "id", "iteration_id", "block_position", "position", "prompt", "reply", "model",
         "tokens_in", "tokens_out", "cost_usd", "duration_ms", "error",
@@ -72,6 +76,9 @@ INDEXES = {
     "turn_running": ("turn", ["conversation_id"]),
     "var_version_blob": ("var_version", ["encoded_blob"]),
     "var_version_block": ("var_version", ["block_id"]),
+    "var_version_root": ("var_version", ["root_chunk"]),
+    "value_ref_unused": ("value_ref", ["chunk_id"]),
+    "sqlite_autoindex_value_chunk_1": ("value_chunk", ["hash"]),
     # Primary keys on TEXT and UNIQUE constraints.
     "sqlite_autoindex_blob_1": ("blob", ["hash"]),
     "sqlite_autoindex_conversation_1": ("conversation", ["id"]),

@@ -7,6 +7,7 @@ Human output draws tables and colour only on a terminal; piped, tables are tab-s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 
 import click
@@ -19,7 +20,7 @@ from cove.channels.cli.render import console_for, cut, line, print_json, print_t
 from cove.channels.cli.transcript_view import show_transcript
 from cove.channels.export import to_markdown, when
 from cove.config import Settings
-from cove.conversation import Conversations, SearchHit
+from cove.conversation import Conversations, HistoryFigures, SearchHit
 from cove.events import jsonable, outcome
 
 MATCH_OPEN, MATCH_CLOSE = "«", "»"  # match markers when piped: brackets are common in code
@@ -134,9 +135,10 @@ async def _show(
         transcript = await convs.inspect(conversation_id, turn=turn)
         digests = {it.system_prompt_hash for t in transcript.turns for it in t.iterations}
         texts = {d: await convs.system_prompt(d) for d in digests} if prompts else None
+        figures = await convs.history(transcript.conversation.id)
     console = console_for(sys.stdout)
     if as_json:
-        print_json(transcript_json(transcript))
+        print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})
     elif fmt == "md":
         markdown = to_markdown(transcript)
         if console.is_terminal:
@@ -145,7 +147,25 @@ async def _show(
             write_text(markdown)
     else:
         show_transcript(console, transcript, texts)
+        console.print(history_line(figures), markup=False, highlight=False)
     return 0
+
+
+def history_line(figures: HistoryFigures) -> str:
+    """``values: live 1.2 MB, history 3.4 MB of a 1,024.0 MB budget (57 versions, 3 thinned)``."""
+    return (
+        f"values: live {_megabytes(figures.live_bytes)}, history "
+        f"{_megabytes(figures.history_bytes)} of a {_megabytes(figures.budget_bytes)} budget "
+        f"({figures.versions:,} versions, {figures.thinned:,} thinned)"
+    )
+
+
+def _megabytes(size: int) -> str:
+    """MB as the settings count them (``history_budget_mb``: 1 MB = 1,048,576 bytes)."""
+    return f"{size / MB:,.1f} MB" if size >= MB // 10 else f"{size / 1024:,.1f} kB"
+
+
+MB = 1024 * 1024
 
 
 @command(
@@ -270,8 +290,9 @@ def export_command(conversation_id: str, fmt: str) -> int:
 async def _export(settings: Settings, conversation_id: str, fmt: str) -> int:
     async with await Conversations.open(settings, read_only=True) as convs:
         transcript = await convs.inspect(conversation_id)
+        figures = await convs.history(transcript.conversation.id)
     if fmt == "json":
-        print_json(transcript_json(transcript))
+        print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})
     else:
         write_text(to_markdown(transcript))
     return 0

@@ -156,3 +156,20 @@ def test_terminal_escapes_from_the_sandbox_and_the_model_are_shown_not_obeyed(
     assert "print(" in shown and "␛]52;c;SGVsbG8=␇" in shown and "\\x9b2J" in shown
     for code in ("\x1b]", "\x07", "\x9b"):
         assert code not in shown
+
+
+def test_show_and_doctor_tell_what_values_take(cli: Cove, server: FakeOpenAI) -> None:
+    server.add_replies(
+        reply(["nums = list(range(100_000))", "nums.append(-1)"], "Done {{nums}}"),
+    )
+    assert cli("run", "numbers").exit_code == 0
+    [conv] = cli.json("list")
+    shown = cli("show", conv["id"]).stdout
+    line = next(x for x in shown.splitlines() if x.startswith("values: "))
+    assert "live " in line and "of a 1,024.0 MB budget (2 versions, 0 thinned)" in line
+    figures = cli.json("show", conv["id"])["values"]
+    assert figures["live_bytes"] > 600_000 and 0 < figures["history_bytes"] < 16 * 1024
+    assert figures["budget_bytes"] == 1024 * 1024 * 1024
+    doctor = cli("doctor").stdout
+    assert "history budget 1,024 MB per conversation" in doctor
+    assert f"{conv['id'][:12]}: live 0.6 MB, history 0.0 MB (0% of the budget), 0 of 2" in doctor

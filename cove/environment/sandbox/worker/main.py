@@ -100,7 +100,7 @@ def warm_up(*, libraries: bool = True) -> None:
         # Build every curated namespace once: whatever that imports is imported now.
         from cove.environment.sandbox.worker.runtime import Runtime
 
-        runtime = Runtime(request=lambda frame: frame, output_limit=1, snapshot_limit=1)
+        runtime = Runtime(request=lambda frame: frame, output_limit=1, value_limit=1)
         for name in runtime.modules.names():
             runtime.modules.get(name)
 
@@ -119,9 +119,9 @@ def make_runtime(channel: FrameChannel, config: dict[str, Any]) -> Runtime:
     return Runtime(
         request=request,
         output_limit=int(config["output_limit"]),
-        snapshot_limit=int(config["snapshot_limit"]),
+        value_limit=int(config["value_limit"]),
         libraries=bool(config.get("libraries", True)),
-        data_snapshot_limit=int(config.get("data_snapshot_limit", config["snapshot_limit"])),
+        post=channel.send,
     )
 
 

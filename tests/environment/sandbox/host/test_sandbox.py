@@ -106,14 +106,14 @@ async def test_opaque_values_are_reported_and_lost_after_a_restart(client: Sandb
     assert (await ok(client, "keep")).result.result_preview == "'yes'"
 
 
-async def test_values_over_the_snapshot_limit_are_opaque(tmp_path: Path) -> None:
-    settings = Settings.load(env={}, data_dir=tmp_path, snapshot_limit_bytes=1000).sandbox
+async def test_values_over_the_value_limit_are_opaque(tmp_path: Path) -> None:
+    settings = Settings.load(env={}, data_dir=tmp_path, value_limit_mb=1).sandbox
     workers = WorkerPool(settings, size=0)
     try:
         sandbox = await workers.acquire(workspace=tmp_path / "w", on_call=Extensions())
-        outcome = await ok(sandbox, "big = 'x' * 5000\nsmall = 'x'")
+        outcome = await ok(sandbox, "big = 'x' * 2_000_000\nsmall = 'x'")
         big = next(c for c in outcome.changes if c.name == "big")
-        assert (big.kind, big.encoded, big.size) == ("opaque", None, 5000)
+        assert (big.kind, big.encoded, big.size) == ("opaque", None, 2_000_000)
     finally:
         await workers.aclose()
 
