@@ -176,7 +176,7 @@ def cove_prompt_sizes(records: Sequence[IterationRecord], budget: int) -> list[i
             prior_thinking=done[-1].thinking if done else None,
             journal=journal,
             var_index=list(variables.values()),
-            nudges=builtin_nudges(state),
+            nudges=[note.text for note in builtin_nudges(state)],
         )
         sizes.append(len(system) + len(request) + len(context))
         for variable in records[position - 1].variables:

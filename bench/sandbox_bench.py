@@ -10,7 +10,8 @@ Run with ``.venv/bin/python bench/sandbox_bench.py``. Prints:
   list; 50,000 dict rows; 1,000 lists of 100 ints; 10 MB of strings), and a block that does touch
   the data (``len(...)``, ``.append(...)``), reported without a target;
 - the cost of confinement (``confinement_costs``): a worker forked from the zygote and a trivial
-  block, each with confinement on (own user, Landlock, seccomp...) and off;
+  block, each with confinement on (own user, root and IPC namespace, Landlock, the seccomp allow
+  list...) and off;
 - the cost of the data libraries (``library_costs``): zygote start, fork and trivial block with
   numpy, pandas and matplotlib preloaded and without, a worker's PSS, a 100,000-row groupby
   block and a plot block.
@@ -88,7 +89,7 @@ async def report(pool: WorkerPool, root: Path) -> None:
         worker_ms.append((time.perf_counter() - started) * 1000)
 
     block = compile_block(TRIVIAL)
-    runtime = Runtime(request=lambda m: m, output_limit=20_000, snapshot_limit=1_000_000)
+    runtime = Runtime(request=lambda m: m, output_limit=20_000)
     namespace = runtime.namespace
     assert block.body is not None and block.tail is not None
     body, tail = block.body, block.tail

@@ -23,6 +23,24 @@ TurnStatus = Literal[
 FINAL_STATUSES: frozenset[str] = frozenset(
     {"done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"}
 )
+#: How a turn's status reads in a list: ``running``, ``done``, ``failed`` (the model failed, ran
+#: out of iterations or of its error budget), ``cancelled`` or ``interrupted`` (its process died).
+Outcome = Literal["running", "done", "failed", "cancelled", "interrupted"]
+
+
+def outcome(status: str | None) -> Outcome | None:
+    """The group a turn status belongs to in lists (None: no turn yet)."""
+    if status is None:
+        return None
+    return _OUTCOMES.get(status, "failed")
+
+
+_OUTCOMES: dict[str, Outcome] = {
+    "running": "running",
+    "done": "done",
+    "cancelled": "cancelled",
+    "interrupted": "interrupted",
+}
 
 
 @dataclass(frozen=True)
@@ -100,6 +118,22 @@ class ModelDelta(Event):
 
 
 @dataclass(frozen=True)
+class ModelRetry(Event):
+    """The model endpoint failed for a moment and the request is being sent again.
+
+    ``attempt`` counts the retries of this call from 1, ``of`` is how many it may make;
+    ``reason`` says what failed (``server error (HTTP 503)``, ``no response``, …).
+    """
+
+    type: ClassVar[str] = "model_retry"
+    turn_id: int
+    iteration: int
+    attempt: int
+    of: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class ModelReply(Event):
     """The model's parsed reply for one iteration."""
 
@@ -145,12 +179,29 @@ class VarsChanged(Event):
 
 
 @dataclass(frozen=True)
+class AnswerRefused(Event):
+    """The reply's answer was refused (an undefined ``{{name}}``, a failed block of the same
+    reply): the iteration is an error and the turn goes on; ``reason`` says why."""
+
+    type: ClassVar[str] = "answer_refused"
+    turn_id: int
+    iteration: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class Nudge(Event):
-    """A hint the engine will show the model in its next context message."""
+    """A hint the engine will show the model in its next context message.
+
+    ``kind`` names the rule that gave it (``cove.engine.nudges.NudgeKind``). Nudges are for the
+    model alone: channels show them only where the exact prompts are shown (the inspector,
+    ``cove show --prompts``, ``--events``); people see a refused answer as ``AnswerRefused``.
+    """
 
     type: ClassVar[str] = "nudge"
     turn_id: int
     text: str
+    kind: str = "extension"
 
 
 @dataclass(frozen=True)
@@ -188,6 +239,13 @@ class TurnFinished(Event):
     duration_ms: float
     error: str | None = None
     cost_known: bool = True  # False when the model is missing from the price table
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as JSON; an unknown cost is ``null``, never ``0.0``."""
+        data = super().to_json()
+        if not self.cost_known:
+            data["cost_usd"] = None
+        return data
 
 
 @dataclass(frozen=True)
@@ -242,6 +300,9 @@ ChangeKind = Literal["created", "updated", "deleted"]
 class ConversationChanged(Event):
     """A conversation was created, deleted or changed (title, status, a new turn).
 
+    ``label`` and ``status`` are those of ``ConversationRecord`` (a last turn left running by a
+    dead process reads ``interrupted``).
+
     Not part of any conversation's sequence (``seq`` is 0); see ``Conversations.watch_list``.
     """
 
@@ -250,3 +311,5 @@ class ConversationChanged(Event):
     title: str | None = None
     updated_at: float = 0.0
     running: bool = False
+    label: str = ""  # what lists call it: the title, else the start of its first request
+    status: str | None = None  # the status of its last turn (None: no turn yet)

@@ -120,6 +120,9 @@ class VarVersion:
         signature: How a function or class is shown (its signature).
         version: The version number (1-based per name, deletions included); 0 until numbered.
         block_position: The position of the block that wrote it in its iteration.
+        chunks: The chunks of ``encoded``'s tree (``cove.codec.chunks``) that are new to the
+            sandbox's host, as ``(name, data)``, children first: what storing it adds (not sent
+            with events, not kept in records).
     """
 
     name: str
@@ -131,3 +134,6 @@ class VarVersion:
     signature: str | None = None
     version: int = 0
     block_position: int = 0
+    chunks: tuple[tuple[str, bytes], ...] = field(
+        default=(), metadata=LOCAL, repr=False, compare=False
+    )

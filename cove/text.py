@@ -3,7 +3,8 @@
 Sandbox output, values and replies are unbounded; whatever shows them cuts them to a limit with a
 visible marker that says how much was removed (and, in the prompt, where the full text lives).
 They are hostile too: ``clean`` makes terminal control characters visible before any of it
-reaches a terminal, and ``json_escaped`` keeps a JSON document free of raw ones.
+reaches a terminal, and ``json_escaped`` keeps a JSON document free of raw ones. ``headline`` is
+the one-line start of a text, for names in lists.
 """
 
 from __future__ import annotations
@@ -85,3 +86,19 @@ def shown(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f" …[{len(text) - limit:,} more chars]"
+
+
+def headline(text: str, limit: int) -> str:
+    """The start of ``text`` as one line of at most ``limit`` characters, ending in ``…`` if cut.
+
+    Runs of whitespace (line breaks included) become one space; a cut falls after the last whole
+    word that fits when there is one in the second half, else inside the word.
+    """
+    flat = " ".join(text[: limit * 4].split())  # only the start can be shown
+    if len(flat) <= limit and len(text) <= limit * 4:
+        return flat
+    room = flat[: limit - 1]
+    space = room.rfind(" ")
+    if len(flat) >= limit and space >= limit // 2:
+        room = room[:space]
+    return room.rstrip() + "…"

@@ -51,7 +51,7 @@ def sample(hint: Any) -> Any:
 
 def build(cls: Any) -> Any:
     hints = typing.get_type_hints(cls)
-    return cls(**{f.name: sample(hints[f.name]) for f in dataclasses.fields(cls)})
+    return cls(**{f.name: sample(hints[f.name]) for f in dataclasses.fields(cls) if f.init})
 
 
 def test_the_vocabulary_has_the_designed_events() -> None:
@@ -61,6 +61,7 @@ def test_the_vocabulary_has_the_designed_events() -> None:
         "TurnStarted",
         "IterationStarted",
         "ModelDelta",
+        "ModelRetry",
         "ModelReply",
         "BlockStarted",
         "BlockFinished",
@@ -137,3 +138,9 @@ def test_every_event_carries_its_conversation_and_sequence(cls: type[Event]) -> 
     event = dataclasses.replace(build(cls), conversation_id="c1", seq=7)
     data = event.to_json()
     assert (data["conversation_id"], data["seq"]) == ("c1", 7)
+
+
+def test_a_nudge_names_the_rule_that_gave_it() -> None:
+    title = events.Nudge(turn_id=1, text="The conversation has no title yet", kind="title")
+    assert title.to_json()["kind"] == "title"
+    assert events.Nudge(turn_id=1, text="from an extension").kind == "extension"

@@ -8,7 +8,8 @@ conversation (a fork's first own turn continues its parent's count), an iteratio
 ``position`` 1, 2, … in its turn, a block ``position`` 1, 2, … in its iteration; a variable
 version names where it was written by ``turn_position``, ``iteration_position`` and
 ``block_position``, counted the same way. Database row ids (``id``, ``turn_id``,
-``iteration_id``) are not part of the output.
+``iteration_id``) are not part of the output. A cost nobody knows (the model had no price) is
+``null`` beside ``"cost_known": false``, never ``0.0``.
 
 Figures: the Markdown describes each (size, title, axis labels) with its digest; given
 ``FigureLinks`` it shows each as an image of a file beside the document (``cove export -o``,
@@ -106,10 +107,8 @@ def _turn_lines(turn: TurnRecord, figures: FigureLinks | None) -> list[str]:
         lines += ["**Answer:**", "", turn.answer, ""]
     if turn.error:
         lines += [f"**Error:** {turn.error}", ""]
-    lines += [
-        f"<sub>{turn.tokens_in:,} + {turn.tokens_out:,} tokens · ${turn.cost_usd:.4f}</sub>",
-        "",
-    ]
+    cost = f"${turn.cost_usd:.4f}" if turn.cost_known else "cost unknown"
+    lines += [f"<sub>{turn.tokens_in:,} + {turn.tokens_out:,} tokens · {cost}</sub>", ""]
     return lines
 
 
@@ -134,6 +133,8 @@ def _iteration_lines(it: IterationRecord, turn: int, figures: FigureLinks | None
             "```",
             "",
         ]
+    if it.refusal:
+        lines += [f"**Refused:** {it.refusal}", ""]
     return lines
 
 
@@ -186,15 +187,22 @@ def _version(version: dict[str, Any]) -> dict[str, Any]:
 
 def _turn(turn: dict[str, Any]) -> dict[str, Any]:
     out = _without_row_ids(turn)
-    out["iterations"] = [_iteration(it) for it in turn.get("iterations", [])]
+    known = turn.get("cost_known", True)
+    out["iterations"] = [_iteration(it, known) for it in turn.get("iterations", [])]
+    if not known:
+        out["cost_usd"] = None  # unknown, not free
     return out
 
 
-def _iteration(it: dict[str, Any]) -> dict[str, Any]:
+def _iteration(it: dict[str, Any], cost_known: bool) -> dict[str, Any]:
     out = _without_row_ids(it)
     out["position"] = it["position"] + 1
     out["blocks"] = [_counted(b) for b in it.get("blocks", [])]
     out["subqueries"] = [_counted(s) for s in it.get("subqueries", [])]
+    if not cost_known:
+        out["cost_usd"] = None
+        for sub in out["subqueries"]:
+            sub["cost_usd"] = None
     return out
 
 

@@ -12,6 +12,7 @@ name the paths; an export written to a file puts them in a folder beside it
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -125,7 +126,8 @@ async def write_export(
     ``export_folder(document)``; the figures written.
 
     The Markdown shows each figure as an image of its file (a path relative to the document);
-    the JSON names the file of each figure (``file``).
+    the JSON (that of ``cove show --json``, value figures included) names the file of each
+    figure (``file``).
 
     Raises:
         OSError: The document or a figure could not be written.
@@ -137,7 +139,8 @@ async def write_export(
         links = FigureLinks(lambda ref, f: f"{folder.name}/{figure_name(ref, f.position)}")
         text = to_markdown(transcript, links)
     else:
-        data = transcript_json(transcript)
+        values = await convs.history(cid)
+        data = {**transcript_json(transcript), "values": dataclasses.asdict(values)}
         for turn in data["turns"]:
             for it in turn["iterations"]:
                 for block in it["blocks"]:

@@ -60,6 +60,7 @@ import hashlib
 from typing import Any
 
 from cove.codec import arrays
+from cove.codec.chunks import ChunkSource, Tree, closure, refs
 from cove.codec.decoder import Decoder
 from cove.codec.encoder import Encoder
 from cove.codec.preview import display, preview, size_of, utf8_safe
@@ -72,23 +73,29 @@ from cove.codec.shapes import (
     SourceOf,
     dumps,
 )
+from cove.codec.tree import encode_tree
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_DEPTH",
+    "ChunkSource",
     "Definition",
     "MakeDefinition",
     "Opaque",
     "SourceOf",
+    "Tree",
+    "closure",
     "data_fingerprint",
     "decode",
     "display",
     "encode",
     "encode_opaque",
+    "encode_tree",
     "fingerprint",
     "is_data",
     "is_restorable",
     "preview",
+    "refs",
     "size_of",
 ]
 
@@ -129,14 +136,18 @@ def decode(
     *,
     make_definition: MakeDefinition | None = None,
     max_depth: int = DEFAULT_MAX_DEPTH,
+    chunks: ChunkSource | None = None,
 ) -> Any:
-    """Decode text made by ``encode`` (or ``encode_opaque``) back into a value.
+    """Decode text made by ``encode`` (or ``encode_opaque``, or the root of ``encode_tree``)
+    back into a value.
 
     Args:
         text: The encoded text.
         make_definition: Builds the live function or class of each ``Definition``; without it,
             definitions decode as ``Definition`` objects.
         max_depth: The deepest accepted nesting of containers in containers.
+        chunks: Gives the chunks a root of ``encode_tree`` names; without it, such a root
+            cannot be decoded.
 
     Returns:
         The value; ``Opaque`` for an opaque record.
@@ -146,7 +157,7 @@ def decode(
             nested too deeply (``ValueTooLarge``). Exceptions raised by ``make_definition``
             propagate unchanged.
     """
-    return Decoder(max_depth=max_depth, make_definition=make_definition).decode(text)
+    return Decoder(max_depth=max_depth, make_definition=make_definition, chunks=chunks).decode(text)
 
 
 def encode_opaque(value: object, *, limit: int = 200) -> str:

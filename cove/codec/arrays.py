@@ -35,7 +35,6 @@ array or frame without encoding it; it returns None where buffers do not determi
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import io
 import sys
@@ -94,7 +93,7 @@ def encode(enc: Encoder, value: Any, depth: int) -> Json:
     if isinstance(value, numpy.generic):
         if value.dtype.hasobject:
             raise CodecError("cannot encode a numpy object scalar")
-        return enc.tag("npscalar", _npy(enc, numpy.asarray(value)))
+        return _npy(enc, "npscalar", numpy.asarray(value))
     pandas = sys.modules.get("pandas")
     if pandas is not None:
         if type(value) is pandas.DataFrame:
@@ -110,23 +109,32 @@ def encode(enc: Encoder, value: Any, depth: int) -> Json:
     raise CodecError(f"cannot encode a value of type {type(value).__qualname__}")
 
 
-def _npy(enc: Encoder, array: Any) -> str:
+def _npy(enc: Encoder, tag: str, array: Any) -> Json:
+    """``{tag: base64}`` of the array's ``.npy`` file: the header ``numpy.lib.format`` writes
+    (version 1.0), then the data in C order (Fortran order for a Fortran-contiguous array).
+
+    The data is handed to the encoder as a view of the array's own memory, not a copy (the
+    encoder charges its size before building anything: a huge array fails at once).
+    """
+    import numpy
     from numpy.lib import format as npy
 
-    enc.charge(4 * (array.nbytes + 130) // 3)  # before building it: a huge array fails at once
-    buffer = io.BytesIO()
+    header = io.BytesIO()
     try:
-        npy.write_array(buffer, array, allow_pickle=False)
+        npy.write_array_header_1_0(header, npy.header_data_from_array_1_0(array))
     except ValueError as exc:
         raise CodecError(f"cannot encode an array of dtype {array.dtype}: {exc}") from exc
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    if array.flags.f_contiguous and not array.flags.c_contiguous:
+        array = array.T
+    flat = numpy.ascontiguousarray(array).reshape(-1).view(numpy.uint8)
+    return enc.binary(tag, header.getvalue(), memoryview(flat))  # type: ignore[arg-type]
 
 
 def _array(enc: Encoder, array: Any, depth: int) -> Json:
     if not array.dtype.hasobject:
         if array.dtype.names is not None or array.dtype.kind == "V":
             raise CodecError(f"cannot encode an array of structured dtype {array.dtype}")
-        return enc.tag("ndarray", _npy(enc, array))
+        return _npy(enc, "ndarray", array)
     if array.dtype.kind != "O":
         raise CodecError(f"cannot encode an array of dtype {array.dtype}")
     inner = enc.enter(array, depth)
@@ -201,9 +209,9 @@ def _frame(enc: Encoder, frame: Any, depth: int) -> Json:
 def decoders() -> dict[str, Callable[[Decoder, Json, int], Any]]:
     """The decoder's handlers of this module's tags."""
     return {
-        "ndarray": lambda dec, p, d: _read_npy(p),
+        "ndarray": lambda dec, p, d: _read_npy(dec.binary(p)),
         "ndarray_objects": _objects,
-        "npscalar": lambda dec, p, d: _read_npy(p)[()],
+        "npscalar": lambda dec, p, d: _read_npy(dec.binary(p))[()],
         "series": _series,
         "dataframe": _dataframe,
         "index": _plain_index,
@@ -228,13 +236,12 @@ def _items(payload: Json, length: int) -> list[Any]:
     return payload
 
 
-def _read_npy(payload: Json) -> Any:
+def _read_npy(raw: bytes) -> Any:
     try:
         import numpy
         from numpy.lib import format as npy
     except ImportError as exc:
         raise CodecError("this value needs numpy, which is not installed") from exc
-    raw = base64.b64decode(_text(payload), validate=True)
     array = npy.read_array(io.BytesIO(raw), allow_pickle=False)
     if type(array) is not numpy.ndarray:
         raise ValueError("not an array")

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from zoneinfo import ZoneInfo
 
 from cove.codec import arrays
+from cove.codec.chunks import BINARY, MAX_LEVELS, ChunkSource
 from cove.codec.shapes import BUILTIN_TYPES, Definition, MakeDefinition, Opaque
 from cove.errors import CodecError, ValueTooLarge
 
@@ -41,11 +42,22 @@ def _reject_constant(name: str) -> NoReturn:
 
 
 class Decoder:
-    """Decodes one text; create a new instance per ``decode`` call."""
+    """Decodes one text; create a new instance per ``decode`` call.
 
-    def __init__(self, *, max_depth: int, make_definition: MakeDefinition | None) -> None:
+    ``chunks`` gives the chunks a chunked value's nodes name (``chunks.py``); without it such a
+    value cannot be decoded.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_depth: int,
+        make_definition: MakeDefinition | None,
+        chunks: ChunkSource | None = None,
+    ) -> None:
         self.max_depth = max_depth
         self.make_definition = make_definition
+        self.chunks = chunks
 
     def decode(self, text: str) -> Any:
         """The value encoded in ``text``.
@@ -107,15 +119,94 @@ class Decoder:
     def items(self, payload: Json, depth: int) -> list[Any]:
         """Decode a list payload's items one level deeper."""
         inner = self.enter(depth)
-        return [self.node(item, inner) for item in _list(payload)]
+        return [self.node(item, inner) for item in self.expand(payload)]
 
     def pairs(self, payload: Json, depth: int) -> list[tuple[Any, Any]]:
         """Decode ``[[key, value], ...]`` one level deeper."""
         inner = self.enter(depth)
         return [
             (self.node(k, inner), self.node(v, inner))
-            for k, v in (_list(p, 2) for p in _list(payload))
+            for k, v in (_list(p, 2) for p in self.expand(payload))
         ]
+
+    def expand(self, payload: Json) -> list[Any]:
+        """The item trees of a list payload: the list itself, or what a runs node's chunks hold.
+
+        Raises:
+            TypeError: Neither a list nor a runs node.
+            CodecError: A chunk is missing or malformed.
+        """
+        if type(payload) is list:
+            return payload
+        if type(payload) is dict and len(payload) == 1 and "runs" in payload:
+            found: list[Any] = []
+            self._runs(payload["runs"], found, 0)
+            return found
+        return _list(payload)
+
+    def _runs(self, names: Json, found: list[Any], level: int) -> None:
+        if level > MAX_LEVELS:
+            raise ValueTooLarge("a chunked value is nested too deeply")
+        for name in _list(names):
+            tree = self._json(self._chunk(name))
+            if type(tree) is list:
+                found.extend(tree)
+            elif type(tree) is dict and len(tree) == 1 and "runs" in tree:
+                self._runs(tree["runs"], found, level + 1)
+            else:
+                raise CodecError("malformed chunk: neither a run of items nor a runs node")
+
+    def binary(self, payload: Json) -> bytes:
+        """The bytes of a binary payload: base64 text, or a parts node.
+
+        Raises:
+            TypeError, ValueError: A malformed payload.
+            CodecError: A chunk is missing or malformed.
+        """
+        if type(payload) is dict and len(payload) == 1 and "parts" in payload:
+            pieces: list[bytes] = []
+            level, names = _list(payload["parts"], 2)
+            self._parts(level, names, pieces)
+            return b"".join(pieces)
+        return base64.b64decode(_str(payload), validate=True)
+
+    def _parts(self, level: Json, names: Json, pieces: list[bytes]) -> None:
+        if type(level) is not int or not 0 <= level <= MAX_LEVELS:
+            raise ValueError(f"bad parts level {level!r:.20}")
+        for name in _list(names):
+            data = self._chunk(name)
+            if level == 0:
+                if data[:1] != BINARY:
+                    raise CodecError("malformed chunk: not a binary part")
+                pieces.append(data[1:])
+                continue
+            tree = self._json(data)
+            if type(tree) is not dict or len(tree) != 1 or "parts" not in tree:
+                raise CodecError("malformed chunk: not a parts node")
+            inner, more = _list(tree["parts"], 2)
+            if inner != level - 1:
+                raise CodecError("malformed chunk: a parts node at the wrong level")
+            self._parts(inner, more, pieces)
+
+    def _chunk(self, name: Json) -> bytes:
+        if type(name) is not str:
+            raise TypeError(f"a chunk name must be a string, got {name!r:.40}")
+        if self.chunks is None:
+            raise CodecError("this value is stored in chunks, and they were not given")
+        try:
+            return self.chunks(name)
+        except KeyError:
+            raise CodecError(f"a chunk of this value is missing: {name:.40}") from None
+
+    def _json(self, data: bytes) -> Json:
+        try:
+            return json.loads(
+                data.decode("utf-8", "surrogatepass"), parse_constant=_reject_constant
+            )
+        except RecursionError as exc:
+            raise ValueTooLarge("encoded value is nested too deeply to decode") from exc
+        except ValueError as exc:
+            raise CodecError(f"malformed chunk: {exc}") from exc
 
 
 def _list(payload: Json, length: int | None = None) -> list[Any]:
@@ -151,12 +242,17 @@ def _float(dec: Decoder, payload: Json, depth: int) -> float:
 
 
 def _surrogate_str(dec: Decoder, payload: Json, depth: int) -> str:
-    raw = base64.b64decode(_str(payload), validate=True)
-    return raw.decode("utf-8", "surrogatepass")
+    return dec.binary(payload).decode("utf-8", "surrogatepass")
 
 
 def _bytes(dec: Decoder, payload: Json, depth: int) -> bytes:
-    return base64.b64decode(_str(payload), validate=True)
+    return dec.binary(payload)
+
+
+def _utf8(dec: Decoder, payload: Json, depth: int) -> str:
+    if type(payload) is not dict:
+        raise TypeError("a long string is a parts node")
+    return dec.binary(payload).decode("utf-8", "surrogatepass")
 
 
 def _number(dec: Decoder, tree: Json, depth: int, kind: type) -> Any:
@@ -259,7 +355,9 @@ _HANDLERS: dict[str, Callable[[Decoder, Json, int], Any]] = {
     "int": _big_int,
     "float": _float,
     "str": _surrogate_str,
+    "utf8": _utf8,
     "bytes": _bytes,
+    "runs": lambda dec, p, d: dec.items({"runs": p}, d),
     "tuple": lambda dec, p, d: tuple(dec.items(p, d)),
     "set": lambda dec, p, d: set(dec.items(p, d)),
     "frozenset": lambda dec, p, d: frozenset(dec.items(p, d)),

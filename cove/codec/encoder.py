@@ -33,6 +33,8 @@ from cove.errors import CodecError, ValueTooLarge
 Json = Any  # None | bool | int | float | str | list[Json] | dict[str, Json]
 
 _SAFE_INT = 2**53  # beyond this, JSON readers other than Python lose precision
+_JSON_SCALARS = frozenset({int, float, str, bool, type(None)})
+_NUMBERS = frozenset({int, float, bool})
 # Up to ~600 decimal digits: under CPython's int/str conversion limit however low a process sets
 # it (640 at least), so the text never depends on that setting. Larger ints use hex, whose
 # conversion has no limit and is linear.
@@ -126,15 +128,69 @@ class Encoder:
         """Mark ``container`` as finished (it may appear again elsewhere: shared, not a cycle)."""
         self._path.discard(id(container))
 
-    def items(self, values: Iterable[object], count: int, depth: int) -> list[Json]:
-        """Encode ``count`` items (separators are charged up front, so huge ones fail at once)."""
+    def items(self, values: Iterable[object], count: int, depth: int) -> Json:
+        """Encode ``count`` items (separators are charged up front, so huge ones fail at once).
+
+        Returns the items' list (``seq`` decides its form)."""
+        start = self.used
+        trees = self.trees(values, count, depth)
+        return self.seq(trees, self.used - start)
+
+    def trees(self, values: Iterable[object], count: int, depth: int) -> list[Json]:
+        """The trees of ``count`` items, in order.
+
+        Items that are all JSON scalars standing for themselves (ints within 2**53, finite
+        floats, strings, bools, None) are taken as they are, found in a few passes at C speed
+        instead of one call per item.
+        """
         self.charge(count + 1)
+        if type(values) is list or type(values) is tuple:
+            plain = self.plain(values, set(map(type, values)))
+            if plain is not None:
+                return plain
         return [self.node(v, depth) for v in values]
 
-    def pairs(self, mapping: dict[Any, Any], depth: int) -> list[Json]:
+    def plain(self, values: list[Any] | tuple[Any, ...], kinds: set[type]) -> list[Json] | None:
+        """``values`` as a list when every item (of the types ``kinds``) is a JSON scalar that
+        is its own tree; else None."""
+        if not kinds <= _JSON_SCALARS:
+            return None
+        if str in kinds:
+            if self.check_surrogates or len(kinds) > 1 + (type(None) in kinds):
+                return None  # mixed with numbers: let each item say how it is encoded
+            if type(None) not in kinds:
+                self.charge(sum(map(len, values)) + 2 * len(values))
+            return list(values)
+        if kinds & _NUMBERS and not _plain_numbers(values, kinds):
+            return None
+        return list(values)
+
+    def pairs(self, mapping: dict[Any, Any], depth: int) -> Json:
         """Encode a mapping's entries in insertion order as ``[key, value]`` pairs."""
+        start = self.used
         self.charge(4 * len(mapping) + 1)
-        return [[self.node(k, depth), self.node(v, depth)] for k, v in mapping.items()]
+        trees = [[self.node(k, depth), self.node(v, depth)] for k, v in mapping.items()]
+        return self.seq(trees, self.used - start)
+
+    def seq(self, trees: list[Json], charged: int) -> Json:
+        """The form of a list of item trees in the output: the list itself (a chunked
+        encoding may store long ones apart, see ``cove.codec.tree``).
+
+        Args:
+            trees: The item trees.
+            charged: What encoding them was charged (at least 1/17 of their text).
+        """
+        return trees
+
+    def text(self, value: str) -> Json:
+        """The tree of a string (a chunked encoding may store a long one apart)."""
+        return value
+
+    def binary(self, tag: str, head: bytes, body: memoryview) -> Json:
+        """``{tag: base64}`` of ``head + body`` (a chunked encoding may store long ones apart)."""
+        self.charge(4 * ((len(head) + len(body) + 2) // 3) + len(tag) + 7)
+        data = head + body.tobytes() if head else body.tobytes()
+        return {tag: base64.b64encode(data).decode("ascii")}
 
     def tag(self, name: str, payload: Json) -> Json:
         """A one-key tag object (its framing is charged here)."""
@@ -206,13 +262,12 @@ def _str(enc: Encoder, value: str, depth: int) -> Json:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raw = value.encode("utf-8", "surrogatepass")
-            return enc.tag("str", base64.b64encode(raw).decode("ascii"))
-    return value
+            return enc.binary("str", b"", memoryview(raw))
+    return enc.text(value)
 
 
 def _bytes(enc: Encoder, value: bytes, depth: int) -> Json:
-    enc.charge(4 * ((len(value) + 2) // 3) + 2)
-    return enc.tag("bytes", base64.b64encode(value).decode("ascii"))
+    return enc.binary("bytes", b"", memoryview(value))
 
 
 def _list(enc: Encoder, value: list[Any], depth: int) -> Json:
@@ -220,6 +275,19 @@ def _list(enc: Encoder, value: list[Any], depth: int) -> Json:
     tree = enc.items(value, len(value), inner)
     enc.leave(value)
     return tree
+
+
+def _plain_numbers(values: list[Any] | tuple[Any, ...], kinds: set[type]) -> bool:
+    """Whether numbers (with bools and Nones) are their own JSON: ints within 2**53 and finite
+    floats; mixed with None, they are left to the item-by-item path."""
+    if type(None) in kinds:
+        return False
+    try:
+        if float in kinds and not all(map(math.isfinite, values)):
+            return False
+        return bool(min(values) > -_SAFE_INT and max(values) < _SAFE_INT)
+    except (OverflowError, TypeError):  # an int too large for a float
+        return False
 
 
 def _sequence(tag: str) -> Callable[[Encoder, Any, int], Json]:
@@ -235,12 +303,13 @@ def _sequence(tag: str) -> Callable[[Encoder, Any, int], Json]:
 def _unordered(tag: str) -> Callable[[Encoder, Any, int], Json]:
     def encode(enc: Encoder, value: set[Any], depth: int) -> Json:
         inner = enc.enter(value, depth)
-        items = enc.items(value, len(value), inner)
+        start = enc.used
+        items = enc.trees(value, len(value), inner)
         # Iteration order of a set depends on hashing; sorting by encoded text makes the text
         # a function of the value alone.
         items.sort(key=dumps)
         enc.leave(value)
-        return enc.tag(tag, items)
+        return enc.tag(tag, enc.seq(items, enc.used - start))
 
     return encode
 

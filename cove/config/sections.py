@@ -124,7 +124,10 @@ class SandboxSettings:
     worker_file_size_mb: int = 64
     worker_open_files: int = 64
     output_limit_chars: int = 20_000
-    snapshot_limit_bytes: int = 1_000_000
+    # The largest value a variable may hold, as its encoding: versions store only what changed
+    # (chunks), so this bounds the worker's memory for one value, not the history; a larger
+    # value is opaque (its preview is kept, it cannot be restored).
+    value_limit_mb: int = 256
     worker_pool_size: int = 2
     max_file_read_bytes: int = 5_000_000
     sandbox_confine: bool = True  # workers drop to nobody and lose the network where possible
@@ -132,9 +135,6 @@ class SandboxSettings:
     # numpy, pandas and matplotlib in the sandbox when installed (the data extra): about a
     # second more to start the zygote and ~250 MB of each worker's address space.
     sandbox_libraries: bool = True
-    # The largest snapshot of an array, a DataFrame or a Series (binary values restorable
-    # after a restart); larger ones are opaque.
-    data_snapshot_limit_bytes: int = 16_000_000
     # Host time one block may spend in extension calls (llm_query included); the block's own
     # clock stops during those calls, so this is what bounds a loop of them.
     extension_time_budget_s: float = 120.0
@@ -148,6 +148,7 @@ class SandboxSettings:
             "block_timeout_s",
             "worker_memory_mb",
             "output_limit_chars",
+            "value_limit_mb",
             "extension_time_budget_s",
             "workspace_quota_mb",
             "workspace_max_entries",
@@ -170,9 +171,12 @@ class StoreSettings:
     db_path: str = ""  # "" means data_dir / "cove.db"; ":memory:" for tests
     workspaces_dir: str = ""  # "" means beside the database (see the class docstring)
     lease_ttl_s: float = 30.0  # how long a conversation's lease lasts without renewal
+    # What one conversation's past versions may keep beyond its live state; past it, its oldest
+    # versions are thinned (their values dropped; see docs/architecture.md, the value store).
+    history_budget_mb: int = 1024
 
     def __post_init__(self) -> None:
-        _positive(self, "lease_ttl_s")
+        _positive(self, "lease_ttl_s", "history_budget_mb")
 
     @property
     def database(self) -> str:

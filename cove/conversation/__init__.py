@@ -7,9 +7,11 @@ from cove.conversation.coalesce import coalesce_deltas
 from cove.conversation.conversations import Conversations, LLMFactory
 from cove.conversation.handle import TurnHandle
 from cove.conversation.list_watch import ListWatch
-from cove.conversation.rebuild import timeline
+from cove.conversation.rebuild import iteration_budget, timeline
 from cove.conversation.scripted import scripted_factory
+from cove.conversation.sequence import turn_of
 from cove.conversation.watch_stream import WatchStream
+from cove.persistence.history import HistoryFigures
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
@@ -25,6 +27,7 @@ __all__ = [
     "BlockRecord",
     "ConversationRecord",
     "Conversations",
+    "HistoryFigures",
     "IterationRecord",
     "LLMFactory",
     "ListWatch",
@@ -36,6 +39,8 @@ __all__ = [
     "VarVersionRecord",
     "WatchStream",
     "coalesce_deltas",
+    "iteration_budget",
     "scripted_factory",
     "timeline",
+    "turn_of",
 ]

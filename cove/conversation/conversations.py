@@ -17,7 +17,7 @@ from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
 from cove.conversation.opener import Opener
-from cove.conversation.recovered import as_recovered
+from cove.conversation.recovered import as_listed, as_recovered
 from cove.conversation.turns import Turns
 from cove.conversation.watch_api import WatchAPI
 from cove.conversation.watching import Watching
@@ -28,6 +28,7 @@ from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event
+from cove.persistence.history import HistoryFigures
 from cove.persistence.records import (
     ConversationRecord,
     ModelOption,
@@ -66,18 +67,23 @@ class Conversations(WatchAPI):
         self.live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
         self._pool_started = False
         self._closed = False
-        self.accepting = True  # False while a service stops: ``send`` refuses new turns
         self.workspaces = Workspaces(settings.store.workspaces)
-        self.watching = Watching(
-            store,
-            CommitPoller(store.path),
-            cost_known=lambda model: (
-                settings.model.price_of(model or settings.model.name) is not None
-            ),
-        )
+        self.watching = Watching(store, CommitPoller(store.path))
         self.turns = Turns(
             settings, store, self.live, self.watching, self.workspaces, self._llm, self.owner
         )
+
+    @property
+    def accepting(self) -> bool:
+        """False once the process stops taking turns (a service stopping): ``send`` refuses."""
+        return self.turns.accepting
+
+    @accepting.setter
+    def accepting(self, value: bool) -> None:
+        if value:
+            self.turns.accepting = True
+        else:
+            self.turns.stop_accepting()
 
     @staticmethod
     def open(
@@ -101,7 +107,11 @@ class Conversations(WatchAPI):
     async def _open(
         cls, settings: Settings, llm_factory: LLMFactory | None, read_only: bool
     ) -> Conversations:
-        store = await Store.open(settings.store.database, read_only=read_only)
+        store = await Store.open(
+            settings.store.database,
+            read_only=read_only,
+            history_budget=settings.store.history_budget_mb * 1024 * 1024,
+        )
         try:
             if not read_only:
                 await store.reap_dead_leases(owner_is_dead)
@@ -165,7 +175,7 @@ class Conversations(WatchAPI):
         With ``owner``, only that owner's conversations are found.
         """
         self._check_open()
-        return await self.store.resolve(id_or_prefix, owner=owner)
+        return as_listed(await self.store.resolve(id_or_prefix, owner=owner))
 
     async def list(
         self,
@@ -175,11 +185,15 @@ class Conversations(WatchAPI):
         *,
         owner: str | None = None,
     ) -> builtins.list[ConversationRecord]:
-        """Conversations, newest first (only ``owner``'s when given)."""
+        """Conversations, newest first (only ``owner``'s when given).
+
+        A last turn that a dead process left ``running`` reads ``interrupted`` (``last_status``).
+        """
         self._check_open()
-        return await self.store.list_conversations(
+        records = await self.store.list_conversations(
             channel=channel, limit=limit, before=before, owner=owner
         )
+        return [as_listed(record) for record in records]
 
     async def rename(
         self, conversation_id: str, title: str, *, owner: str | None = None
@@ -209,7 +223,7 @@ class Conversations(WatchAPI):
             )
         if any(t.position == at_turn and t.status == "running" for t in turns):
             raise Busy(parent.id, message=f"turn {at_turn} of {parent.id} is still running")
-        title = f"{parent.title or 'untitled'} (fork at turn {at_turn})"
+        title = f"{parent.label} (fork at turn {at_turn})"
         record = await self.store.create_conversation(
             channel=parent.channel,
             title=title,
@@ -279,9 +293,22 @@ class Conversations(WatchAPI):
         """
         self._llm(model or self.settings.model.name)
 
-    async def cancel(self, conversation_id: str) -> bool:
-        """Cancel the running turn of a conversation; False when none is running here."""
-        return await self.turns.cancel((await self.get(conversation_id)).id)
+    async def cancel(self, conversation_id: str, *, owner: str | None = None) -> bool:
+        """Cancel the running turn of a conversation, in this process or in another one.
+
+        A turn this process runs stops at once. A turn another process runs is asked to stop
+        through the store: that process cancels it as a local cancel would (the usual
+        ``cancelled`` record, a running block killed) within moments, and every watcher —
+        the caller's ``watch`` stream included — sees it end. A turn still queued here is
+        withdrawn with its handle (``TurnHandle.cancel``), not with this call.
+
+        Returns:
+            True when a running turn was cancelled or asked to stop; False when none runs.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s).
+        """
+        return await self.turns.cancel((await self.get(conversation_id, owner=owner)).id)
 
     async def steer(
         self, conversation_id: str, text: str, *, owner: str | None = None
@@ -343,6 +370,12 @@ class Conversations(WatchAPI):
         """Every version of one variable, oldest first."""
         record = await self.get(conversation_id)
         return await self.store.var_history(record.id, name)
+
+    async def history(self, conversation_id: str, *, owner: str | None = None) -> HistoryFigures:
+        """What the conversation's values take: its live state and its history, in bytes, with
+        its history budget and how many versions the budget thinned."""
+        record = await self.get(conversation_id, owner=owner)
+        return await self.store.history(record.id)
 
     async def variables(self, conversation_id: str) -> dict[str, VarVersionRecord]:
         """The current version of every variable."""

@@ -81,9 +81,13 @@ class CommitPoller:
         not missed.
         """
         if self.version == seen:
-            changed = self._changed
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), timeout_s)
+            # Not ``asyncio.wait_for``: on Python 3.11 it swallows a cancellation that arrives
+            # as the event fires, and a caller cancelled then would go on waiting forever.
+            waiting = asyncio.ensure_future(self._changed.wait())
+            try:
+                await asyncio.wait((waiting,), timeout=timeout_s)
+            finally:
+                waiting.cancel()
         return self.version
 
     async def _poll(self) -> None:
@@ -132,7 +136,6 @@ async def follow(
     store: Store,
     poller: CommitPoller,
     *,
-    cost_known: Callable[[str | None], bool],
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
     """Publish into ``hub`` what other processes commit, while it has watchers.
@@ -140,7 +143,7 @@ async def follow(
     A database error ends the watchers with it (a watcher must not wait for what cannot come).
     """
     try:
-        await _follow(hub, store, poller, cost_known, reap)
+        await _follow(hub, store, poller, reap)
     except CoveError as exc:
         hub.close_watchers(exc)
 
@@ -163,7 +166,6 @@ async def _follow(
     hub: ConversationHub,
     store: Store,
     poller: CommitPoller,
-    cost_known: Callable[[str | None], bool],
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
     state = _Followed()
@@ -178,7 +180,7 @@ async def _follow(
                     return
                 # Re-checked after the read: a turn that started here meanwhile publishes live.
                 if transcript is not None and hub.local_turns == 0:
-                    stale = _publish(hub, transcript, state, cost_known)
+                    stale = _publish(hub, transcript, state)
                     if stale is not None:
                         await reap(stale)
                         continue
@@ -202,11 +204,10 @@ def _publish(
     hub: ConversationHub,
     transcript: Transcript,
     state: _Followed,
-    cost_known: Callable[[str | None], bool],
 ) -> ConversationRecord | None:
     """Publish the rebuilt events and a title change; returns the conversation when its running
     turn's lease is stale (its process is gone) and it must be reaped."""
-    for event in rebuild(transcript, hub.last_seq, cost_known):
+    for event in rebuild(transcript, hub.last_seq):
         hub.publish_rebuilt(event)
     conversation = transcript.conversation
     if state.title is not None and conversation.title not in (None, state.title):

@@ -36,6 +36,7 @@ class TurnHandle:
         self.query: Query | None = None
         self.started = False  # the turn left the queue and runs (or ran)
         self.withdrawn = False
+        self.refused: CoveError | None = None  # why it was refused while it waited
         self._finished: TurnFinished | None = None
 
     def __aiter__(self) -> AsyncIterator[Event]:
@@ -46,6 +47,11 @@ class TurnHandle:
         if isinstance(event, TurnFinished):
             self._finished = event
         return event
+
+    @property
+    def running(self) -> bool:
+        """True while its turn runs (it left the queue and holds the conversation's lease)."""
+        return self.query is not None
 
     async def cancel(self) -> bool:
         """Cancel the turn: stop it if it runs, withdraw it if it waits. False if it ended."""

@@ -62,9 +62,11 @@ async def _database(settings: StoreSettings) -> Check:
     try:
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        async with Store.open(path) as store:
+        budget = settings.history_budget_mb * 1024 * 1024
+        async with Store.open(path, history_budget=budget) as store:
             conversations = await store.list_conversations(limit=1_000_000)
             version = store.schema_version
+            items = await value_items(store)
     except CoveError as exc:
         return Check(
             "database",
@@ -75,8 +77,35 @@ async def _database(settings: StoreSettings) -> Check:
     except OSError as exc:
         return Check("database", False, f"{path}: {exc}", "check the directory's permissions")
     return Check(
-        "database", True, f"{path} (schema version {version}, {len(conversations)} conversations)"
+        "database",
+        True,
+        f"{path} (schema version {version}, {len(conversations)} conversations)",
+        items=items,
     )
+
+
+MB = 1024 * 1024
+"""A megabyte as the settings count it (``history_budget_mb``)."""
+
+
+async def value_items(store: Store, largest: int = 3) -> tuple[str, ...]:
+    """Lines on the value store: its chunks, and the conversations whose values take the most
+    room (live state, history against the history budget, thinned versions)."""
+    totals = await store.value_stats()
+    lines = [
+        f"values: {totals['chunks']:,} chunks, {totals['bytes'] / MB:,.1f} MB"
+        f" ({totals['garbage']:,} waiting to be collected); history budget "
+        f"{store.history_budget / MB:,.0f} MB per conversation"
+    ]
+    for conversation_id in await store.largest_values(largest):
+        figures = await store.history(conversation_id)
+        lines.append(
+            f"{conversation_id[:12]}: live {figures.live_bytes / MB:,.1f} MB, history "
+            f"{figures.history_bytes / MB:,.1f} MB "
+            f"({100 * figures.history_bytes / figures.budget_bytes:.0f}% of the budget), "
+            f"{figures.thinned:,} of {figures.versions:,} versions thinned"
+        )
+    return tuple(lines)
 
 
 async def check_sandbox(settings: SandboxSettings) -> Check:
@@ -133,6 +162,10 @@ async def check_endpoint(settings: ModelSettings) -> Check:
     )
 
 
+#: How many of an endpoint's models an error names.
+MODELS_SHOWN = 8
+
+
 async def endpoint_models(settings: Settings) -> list[str]:
     """The names of the models the configured endpoint lists, sorted.
 
@@ -149,3 +182,24 @@ async def endpoint_models(settings: Settings) -> list[str]:
     from cove.engine.llm.openai import endpoint_models as listed  # slow to import
 
     return await listed(model)
+
+
+async def model_not_offered(settings: Settings, model: str) -> ConfigError | None:
+    """The error for a ``model`` the configured endpoint does not list, or None.
+
+    None too when the models cannot be listed (no endpoint, the endpoint down or without a
+    model list): the first turn then reports the endpoint's own error.
+    """
+    try:
+        names = await endpoint_models(settings)
+    except CoveError:
+        return None
+    if not names or model in names:
+        return None
+    shown = ", ".join(names[:MODELS_SHOWN]) + (", …" if len(names) > MODELS_SHOWN else "")
+    where = settings.model.base_url or "the OpenAI API"
+    return ConfigError(
+        f"the model {model} is not offered by {where}, which lists {len(names)}: {shown}; "
+        "choose one with COVE_MODEL (or `model` in the config file, or --model); "
+        "`cove models` lists them all"
+    )

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 
 from cove.conversation.follow import CommitPoller
+from cove.conversation.recovered import as_listed
 from cove.errors import NotFound
 from cove.events import ChangeKind, ConversationChanged
 from cove.persistence.records import ConversationRecord
@@ -35,7 +36,7 @@ class ListWatch:
         self._store = store
         self._poller = poller
         self._visible = visible or (lambda record: True)
-        self._known: dict[str, tuple[float, str | None, bool]] = {}
+        self._known: dict[str, tuple[float, str, bool, str | None]] = {}
         self._hidden: set[str] = set()  # known, but not this watcher's to see
         self._running: frozenset[str] = frozenset()
         self._cursor = 0.0
@@ -87,11 +88,12 @@ class ListWatch:
                     self._note(await self._store.get_conversation(cid), emit)
 
     def _note(self, record: ConversationRecord, emit: bool) -> None:
+        record = as_listed(record)
+        state = (record.updated_at, record.label, record.id in self._running, record.last_status)
         if not self._visible(record):
-            self._known.setdefault(record.id, (record.updated_at, record.title, False))
+            self._known.setdefault(record.id, state)
             self._hidden.add(record.id)
             return
-        state = (record.updated_at, record.title, record.id in self._running)
         previous = self._known.get(record.id)
         self._known[record.id] = state
         if not emit or previous == state:
@@ -104,6 +106,8 @@ class ListWatch:
                 title=record.title,
                 updated_at=record.updated_at,
                 running=state[2],
+                label=record.label,
+                status=record.last_status,
             )
         )
 

@@ -2,9 +2,10 @@
 
 Used for watchers that resume past the ring buffer and for following a turn that another
 process runs. Only what the store keeps can come back: turn started and finished, iteration
-started, the model's reply, each finished block, the variables an iteration changed, and the
-nudges and sandbox restarts kept as turn notes under the seq they were published with. Model
-deltas are never stored and are not rebuilt.
+started, the model's reply, each finished block, the block running now (its code is among the
+reply's planned blocks), the variables an iteration changed, a refused answer, and the nudges,
+sandbox restarts and endpoint retries kept as turn notes under the seq they were published
+with. Model deltas are never stored and are not rebuilt.
 """
 
 from __future__ import annotations
@@ -12,17 +13,18 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import defaultdict
-from collections.abc import Callable
 
-from cove.conversation.sequence import durable_seq, steer_seq
+from cove.conversation.sequence import durable_seq, slot_of, steer_seq
 from cove.engine.protocol import ReplyParseError, parse_reply
 from cove.events import (
     FINAL_STATUSES,
+    AnswerRefused,
     BlockFinished,
     BlockStarted,
     Event,
     IterationStarted,
     ModelReply,
+    ModelRetry,
     Nudge,
     SandboxRestarted,
     SteerReceived,
@@ -45,9 +47,7 @@ _HEADER = re.compile(r"\[iteration \d+/(\d+)\]")
 NOT_RUN_PREFIX = "not run:"
 
 
-def rebuild(
-    transcript: Transcript, after: int, cost_known: Callable[[str | None], bool] | None = None
-) -> list[Event]:
+def rebuild(transcript: Transcript, after: int) -> list[Event]:
     """The durable events of ``transcript``'s turns with a seq above ``after``, in order."""
     cid = transcript.conversation.id
     versions: defaultdict[tuple[int, int], list[VarVersionRecord]] = defaultdict(list)
@@ -56,7 +56,7 @@ def rebuild(
     events: list[Event] = []
     for turn in transcript.turns:
         steered = 0  # notes so far in the current iteration
-        for event in _turn_events(turn, versions, cost_known):
+        for event in _turn_events(turn, versions):
             if isinstance(event, IterationStarted):
                 steered = 0
             if isinstance(event, SteerReceived):
@@ -84,20 +84,33 @@ def timeline(transcript: Transcript) -> list[Event]:
 
 def _note_event(note: TurnNote) -> Event:
     if note.kind == "nudge":
-        return Nudge(turn_id=note.turn_id, text=note.text)
+        return Nudge(turn_id=note.turn_id, text=note.text, kind=note.nudge_kind or "extension")
+    if note.kind == "model_retry":
+        attempt, budget = note.retry or (0, 0)
+        return ModelRetry(
+            turn_id=note.turn_id,
+            iteration=slot_of(note.seq),  # a retry is numbered inside its iteration's slot
+            attempt=attempt,
+            of=budget,
+            reason=note.text,
+        )
     return SandboxRestarted(
         turn_id=note.turn_id, reason=note.text, restored=note.restored, lost=note.lost
     )
 
 
 async def keep_note(store: Store, event: Event) -> None:
-    """Store a published nudge or sandbox restart, so a rebuilt timeline shows it too."""
+    """Store a published nudge, sandbox restart or endpoint retry, so a rebuilt timeline (and
+    a process following the turn) shows it too."""
     if isinstance(event, Nudge):
-        await store.add_note(event.turn_id, event.seq, "nudge", event.text)
+        await store.add_note(event.turn_id, event.seq, "nudge", event.text, nudge_kind=event.kind)
     elif isinstance(event, SandboxRestarted):
         await store.add_note(
             event.turn_id, event.seq, "sandbox_restarted", event.reason, event.restored, event.lost
         )
+    elif isinstance(event, ModelRetry):
+        retry = (event.attempt, event.of)
+        await store.add_note(event.turn_id, event.seq, "model_retry", event.reason, retry=retry)
 
 
 def _stamp(event: Event, conversation_id: str, seq: int) -> Event:
@@ -107,7 +120,6 @@ def _stamp(event: Event, conversation_id: str, seq: int) -> Event:
 def _turn_events(
     turn: TurnRecord,
     versions: defaultdict[tuple[int, int], list[VarVersionRecord]],
-    cost_known: Callable[[str | None], bool] | None,
 ) -> list[Event]:
     events: list[Event] = [
         TurnStarted(turn_id=turn.id, position=turn.position, request=turn.request)
@@ -130,7 +142,7 @@ def _turn_events(
                 cost_usd=turn.cost_usd,
                 duration_ms=max(0.0, (finished - turn.started_at) * 1000),
                 error=turn.error,
-                cost_known=cost_known(turn.model) if cost_known is not None else True,
+                cost_known=turn.cost_known,
             )
         )
     return events
@@ -140,8 +152,7 @@ def _iteration_events(
     turn: TurnRecord, iteration: IterationRecord, versions: list[VarVersionRecord]
 ) -> list[Event]:
     number = iteration.position + 1
-    header = _HEADER.match(iteration.context_message)
-    budget = int(header[1]) if header else 0
+    budget = iteration_budget(iteration) or 0
     events: list[Event] = [IterationStarted(turn_id=turn.id, iteration=number, budget=budget)]
     events += [SteerReceived(turn_id=turn.id, iteration=number, text=t) for t in iteration.steering]
     reply = _reply(turn, iteration)
@@ -155,10 +166,38 @@ def _iteration_events(
         events.append(
             BlockFinished(turn_id=turn.id, iteration=number, index=index, block=block.result())
         )
+    running = _running_block(iteration)
+    if running is not None:
+        events.append(
+            BlockStarted(
+                turn_id=turn.id,
+                iteration=number,
+                index=running + 1,
+                code=iteration.planned_blocks[running],
+            )
+        )
     if versions and iteration.status != "running":
         changes = tuple(v.var_version() for v in versions)
         events.append(VarsChanged(turn_id=turn.id, iteration=number, changes=changes))
+    if iteration.refusal:
+        events.append(AnswerRefused(turn_id=turn.id, iteration=number, reason=iteration.refusal))
     return events
+
+
+def iteration_budget(iteration: IterationRecord) -> int | None:
+    """The turn's iteration budget as the iteration saw it (its ``IterationStarted.budget``),
+    read from the header of its context message; None when the header is missing."""
+    header = _HEADER.match(iteration.context_message)
+    return int(header[1]) if header else None
+
+
+def _running_block(iteration: IterationRecord) -> int | None:
+    """The planned block running now (or when the process stopped), if it has started: the
+    blocks before it all succeeded, so nothing stopped the iteration short of it."""
+    running = iteration.running_block
+    if running is None or not all(block.ok for block in iteration.blocks):
+        return None
+    return running
 
 
 def _reply(turn: TurnRecord, iteration: IterationRecord) -> ModelReply | None:

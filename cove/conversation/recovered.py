@@ -1,4 +1,4 @@
-"""A transcript read without recovery, shown as crash recovery would record it."""
+"""What a dead process left, shown as crash recovery would record it (nothing is written)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,27 @@ from typing import Any
 
 from cove.conversation.lease import owner_is_dead
 from cove.persistence.leases import INTERRUPTED
-from cove.persistence.records import IterationRecord, Transcript
+from cove.persistence.records import ConversationRecord, IterationRecord, Transcript
+
+
+def lease_is_live(conv: ConversationRecord) -> bool:
+    """True while a live process holds the conversation's lease (so its running turn runs)."""
+    return (
+        conv.lease_owner is not None
+        and (conv.lease_until or 0) > time.time()
+        and not owner_is_dead(conv.lease_owner)
+    )
+
+
+def as_listed(record: ConversationRecord) -> ConversationRecord:
+    """The record with a last turn left ``running`` by a dead process shown ``interrupted``.
+
+    Recovery records it so on the next writing open, or when a follower notices; a list shows
+    it at once.
+    """
+    if record.last_status == "running" and not lease_is_live(record):
+        return replace(record, last_status="interrupted")
+    return record
 
 
 def as_recovered(transcript: Transcript) -> Transcript:
@@ -18,12 +38,7 @@ def as_recovered(transcript: Transcript) -> Transcript:
     ``running``; it is shown ``interrupted`` (nothing is written).
     """
     conv = transcript.conversation
-    live = (
-        conv.lease_owner is not None
-        and (conv.lease_until or 0) > time.time()
-        and not owner_is_dead(conv.lease_owner)
-    )
-    if live or not any(t.status == "running" for t in transcript.turns):
+    if lease_is_live(conv) or not any(t.status == "running" for t in transcript.turns):
         return transcript
     turns = []
     for turn in transcript.turns:

@@ -3,16 +3,17 @@
 A ``seq`` is a position, not a counter: ``turn position · slot · step`` packed into one integer
 (below 2**53, so JavaScript reads it exactly). The slot is 0 for the turn's start, ``i`` for
 iteration ``i`` and ``LAST_SLOT`` for its end; the step orders the events inside a slot. Because
-the durable events (turn started, iteration started, model reply, blocks, variable changes, turn
-finished) get their seq from stored positions, a process that rebuilds them from committed rows
-numbers them exactly as the process that ran the turn did, across restarts: "everything after N"
-means the same thing everywhere. Transient events (model deltas, nudges, steering, titles) take
-the next free step after the event before them.
+the durable events (turn started, iteration started, model reply, blocks, variable changes, a
+refused answer, turn finished) get their seq from stored positions, a process that rebuilds
+them from committed rows numbers them exactly as the process that ran the turn did, across
+restarts: "everything after N" means the same thing everywhere. Transient events (model deltas,
+nudges, steering, titles) take the next free step after the event before them.
 """
 
 from __future__ import annotations
 
 from cove.events import (
+    AnswerRefused,
     BlockFinished,
     BlockStarted,
     Event,
@@ -45,6 +46,7 @@ BLOCK_SPAN = 1024
 BLOCK_FINISHED = 1000
 SANDBOX_RESTARTED = 1001
 VARS_CHANGED = STEP_LIMIT - 256
+ANSWER_REFUSED = VARS_CHANGED + 1
 TURN_FINISHED = STEP_LIMIT - 1
 
 
@@ -58,6 +60,11 @@ def make_seq(turn_position: int, slot: int, step: int) -> int:
 def turn_of(seq: int) -> int:
     """The turn position a seq belongs to."""
     return seq >> TURN_SHIFT
+
+
+def slot_of(seq: int) -> int:
+    """The slot of a seq: 0 for the turn's start, ``i`` for iteration ``i``."""
+    return (seq >> SLOT_SHIFT) & LAST_SLOT
 
 
 def iteration_slot(iteration: int) -> int:
@@ -92,6 +99,8 @@ def durable_seq(event: Event, turn_position: int) -> int | None:
         return make_seq(turn_position, iteration_slot(event.iteration), step)
     if isinstance(event, VarsChanged):
         return make_seq(turn_position, iteration_slot(event.iteration), VARS_CHANGED)
+    if isinstance(event, AnswerRefused):
+        return make_seq(turn_position, iteration_slot(event.iteration), ANSWER_REFUSED)
     return None
 
 

@@ -15,14 +15,19 @@ from cove.conversation.hub import ConversationHub
 from cove.conversation.lease import held_lease
 from cove.conversation.live import LiveCache, LiveConversation
 from cove.conversation.rebuild import keep_note
+from cove.conversation.remote_cancel import obeying_cancel_requests
 from cove.conversation.turn_queue import TurnQueue
 from cove.conversation.watching import Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnOptions
+from cove.errors import Busy
 from cove.events import TurnQueued
 from cove.persistence.records import ModelOption
 from cove.persistence.store import Store
+
+#: What the sender of a turn that never started hears when the process stops.
+NOT_RUN_STOPPING = "cove is stopping and did not run this message: send it again once it is back"
 
 
 class Turns:
@@ -46,6 +51,7 @@ class Turns:
         self.llm = llm
         self.owner = owner
         self.closed = False
+        self.accepting = True  # False while the process stops: no turn is sent or started
         self._tasks: set[asyncio.Task[None]] = set()
         self._handles: set[TurnHandle] = set()  # turns sent and not yet ended
         self._admission = asyncio.Lock()
@@ -80,6 +86,18 @@ class Turns:
         task.add_done_callback(lambda _: self._handles.discard(handle))
         return handle
 
+    def stop_accepting(self) -> None:
+        """Take no more turns: sends are refused, and turns still waiting are refused now.
+
+        A waiting turn's sender gets ``Busy`` (saying to send it again) instead of a turn
+        that would start only to be cancelled by the stop. Running turns go on.
+        """
+        self.accepting = False
+        for handle in list(self._handles):
+            if not handle.started and handle.task is not None and not handle.task.done():
+                handle.refused = Busy(handle.conversation_id, message=NOT_RUN_STOPPING)
+                handle.task.cancel()
+
     def steer(self, conversation_id: str, text: str) -> bool:
         """Fold ``text`` into the turn running here; False when none is running."""
         query = self._running.get(conversation_id)
@@ -89,12 +107,17 @@ class Turns:
         return True
 
     async def cancel(self, conversation_id: str) -> bool:
-        """Cancel the running turn of a conversation; False when none is running here."""
+        """Cancel the running turn of a conversation, here or in the process that runs it.
+
+        A turn this process runs is cancelled at once; one another process runs gets a cancel
+        request in the store, which that process obeys (``remote_cancel.py``): the caller sees
+        the ``cancelled`` end through its watch stream. False when no turn runs anywhere.
+        """
         query = self._running.get(conversation_id)
-        if query is None:
-            return False
-        await query.cancel()
-        return True
+        if query is not None:
+            await query.cancel()
+            return True
+        return await self.store.request_cancel(conversation_id, self.owner) is not None
 
     async def aclose(self) -> None:
         """Withdraw the waiting turns, cancel the running ones and wait for every task."""
@@ -130,6 +153,8 @@ class Turns:
                     stream.push(queued)
                     self.watching.notify(queued)
                     await ticket.wait()
+                if not self.accepting:
+                    raise Busy(record.id, message=NOT_RUN_STOPPING)
                 handle.started = True
                 hub = self.watching.hub(record.id)
                 hub.local_turns += 1  # before the turn's first commit: the follower stands by
@@ -147,6 +172,10 @@ class Turns:
                 if not turns.busy:
                     self._queues.pop(record.id, None)
         except asyncio.CancelledError as exc:
+            if handle.refused is not None and not handle.started:
+                self.watching.notify(withdrawn_event(handle.conversation_id))
+                stream.close(handle.refused)
+                return
             if handle.withdrawn and not handle.started:
                 withdrawn = withdrawn_event(handle.conversation_id)
                 stream.push(withdrawn)
@@ -197,10 +226,13 @@ class Turns:
             self._running[record.id] = query
             handle.query = query
             try:
-                async for event in query.run():
-                    stamped = hub.publish(event)
-                    if stamped is not None:
-                        await keep_note(self.store, stamped)
+                async with obeying_cancel_requests(
+                    self.store, self.watching.poller, record.id, query.cancel
+                ):
+                    async for event in query.run():
+                        stamped = hub.publish(event)
+                        if stamped is not None:
+                            await keep_note(self.store, stamped)
             finally:
                 del self._running[record.id]
                 handle.query = None

@@ -28,12 +28,9 @@ log = logging.getLogger(__name__)
 class Watching:
     """Hubs by conversation id; starts a database follower for every watched conversation."""
 
-    def __init__(
-        self, store: Store, poller: CommitPoller, cost_known: Callable[[str | None], bool]
-    ) -> None:
+    def __init__(self, store: Store, poller: CommitPoller) -> None:
         self.store = store
         self.poller = poller
-        self._cost_known = cost_known
         self._hubs: OrderedDict[str, ConversationHub] = OrderedDict()
         self._followers: dict[str, asyncio.Task[None]] = {}
         self._taps: list[Tap] = []
@@ -97,9 +94,7 @@ class Watching:
         self._follow(hub, reap)
         if after is not None and missed is None:
             transcript = await self.store.transcript_since(conversation_id, turn_of(after))
-            merged: dict[int, Event] = {
-                e.seq: e for e in rebuild(transcript, after, self._cost_known)
-            }
+            merged: dict[int, Event] = {e.seq: e for e in rebuild(transcript, after)}
             merged.update((e.seq, e) for e in hub.ring if e.seq > after)
             missed = [merged[seq] for seq in sorted(merged)]
         if missed:
@@ -119,9 +114,7 @@ class Watching:
         cid = hub.conversation_id
         if self._following(cid):
             return
-        task = asyncio.create_task(
-            follow(hub, self.store, self.poller, cost_known=self._cost_known, reap=reap)
-        )
+        task = asyncio.create_task(follow(hub, self.store, self.poller, reap=reap))
         self._followers[cid] = task
 
         def done(finished: asyncio.Task[None]) -> None:

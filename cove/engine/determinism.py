@@ -1,4 +1,6 @@
-"""Where a block's random seed and clock come from: fresh for live turns, recorded for replay."""
+"""What a turn sees from outside its code: each block's random seed and clock, and where the
+turn is stopped. Fresh for live turns (a live turn stops when someone cancels it); recorded for
+replay (which stops a turn where its record was stopped: cancelled, or cut by a crash)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ SEED_RANGE = 2**31
 
 
 class BlockInputs(Protocol):
-    """Supplies each block's random seed and the wall-clock time it sees."""
+    """Supplies each block's random seed and the wall-clock time it sees, and where a replayed
+    turn stops."""
 
     def iteration_seed(self, turn: int, iteration: int) -> int:
         """The base seed of an iteration (recorded with it)."""
@@ -23,6 +26,14 @@ class BlockInputs(Protocol):
 
     def block_clock(self, turn: int, iteration: int, block: int) -> float:
         """The time ``datetime.now()`` reports inside one block."""
+        ...
+
+    def stops(self, turn: int, iteration: int, block: int | None) -> bool:
+        """Whether the turn is stopped here, as a cancel arriving now would stop it.
+
+        ``block`` is the position of the block about to run (the number of blocks when they
+        have all run), or None before the iteration's model call.
+        """
         ...
 
 
@@ -41,6 +52,10 @@ class LiveInputs:
         """The current time."""
         return time.time()
 
+    def stops(self, turn: int, iteration: int, block: int | None) -> bool:
+        """Never: a live turn stops when it is cancelled."""
+        return False
+
 
 class RecordedInputs:
     """Seeds and clocks read back from a recorded conversation, for replay."""
@@ -49,9 +64,16 @@ class RecordedInputs:
         self,
         iteration_seeds: Mapping[tuple[int, int], int],
         blocks: Mapping[tuple[int, int, int], tuple[int | None, float | None]],
+        stop: tuple[int, int, int | None] | None = None,
     ) -> None:
+        """Args:
+        iteration_seeds: (turn, iteration) -> base seed.
+        blocks: (turn, iteration, block) -> (seed, clock).
+        stop: (turn, iteration, block or None) where the recorded turn was stopped, if it was.
+        """
         self._iteration_seeds = iteration_seeds
         self._blocks = blocks
+        self._stop = stop
 
     def iteration_seed(self, turn: int, iteration: int) -> int:
         """The recorded base seed (0 when the record has none)."""
@@ -66,3 +88,7 @@ class RecordedInputs:
         """The recorded clock of the block (the epoch when the record has none)."""
         _, clock = self._blocks.get((turn, iteration, block), (None, None))
         return clock if clock is not None else 0.0
+
+    def stops(self, turn: int, iteration: int, block: int | None) -> bool:
+        """True exactly where the recorded turn was stopped."""
+        return self._stop == (turn, iteration, block)

@@ -16,25 +16,27 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cove.config import ModelSettings, SandboxSettings
-from cove.engine.answer import AnswerRefused, fill_answer
+from cove.engine import answer as answers
 from cove.engine.budgets import VAR_INDEX_ROWS
 from cove.engine.context import JournalEntry, context_message, request_message
 from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs
 from cove.engine.journal import block_ref
-from cove.engine.llm import Completion, LLMClient
+from cove.engine.llm import Completion, LLMClient, Retry
 from cove.engine.llm.client import with_image
 from cove.engine.protocol import CodeBlock, Reply, ReplyParseError, parse_reply
 from cove.environment.environment import Environment
 from cove.environment.sandbox.outcome import BlockOutcome
 from cove.errors import ModelError
 from cove.events import (
+    AnswerRefused,
     BlockFinished,
     BlockStarted,
     Event,
     IterationStarted,
     ModelDelta,
     ModelReply,
+    ModelRetry,
     SandboxRestarted,
     SteerReceived,
     VarsChanged,
@@ -44,6 +46,8 @@ from cove.persistence.store import Store
 from cove.results import BlockResult, VarVersion
 
 IterationOutcome = Literal["ok", "error", "parse_error", "cancelled", "failed"]
+#: The error of a block a cancellation kept from running.
+NOT_RUN_CANCELLED = "not run: the turn was cancelled"
 
 
 @dataclass
@@ -170,6 +174,10 @@ class Iteration:
             else:
                 yield item
         self.result = await self._commit(prompt, called, reply, done)
+        if self.result.refusal is not None:
+            yield AnswerRefused(
+                turn_id=s.turn.id, iteration=self.number, reason=self.result.refusal
+            )
         for event in control.take_events():
             yield event
 
@@ -325,8 +333,10 @@ class Iteration:
             return None, None
         failed = [i + 1 for i, block in enumerate(results) if not block.ok]
         try:
-            return fill_answer(reply.answer, self.setup.env.value_text, failed_blocks=failed), None
-        except AnswerRefused as exc:
+            return answers.fill_answer(
+                reply.answer, self.setup.env.value_text, failed_blocks=failed
+            ), None
+        except answers.AnswerRefused as exc:
             return None, exc.reason
 
     async def _commit(
@@ -350,6 +360,7 @@ class Iteration:
                 duration_ms=self._ms(),
                 blocks=tuple(d.outcome.result for d in done if not d.recorded),
                 subqueries=s.control.take_subqueries(),
+                refusal=refusal,
             ),
         )
         restarts = [d.outcome.restart for d in done if d.outcome.restart is not None]
@@ -372,21 +383,31 @@ class Iteration:
         )
 
     async def _complete(self, messages: list[dict[str, Any]]) -> AsyncIterator[Event]:
-        """Call the model, yielding ``ModelDelta`` events while the reply streams."""
+        """Call the model, yielding ``ModelDelta`` events while the reply streams and a
+        ``ModelRetry`` for each retry of a failed request."""
         s, turn = self.setup, self.setup.turn
-        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        queue: asyncio.Queue[str | Retry | None] = asyncio.Queue()
 
-        async def sink(text: str) -> None:
-            queue.put_nowait(text)
+        async def sink(item: str | Retry) -> None:
+            queue.put_nowait(item)
 
         self.llm_task = asyncio.create_task(
-            s.llm.complete(messages, reasoning=s.control.reasoning, on_delta=sink)
+            s.llm.complete(messages, reasoning=s.control.reasoning, on_delta=sink, on_retry=sink)
         )
         self.llm_task.add_done_callback(lambda _: queue.put_nowait(None))
         s.control.running_llm = self.llm_task
         try:
-            while (text := await queue.get()) is not None:
-                yield ModelDelta(turn_id=turn.id, iteration=self.number, text=text)
+            while (item := await queue.get()) is not None:
+                if isinstance(item, Retry):
+                    yield ModelRetry(
+                        turn_id=turn.id,
+                        iteration=self.number,
+                        attempt=item.attempt,
+                        of=item.of,
+                        reason=item.reason,
+                    )
+                else:
+                    yield ModelDelta(turn_id=turn.id, iteration=self.number, text=item)
             await self.llm_task
         finally:
             s.control.running_llm = None
@@ -403,8 +424,10 @@ class Iteration:
         stop_reason: str | None = None
         changes: list[VarVersion] = []
         for index, block in enumerate(code_blocks):
+            if s.inputs.stops(turn.position, self.position, index):
+                control.cancel_requested.set()  # replay: the record stopped before this block
             if stop_reason is None and control.cancel_requested.is_set():
-                stop_reason = "not run: the turn was cancelled"
+                stop_reason = NOT_RUN_CANCELLED
             if stop_reason is not None:
                 skipped = BlockResult(position=index, code=block.code, ok=False, error=stop_reason)
                 yield BlockDone(BlockOutcome(skipped), recorded=False)
@@ -433,6 +456,8 @@ class Iteration:
             yield BlockDone(outcome, recorded=True)
             if not outcome.result.ok:
                 stop_reason = f"not run: block {index + 1} failed"
+        if s.inputs.stops(turn.position, self.position, len(code_blocks)):
+            control.cancel_requested.set()  # replay: the record stopped after its blocks
         if changes:
             yield VarsChanged(turn_id=turn.id, iteration=self.number, changes=tuple(changes))
 

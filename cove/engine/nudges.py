@@ -3,13 +3,14 @@
 The engine keeps a ``NudgeState`` up to date between iterations; ``builtin_nudges`` is a pure
 function of it, so each nudge is a plain condition a test can set. Nudges come out most important
 first and at most ``MAX_NUDGES`` of them (extensions' nudges are appended by the engine and share
-the same bound in ``context_message``).
+the same bound in ``context_message``). Each has a kind (``NudgeKind``), kept with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal, NamedTuple
 
 from cove.engine.budgets import MAX_NUDGES, VAR_INDEX_ROWS
 
@@ -59,26 +60,37 @@ class NudgeState:
     strategy_restart: bool = False
 
 
-def builtin_nudges(state: NudgeState) -> list[str]:
+NudgeKind = Literal[
+    "strategy_restart",
+    "sandbox_restart",
+    "refusal",
+    "error_streak",
+    "repetition",
+    "iterations_left",
+    "title",
+    "var_overflow",
+    "extension",  # given by a sandbox extension
+]
+
+
+class NudgeNote(NamedTuple):
+    """One nudge: which rule gave it, and its text (without the ``[nudge]`` prefix)."""
+
+    kind: NudgeKind
+    text: str
+
+
+def builtin_nudges(state: NudgeState) -> list[NudgeNote]:
     """The built-in nudges that apply to ``state``, most important first.
 
     Args:
         state: The engine's view of the running turn.
 
     Returns:
-        At most ``MAX_NUDGES`` short texts (without the ``[nudge]`` prefix).
+        At most ``MAX_NUDGES`` nudges.
     """
-    found = [
-        _strategy_restart(state),
-        _sandbox_restart(state),
-        _refusal(state),
-        _error_streak(state),
-        _repetition(state),
-        _iterations_left(state),
-        _title(state),
-        _var_overflow(state),
-    ]
-    return [text for text in found if text is not None][:MAX_NUDGES]
+    found = [(kind, rule(state)) for kind, rule in _RULES]
+    return [NudgeNote(kind, text) for kind, text in found if text is not None][:MAX_NUDGES]
 
 
 def _strategy_restart(state: NudgeState) -> str | None:
@@ -168,3 +180,16 @@ def _var_overflow(state: NudgeState) -> str | None:
         f"{state.var_count} variables exist and the index shows only the newest; forget(*names) "
         "the ones you no longer need, or group related values in one dict."
     )
+
+
+#: Every built-in rule, most important first.
+_RULES: tuple[tuple[NudgeKind, Callable[[NudgeState], str | None]], ...] = (
+    ("strategy_restart", _strategy_restart),
+    ("sandbox_restart", _sandbox_restart),
+    ("refusal", _refusal),
+    ("error_streak", _error_streak),
+    ("repetition", _repetition),
+    ("iterations_left", _iterations_left),
+    ("title", _title),
+    ("var_overflow", _var_overflow),
+)

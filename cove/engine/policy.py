@@ -93,7 +93,7 @@ class TurnPolicy:
             return Step(Streak(errors, restarts, unusable), ending=ending)
         restart = errors >= self.error_budget
         if restart and restarts >= self.max_restarts:
-            error = f"{errors} consecutive failed iterations after {restarts} restarts"
+            error = f"{errors} failed iterations in a row after {_restarts(restarts)}"
             ending = Ending("error_budget", error=error, fallback=True)
             return Step(Streak(errors, restarts, unusable), ending=ending)
         if restart:
@@ -103,6 +103,10 @@ class TurnPolicy:
             strategy_restart=restart,
             reasoning=next_reasoning(result.next_reasoning, errors, restarts),
         )
+
+
+def _restarts(count: int) -> str:
+    return f"{count} strategy restart{'' if count == 1 else 's'}"
 
 
 def next_reasoning(requested: str | None, errors: int, restarts: int) -> Reasoning:

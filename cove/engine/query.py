@@ -18,7 +18,7 @@ from cove.engine.determinism import BlockInputs, LiveInputs
 from cove.engine.iteration import Iteration, IterationResult, IterationSetup, LoopState
 from cove.engine.journal import Journal
 from cove.engine.llm import LLMClient, WithOptions
-from cove.engine.nudges import NudgeState, builtin_nudges
+from cove.engine.nudges import NudgeNote, NudgeState, builtin_nudges
 from cove.engine.policy import Ending, Streak, TurnPolicy, observed
 from cove.environment.environment import Environment
 from cove.errors import CoveError
@@ -116,12 +116,14 @@ class Query:
         if len(request) > MAX_REQUEST_CHARS:
             raise CoveError(f"the request is longer than {MAX_REQUEST_CHARS:,} characters")
         previous = await self._previous_turn()
+        cost_known = self.settings.model.price_of(self.llm.model) is not None
         turn = await self.store.start_turn(
             self.conversation.id,
             request,
             model=self.llm.model,
             attachments=self.attachments,
             model_options=self.options.model_options,
+            cost_known=cost_known,
         )
         started = time.perf_counter()
         control = TurnControl(
@@ -182,7 +184,7 @@ class Query:
             duration_ms=(time.perf_counter() - started) * 1000,
             error=end.error,
             conversation_id=self.conversation.id,
-            cost_known=self.settings.model.price_of(self.llm.model) is not None,
+            cost_known=cost_known,
         )
 
     async def _previous_turn(self) -> TurnRecord | None:
@@ -216,16 +218,14 @@ class Query:
             request_message=request_message(control.request, None, self.attachments),
         )
 
-    def _nudges(self, state: NudgeState, control: TurnControl, position: int) -> list[str]:
+    def _nudges(self, state: NudgeState, control: TurnControl, position: int) -> list[NudgeNote]:
         """The nudges of iteration ``position``: the built-in ones, then the extensions'."""
         state.iteration = position + 1
         state.budget = control.budget
         state.has_title = control.title is not None
         state.var_count = len(self.env.var_index)
-        return [
-            *builtin_nudges(state),
-            *self.env.extension_nudges(iteration=position + 1, budget=control.budget),
-        ]
+        extensions = self.env.extension_nudges(iteration=position + 1, budget=control.budget)
+        return [*builtin_nudges(state), *(NudgeNote("extension", text) for text in extensions)]
 
     async def _loop(
         self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None
@@ -244,14 +244,16 @@ class Query:
         last: IterationResult | None = None
         position = 0
         while True:
+            if self.inputs.stops(turn.position, position, None):
+                control.cancel_requested.set()  # replay: the record stopped before this call
             before = policy.before(position, control.budget, control.cancel_requested.is_set())
             if before is not None:
                 yield _ending(before, position, last)
                 return
             nudges = self._nudges(nudge_state, control, position)
-            for text in nudges:
-                yield Nudge(turn_id=turn.id, text=text)
-            iteration = Iteration(setup, position, state, nudges)
+            for note in nudges:
+                yield Nudge(turn_id=turn.id, text=note.text, kind=note.kind)
+            iteration = Iteration(setup, position, state, [note.text for note in nudges])
             async for event in iteration.run():
                 yield event
             result = iteration.result
@@ -275,10 +277,18 @@ def _ending(ending: Ending, iterations: int, last: IterationResult | None) -> Tu
     """The turn's end as recorded: a ``done`` ending carries the last iteration's answer."""
     if ending.status == "done" and last is not None:
         return TurnEnd("done", last.answer, last.confidence, None, iterations)
-    answer = _fallback(last) if ending.fallback else None
+    answer = _fallback(ending, iterations, last) if ending.fallback else None
     return TurnEnd(ending.status, answer, None, ending.error, iterations)
 
 
-def _fallback(last: IterationResult | None) -> str:
+def _fallback(ending: Ending, iterations: int, last: IterationResult | None) -> str:
+    """The answer of a turn that ended unfinished: why it stopped, then where it got to.
+
+    It is what a script reading ``cove run``'s stdout captures, so it names the real reason.
+    """
+    if ending.status == "error_budget":
+        reason = f"I stopped: the error budget ran out ({ending.error or 'too many failures'})."
+    else:
+        reason = f"I could not finish within the iteration budget ({iterations} iterations)."
     thinking = (last.thinking if last else None) or "no reasoning was recorded"
-    return "I could not finish within the iteration budget. Where I got to: " + thinking[:2000]
+    return f"{reason} Where I got to: {thinking[:2000]}"

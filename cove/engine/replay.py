@@ -16,18 +16,24 @@ import tempfile
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+from cove import codec
+from cove.codec import DEFAULT_MAX_DEPTH
 from cove.config import Settings
 from cove.engine.determinism import RecordedInputs
+from cove.engine.iteration import NOT_RUN_CANCELLED
 from cove.engine.journal import block_ref
 from cove.engine.llm.scripted import RecordedClient
 from cove.engine.query import Query, TurnOptions
 from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
+from cove.errors import CodecError
 from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished, TurnStarted
 from cove.persistence.records import BlockRecord, IterationRecord, TurnRecord, VarVersionRecord
 from cove.persistence.store import Store
 
 COMPARED_FIELDS = ("ok", "result_preview", "stdout", "stderr", "error", "figures")
+#: How a block killed by a cancellation reports its error.
+KILLED = "CancelledError:"
 
 
 async def replay_conversation(
@@ -88,7 +94,9 @@ async def _replay_turn(
     turn: TurnRecord,
     versions: Sequence[VarVersionRecord],
 ) -> ReplayTurnChecked:
-    iterations = [it for it in turn.iterations if it.raw_reply is not None]
+    stop = stop_point(turn)
+    # The iterations whose model call is replayed: all but one stopped before its reply came.
+    iterations = [it for it in turn.iterations if stop is None or (it.position, None) != stop]
     conversation = await store.get_conversation(conversation_id)
     query = Query(
         settings=settings,
@@ -100,7 +108,7 @@ async def _replay_turn(
         options=TurnOptions(
             max_iterations=max(len(iterations), 1), model_options=turn.model_options
         ),
-        inputs=_recorded_inputs(turn, iterations),
+        inputs=_recorded_inputs(turn, iterations, stop),
         steering={it.position: list(it.steering) for it in iterations if it.steering},
         attachments=turn.attachments,
     )
@@ -109,7 +117,7 @@ async def _replay_turn(
     mismatches = _compare_blocks(turn, replayed.turns[0])
     mismatches += _compare_steering(turn, replayed.turns[0])
     mismatches += _compare_versions(turn.position, versions, replayed.var_versions)
-    blocks = sum(len(it.blocks) for it in iterations)
+    blocks = sum(len(it.blocks) for it in turn.iterations)
     return ReplayTurnChecked(
         position=turn.position,
         blocks=blocks,
@@ -120,17 +128,53 @@ async def _replay_turn(
     )
 
 
+def stop_point(turn: TurnRecord) -> tuple[int, int | None] | None:
+    """Where a cancelled or interrupted turn was stopped: (iteration, block), or None.
+
+    The block is the position of the first block that did not finish (the number of blocks
+    when all did), or None when the turn stopped before that iteration's reply arrived. A
+    replay stops the turn at the same place, as a cancel would, instead of running the stopped
+    code again (to its timeout, for the code someone had to stop).
+    """
+    if turn.status not in ("cancelled", "interrupted"):
+        return None
+    if not turn.iterations:
+        return (0, None)
+    last = turn.iterations[-1]
+    if last.raw_reply is None:
+        return (last.position, None)
+    if last.status in ("ok", "error", "parse_error"):
+        return (last.position + 1, None)  # stopped between two iterations
+    finished = 0
+    for block in sorted(last.blocks, key=lambda b: b.position):
+        if _stopped(block):
+            break
+        finished += 1
+    return (last.position, finished)
+
+
+def _stopped(block: BlockRecord) -> bool:
+    """A block the turn's stop killed or kept from running."""
+    error = block.error or ""
+    return not block.ok and (error == NOT_RUN_CANCELLED or error.startswith(KILLED))
+
+
 def _recorded_client(turn: TurnRecord, iterations: Sequence[IterationRecord]) -> RecordedClient:
-    """A client that answers with the recorded replies and sub-query replies, in order."""
+    """A client that answers with the recorded replies and sub-query replies, in order.
+
+    An iteration whose model call failed has no reply: the replay fails there again.
+    """
     return RecordedClient(
-        [it.raw_reply for it in iterations if it.raw_reply is not None],
+        [it.raw_reply for it in iterations],
         [sq.reply for it in iterations for sq in sorted(it.subqueries, key=lambda s: s.position)],
         model=turn.model or "recorded",
     )
 
 
-def _recorded_inputs(turn: TurnRecord, iterations: Sequence[IterationRecord]) -> RecordedInputs:
-    """The recorded seeds and clocks of the turn's iterations and blocks."""
+def _recorded_inputs(
+    turn: TurnRecord, iterations: Sequence[IterationRecord], stop: tuple[int, int | None] | None
+) -> RecordedInputs:
+    """The recorded seeds and clocks of the turn's iterations and blocks, and its stop."""
     return RecordedInputs(
         {(turn.position, it.position): it.seed or 0 for it in iterations},
         {
@@ -138,6 +182,7 @@ def _recorded_inputs(turn: TurnRecord, iterations: Sequence[IterationRecord]) ->
             for it in iterations
             for b in it.blocks
         },
+        None if stop is None else (turn.position, *stop),
     )
 
 
@@ -179,6 +224,8 @@ def _compare_steering(recorded: TurnRecord, replayed: TurnRecord) -> list[str]:
 
 
 def _block_diff(recorded: BlockRecord, replayed: BlockRecord) -> str | None:
+    if _stopped(recorded) and _stopped(replayed):
+        return None  # stopped in both: what a killed block had printed so far is not compared
     for name in COMPARED_FIELDS:
         before, after = getattr(recorded, name), getattr(replayed, name)
         if before != after:
@@ -202,11 +249,26 @@ def _compare_versions(
             mismatches.append(f"{label}: only in the replay")
         elif new is None:
             mismatches.append(f"{label}: missing from the replay")
-        elif (old.kind, old.encoded, old.preview) != (new.kind, new.encoded, new.preview):
+        elif (old.kind, old.preview) != (new.kind, new.preview) or not _same_value(old, new):
             mismatches.append(
                 f"{label}: was {_short(old.preview)}, replay gave {_short(new.preview)}"
             )
     return mismatches
+
+
+def _same_value(recorded: VarVersionRecord, replayed: VarVersionRecord) -> bool:
+    """Whether two versions hold the same value: the same digest (a thinned version keeps
+    its own), or, for a value recorded whole before values were chunked, the same tree."""
+    if recorded.digest == replayed.digest:
+        return True
+    if recorded.encoded is None or codec.refs(recorded.encoded):
+        return False
+    try:
+        value = codec.decode(recorded.encoded)
+        tree = codec.encode_tree(value, max_bytes=1 << 40, max_depth=DEFAULT_MAX_DEPTH)
+    except CodecError:
+        return False
+    return tree.digest == replayed.digest
 
 
 def _versions_by_turn(versions: Sequence[VarVersionRecord]) -> dict[int, list[VarVersionRecord]]:

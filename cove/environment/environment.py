@@ -150,8 +150,10 @@ class Environment:
             )
         live = [r for r in state.values() if r.kind != "deleted"]
         modules = {r.name: import_binding(r) for r in live if r.kind == "module"}
+        values = [r for r in live if r.kind != "module"]
+        chunks = await self.store.value_chunks([r.encoded for r in values if r.encoded])
         report = await self._live().restore(
-            [r.var_version() for r in live if r.kind != "module"], imports=modules
+            [r.var_version() for r in values], imports=modules, chunks=chunks
         )
         current = {**self._live().snapshots(), **import_snapshots(self._live().imports())}
         lost = set(report.lost)
@@ -323,6 +325,8 @@ class Environment:
             return None
         if snap.kind != "value" or not snap.encoded or not codec.is_restorable(snap.encoded):
             return snap.signature or snap.preview
+        if codec.refs(snap.encoded):  # a large value: its text would not fit the answer anyway
+            return snap.preview
         value: object = codec.decode(snap.encoded)
         if isinstance(value, (Definition, Opaque)):
             return snap.signature or snap.preview

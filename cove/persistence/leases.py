@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Callable
 
 from cove.errors import Busy, NotFound
+from cove.persistence import cancels
 from cove.persistence.connection import immediate
 from cove.persistence.search_index import index_blocks
 from cove.persistence.totals import RECORDED_TOTALS
@@ -31,6 +32,8 @@ def _interrupt(
         f" (SELECT id FROM turn WHERE status = 'running' AND conversation_id IN ({conversations}))"
     )
     index_blocks(conn, running, params)  # their blocks were never indexed for search
+    turns = f"SELECT id FROM turn WHERE status = 'running' AND conversation_id IN ({conversations})"
+    cancels.clear(conn, turns, params)  # nobody is left to obey a stop asked of them
     conn.execute(f"UPDATE iteration SET status = 'interrupted' WHERE id IN ({running})", params)
     cursor = conn.execute(
         "UPDATE turn SET status = 'interrupted', finished_at = ?, error = coalesce(error, ?),"

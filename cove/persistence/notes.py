@@ -1,7 +1,8 @@
-"""Turn notes: the nudges and sandbox restarts a turn's timeline showed.
+"""Turn notes: the nudges, sandbox restarts and endpoint retries a turn's timeline showed.
 
-Neither has a row of its own in the history (a nudge becomes part of a context message, a
-restart happens between two blocks), so each is kept with the seq it was published under.
+None has a row of its own in the history (a nudge becomes part of a context message, a restart
+happens between two blocks, a retry before a reply), so each is kept with the seq it was
+published under.
 """
 
 from __future__ import annotations
@@ -25,15 +26,30 @@ def add_note(
     text: str,
     restored: Sequence[str] = (),
     lost: Sequence[str] = (),
+    nudge_kind: str | None = None,
+    retry: tuple[int, int] | None = None,
 ) -> None:
     """Record one note of turn ``turn_id`` (a note already kept under ``seq`` stays as it is)."""
+    attempt, budget = retry if retry is not None else (None, None)
     with immediate(conn):
         if conn.execute("SELECT 1 FROM turn WHERE id = ?", (turn_id,)).fetchone() is None:
             raise NotFound("turn", str(turn_id))
         conn.execute(
-            "INSERT OR IGNORE INTO turn_note"
-            " (turn_id, seq, kind, text, restored, lost, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (turn_id, seq, kind, text, json.dumps(list(restored)), json.dumps(list(lost)), now),
+            "INSERT OR IGNORE INTO turn_note (turn_id, seq, kind, text, restored, lost,"
+            " nudge_kind, retry_attempt, retry_budget, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                turn_id,
+                seq,
+                kind,
+                text,
+                json.dumps(list(restored)),
+                json.dumps(list(lost)),
+                nudge_kind,
+                attempt,
+                budget,
+                now,
+            ),
         )
 
 
@@ -48,6 +64,12 @@ def read_notes(conn: sqlite3.Connection, query: str, params: Sequence[Any]) -> t
             text=row["text"],
             restored=tuple(json.loads(row["restored"])),
             lost=tuple(json.loads(row["lost"])),
+            nudge_kind=row["nudge_kind"],
+            retry=_retry(row["retry_attempt"], row["retry_budget"]),
         )
         for row in conn.execute(query, params)
     )
+
+
+def _retry(attempt: int | None, budget: int | None) -> tuple[int, int] | None:
+    return None if attempt is None or budget is None else (attempt, budget)

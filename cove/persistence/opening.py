@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from cove.errors import NotADatabase, StoreError
-from cove.persistence import leases
+from cove.persistence import leases, values
 from cove.persistence.connection import MEMORY, check_header, configure, enable_wal
 from cove.persistence.migrate import check_supported, latest_version, migrate
 
@@ -98,6 +98,7 @@ def open_for_writing(path: str, now: float) -> tuple[sqlite3.Connection, int]:
         enable_wal(conn, path)
         version = migrate(conn, path, before_commit=tag)
         leases.recover(conn, now)
+        values.collect(conn)  # what a collection cut short by a crash left
         # Checkpoints (which fsync) are run by the store on its own thread, never inside a
         # commit that may run on the event loop's thread.
         conn.execute("PRAGMA wal_autocheckpoint = 0")

@@ -15,6 +15,7 @@ from cove.persistence import rows
 from cove.persistence.chain import chain, chain_cte
 from cove.persistence.notes import read_notes
 from cove.persistence.records import (
+    LABEL_CHARS,
     BlockRecord,
     ConversationRecord,
     ConversationScan,
@@ -24,6 +25,7 @@ from cove.persistence.records import (
     TurnNote,
     TurnRecord,
     VarVersionRecord,
+    conversation_label,
 )
 
 _VISIBLE_TURNS = "JOIN chain ON t.conversation_id = chain.cid AND t.position <= chain.lim"
@@ -292,10 +294,14 @@ def search(
     query = f"""
         {cte}
         SELECT t.conversation_id, d.turn_id, t.position, d.kind,
-               snippet(search_fts, 0, char(2), char(3), '…', 16) AS snippet
+               snippet(search_fts, 0, char(2), char(3), '…', 16) AS snippet,
+               named.title,
+               (SELECT substr(f.request, 1, {LABEL_CHARS * 4}) FROM turn f
+                 WHERE f.conversation_id = t.conversation_id ORDER BY f.position LIMIT 1)
         FROM search_fts
         JOIN search_doc d ON d.id = search_fts.rowid
         JOIN turn t ON t.id = d.turn_id {scope}
+        JOIN conversation named ON named.id = t.conversation_id
         WHERE search_fts MATCH ?
         ORDER BY rank LIMIT ?
     """
@@ -311,6 +317,7 @@ def search(
                 snippet=_bracketed(text, matches),
                 text=text,
                 matches=matches,
+                label=conversation_label(row[5], row[6]),
             )
         )
     return hits
@@ -429,8 +436,9 @@ def conversation_ids(conn: sqlite3.Connection) -> set[str]:
 def change_marker(conn: sqlite3.Connection, conversation_id: str) -> tuple[Any, ...]:
     """A value that changes whenever anything a watcher shows changes in the conversation.
 
-    The latest own turn's status, its iterations' progress, its block and steering counts, the
-    title and the lease: one indexed query, so a follower reads the transcript only when needed.
+    The latest own turn's status, its iterations' progress, its block, steering and note
+    counts, the title and the lease: one indexed query, so a follower reads the transcript only
+    when needed.
     """
     row = conn.execute(
         """
@@ -441,6 +449,7 @@ def change_marker(conn: sqlite3.Connection, conversation_id: str) -> tuple[Any, 
                  WHERE i.turn_id = t.id),
                (SELECT count(*) FROM steering s JOIN iteration i ON i.id = s.iteration_id
                  WHERE i.turn_id = t.id),
+               (SELECT count(*) FROM turn_note n WHERE n.turn_id = t.id),
                (SELECT count(*) FROM var_version v WHERE v.conversation_id = c.id)
         FROM conversation c
         LEFT JOIN turn t ON t.conversation_id = c.id

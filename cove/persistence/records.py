@@ -14,15 +14,25 @@ from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from cove.results import BlockResult, VarVersion
+from cove.text import headline
 
 ModelOption = float | int | str | bool  # one model option's value (temperature=0.2)
 
 IterationStatus = Literal["running", "ok", "error", "parse_error", "interrupted", "cancelled"]
 
 
+#: The longest name a conversation is listed under when it has no title yet.
+LABEL_CHARS = 48
+UNTITLED = "(untitled)"
+
+
 @dataclass(frozen=True)
 class ConversationRecord:
-    """One conversation; ``parent_id``/``fork_turn`` are set on forks."""
+    """One conversation; ``parent_id``/``fork_turn`` are set on forks.
+
+    ``first_request`` (the start of its first own turn's request) and ``last_status`` (the
+    status of its latest own turn) are what lists show; both are None before its first turn.
+    """
 
     id: str
     channel: str
@@ -37,6 +47,22 @@ class ConversationRecord:
     lease_until: float | None = None
     turn_count: int = 0
     owner: str | None = None  # the principal a channel set; None: no owner (local use)
+    first_request: str | None = None
+    last_status: str | None = None
+
+    @property
+    def label(self) -> str:
+        """What lists call the conversation: its title, else the start of its first request."""
+        return conversation_label(self.title, self.first_request)
+
+
+def conversation_label(title: str | None, first_request: str | None) -> str:
+    """The title, else the start of the first request (one line, cut), else ``(untitled)``."""
+    if title and title.strip():
+        return title
+    if first_request and first_request.strip():
+        return headline(first_request, LABEL_CHARS)
+    return UNTITLED
 
 
 @dataclass(frozen=True)
@@ -89,6 +115,7 @@ class IterationWrite:
     var_versions: tuple[VarVersion, ...] = ()
     subqueries: tuple[SubqueryWrite, ...] = ()
     cost_usd: float = 0.0
+    refusal: str | None = None  # why the reply's answer was refused (status ``error``)
 
 
 @dataclass(frozen=True)
@@ -136,6 +163,7 @@ class IterationRecord:
     steering: tuple[str, ...] = ()  # the person's messages this iteration first showed
     planned_blocks: tuple[str, ...] = ()
     cost_usd: float = 0.0
+    refusal: str | None = None  # why the reply's answer was refused, if it was
 
     @property
     def running_block(self) -> int | None:
@@ -174,16 +202,25 @@ class TurnRecord:
     model_options: Mapping[str, ModelOption] = field(
         default_factory=dict
     )  # as sent, e.g. temperature
+    cost_known: bool = True  # False: the model had no price, and ``cost_usd`` means unknown
 
 
 @dataclass(frozen=True, kw_only=True)
 class VarVersionRecord(VarVersion):
-    """A stored version of a named variable, with where and when it was written."""
+    """A stored version of a named variable, with where and when it was written.
+
+    ``encoded`` is the value's root (``cove.codec.chunks``): decode it with the chunks
+    ``Store.value_chunks`` reads for it. ``digest`` names the value (equal values, equal
+    digests), also once the history budget ``thinned`` the version (its value then is gone:
+    ``encoded`` is None).
+    """
 
     conversation_id: str
     turn_position: int
     iteration_position: int
     created_at: float
+    digest: str | None = None
+    thinned: bool = False
 
     def var_version(self) -> VarVersion:
         """The version alone, as the sandbox reports it, without where it is stored.
@@ -196,20 +233,23 @@ class VarVersionRecord(VarVersion):
         )
 
 
-NoteKind = Literal["nudge", "sandbox_restarted"]
+NoteKind = Literal["nudge", "sandbox_restarted", "model_retry"]
 
 
 @dataclass(frozen=True)
 class TurnNote:
-    """A nudge or sandbox restart a turn's timeline showed, with the seq it was published under."""
+    """A nudge, sandbox restart or endpoint retry a turn's timeline showed, with the seq it was
+    published under."""
 
     turn_id: int
     turn_position: int
     seq: int
     kind: NoteKind
-    text: str  # the nudge; the restart's reason
+    text: str  # the nudge; the restart's reason; the retry's reason
     restored: tuple[str, ...] = ()  # restarts: the variables restored
     lost: tuple[str, ...] = ()  # restarts: the variables lost
+    nudge_kind: str | None = None  # nudges: the rule that gave it (``NudgeKind``)
+    retry: tuple[int, int] | None = None  # retries: (which retry, how many the call may make)
 
 
 @dataclass(frozen=True)
@@ -236,6 +276,7 @@ class SearchHit:
     snippet: str  # the matched passage with each match in [brackets]
     text: str = ""  # the same passage without markup
     matches: tuple[tuple[int, int], ...] = ()  # (start, end) offsets of each match in ``text``
+    label: str = UNTITLED  # what lists call the conversation (``ConversationRecord.label``)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,10 @@ import json
 import sqlite3
 from typing import Any, cast
 
+from cove.codec.chunks import text_hash
+from cove.persistence import values
 from cove.persistence.records import (
+    LABEL_CHARS,
     BlockRecord,
     ConversationRecord,
     IterationRecord,
@@ -17,17 +20,23 @@ from cove.persistence.records import (
 )
 from cove.results import BlockFigure, FigureAxes, VarKind
 
-CONVERSATION_SELECT = """
+#: A conversation with what lists show of it. Each subquery reads one entry of the turn
+#: table's (conversation_id, position) index, so a list costs the same whatever its turns hold.
+CONVERSATION_SELECT = f"""
 SELECT c.*,
        coalesce(c.fork_turn, 0)
-       + (SELECT count(*) FROM turn t WHERE t.conversation_id = c.id) AS turn_count
+       + (SELECT count(*) FROM turn t WHERE t.conversation_id = c.id) AS turn_count,
+       (SELECT substr(t.request, 1, {LABEL_CHARS * 4}) FROM turn t WHERE t.conversation_id = c.id
+         ORDER BY t.position LIMIT 1) AS first_request,
+       (SELECT t.status FROM turn t WHERE t.conversation_id = c.id
+         ORDER BY t.position DESC LIMIT 1) AS last_status
 FROM conversation c
 """
 
 TURN_COLUMNS = (
     "t.id, t.conversation_id, t.position, t.request, t.status, t.answer, t.confidence, t.model,"
     " t.tokens_in, t.tokens_out, t.cost_usd, t.started_at, t.finished_at, t.error,"
-    " t.attachments, t.model_options"
+    " t.attachments, t.model_options, t.cost_known"
 )
 
 BLOCK_COLUMNS = "b.*, bb.data AS blob_data"
@@ -41,9 +50,9 @@ JOIN iteration i ON i.id = b.iteration_id
 JOIN turn t ON t.id = i.turn_id
 """
 VAR_COLUMNS = (
-    "v.conversation_id, v.name, v.version, v.kind, v.encoded, v.encoded_blob, v.type_name,"
-    " v.preview, v.size, t.position AS turn_position, i.position AS iteration_position,"
-    " b.position AS block_position, v.created_at"
+    "v.conversation_id, v.name, v.version, v.kind, v.encoded, v.encoded_blob, v.root_chunk,"
+    " v.digest, v.thinned, v.type_name, v.preview, v.size, t.position AS turn_position,"
+    " i.position AS iteration_position, b.position AS block_position, v.created_at"
 )
 # Ordering by where a version was written, not by its number, keeps forks and restores honest.
 VAR_ORDER = "t.position, i.position, b.position, v.version"
@@ -72,6 +81,8 @@ def conversation(row: sqlite3.Row) -> ConversationRecord:
         lease_until=row["lease_until"],
         turn_count=row["turn_count"],
         owner=row["owner"],
+        first_request=row["first_request"],
+        last_status=row["last_status"],
     )
 
 
@@ -95,6 +106,7 @@ def turn(row: sqlite3.Row, iterations: tuple[IterationRecord, ...] = ()) -> Turn
         iterations=iterations,
         attachments=tuple((str(n), int(z)) for n, z in json.loads(row["attachments"] or "[]")),
         model_options=json.loads(row["model_options"] or "{}"),
+        cost_known=bool(row["cost_known"]),
     )
 
 
@@ -127,6 +139,7 @@ def iteration(
         steering=steering,
         planned_blocks=tuple(json.loads(row["planned_blocks"] or "[]")),
         cost_usd=row["cost_usd"],
+        refusal=row["refusal"],
     )
 
 
@@ -203,13 +216,19 @@ def subquery(row: sqlite3.Row) -> SubqueryRecord:
 
 
 def var_version(conn: sqlite3.Connection, row: sqlite3.Row) -> VarVersionRecord:
-    """Build a ``VarVersionRecord`` from a ``VAR_COLUMNS`` row, reading a blob value if needed."""
+    """Build a ``VarVersionRecord`` from a ``VAR_COLUMNS`` row, reading its root (from a chunk,
+    or from a blob for a row written before chunks) if needed."""
     encoded: str | None = row["encoded"]
     if row["encoded_blob"] is not None:
         data: Any = conn.execute(
             "SELECT data FROM blob WHERE hash = ?", (row["encoded_blob"],)
         ).fetchone()[0]
         encoded = _text(None, data)
+    elif row["root_chunk"] is not None:
+        encoded = values.root_text(conn, row["root_chunk"])
+    digest = row["digest"]
+    if digest is None and encoded is not None:
+        digest = text_hash(encoded)
     return VarVersionRecord(
         conversation_id=row["conversation_id"],
         name=row["name"],
@@ -223,4 +242,6 @@ def var_version(conn: sqlite3.Connection, row: sqlite3.Row) -> VarVersionRecord:
         iteration_position=row["iteration_position"],
         block_position=row["block_position"],
         created_at=row["created_at"],
+        digest=digest,
+        thinned=bool(row["thinned"]),
     )

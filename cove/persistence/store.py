@@ -20,11 +20,12 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cove.errors import CoveError, StoreError
-from cove.persistence import leases, notes, reads, writes
+from cove.persistence import cancels, history, leases, notes, reads, values, writes
 from cove.persistence.checkpoint import Checkpointer
 from cove.persistence.connection import WriteLockBusy, without_waiting
 from cove.persistence.dbthread import DbThread
 from cove.persistence.fence import current_fence
+from cove.persistence.history import HistoryFigures
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
@@ -46,6 +47,8 @@ from cove.results import BlockResult, VarVersion
 INLINE_WRITE_BYTES = 64 * 1024
 #: Write units between two requests for a WAL checkpoint (run off the store's connection).
 CHECKPOINT_EVERY = 200
+#: The history budget of each conversation when none is given (``history.py``).
+DEFAULT_HISTORY_BUDGET = 1024 * 1024 * 1024
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -72,10 +75,15 @@ class Store:
         self._file: str | None = (
             None  # the file written, when it is one (not memory, not read-only)
         )
+        self.history_budget = DEFAULT_HISTORY_BUDGET
 
     @staticmethod
     def open(
-        path: str | os.PathLike[str], *, clock: Clock = time.time, read_only: bool = False
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock = time.time,
+        read_only: bool = False,
+        history_budget: int = DEFAULT_HISTORY_BUDGET,
     ) -> StoreOpener:
         """Open (creating and migrating if needed) the database at ``path``.
 
@@ -85,6 +93,8 @@ class Store:
             read_only: open for reading only: nothing is created or written (no migration, no
                 crash recovery); a missing or empty file reads as an empty database. A schema
                 older than this cove's is upgraded first when the file is writable.
+            history_budget: the bytes each conversation's past versions may keep beyond its
+                live state (``history.py``); older versions are thinned past it.
 
         Returns:
             An awaitable that is also an async context manager closing the store on exit.
@@ -95,7 +105,7 @@ class Store:
             SchemaTooNew: the database was written by a newer cove (it is not modified).
             StoreError: the database cannot be opened or migrated.
         """
-        return StoreOpener(os.fspath(path), clock, read_only)
+        return StoreOpener(os.fspath(path), clock, read_only, history_budget)
 
     @property
     def path(self) -> str:
@@ -294,6 +304,7 @@ class Store:
             CoveError: the conversation has forks (named in the message); delete them first.
         """
         await self._run(writes.delete_conversation, self._clock(), conversation_id, lease_owner)
+        await self._run(values.collect)
 
     # --- leases --------------------------------------------------------------------------
 
@@ -337,6 +348,23 @@ class Store:
         """
         return await self._run(leases.recover, self._clock())
 
+    # --- cancel requests (stopping a turn another process runs) ---------------------------
+
+    async def request_cancel(self, conversation_id: str, requested_by: str) -> int | None:
+        """Ask the process running the conversation's turn to stop it (see ``cancels.py``).
+
+        Idempotent: a turn keeps the first request. Returns the running turn's id, or None
+        when no turn runs (nothing is recorded then).
+
+        Raises:
+            NotFound: unknown conversation.
+        """
+        return await self._run(cancels.request, self._clock(), conversation_id, requested_by)
+
+    async def cancel_requested(self, conversation_id: str) -> str | None:
+        """Who asked the conversation's running turn to stop, or None when nobody did."""
+        return await self._run(cancels.pending, conversation_id)
+
     # --- turns and iterations ------------------------------------------------------------
 
     async def start_turn(
@@ -347,12 +375,14 @@ class Store:
         model: str | None = None,
         attachments: Sequence[tuple[str, int]] = (),
         model_options: Mapping[str, ModelOption] | None = None,
+        cost_known: bool = True,
     ) -> TurnRecord:
         """Record a ``running`` turn after the last turn the conversation sees.
 
         A fork's first own turn is ``fork_turn + 1``. ``attachments`` are the ``(name, size)``
         of the files attached to the request; ``model_options`` the options its model calls
-        are sent with. Raises ``NotFound``.
+        are sent with; ``cost_known`` False when the model has no price (its cost is unknown).
+        Raises ``NotFound``.
         """
         return await self._run(
             writes.start_turn,
@@ -363,6 +393,7 @@ class Store:
             tuple(attachments),
             model_options,
             current_fence(),
+            cost_known,
         )
 
     async def start_iteration(
@@ -412,13 +443,27 @@ class Store:
         text: str,
         restored: Sequence[str] = (),
         lost: Sequence[str] = (),
+        nudge_kind: str | None = None,
+        retry: tuple[int, int] | None = None,
     ) -> None:
-        """Keep a nudge or sandbox restart turn ``turn_id`` showed, under its published seq.
+        """Keep a nudge, sandbox restart or endpoint retry turn ``turn_id`` showed, under its
+        published seq (``nudge_kind`` for nudges, ``retry`` = (attempt, of) for retries).
 
         Raises:
             NotFound: unknown turn.
         """
-        await self._run(notes.add_note, self._clock(), turn_id, seq, kind, text, restored, lost)
+        await self._run(
+            notes.add_note,
+            self._clock(),
+            turn_id,
+            seq,
+            kind,
+            text,
+            restored,
+            lost,
+            nudge_kind,
+            retry,
+        )
 
     async def record_reply(self, iteration_id: int, reply: ReplyWrite) -> None:
         """Record the model's reply (with its usage and planned blocks) as soon as it arrives.
@@ -444,8 +489,8 @@ class Store:
             Busy: the iteration or its turn is no longer running.
             StoreError: a version names another block, or a number is reused; nothing is written.
         """
-        size = _block_size(block) + sum(len(v.encoded or "") for v in versions)
-        await self._write(
+        size = _block_size(block) + sum(_version_size(v) for v in versions)
+        due = await self._write(
             size,
             writes.record_block,
             self._clock(),
@@ -454,7 +499,10 @@ class Store:
             tuple(versions),
             tuple(subqueries),
             current_fence(),
+            self.history_budget,
         )
+        if due is not None:
+            await self.keep_history(due)
 
     async def finish_iteration(self, iteration_id: int, result: IterationWrite) -> None:
         """Close an iteration with what it has not recorded yet (blocks, versions, sub-queries).
@@ -471,10 +519,18 @@ class Store:
                 iteration does not have, or a version number is reused); nothing is written.
         """
         size = sum(_block_size(b) for b in result.blocks) + len(result.raw_reply or "")
-        size += sum(len(v.encoded or "") for v in result.var_versions)
-        await self._write(
-            size, writes.finish_iteration, self._clock(), iteration_id, result, current_fence()
+        size += sum(_version_size(v) for v in result.var_versions)
+        due = await self._write(
+            size,
+            writes.finish_iteration,
+            self._clock(),
+            iteration_id,
+            result,
+            current_fence(),
+            self.history_budget,
         )
+        if due is not None:
+            await self.keep_history(due)
 
     async def finish_turn(
         self,
@@ -592,6 +648,46 @@ class Store:
         """One version of a variable the conversation sees. Raises ``NotFound``."""
         return await self._run(reads.var_version, conversation_id, name, version)
 
+    # --- the value store ------------------------------------------------------------------
+
+    async def value_chunks(self, roots: Sequence[str]) -> dict[str, bytes]:
+        """Every stored chunk the given roots (``VarVersionRecord.encoded``) reach, by name:
+        what ``codec.decode(root, chunks=found.__getitem__)`` needs."""
+        return await self._run(values.read_chunks, tuple(roots))
+
+    async def chunks(self, names: Sequence[str]) -> dict[str, bytes]:
+        """The stored chunks among ``names``, by name (not what they reach)."""
+        return await self._run(values.read_named, tuple(names))
+
+    async def history(self, conversation_id: str) -> HistoryFigures:
+        """A conversation's live and history bytes, its budget and its thinned versions.
+
+        Raises:
+            NotFound: unknown conversation.
+        """
+        await self.get_conversation(conversation_id)
+        return await self._run(history.measure, conversation_id, self.history_budget)
+
+    async def value_stats(self) -> Mapping[str, int]:
+        """The value store as a whole: ``chunks``, their ``bytes``, and ``garbage`` (chunks
+        nothing holds, waiting to be collected)."""
+        return await self._run(values.stats)
+
+    async def largest_values(self, limit: int) -> list[str]:
+        """The conversations whose versions added the most value bytes, largest first."""
+        return await self._run(history.largest, limit)
+
+    async def keep_history(self, conversation_id: str) -> int:
+        """Thin the conversation's oldest versions while its history exceeds the budget, then
+        collect what that released (``history.py``); how many versions were thinned."""
+        thinned = await self._run(history.keep_budget, conversation_id, self.history_budget)
+        await self._run(values.collect)
+        return thinned
+
+    async def collect_values(self) -> int:
+        """Delete the chunks nothing holds any more; how many went."""
+        return await self._run(values.collect)
+
     async def search(
         self,
         text: str,
@@ -638,6 +734,10 @@ class Store:
             NotFound: unknown conversation.
         """
         return await self._run(reads.last_blocks, conversation_id, limit)
+
+
+def _version_size(version: VarVersion) -> int:
+    return len(version.encoded or "") + sum(len(data) for _, data in version.chunks)
 
 
 def _block_size(block: BlockResult) -> int:

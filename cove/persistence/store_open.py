@@ -8,7 +8,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from cove.errors import CoveError, StoreError
+from cove.errors import CoveError, NotADatabase, SchemaTooNew, StoreError
+from cove.persistence.access import unreadable, unwritable
 from cove.persistence.connection import MEMORY, create_private
 from cove.persistence.dbthread import DbThread
 from cove.persistence.migrate import latest_version
@@ -25,15 +26,19 @@ from cove.persistence.store import Clock, Store
 class StoreOpener:
     """What ``Store.open`` returns: ``await`` it, or use it with ``async with``."""
 
-    def __init__(self, path: str, clock: Clock, read_only: bool) -> None:
+    def __init__(self, path: str, clock: Clock, read_only: bool, history_budget: int) -> None:
         self._path = path
         self._clock = clock
         self._read_only = read_only
+        self._history_budget = history_budget
         self._store: Store | None = None
 
     async def _open(self) -> Store:
         path = self._path
-        kind = classify(path)
+        try:
+            kind = classify(path)
+        except PermissionError as exc:
+            raise unreadable(path, exc) from exc
         target = path
         if self._read_only and kind in (PathKind.MISSING, PathKind.EMPTY):
             # Nothing to read, and nothing may be created: an empty private database answers.
@@ -56,8 +61,17 @@ class StoreOpener:
             try:
                 create_private(path)
             except OSError as exc:
-                raise StoreError(f"cannot open database {path}: {exc.strerror}") from exc
-        store = await self._start(target, read_only=False)
+                raise unwritable(path) or StoreError(
+                    f"cannot open database {path}: {exc.strerror}"
+                ) from exc
+        try:
+            store = await self._start(target, read_only=False)
+        except StoreError as exc:
+            # SQLite's words for a read-only location do not say which file is at fault.
+            denied = None if target == MEMORY else unwritable(path)
+            if denied is None or isinstance(exc, (NotADatabase, SchemaTooNew)):
+                raise
+            raise denied from exc
         store._path = path
         store._created = kind in (PathKind.MISSING, PathKind.EMPTY) and target != MEMORY
         return store
@@ -84,6 +98,7 @@ class StoreOpener:
                 raise StoreError(f"database error in {target}: {exc}") from exc
             raise StoreError(f"cannot open database {target}: {exc}") from exc
         store = Store(thread, target, self._clock)
+        store.history_budget = self._history_budget
         store._schema_version = version
         store._read_only = read_only
         store._file = None if read_only or target == MEMORY else target

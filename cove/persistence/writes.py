@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cove.codec.chunks import text_hash
 from cove.errors import Busy, CoveError, NotFound, StoreError
 from cove.events import FINAL_STATUSES
-from cove.persistence import reads
+from cove.persistence import cancels, history, reads, values
 from cove.persistence.chain import last_position
 from cove.persistence.connection import collect_blobs, immediate, put_blob, put_encoded
 from cove.persistence.fence import Fence, check_fence
@@ -111,6 +112,7 @@ def start_turn(
     attachments: Sequence[tuple[str, int]] = (),
     model_options: Mapping[str, ModelOption] | None = None,
     fence: Fence | None = None,
+    cost_known: bool = True,
 ) -> TurnRecord:
     """Record a new ``running`` turn after the last one the conversation sees."""
     files = json.dumps([list(item) for item in attachments]) if attachments else None
@@ -120,8 +122,8 @@ def start_turn(
         position = last_position(conn, conversation_id) + 1
         cursor = conn.execute(
             "INSERT INTO turn (conversation_id, position, request, status, model, started_at,"
-            " attachments, model_options) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
-            (conversation_id, position, request, model, now, files, options),
+            " attachments, model_options, cost_known) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            (conversation_id, position, request, model, now, files, options, cost_known),
         )
         turn_id = int(cursor.lastrowid or 0)
         index_text(conn, turn_id, "request", request)
@@ -220,13 +222,30 @@ def record_block(
     versions: Sequence[VarVersion],
     subqueries: Sequence[SubqueryWrite],
     fence: Fence | None = None,
-) -> None:
-    """Record one finished block with the variable versions and sub-queries it made."""
+    budget: int | None = None,
+) -> str | None:
+    """Record one finished block with the variable versions and sub-queries it made.
+
+    Returns the conversation's id when its history budget (``budget`` bytes) is due for a check
+    (``history.py``), else None.
+    """
     with immediate(conn):
         turn_id, conversation_id = _running_iteration(conn, iteration_id, fence)
         _insert_units(
             conn, now, iteration_id, turn_id, conversation_id, (block,), versions, subqueries
         )
+        return _due(conn, conversation_id, versions, budget)
+
+
+def _due(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    versions: Sequence[VarVersion],
+    budget: int | None,
+) -> str | None:
+    if budget is None or not versions or not history.due(conn, conversation_id, budget):
+        return None
+    return conversation_id
 
 
 def finish_iteration(
@@ -235,8 +254,13 @@ def finish_iteration(
     iteration_id: int,
     result: IterationWrite,
     fence: Fence | None = None,
-) -> None:
-    """Close an iteration with whatever it has not recorded yet, atomically."""
+    budget: int | None = None,
+) -> str | None:
+    """Close an iteration with whatever it has not recorded yet, atomically.
+
+    Returns the conversation's id when its history budget is due for a check (as
+    ``record_block``), else None.
+    """
     if result.status not in ITERATION_END_STATUSES:
         raise StoreError(f"{result.status!r} is not a finished iteration status")
     with immediate(conn):
@@ -253,6 +277,7 @@ def finish_iteration(
         )
         index_blocks(conn, "?", [iteration_id])  # while it still reads as running
         _close_iteration(conn, iteration_id, result)
+        return _due(conn, conversation_id, result.var_versions, budget)
 
 
 def _close_iteration(conn: sqlite3.Connection, iteration_id: int, result: IterationWrite) -> None:
@@ -260,13 +285,14 @@ def _close_iteration(conn: sqlite3.Connection, iteration_id: int, result: Iterat
     ``record_reply`` recorded)."""
     conn.execute(
         "UPDATE iteration SET status = ?, raw_reply = coalesce(?, raw_reply),"
-        " thinking = coalesce(?, thinking), parse_error = ?, tokens_in = ?, tokens_out = ?,"
-        " cost_usd = ?, llm_ms = ?, duration_ms = ? WHERE id = ?",
+        " thinking = coalesce(?, thinking), parse_error = ?, refusal = ?, tokens_in = ?,"
+        " tokens_out = ?, cost_usd = ?, llm_ms = ?, duration_ms = ? WHERE id = ?",
         (
             result.status,
             result.raw_reply,
             result.thinking,
             result.parse_error,
+            result.refusal,
             result.tokens_in,
             result.tokens_out,
             result.cost_usd,
@@ -379,14 +405,21 @@ def _insert_var_versions(
     versions: Sequence[VarVersion],
     block_ids: dict[int, int],
 ) -> None:
-    """Insert variable versions, each linked to the block that wrote it."""
+    """Insert variable versions, each linked to the block that wrote it, with the chunks of
+    their values the database lacks (``values.py``)."""
+    added = 0
     for var in versions:
         block_id = _block_id(conn, iteration_id, var, block_ids)
-        inline, digest = put_encoded(conn, var.encoded)
+        inline, root, digest = None, None, None
+        if var.encoded is not None:
+            added += values.put_chunks(conn, var.chunks)
+            inline, root, size = values.put_root(conn, var.encoded)
+            added += size
+            digest = text_hash(var.encoded)
         conn.execute(
             "INSERT INTO var_version (conversation_id, name, version, block_id, kind,"
-            " encoded, encoded_blob, type_name, preview, size, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " encoded, root_chunk, digest, type_name, preview, size, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 conversation_id,
                 var.name,
@@ -394,12 +427,18 @@ def _insert_var_versions(
                 block_id,
                 var.kind,
                 inline,
+                root,
                 digest,
                 var.type_name,
                 var.preview,
                 var.size,
                 now,
             ),
+        )
+    if added:
+        conn.execute(
+            "UPDATE conversation SET value_bytes = value_bytes + ? WHERE id = ?",
+            (added, conversation_id),
         )
 
 
@@ -464,6 +503,7 @@ def finish_turn(
         )
         if answer:
             index_text(conn, turn_id, "answer", answer)
+        cancels.clear(conn, "?", [turn_id])  # a stop asked of it is answered by its end
         conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
     return reads.get_turn(conn, turn_id)
 
@@ -472,6 +512,9 @@ def delete_conversation(
     conn: sqlite3.Connection, now: float, conversation_id: str, lease_owner: str | None
 ) -> None:
     """Delete a conversation with everything it wrote, then the blobs nobody uses any more.
+
+    Its versions' value chunks are released in the same transaction; ``values.collect`` deletes
+    those nothing else holds, in transactions of their own.
 
     Refused while another owner holds a live lease on it: a turn is running there.
     """
@@ -516,6 +559,7 @@ def delete_conversation(
                 owned,
             )
         }
+        values.release_roots(conn, "v.conversation_id = ?", [conversation_id])
         # Foreign keys cascade to turns, iterations, blocks, variable versions, sub-queries
         # and search rows (whose trigger removes the FTS entries).
         conn.execute("DELETE FROM conversation WHERE id = ?", (conversation_id,))

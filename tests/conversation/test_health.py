@@ -49,8 +49,9 @@ def test_a_missing_layer_says_why() -> None:
 @pytest.mark.parametrize(
     ("layers", "warned"),
     [
-        (("network", "no_new_privs", "pdeathsig"), True),
+        (("network", "ipc", "no_new_privs", "pdeathsig"), True),
         ((), True),
+        (("mount",), False),
         (("landlock",), False),
         (("seccomp",), False),
         (("uid",), False),

@@ -18,6 +18,7 @@ from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
 from cove.events import (
     BlockFinished,
+    BlockStarted,
     Event,
     IterationStarted,
     ModelReply,
@@ -217,3 +218,30 @@ async def test_cove_watch_prints_a_turn_run_elsewhere_as_json_lines(tmp_path: Pa
     out, _ = await asyncio.wait_for(replay.communicate(), 60)
     seqs = [json.loads(text)["seq"] for text in out.decode().splitlines()]
     assert seqs == [e.seq for e in durable(earlier)] and seqs[-1] == after
+
+
+async def test_a_block_running_in_another_process_shows_its_code_when_it_starts(
+    tmp_path: Path, server: FakeOpenAI
+) -> None:
+    spin = "while True:\n    pass"
+    server.add_replies(reply(["a = 1", {"code": spin, "timeout_s": 60}]))  # type: ignore[list-item]
+    async with Conversations.open(
+        local_settings(tmp_path), llm_factory=scripted_factory([])
+    ) as convs:
+        conv = await convs.create()
+        async with convs.watch(conv.id) as stream:
+            process = await start_run(env_for(tmp_path, server), conv.id, "spin")
+            try:
+                seen = await asyncio.wait_for(
+                    until(stream, lambda e: isinstance(e, BlockStarted) and e.index == 2), 60
+                )
+            finally:
+                process.send_signal(signal.SIGKILL)
+                await process.communicate()
+    started = seen[-1]
+    assert isinstance(started, BlockStarted) and started.code == spin
+    assert not any(isinstance(e, BlockFinished) and e.index == 2 for e in seen)
+    assert [type(e).__name__ for e in seen if getattr(e, "index", 0) == 1] == [
+        "BlockStarted",
+        "BlockFinished",
+    ]

@@ -18,7 +18,7 @@ from cove.engine.nudges import (
 
 
 def nudges(**changes: Any) -> list[str]:
-    return builtin_nudges(dataclasses.replace(NudgeState(), **changes))
+    return [note.text for note in builtin_nudges(dataclasses.replace(NudgeState(), **changes))]
 
 
 def only(**changes: Any) -> str:

@@ -48,7 +48,7 @@ def test_the_error_budget_restarts_the_strategy_then_ends_the_turn() -> None:
     assert [s.strategy_restart for s in steps] == [False, False, True, False, False, False]
     assert steps[2].streak == Streak(errors=0, restarts=1)
     assert steps[-1].ending == Ending(
-        "error_budget", error="3 consecutive failed iterations after 1 restarts", fallback=True
+        "error_budget", error="3 failed iterations in a row after 1 strategy restart", fallback=True
     )
 
 

@@ -12,21 +12,24 @@ from cove.persistence.opening import APPLICATION_ID
 from cove.persistence.store import Store
 from tests.persistence.store_helpers import count, file_bytes, file_names, raw, write_file
 
+MIGRATIONS = Path(__file__).parents[2] / "cove" / "persistence" / "migrations"
+
 TABLES = {
     "blob": ["hash", "data"],
     "conversation": [
         "id", "channel", "external_id", "title", "parent_id", "fork_turn", "workspace",
         "created_at", "updated_at", "lease_owner", "lease_until", "owner", "lease_epoch",
+        "value_bytes", "history_mark",
     ],
     "turn": [
         "id", "conversation_id", "position", "request", "status", "answer", "confidence",
         "model", "tokens_in", "tokens_out", "cost_usd", "started_at", "finished_at", "error",
-        "attachments", "model_options",
+        "attachments", "model_options", "cost_known",
     ],
     "iteration": [
         "id", "turn_id", "position", "status", "system_prompt_hash", "request_message",
         "context_message", "raw_reply", "thinking", "parse_error", "tokens_in", "tokens_out",
-        "llm_ms", "duration_ms", "seed", "started_at", "planned_blocks", "cost_usd",
+        "llm_ms", "duration_ms", "seed", "started_at", "planned_blocks", "cost_usd", "refusal",
     ],
     "block": [
         "id", "iteration_id", "position", "code", "ok", "result_preview", "result_encoded",
@@ -36,8 +39,11 @@ TABLES = {
     "block_figure": ["block_id", "position", "digest"],
     "var_version": [
         "id", "conversation_id", "name", "version", "block_id", "kind", "encoded",
-        "encoded_blob", "type_name", "preview", "size", "created_at",
+        "encoded_blob", "type_name", "preview", "size", "created_at", "root_chunk", "digest",
+        "thinned",
     ],
+    "value_chunk": ["id", "hash", "data", "children"],
+    "value_ref": ["chunk_id", "refs"],
     "subquery": [
         "id", "iteration_id", "block_position", "position", "prompt", "reply", "model",
         "tokens_in", "tokens_out", "cost_usd", "duration_ms", "error",
@@ -45,8 +51,10 @@ TABLES = {
     "search_doc": ["id", "turn_id", "kind"],
     "steering": ["id", "iteration_id", "position", "text", "created_at"],
     "turn_note": [
-        "id", "turn_id", "seq", "kind", "text", "restored", "lost", "created_at",
+        "id", "turn_id", "seq", "kind", "text", "restored", "lost", "created_at", "nudge_kind",
+        "retry_attempt", "retry_budget",
     ],
+    "cancel_request": ["turn_id", "requested_by", "requested_at"],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
     "search_fts": ["text"],
@@ -68,6 +76,9 @@ INDEXES = {
     "turn_running": ("turn", ["conversation_id"]),
     "var_version_blob": ("var_version", ["encoded_blob"]),
     "var_version_block": ("var_version", ["block_id"]),
+    "var_version_root": ("var_version", ["root_chunk"]),
+    "value_ref_unused": ("value_ref", ["chunk_id"]),
+    "sqlite_autoindex_value_chunk_1": ("value_chunk", ["hash"]),
     # Primary keys on TEXT and UNIQUE constraints.
     "sqlite_autoindex_blob_1": ("blob", ["hash"]),
     "sqlite_autoindex_conversation_1": ("conversation", ["id"]),
@@ -221,3 +232,65 @@ async def test_a_migration_numbered_below_the_highest_applied_is_still_applied(
     # which proves the migrator tried it although a higher number is recorded.
     with pytest.raises(StoreError, match="already exists"):
         await Store.open(db_path)
+
+
+async def test_nudges_kept_before_their_kinds_were_recorded_are_classified(
+    db_path: Path,
+) -> None:
+    """0017 adds ``turn_note.nudge_kind``; older notes get the kind of the rule they read as,
+    and the rest of the note stays as it was."""
+    async with Store.open(db_path) as store:
+        conv = await store.create_conversation(channel="cli")
+        turn = await store.start_turn(conv.id, "one")
+    texts = {
+        "The conversation has no title yet: add a title": "title",
+        "Your answer was refused: undefined placeholder(s) {{x}}.": "refusal",
+        "2 iterations left, this one included: wrap up": "iterations_left",
+        "The last 3 iterations failed. Read the error": "error_streak",
+        "Mind the units (from an extension)": "extension",
+    }
+    with raw(db_path) as conn:  # the table as 0012 made it, and 0017 not applied yet
+        conn.execute("DROP TABLE turn_note")
+        conn.executescript((MIGRATIONS / "0012_turn_notes.sql").read_text())
+        conn.execute("DELETE FROM schema_migrations WHERE version = 17")
+        for seq, text in enumerate(texts, start=1):
+            conn.execute(
+                "INSERT INTO turn_note (turn_id, seq, kind, text, created_at)"
+                " VALUES (?, ?, 'nudge', ?, 0)",
+                (turn.id, seq, text),
+            )
+        conn.execute(
+            "INSERT INTO turn_note (turn_id, seq, kind, text, created_at)"
+            " VALUES (?, 99, 'sandbox_restarted', 'timeout', 0)",
+            (turn.id,),
+        )
+        conn.commit()
+    async with Store.open(db_path) as store:
+        notes = (await store.transcript(conv.id)).notes
+    assert {n.text: n.nudge_kind for n in notes if n.kind == "nudge"} == texts
+    assert [n.nudge_kind for n in notes if n.kind == "sandbox_restarted"] == [None]
+    assert [n.seq for n in notes] == [1, 2, 3, 4, 5, 99]
+
+
+async def test_turns_recorded_before_costs_were_marked_known_are_judged_by_what_they_used(
+    db_path: Path,
+) -> None:
+    """Migration 0014: a turn that used tokens and cost nothing was unpriced (unknown cost)."""
+    async with Store.open(db_path) as store:
+        conv = await store.create_conversation(channel="cli")
+        for _ in range(3):
+            turn = await store.start_turn(conv.id, "q")
+            await store.finish_turn(
+                turn.id, status="done", answer="a", confidence=None,
+                tokens_in=0, tokens_out=0, cost_usd=0.0,
+            )  # fmt: skip
+    with raw(db_path) as conn:  # as a database from before 0014 held them
+        conn.execute("ALTER TABLE turn DROP COLUMN cost_known")
+        conn.execute("ALTER TABLE iteration DROP COLUMN refusal")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 14")
+        conn.execute("UPDATE turn SET tokens_in = 100, cost_usd = 0.25 WHERE position = 1")
+        conn.execute("UPDATE turn SET tokens_in = 100, cost_usd = 0 WHERE position = 2")
+        conn.commit()
+    async with Store.open(db_path) as store:
+        known = [t.cost_known for t in await store.turns(conv.id)]
+    assert known == [True, False, True]  # priced; used tokens for nothing: unpriced; unused

@@ -16,13 +16,16 @@ async def test_notes_come_back_in_seq_order_with_their_turn(store: Store) -> Non
     conv = await store.create_conversation(channel="cli")
     first = await store.start_turn(conv.id, "one")
     await store.add_note(first.id, 90, "sandbox_restarted", "timeout", ["a"], ["b", "c"])
-    await store.add_note(first.id, 70, "nudge", "add a title")
+    await store.add_note(first.id, 70, "nudge", "add a title", nudge_kind="title")
     await store.add_note(first.id, 70, "nudge", "a second note under one seq is ignored")
     transcript = await store.transcript(conv.id)
     assert transcript.notes == (
-        TurnNote(first.id, 1, 70, "nudge", "add a title"),
+        TurnNote(first.id, 1, 70, "nudge", "add a title", nudge_kind="title"),
         TurnNote(first.id, 1, 90, "sandbox_restarted", "timeout", ("a",), ("b", "c")),
     )
+    await store.add_note(first.id, 95, "model_retry", "server error (HTTP 503)", retry=(1, 5))
+    [retry] = [n for n in (await store.transcript(conv.id)).notes if n.kind == "model_retry"]
+    assert (retry.seq, retry.text, retry.retry) == (95, "server error (HTTP 503)", (1, 5))
     second = await store.start_turn(conv.id, "two")
     await store.add_note(second.id, 5000, "nudge", "later")
     only_second = await store.transcript(conv.id, turn=2)

@@ -20,6 +20,8 @@ from cove.channels.cli.options import ModelOptions, model_options
 from cove.channels.cli.render import ProgressView, console_for, cut, line
 from cove.channels.cli.signals import routed_signals
 from cove.conversation import Conversations
+from cove.conversation.health import model_not_offered
+from cove.errors import Busy
 
 MULTI_START, MULTI_END = "!multi", "!end"
 RECAP_TURNS = 3
@@ -91,6 +93,10 @@ def _session(runner: asyncio.Runner, state: ChatState, conversation_id: str | No
         if conversation_id is not None:
             state.conversation_id = runner.run(state.convs.get(conversation_id)).id
         state.convs.check_model(state.model)
+        # Before the first prompt: a model the endpoint does not offer would fail the first turn.
+        missing = runner.run(model_not_offered(state.convs.settings, state.model))
+        if missing is not None:
+            raise missing
         _banner(state)
         if state.conversation_id is not None:
             runner.run(_recap(state))
@@ -214,6 +220,8 @@ async def _turn(state: ChatState, text: str) -> bool:
                 model_options=state.options,
             ):
                 view.handle(event)
+        except Busy as exc:  # another process runs a turn here: the chat stays
+            state.console.print(line((f"not sent: {exc}; /cancel stops it", "yellow")))
         finally:
             view.close()
     if presses > 1 and not terminated:

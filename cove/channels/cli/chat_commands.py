@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,8 +14,11 @@ from cove.channels.cli.render import cut, line, print_table
 from cove.channels.cli.transcript_view import show_transcript
 from cove.conversation import Conversations
 from cove.errors import CoveError
+from cove.events import TurnFinished
 
 Sync = Callable[[Coroutine[Any, Any, Any]], Any]
+#: How long /cancel follows a turn another process runs until it reports its end.
+STOP_WAIT_S = 60.0
 
 HELP = """Chat commands:
   /help            this list
@@ -24,7 +28,7 @@ HELP = """Chat commands:
   /show            the whole conversation: iterations, code, results
   /fork N          continue in a new branch from turn N
   /model NAME      use another model for the next turns
-  /cancel          drop the multi-line message being written
+  /cancel          stop a turn another cove process runs here (or drop a !multi message)
   !multi ... !end  a multi-line message: the lines between !multi and !end"""
 
 
@@ -126,7 +130,7 @@ def _show(state: ChatState, arg: str, sync: Sync) -> None:
     if _no_conversation(state):
         return
     transcript = sync(state.convs.inspect(state.conversation_id or ""))
-    show_transcript(state.console, transcript, state.convs.settings)
+    show_transcript(state.console, transcript)
 
 
 def _fork(state: ChatState, arg: str, sync: Sync) -> None:
@@ -150,14 +154,42 @@ def _model(state: ChatState, arg: str, sync: Sync) -> None:
 
 
 def _cancel(state: ChatState, arg: str, sync: Sync) -> None:
-    state.console.print(
-        line(
-            (
-                "nothing to cancel: Ctrl-C cancels a running turn; /cancel drops a !multi message",
-                "dim",
+    """Stop the turn another process runs in this conversation (a turn of this chat stops with
+    Ctrl-C); waits for its end, which that process records."""
+    if state.conversation_id is None or not sync(_stop_elsewhere(state, state.conversation_id)):
+        state.console.print(
+            line(
+                (
+                    "nothing to cancel: Ctrl-C cancels a running turn; "
+                    "/cancel drops a !multi message",
+                    "dim",
+                )
             )
         )
-    )
+
+
+async def _stop_elsewhere(state: ChatState, conversation_id: str) -> bool:
+    """Ask the process running the conversation's turn to stop it and report its end; False
+    when no turn runs."""
+    async with state.convs.watch(conversation_id) as stream:  # first: its end cannot be missed
+        if not await state.convs.cancel(conversation_id):
+            return False
+        state.console.print(line(("stopping the turn another cove process runs…", "yellow")))
+        try:
+            async with asyncio.timeout(STOP_WAIT_S):
+                async for event in stream:
+                    if isinstance(event, TurnFinished):
+                        state.console.print(line((_stopped(event.status), "cyan")))
+                        return True
+        except TimeoutError:
+            state.console.print(line(("the other process has not stopped the turn yet", "red")))
+    return True
+
+
+def _stopped(status: str) -> str:
+    if status == "cancelled":
+        return "stopped: the running turn was cancelled"
+    return f"the running turn ended ({status}) before it could be stopped"
 
 
 COMMANDS: dict[str, Callable[[ChatState, str, Sync], None]] = {

@@ -7,6 +7,7 @@ Human output draws tables and colour only on a terminal; piped, tables are tab-s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -21,8 +22,8 @@ from cove.channels.cli.transcript_view import FigureFiles, show_transcript
 from cove.channels.export import FigureLinks, to_markdown, when
 from cove.channels.figures import export_folder, figures_in, save_figures, write_export
 from cove.config import Settings
-from cove.conversation import Conversations, SearchHit, Transcript
-from cove.events import jsonable
+from cove.conversation import Conversations, HistoryFigures, SearchHit, Transcript
+from cove.events import jsonable, outcome
 
 MATCH_OPEN, MATCH_CLOSE = "«", "»"  # match markers when piped: brackets are common in code
 
@@ -46,7 +47,7 @@ async def _list(settings: Settings, channel: str | None, limit: int, as_json: bo
     async with await Conversations.open(settings, read_only=True) as convs:
         records = await convs.list(channel=channel, limit=limit)
     if as_json:
-        print_json(jsonable(records))
+        print_json([{**jsonable(r), "label": r.label} for r in records])
         return 0
     console = console_for(sys.stdout)
     if not records:
@@ -57,7 +58,8 @@ async def _list(settings: Settings, channel: str | None, limit: int, as_json: bo
     rows = [
         (
             r.id[:12],
-            r.title or "(untitled)",
+            cut(r.label),
+            status_cell(r.last_status, console.is_terminal),
             r.channel,
             str(r.turn_count),
             when(r.updated_at),
@@ -65,8 +67,27 @@ async def _list(settings: Settings, channel: str | None, limit: int, as_json: bo
         )
         for r in records
     ]
-    print_table(console, ("id", "title", "channel", "turns", "updated", "forked from"), rows)
+    headers = ("id", "title", "status", "channel", "turns", "updated", "forked from")
+    print_table(console, headers, rows)
     return 0
+
+
+#: How each kind of ending is coloured on a terminal.
+_OUTCOME_STYLES = {
+    "running": "green",
+    "done": "",
+    "failed": "red",
+    "cancelled": "yellow",
+    "interrupted": "red",
+}
+
+
+def status_cell(status: str | None, terminal: bool) -> str | Text:
+    """How the last turn ended (its status as recorded), coloured by kind on a terminal."""
+    if status is None:
+        return "-"
+    kind = outcome(status)
+    return Text(status, style=_OUTCOME_STYLES.get(kind or "", "")) if terminal else status
 
 
 @command(
@@ -117,9 +138,10 @@ async def _show(
         digests = {it.system_prompt_hash for t in transcript.turns for it in t.iterations}
         texts = {d: await convs.system_prompt(d) for d in digests} if prompts else None
         files = {} if as_json else await _figure_files(convs, transcript)
+        figures = await convs.history(transcript.conversation.id)
     console = console_for(sys.stdout)
     if as_json:
-        print_json(transcript_json(transcript))
+        print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})
     elif fmt == "md":
         links = FigureLinks(lambda ref, f: str(files[ref, f.position])) if files else None
         markdown = to_markdown(transcript, links)
@@ -128,7 +150,8 @@ async def _show(
         else:
             write_text(markdown)
     else:
-        show_transcript(console, transcript, settings, texts, files)
+        show_transcript(console, transcript, texts, files)
+        console.print(history_line(figures), markup=False, highlight=False)
     return 0
 
 
@@ -142,6 +165,23 @@ async def _figure_files(convs: Conversations, transcript: Transcript) -> FigureF
         print(f"cove: figures not written to files ({exc})", file=sys.stderr)
         return {}
     return {((s.turn, s.iteration, s.block), s.figure.position): s.path for s in saved}
+
+
+def history_line(figures: HistoryFigures) -> str:
+    """``values: live 1.2 MB, history 3.4 MB of a 1,024.0 MB budget (57 versions, 3 thinned)``."""
+    return (
+        f"values: live {_megabytes(figures.live_bytes)}, history "
+        f"{_megabytes(figures.history_bytes)} of a {_megabytes(figures.budget_bytes)} budget "
+        f"({figures.versions:,} versions, {figures.thinned:,} thinned)"
+    )
+
+
+def _megabytes(size: int) -> str:
+    """MB as the settings count them (``history_budget_mb``: 1 MB = 1,048,576 bytes)."""
+    return f"{size / MB:,.1f} MB" if size >= MB // 10 else f"{size / 1024:,.1f} kB"
+
+
+MB = 1024 * 1024
 
 
 @command(
@@ -219,13 +259,14 @@ async def _search(settings: Settings, text: str, conversation: str | None, as_js
     rows = [
         (
             h.conversation_id[:12],
+            cut(h.label),
             str(h.turn_position or ""),
             h.kind,
             _highlighted(h, console.is_terminal),
         )
         for h in hits
     ]
-    print_table(console, ("conversation", "turn", "kind", "match"), rows)
+    print_table(console, ("conversation", "title", "turn", "kind", "match"), rows)
     return 0
 
 
@@ -282,8 +323,9 @@ async def _export(settings: Settings, conversation_id: str, fmt: str, output: Pa
             folder = f" and {len(saved)} figures in {export_folder(output)}" if saved else ""
             print(f"cove: wrote {output}{folder}", file=sys.stderr)
             return 0
+        figures = await convs.history(transcript.conversation.id)
     if fmt == "json":
-        print_json(transcript_json(transcript))
+        print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})
     else:
         write_text(to_markdown(transcript))
     return 0

@@ -39,6 +39,7 @@ def search_json(hits: list[SearchHit]) -> list[dict[str, Any]]:
     return [
         {
             "conversation_id": hit.conversation_id,
+            "label": hit.label,
             "turn": hit.turn_position,
             "kind": hit.kind,
             "text": hit.text,

@@ -23,13 +23,15 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from cove.conversation import turn_of
 from cove.events import (
+    AnswerRefused,
     BlockFinished,
     BlockStarted,
     Event,
     IterationStarted,
     ModelReply,
-    Nudge,
+    ModelRetry,
     SandboxRestarted,
     TitleChanged,
     TurnFinished,
@@ -40,6 +42,8 @@ from cove.events import (
 from cove.text import clean, json_escaped, shown
 
 PREVIEW_CHARS = 400
+#: How a block stopped by a cancelled turn reports its error.
+STOPPED = "CancelledError"
 
 
 def for_stream(text: str, stream: TextIO) -> str:
@@ -112,6 +116,8 @@ class RunProgress:
         elif isinstance(event, BlockStarted):
             first = event.code.strip().splitlines()[0] if event.code.strip() else ""
             self._show(f"{self._iteration} · block {event.index} running: {cut(first, 60)}")
+        elif isinstance(event, ModelRetry):
+            self._show(f"{self._iteration} · {retrying(event)}")
         elif isinstance(event, TurnQueued):
             self._show("waiting for the running turn of this conversation…")
         elif isinstance(event, TurnFinished):
@@ -132,19 +138,32 @@ class RunProgress:
             self._status = None
 
 
+def took(ms: float) -> str:
+    """A duration for people: ``38ms`` below a second (a fast turn is not ``0.0s``), else
+    ``1.2s``."""
+    return f"{max(ms, 1):.0f}ms" if ms < 999.5 else f"{ms / 1000:.1f}s"
+
+
 class ProgressView:
-    """Shows a turn's progress: iterations, code, results, variables, the answer."""
+    """Shows a turn's progress: iterations, code, results, variables, the answer.
+
+    Attached to a turn already running (``cove watch``), it heads the first event it sees with
+    the turn and iteration it belongs to.
+    """
 
     def __init__(self, console: Console, *, show_answer: bool = True) -> None:
         self.console = console
         self.show_answer = show_answer
         self._status: Status | None = None
+        self._turn: int | None = None  # the turn (row id) whose header is shown
+        self._iteration: int | None = None  # the iteration whose header is shown
 
     def handle(self, event: Event) -> None:
         """Render one event."""
         c = self.console
         if isinstance(event, (ModelReply, TurnFinished)):
             self._stop_spinner()
+        self._head(event)
         if isinstance(event, TurnQueued):
             c.print("[dim]waiting for the running turn of this conversation…[/dim]")
         elif isinstance(event, TurnStarted):
@@ -154,17 +173,21 @@ class ProgressView:
             self._start_spinner("the model is thinking…")
         elif isinstance(event, ModelReply):
             self._reply(event)
+        elif isinstance(event, ModelRetry):
+            self._stop_spinner()
+            c.print(line((retrying(event), "yellow")))
+            self._start_spinner("the model is thinking…")
         elif isinstance(event, BlockFinished):
             self._block(event)
         elif isinstance(event, VarsChanged):
             shown = ", ".join(f"{v.name} v{v.version} ({v.type_name})" for v in event.changes[:12])
             more = f" +{len(event.changes) - 12} more" if len(event.changes) > 12 else ""
             c.print(line(("variables: ", "magenta"), shown + more))
-        elif isinstance(event, Nudge):
-            c.print(line(("nudge: ", "yellow"), event.text))
         elif isinstance(event, SandboxRestarted):
             lost = ", ".join(event.lost) or "nothing"
             c.print(line(("sandbox restarted", "red"), f" ({event.reason}); lost: {lost}"))
+        elif isinstance(event, AnswerRefused):
+            c.print(line((cut(event.reason), "red")))
         elif isinstance(event, TitleChanged):
             c.print(line((f"title: {event.title}", "dim")))
         elif isinstance(event, TurnFinished):
@@ -173,6 +196,25 @@ class ProgressView:
     def close(self) -> None:
         """Stop any spinner."""
         self._stop_spinner()
+
+    def _head(self, event: Event) -> None:
+        """Note the turn and iteration ``event`` belongs to; head it when it begins unseen."""
+        turn_id: int | None = getattr(event, "turn_id", None)
+        if turn_id is None:
+            return
+        if isinstance(event, TurnStarted):
+            self._turn, self._iteration = turn_id, None
+        elif turn_id != self._turn:
+            self._turn, self._iteration = turn_id, None
+            position = f"{turn_of(event.seq)} " if event.seq else ""
+            of = event.conversation_id[:12]
+            self.console.print(line((f"turn {position}of {of} (already running)", "dim")))
+        iteration: int | None = getattr(event, "iteration", None)
+        if iteration is None or iteration == self._iteration:
+            return
+        self._iteration = iteration
+        if not isinstance(event, IterationStarted):
+            self.console.print(f"[bold cyan]iteration {iteration}[/bold cyan]")
 
     def _reply(self, event: ModelReply) -> None:
         c = self.console
@@ -193,6 +235,8 @@ class ProgressView:
         if block.ok:
             if block.result_preview is not None:
                 c.print(line(("→ ", "green"), cut(block.result_preview)))
+        elif (block.error or "").startswith(STOPPED):
+            c.print(line((f"✗ block {event.index} stopped: the turn was cancelled", "red")))
         else:
             c.print(line(("✗ " + cut(block.error or "failed"), "red")))
 
@@ -202,7 +246,7 @@ class ProgressView:
         summary = (
             f"{event.status} · {event.iterations} iteration(s) · "
             f"{event.tokens_in + event.tokens_out:,} tokens · {cost} · "
-            f"{event.duration_ms / 1000:.1f}s"
+            f"{took(event.duration_ms)}"
         )
         if event.error:
             c.print(line((event.error, "red")))
@@ -221,6 +265,11 @@ class ProgressView:
         if self._status is not None:
             self._status.stop()
             self._status = None
+
+
+def retrying(event: ModelRetry) -> str:
+    """``retrying (2 of 5): server error (HTTP 503)``."""
+    return f"retrying ({event.attempt} of {event.of}): {event.reason}"
 
 
 def print_json(data: object, stream: TextIO | None = None) -> None:

@@ -14,7 +14,6 @@ from rich.syntax import Syntax
 
 from cove.channels.cli.render import cut, line
 from cove.channels.export import when
-from cove.config import Settings
 from cove.conversation import IterationRecord, Transcript, TurnRecord, VarVersionRecord
 from cove.text import clean
 
@@ -25,7 +24,6 @@ FigureFiles = Mapping[tuple[tuple[int, int, int], int], Path]
 def show_transcript(
     console: Console,
     transcript: Transcript,
-    settings: Settings,
     prompts: Mapping[str, str] | None = None,
     files: FigureFiles | None = None,
 ) -> None:
@@ -34,7 +32,7 @@ def show_transcript(
     conv = transcript.conversation
     console.print(
         line(
-            (conv.title or "(untitled)", "bold"),
+            (conv.label, "bold"),
             f"  {conv.id}  ",
             (f"{conv.channel}, created {when(conv.created_at)}", "dim"),
         )
@@ -46,8 +44,7 @@ def show_transcript(
         console.print(clean(text), markup=False)
     for turn in transcript.turns:
         versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
-        priced = turn.model is not None and settings.model.price_of(turn.model) is not None
-        _turn(console, turn, versions, prompts is not None, priced, files or {})
+        _turn(console, turn, versions, prompts is not None, files or {})
     if not transcript.turns:
         console.print("[dim]no turns yet[/dim]")
 
@@ -57,28 +54,36 @@ def _turn(
     turn: TurnRecord,
     versions: Sequence[VarVersionRecord],
     prompts: bool,
-    priced: bool,
     files: FigureFiles,
 ) -> None:
     console.rule(f"turn {turn.position} · {turn.status}")
     console.print(line(("request: ", "bold"), cut(turn.request, 2000)))
     for it in turn.iterations:
         _iteration(console, it, prompts, (turn.position, files))
+        # Under the iteration whose blocks wrote them, not after the turn's last iteration.
+        _written(console, [v for v in versions if v.iteration_position == it.position])
+    if turn.answer:
+        console.print(line(("answer: ", "bold green"), turn.answer))
+    if turn.error:
+        console.print(line((f"error: {turn.error}", "red")))
+    cost = (
+        f"${turn.cost_usd:.4f}"
+        if turn.cost_known
+        else "cost unknown (model not in the price table)"
+    )
+    usage = f"{turn.tokens_in:,} in + {turn.tokens_out:,} out tokens · {cost} · model {turn.model}"
+    if turn.model_options:
+        usage += " · " + ", ".join(f"{k}={v}" for k, v in turn.model_options.items())
+    console.print(line((usage, "dim")))
+
+
+def _written(console: Console, versions: Sequence[VarVersionRecord]) -> None:
     if versions:
         written = ", ".join(
             f"{v.name} v{v.version} ({v.kind if v.kind != 'value' else v.type_name})"
             for v in versions
         )
         console.print(line(("variables written: ", "magenta"), written))
-    if turn.answer:
-        console.print(line(("answer: ", "bold green"), turn.answer))
-    if turn.error:
-        console.print(line((f"error: {turn.error}", "red")))
-    cost = f"${turn.cost_usd:.4f}" if priced else "cost unknown (model not in the price table)"
-    usage = f"{turn.tokens_in:,} in + {turn.tokens_out:,} out tokens · {cost} · model {turn.model}"
-    if turn.model_options:
-        usage += " · " + ", ".join(f"{k}={v}" for k, v in turn.model_options.items())
-    console.print(line((usage, "dim")))
 
 
 def _iteration(
@@ -133,6 +138,8 @@ def _iteration(
     for sq in it.subqueries:
         answer = cut(sq.reply or sq.error or "", 200)
         console.print(line((f"llm_query: {cut(sq.prompt, 200)} → {answer}", "dim")))
+    if it.refusal:
+        console.print(line((cut(it.refusal), "red")))
 
 
 def _block_result(

@@ -4,7 +4,8 @@
 Stopping (SIGTERM or SIGINT):
 
 1. new turns are refused (``Conversations.accepting``; the HTTP side answers 503 to changes and
-   ``/readyz`` says ``stopping``);
+   ``/readyz`` says ``stopping``), and turns still queued behind a running one are never started:
+   their senders are told to send them again (a Telegram message, the web's refused notice);
 2. running turns get ``grace_s`` seconds to finish;
 3. the ones still running are cancelled — recorded ``cancelled``, watchers see them end;
 4. the channels stop, the workers stop, the database closes; exit 0.

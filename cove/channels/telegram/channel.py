@@ -104,7 +104,7 @@ class TelegramChannel:
         self.core.username = me.username or ""
         self.core.bot_id = me.id
         await self.outbox.call(
-            lambda: me.set_my_commands([BotCommand(name, text) for name, text in COMMANDS]),
+            lambda: me.set_my_commands([BotCommand(c.name, c.menu) for c in COMMANDS]),
             method="setMyCommands",
         )
         await self.app.start()
@@ -225,6 +225,7 @@ def _register(app: Application, core: Core) -> None:  # type: ignore[type-arg]
         app.add_handler(CommandHandler(name, core.command(run)))
     content = (filters.TEXT & ~filters.COMMAND) | filters.Document.ALL | filters.PHOTO
     app.add_handler(MessageHandler(content, core.on_message))
+    app.add_handler(MessageHandler(filters.COMMAND, core.unknown(commands.unknown)))
 
     async def on_error(update: object, context: object) -> None:
         error = getattr(context, "error", None)

@@ -2,36 +2,59 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import html
-import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from cove.channels.export import to_markdown
 from cove.channels.telegram.handlers import Command, Core
 from cove.channels.telegram.outbox import ChatRef
 from cove.errors import CoveError, NotFound
-from cove.events import ReplayFinished, ReplayTurnChecked
+from cove.events import ReplayFinished, ReplayTurnChecked, TurnFinished
 
-#: (command, description) as the Telegram menu shows them.
-COMMANDS: tuple[tuple[str, str], ...] = (
-    ("start", "what this bot does"),
-    ("help", "the commands"),
-    ("new", "start a fresh conversation (the old one stays)"),
-    ("cancel", "stop the running turn and drop queued messages"),
-    ("vars", "the variables of this conversation"),
-    ("var", "NAME: every version of one variable"),
-    ("history", "the turns so far"),
-    ("fork", "N: continue from turn N in a new conversation"),
-    ("title", "TEXT: rename this conversation"),
-    ("export", "the whole conversation as a Markdown file"),
-    ("replay", "re-run the recorded turns and compare"),
-    ("status", "which conversation this chat talks to"),
+
+@dataclass(frozen=True)
+class CommandHelp:
+    """One command as the menu and ``/help`` describe it: ``/var NAME — every version …``."""
+
+    name: str
+    text: str
+    argument: str = ""  # what follows the command, e.g. NAME
+
+    @property
+    def usage(self) -> str:
+        """``/var NAME``."""
+        return f"/{self.name} {self.argument}".rstrip()
+
+    @property
+    def menu(self) -> str:
+        """The description Telegram's command menu shows beside ``/name``."""
+        return f"{self.argument} — {self.text}" if self.argument else self.text
+
+
+COMMANDS: tuple[CommandHelp, ...] = (
+    CommandHelp("start", "what this bot does"),
+    CommandHelp("help", "the commands"),
+    CommandHelp("new", "start a fresh conversation (the old one stays)"),
+    CommandHelp("cancel", "stop the running turn and drop queued messages"),
+    CommandHelp("vars", "the variables of this conversation"),
+    CommandHelp("var", "every version of one variable", "NAME"),
+    CommandHelp("history", "the turns so far"),
+    CommandHelp("fork", "continue from turn N in a new conversation", "N"),
+    CommandHelp("title", "rename this conversation", "TEXT"),
+    CommandHelp("export", "the whole conversation as a Markdown file"),
+    CommandHelp("replay", "re-run the recorded turns and compare"),
+    CommandHelp("status", "which conversation this chat talks to"),
 )
 LIST_CHARS = 3500
+#: How long /cancel follows a turn another process runs until it reports its end.
+STOP_WAIT_S = 60.0
 HELP = (
     "I answer by writing and running Python in a sandbox that keeps its variables between "
     "messages. Send a question, a CSV or a photo.\n\n"
-    + "\n".join(f"/{name} — {text}" for name, text in COMMANDS)
+    + "\n".join(f"{command.usage} — {command.text}" for command in COMMANDS)
 )
 
 
@@ -42,6 +65,16 @@ def _e(text: object) -> str:
 def _short(text: str, limit: int) -> str:
     one_line = " ".join(text.split())
     return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+
+
+def _dropped(count: int) -> str:
+    return f" Dropped {count} queued message{'s' if count > 1 else ''}." if count else ""
+
+
+def _stopped(status: str) -> str:
+    if status == "cancelled":
+        return "⏹ Cancelled."
+    return f"The turn ended ({status}) before it could be stopped."
 
 
 def _bounded(lines: Sequence[str], what: str) -> str:
@@ -98,22 +131,36 @@ class Commands:
         )
 
     async def cancel(self, chat: ChatRef, args: list[str]) -> None:
+        handles = list(self.core.roster.turns.get(chat.key, ()))
         withdrawn = 0
-        for handle in list(self.core.roster.turns.get(chat.key, ())):
+        for handle in handles:
             if not handle.started and await handle.cancel():
                 withdrawn += 1
         cid = await self._current(chat)
-        stopped = await self.convs.cancel(cid)
-        said = "⏹ Cancelling the running turn." if stopped else await self._idle_or_elsewhere(cid)
-        if withdrawn:
-            said += f" Dropped {withdrawn} queued message{'s' if withdrawn > 1 else ''}."
-        await self.out.plain(chat, said)
+        if not any(handle.running for handle in handles):
+            # No turn of this bot runs here: another cove process may run one (`cove run -c`).
+            self.core.spawn(self._stop_elsewhere(chat, cid, withdrawn))
+            return
+        stopped = await self.convs.cancel(cid)  # this bot's turn view shows "⏹ Cancelled"
+        said = "⏹ Cancelling the running turn." if stopped else "Nothing is running."
+        await self.out.plain(chat, said + _dropped(withdrawn))
 
-    async def _idle_or_elsewhere(self, cid: str) -> str:
-        record = await self.convs.get(cid)
-        if record.lease_owner and (record.lease_until or 0) > time.time():
-            return "A turn of this conversation runs in another cove process; stop it there."
-        return "Nothing is running."
+    async def _stop_elsewhere(self, chat: ChatRef, cid: str, withdrawn: int) -> None:
+        """Ask the process running the conversation's turn to stop it; tell how it ended."""
+        async with self.convs.watch(cid) as stream:  # attached first: its end cannot be missed
+            if not await self.convs.cancel(cid):
+                await self.out.plain(chat, "Nothing is running." + _dropped(withdrawn))
+                return
+            await self.out.plain(
+                chat, "⏹ Stopping the turn another cove process runs…" + _dropped(withdrawn)
+            )
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STOP_WAIT_S):
+                    async for event in stream:
+                        if isinstance(event, TurnFinished):
+                            await self.out.plain(chat, _stopped(event.status))
+                            return
+            await self.out.plain(chat, "The other process has not stopped the turn yet.")
 
     async def vars(self, chat: ChatRef, args: list[str]) -> None:
         current = await self.convs.variables(await self._current(chat))
@@ -203,10 +250,15 @@ class Commands:
     async def status(self, chat: ChatRef, args: list[str]) -> None:
         record = await self.convs.get(await self._current(chat))
         running = chat.key in self.core.roster.turns
+        last = f" · last turn: {_e(record.last_status)}" if record.last_status else ""
         await self.out.say(
             chat,
             f"Conversation <code>{_e(record.id)}</code>\n"
-            f"title: {_e(record.title or '(none yet)')}\n"
-            f"turns: {record.turn_count} · {'running' if running else 'idle'}\n"
+            f"title: {_e(record.label)}\n"
+            f"turns: {record.turn_count} · {'running' if running else 'idle'}{last}\n"
             f"model: {_e(self.convs.settings.model.name)}",
         )
+
+    async def unknown(self, chat: ChatRef, name: str) -> None:
+        """A command this bot does not have."""
+        await self.out.plain(chat, f"Unknown command /{name}, see /help.")

@@ -170,6 +170,31 @@ class Core:
 
         return callback
 
+    def unknown(self, answer: Callable[[ChatRef, str], Awaitable[None]]) -> Handler:
+        """A PTB callback for the commands no other handler took: ``answer(chat, name)``, for
+        the commands meant for this bot (see ``command_for_me``)."""
+
+        async def callback(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+            message = update.effective_message
+            if message is None or not await self.admitted(update):
+                return
+            name = self.command_for_me(message)
+            if name is not None:
+                self.spawn(self._command(chat_of(message), lambda c, _: answer(c, name), []))
+
+        return callback
+
+    def command_for_me(self, message: Message) -> str | None:
+        """The name of the message's command, or None when it may be another bot's: it names
+        another bot, or it names none in a group (where several bots may listen)."""
+        words = (message.text or "").split(maxsplit=1)
+        if not words or not words[0].startswith("/"):
+            return None
+        name, _, bot = words[0][1:].partition("@")
+        if bot:
+            return name if bot.lower() == self.username.lower() else None
+        return None if message.chat.type in ("group", "supergroup") else name
+
     async def _command(self, chat: ChatRef, run: Command, args: list[str]) -> None:
         async with self.roster.lock(chat):
             try:

@@ -3,9 +3,10 @@
 Telegram takes at most 4096 characters of text per message and a small set of HTML tags.
 ``split_text`` cuts a Markdown text into pieces under the limit on paragraph boundaries, never
 inside a fenced code block unless the block alone is too long (then it is cut on lines and each
-piece is fenced again). ``to_html`` renders one piece; whatever the model wrote is escaped, so
-the only tags are the ones made here. The plain piece is the fallback when Telegram still
-refuses the formatting.
+piece is fenced again), and never right after a lead-in ("The value is", "Here it is:"), which
+goes on with the start of what it introduces. ``to_html`` renders one piece; whatever the model
+wrote is escaped, so the only tags are the ones made here. The plain piece is the fallback when
+Telegram still refuses the formatting.
 """
 
 from __future__ import annotations
@@ -53,53 +54,113 @@ def _blocks(text: str) -> Iterator[str]:
         yield "\n".join(current)
 
 
-def _cut_long(block: str, limit: int) -> list[str]:
-    """A block over ``limit``: fenced code on line boundaries (re-fenced), prose on lines,
-    then words, then characters."""
+#: A short prose line that does not end a sentence ("The value is", "Here are the rows:") leads
+#: into what follows it and is never left alone at the end of a piece.
+LEAD_CHARS = 160
+_SENTENCE_END = (".", "!", "?", '"', "'", ")", "`", "*", "_")
+
+
+def _is_lead(unit: str, limit: int) -> bool:
+    stripped = unit.strip()
+    return (
+        0 < len(stripped) <= min(LEAD_CHARS, limit // 4)
+        and "\n" not in stripped
+        and not _FENCE.match(stripped)
+        and not stripped.endswith(_SENTENCE_END)
+    )
+
+
+def _leads(held: list[str], glue: str, limit: int) -> list[str]:
+    """Take the lead-ins that end ``held`` off it, to go on with what follows them: all of
+    ``held`` when it holds nothing else (and leaves a quarter of a piece), else at most half a
+    piece of them. So no piece is a lone lead-in."""
+    count = 0
+    while count < len(held) and _is_lead(held[-1 - count], limit):
+        count += 1
+    if count == len(held) and len(glue.join(held)) <= limit * 3 // 4:
+        taken = held[:]
+        held.clear()
+        return taken
+    taken = []
+    while count and len(glue.join([held[-1], *taken])) <= limit // 2:
+        taken.insert(0, held.pop())
+        count -= 1
+    return taken
+
+
+def _cut_block(block: str, first: int, limit: int) -> list[str]:
+    """A block over ``first`` characters: the first piece at most ``first``, the rest at most
+    ``limit``. Fenced code is cut on lines (each piece fenced again), prose on lines, then
+    words, then characters."""
     lines = block.split("\n")
     marker = _FENCE.match(lines[0])
-    if marker:
-        opener, closer = lines[0], marker.group(1)[0] * 3
-        body = lines[1:-1] if lines[-1].strip().startswith(closer) else lines[1:]
-        room = limit - len(opener) - len(closer) - 2
-        return [f"{opener}\n{piece}\n{closer}" for piece in _pack(body, room, "\n")]
-    return _pack(lines, limit, "\n")
+    opener = lines[0]
+    frame = len(opener) + 5  # the opener, a closing fence and two line breaks
+    if not marker or frame * 2 > min(first, limit):
+        return _cut_prose(block, first, limit)
+    closer = marker.group(1)[0] * 3
+    body = lines[1:-1] if len(lines) > 1 and lines[-1].strip().startswith(closer) else lines[1:]
+    pieces = _pack(body, limit - frame, "\n", _cut_prose, first=first - frame, leads=False)
+    return [f"{opener}\n{piece}\n{closer}" for piece in pieces]
 
 
-def _pack(parts: Sequence[str], limit: int, glue: str) -> list[str]:
-    """Join ``parts`` greedily into pieces of at most ``limit`` characters."""
+def _cut_prose(text: str, first: int, limit: int) -> list[str]:
+    if "\n" in text:
+        return _pack(text.split("\n"), limit, "\n", _cut_prose, first=first, leads=True)
+    if " " in text.strip():
+        return _pack(text.split(" "), limit, " ", _cut_prose, first=first, leads=False)
+    return [text[:first], *(text[i : i + limit] for i in range(first, len(text), limit))]
+
+
+def _pack(
+    parts: Sequence[str],
+    limit: int,
+    glue: str,
+    cut: Callable[[str, int, int], list[str]],
+    *,
+    first: int | None = None,
+    leads: bool = True,
+) -> list[str]:
+    """Join ``parts`` greedily into pieces of at most ``limit`` characters (``first`` for the
+    first piece); a part too long for the room left is ``cut(part, room, limit)``. With
+    ``leads``, a lead-in (``_is_lead``) that would end a piece moves on to the next one, with
+    the start of what follows it."""
     pieces: list[str] = []
-    current = ""
+    held: list[str] = []  # the parts of the piece being filled
+    room = limit if first is None else max(1, first)
     for part in parts:
-        for chunk in _fitting(part, limit):
-            candidate = f"{current}{glue}{chunk}" if current else chunk
-            if len(candidate) <= limit:
-                current = candidate
-                continue
-            pieces.append(current)
-            current = chunk
-    if current:
-        pieces.append(current)
+        if len(glue.join([*held, part])) <= room:
+            held.append(part)
+            continue
+        carried = _leads(held, glue, limit) if leads else []
+        if held:
+            pieces.append(glue.join(held))
+            room = limit
+        held = carried
+        left = room - len(glue.join([*held, ""])) if held else room
+        if len(part) <= left:
+            held.append(part)
+            continue
+        head, *rest = cut(part, max(1, left), limit)
+        held.append(head)
+        for chunk in rest:
+            pieces.append(glue.join(held))
+            room, held = limit, [chunk]
+    if held:
+        pieces.append(glue.join(held))
     return pieces
 
 
-def _fitting(part: str, limit: int) -> list[str]:
-    if len(part) <= limit:
-        return [part]
-    if " " in part.strip():
-        return _pack(part.split(" "), limit, " ")
-    return [part[i : i + limit] for i in range(0, len(part), limit)]
-
-
 def split_text(text: str, limit: int = PIECE_CHARS) -> list[str]:
-    """``text`` cut into pieces of at most ``limit`` characters on paragraph/code boundaries."""
+    """``text`` cut into pieces of at most ``limit`` characters on paragraph/code boundaries.
+
+    A block too long for one piece is cut (code on lines, fenced again in every piece); a short
+    lead-in line ("The value is") is kept with the start of what follows it.
+    """
     text = text.strip()
     if len(text) <= limit:
         return [text] if text else []
-    units: list[str] = []
-    for block in _blocks(text):
-        units.extend([block] if len(block) <= limit else _cut_long(block, limit))
-    return _pack(units, limit, "\n\n")
+    return _pack(list(_blocks(text)), limit, "\n\n", _cut_block)
 
 
 # -- rendering ---------------------------------------------------------------------------------

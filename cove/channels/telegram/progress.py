@@ -10,6 +10,7 @@ from cove.events import (
     Event,
     IterationStarted,
     ModelReply,
+    ModelRetry,
     TurnFinished,
     TurnStarted,
 )
@@ -51,6 +52,8 @@ class StatusLine:
         elif isinstance(event, IterationStarted):
             self.iteration, self.budget = event.iteration, event.budget  # counted from 1
             self.doing = "thinking"
+        elif isinstance(event, ModelRetry):
+            self.doing = f"retrying ({event.attempt} of {event.of}): {event.reason}"
         elif isinstance(event, ModelReply):
             self.doing = "answering" if event.answer is not None and not event.code else "coding"
         elif isinstance(event, BlockStarted):

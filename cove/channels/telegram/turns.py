@@ -135,8 +135,8 @@ class TurnView:
         if text == self._shown:
             return
         if self.status_id is None:
-            if self.status.ended is not None and self.status.iteration == 0:
-                return  # ended before it began (withdrawn): the answer or error says it all
+            if self.status.iteration == 0 and (self.status.ended or self._ended.is_set()):
+                return  # ended before it began (withdrawn, refused): the error says it all
             message = await self.outbox.plain(self.chat, text)
             self.status_id = message.message_id
         else:

@@ -34,7 +34,7 @@ HELP = """\
 | F2 (or r in the list) | rename the conversation |
 | d / Delete (in the list) | delete the conversation (asks first) |
 | F3 | show/hide the variables panel (Enter on a variable: versions and diff) |
-| F4 | show/hide the conversation list |
+| F4 | show/hide the conversation list (hidden by itself below 100 columns) |
 | Tab / Shift+Tab | move between the list, iterations and the request |
 | Enter (on an iteration) | expand or collapse it (or show folded iterations / earlier turns) |
 | Up / Down, k / j (on an iteration) | move between its blocks, then on to the next iteration |
@@ -76,7 +76,7 @@ def delete(app: CoveApp) -> None:
     if cid is None:
         return
     entry = app.sidebar.entries.get(cid)
-    title = (entry.title if entry else None) or "(untitled)"
+    title = entry.name if entry else "(untitled)"
 
     async def done(yes: bool | None) -> None:
         if not yes:

@@ -10,12 +10,11 @@ traceback that ends the app.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -47,11 +46,14 @@ from cove.events import (
     VarsChanged,
 )
 
+#: Below this many columns the sidebar hides by itself (F4 still shows it) and the footer is
+#: compact: the conversation and the keys need the room.
+NARROW_COLUMNS = 100
+
 
 def entry_of(record: ConversationRecord) -> Entry:
     """The sidebar's view of a conversation record."""
-    running = record.lease_until is not None and record.lease_until > time.time()
-    return Entry(record.id, record.title, record.updated_at, running)
+    return Entry(record.id, record.title, record.updated_at, record.last_status, record.label)
 
 
 class CoveApp(App[None]):
@@ -87,6 +89,7 @@ class CoveApp(App[None]):
         self.notices: list[str] = []  # every notification shown, oldest first (tests read it)
         self.attachments: list[tuple[str, bytes]] = []  # files the next message takes along
         self._watching: tuple[str, asyncio.Event] | None = None
+        self._narrow: bool | None = None  # whether the terminal was narrow at the last resize
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -148,7 +151,25 @@ class CoveApp(App[None]):
 
     # -- start -----------------------------------------------------------------------------
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit(event.size.width)
+
+    def fit(self, columns: int) -> None:
+        """Make room on a narrow terminal: the sidebar hides (F4 shows it again) and the footer
+        is compact, without the palette hint (Ctrl+P still opens it; F1 lists it); a wide
+        terminal gets them back. Only a change of width class acts, so the person's F4 stands
+        until then."""
+        narrow = columns < NARROW_COLUMNS
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        self.sidebar.set_class(narrow, "hidden")
+        footer = self.query_one(Footer)
+        footer.compact = narrow
+        footer.show_command_palette = not narrow
+
     def on_mount(self) -> None:
+        self.fit(self.size.width)
         try:
             self.convs.check_model(self.model)
             endpoint = "endpoint: configured"
@@ -177,7 +198,8 @@ class CoveApp(App[None]):
                                 change.conversation_id,
                                 change.title,
                                 change.updated_at,
-                                change.running,
+                                change.status,
+                                change.label,
                             )
                         )
 
@@ -251,7 +273,7 @@ class CoveApp(App[None]):
         elif isinstance(event, TitleChanged):
             entry = self.sidebar.entries.get(event.conversation_id)
             if entry is not None:
-                entry.title = event.title
+                entry.title = entry.label = event.title
                 self.sidebar.upsert(entry)
         elif isinstance(event, TurnFinished):
             tokens = event.tokens_in + event.tokens_out

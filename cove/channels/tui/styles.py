@@ -12,6 +12,8 @@ CSS = """
 #variables { width: 36; border-left: solid $panel; }
 #variable-list { height: 1fr; border: none; }
 #status { height: 1; background: $panel; }
+/* Notifications show at the top right, over the conversation, never over the composer. */
+ToastRack { dock: top; align: right top; margin-top: 1; margin-bottom: 0; }
 .turn { height: auto; margin: 0 0 1 0; }
 .iteration { height: auto; padding: 0 0 0 2; }
 .iteration:focus { background: $boost; }

@@ -21,18 +21,20 @@ CHANNEL = "web"
 MAX_LIST = 500
 
 
-def conversation_json(record: ConversationRecord, running: bool = False) -> dict[str, Any]:
+def conversation_json(record: ConversationRecord) -> dict[str, Any]:
     """A conversation as the API shows it (no lease internals)."""
     return {
         "id": record.id,
         "title": record.title,
+        "label": record.label,  # what lists call it: the title, else its first request's start
+        "last_status": record.last_status,  # how its last turn ended (None: no turn yet)
         "channel": record.channel,
         "parent_id": record.parent_id,
         "fork_turn": record.fork_turn,
         "created_at": record.created_at,
         "updated_at": record.updated_at,
         "turn_count": record.turn_count,
-        "running": running,
+        "running": record.last_status == "running",
     }
 
 

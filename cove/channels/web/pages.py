@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,7 @@ from cove.channels.web.errors import TooLarge
 from cove.channels.web.render import code_spans, diff
 from cove.channels.web.state import web
 from cove.channels.web.timeline import notes_by_iteration, page_timeline, resume_after
-from cove.config import Settings
 from cove.conversation import (
-    ConversationRecord,
     Conversations,
     SearchHit,
     Transcript,
@@ -27,6 +24,7 @@ from cove.conversation import (
     VarVersionRecord,
 )
 from cove.errors import NotFound
+from cove.events import outcome
 
 LIST_LIMIT = 200
 MAX_HIGHLIGHT_BYTES = 200_000
@@ -38,17 +36,12 @@ def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
     return response
 
 
-def running(record: ConversationRecord) -> bool:
-    """True while some process holds the conversation's lease (a turn runs)."""
-    return record.lease_owner is not None and (record.lease_until or 0) > time.time()
-
-
 @dataclass(frozen=True)
 class Hit:
-    """A search hit as the list shows it: its conversation's title and its passage in parts."""
+    """A search hit as the list shows it: its conversation's label and its passage in parts."""
 
     hit: SearchHit
-    title: str | None
+    title: str
     parts: list[tuple[str, bool]]  # (text, True for a match)
 
 
@@ -65,23 +58,17 @@ def marked(text: str, matches: tuple[tuple[int, int], ...]) -> list[tuple[str, b
     return [(part, match) for part, match in parts if part]
 
 
-async def _hits(convs: Conversations, query: str, known: list[ConversationRecord]) -> list[Hit]:
+async def _hits(convs: Conversations, query: str) -> list[Hit]:
     found = await convs.search(query) if query else []
-    titles = {record.id: record.title for record in known}
-    for cid in {hit.conversation_id for hit in found} - titles.keys():
-        try:
-            titles[cid] = (await convs.get(cid)).title
-        except NotFound:  # deleted since the search
-            titles[cid] = None
-    return [Hit(h, titles[h.conversation_id], marked(h.text, h.matches)) for h in found]
+    return [Hit(h, h.label, marked(h.text, h.matches)) for h in found]
 
 
 async def _list_context(request: Request) -> dict[str, Any]:
     convs = web(request).convs
     query = request.query_params.get("q", "").strip()
     records = await convs.list(limit=LIST_LIMIT)
-    hits = await _hits(convs, query, records)
-    return {"conversations": records, "running": running, "query": query, "hits": hits}
+    hits = await _hits(convs, query)
+    return {"conversations": records, "outcome": outcome, "query": query, "hits": hits}
 
 
 async def home(request: Request) -> Response:
@@ -99,15 +86,6 @@ def changes_by_iteration(transcript: Transcript) -> dict[tuple[int, int], list[V
         key = (version.turn_position, version.iteration_position)
         changes.setdefault(key, []).append(version)
     return changes
-
-
-def iteration_cost(settings: Settings, model: str | None, tokens_in: int, tokens_out: int) -> str:
-    """An iteration's cost in dollars, or "unknown" when the model has no price."""
-    price = settings.model.price_of(model or settings.model.name)
-    if price is None:
-        return "unknown"
-    cost = tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6
-    return f"${cost:.4f}"
 
 
 async def chat(request: Request) -> Response:
@@ -203,9 +181,8 @@ async def inspector(request: Request) -> Response:
         raise NotFound("iteration", str(number))
     before, after = await neighbours(convs, transcript.conversation.id, turn, number)
     system = await convs.system_prompt(iteration.system_prompt_hash)
-    cost = iteration_cost(
-        web(request).settings, turn.model, iteration.tokens_in, iteration.tokens_out
-    )
+    # What the iteration's model call was charged as it ran; unknown when its model had no price.
+    cost = f"${iteration.cost_usd:.4f}" if turn.cost_known else "unknown"
     context = {
         "conv": transcript.conversation,
         "turn": turn,

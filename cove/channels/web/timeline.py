@@ -1,6 +1,6 @@
 """What the chat view takes from a transcript's rebuilt timeline (``cove.conversation.timeline``).
 
-The nudges and sandbox restarts a finished turn showed, placed where they happened, and the seq
+The sandbox restarts a finished turn showed, placed where they happened, and the seq
 the page's event stream resumes after, so that each event is shown exactly once.
 """
 
@@ -14,7 +14,6 @@ from cove.events import (
     BlockFinished,
     Event,
     IterationStarted,
-    Nudge,
     SandboxRestarted,
     TurnStarted,
 )
@@ -22,10 +21,10 @@ from cove.events import (
 
 @dataclass(frozen=True)
 class Note:
-    """A nudge or sandbox restart as the timeline shows it."""
+    """A sandbox restart as the timeline shows it."""
 
     block: int  # the 1-based block it came after; 0: before the iteration's blocks
-    kind: str  # "nudge" or "restart" (its CSS class)
+    kind: str  # "restart" (its CSS class)
     text: str
 
 
@@ -54,8 +53,8 @@ def page_timeline(transcript: Transcript) -> list[Event]:
 def notes_by_iteration(events: list[Event]) -> NotesByIteration:
     """The notes of each iteration, keyed by (turn position, 1-based iteration).
 
-    A nudge is shown to the model with the next iteration's context message, so it opens that
-    iteration; a restart follows the block that was running.
+    A restart follows the block that was running; nudges are for the model alone (the
+    inspector shows the context messages that carried them).
     """
     notes: NotesByIteration = {}
     position = iteration = block = 0
@@ -66,8 +65,6 @@ def notes_by_iteration(events: list[Event]) -> NotesByIteration:
             iteration, block = event.iteration, 0
         elif isinstance(event, BlockFinished):
             block = event.index
-        elif isinstance(event, Nudge):
-            notes.setdefault((position, iteration + 1), []).append(Note(0, "nudge", event.text))
         elif isinstance(event, SandboxRestarted):
             text = restart_text(event.reason, event.lost)
             notes.setdefault((position, iteration), []).append(Note(block, "restart", text))

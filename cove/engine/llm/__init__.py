@@ -12,6 +12,8 @@ from cove.engine.llm.client import (
     LLMClient,
     Message,
     Reasoning,
+    Retry,
+    RetrySink,
     WithOptions,
 )
 from cove.engine.llm.scripted import RecordedClient, ReplyFunction, ScriptedClient, ScriptedReply
@@ -25,6 +27,8 @@ __all__ = [
     "Reasoning",
     "RecordedClient",
     "ReplyFunction",
+    "Retry",
+    "RetrySink",
     "ScriptedClient",
     "ScriptedReply",
     "WithOptions",

@@ -31,6 +31,24 @@ Message = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
+class Retry:
+    """A request about to be sent again after a transient failure.
+
+    Attributes:
+        attempt: Which retry this is, from 1.
+        of: How many retries the call may make in all.
+        reason: What failed, for people (``HTTP 503``, ``no response``, …); never the API key.
+    """
+
+    attempt: int
+    of: int
+    reason: str
+
+
+RetrySink = Callable[[Retry], Awaitable[None]]
+
+
+@dataclass(frozen=True)
 class Completion:
     """The result of one LLM round-trip.
 
@@ -66,6 +84,7 @@ class LLMClient(Protocol):
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
         options: Mapping[str, ModelOption] | None = None,
+        on_retry: RetrySink | None = None,
     ) -> Completion:
         """Send ``messages`` and return the model's reply.
 
@@ -78,6 +97,8 @@ class LLMClient(Protocol):
                 ``Completion.text`` is authoritative.
             options: Model options sent with the request as they are (``temperature``,
                 ``max_tokens``, …); clients without a real model ignore them.
+            on_retry: Awaited before each retry of a failed request, while the call waits
+                (clients that never retry never call it).
 
         Raises:
             ModelError: When the endpoint fails for good or the client is closed.
@@ -108,6 +129,7 @@ class WithOptions:
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
         options: Mapping[str, ModelOption] | None = None,
+        on_retry: RetrySink | None = None,
     ) -> Completion:
         """Call the wrapped client with these options (``options`` given here win)."""
         return await self.client.complete(
@@ -116,6 +138,7 @@ class WithOptions:
             reasoning=reasoning,
             on_delta=on_delta,
             options={**self.options, **(options or {})},
+            on_retry=on_retry,
         )
 
     async def aclose(self) -> None:

@@ -12,7 +12,9 @@ reading of ``Retry-After`` (a wait it will not honour, over two minutes, fails a
 the package does not retry is a reply that breaks off after it began (a dropped stream, a stall
 mid-stream, a body that is not JSON): this client sends such a request again, from the same
 retry budget. Every failure leaves as ``ModelError`` whose message, like every log record and
-``repr``, never contains the API key.
+``repr``, never contains the API key. Each retry is told to the caller's ``on_retry`` as it
+begins: hooks on the HTTP client read the package's retry count header (``RETRY_COUNT_HEADER``)
+on each request and the status of each response, for the call running in the current task.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NoReturn, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -39,6 +42,8 @@ from cove.engine.llm.client import (
     DeltaSink,
     Message,
     Reasoning,
+    Retry,
+    RetrySink,
     prompt_chars,
 )
 from cove.engine.protocol import REPLY_SCHEMA
@@ -60,6 +65,9 @@ JSON_SCHEMA_FORMAT: Final[dict[str, Any]] = {
     "json_schema": {"name": "cove_reply", "strict": True, "schema": REPLY_SCHEMA},
 }
 _RETRYABLE_STATUS: Final = frozenset({408, 409, 429})
+#: A ``Retry-After`` longer than this is not waited for by the ``openai`` package: no retry.
+MAX_RETRY_AFTER_S: Final = 120.0
+_STATUS_WORDS: Final = {408: "request timeout", 409: "conflict", 429: "rate limited"}
 _REDACTED: Final = "[redacted]"
 #: Keys shorter than this are placeholders ("x", "none"), not secrets: never redacted, so an
 #: error message keeps its words.
@@ -89,6 +97,26 @@ class _BrokenReply(Exception):
         self.error = error
         self.cause = cause
         self.attempts = attempts  # the package's retries before the reply began, plus one
+
+
+@dataclass
+class _Retries:
+    """The retries of the call running in this task, as the HTTP client's hooks see them."""
+
+    sink: RetrySink | None
+    budget: int  # retries the whole call may make
+    spent: int = 0  # attempts used up by earlier rounds of the call
+    told: int = 0  # the last retry announced
+    answered: bool = False  # whether the latest attempt got a response
+
+    async def tell(self, attempt: int, reason: str) -> None:
+        """Announce retry ``attempt`` (once)."""
+        if attempt > self.told and self.sink is not None:
+            self.told = attempt
+            await self.sink(Retry(attempt, self.budget, reason))
+
+
+_CALL: ContextVar[_Retries | None] = ContextVar("cove_llm_retries", default=None)
 
 
 @dataclass(frozen=True)
@@ -121,11 +149,13 @@ class OpenAIClient:
         self._url = _without_userinfo(settings.base_url or DEFAULT_BASE_URL)
         self._support = _Support()
         self._closed = False
+        hooks: dict[str, list[Any]] = {"request": [_on_request], "response": [_on_response]}
         self._client = AsyncOpenAI(
             api_key=settings.api_key or PLACEHOLDER_API_KEY,
             base_url=settings.base_url or DEFAULT_BASE_URL,
             timeout=settings.request_timeout_s,
             max_retries=settings.max_retries,
+            http_client=openai.DefaultAsyncHttpxClient(event_hooks=hooks),
         )
 
     def __repr__(self) -> str:
@@ -139,6 +169,7 @@ class OpenAIClient:
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
         options: Mapping[str, ModelOption] | None = None,
+        on_retry: RetrySink | None = None,
     ) -> Completion:
         """Send one chat request and return the reply (see ``LLMClient.complete``).
 
@@ -148,11 +179,29 @@ class OpenAIClient:
         """
         if self._closed:
             raise ModelError("the LLM client is closed")
+        retries = _Retries(on_retry, self._settings.max_retries)
+        token = _CALL.set(retries)
+        try:
+            return await self._call(messages, kind, reasoning, on_delta, options, retries)
+        finally:
+            _CALL.reset(token)
+
+    async def _call(
+        self,
+        messages: Sequence[Message],
+        kind: CallKind,
+        reasoning: Reasoning,
+        on_delta: DeltaSink | None,
+        options: Mapping[str, ModelOption] | None,
+        retries: _Retries,
+    ) -> Completion:
+        """``complete``'s rounds: features stepped down, replies that broke off sent again."""
         started = time.perf_counter()
         spent = 0  # attempts used up by earlier rounds of this call
         failure: tuple[ModelError, BaseException, int]
         while True:
             request = self._plan(kind, reasoning)
+            retries.spent = spent
             try:
                 text, usage = await self._send(
                     request,
@@ -172,6 +221,7 @@ class OpenAIClient:
             except _BrokenReply as broken:
                 spent += broken.attempts
                 if spent <= self._settings.max_retries:
+                    await retries.tell(spent, "the reply broke off")
                     await self._pause(broken.error, spent)
                     continue
                 failure = broken.error, broken.cause, spent
@@ -460,6 +510,58 @@ class _SentRequest(Protocol):
 
     @property
     def headers(self) -> Mapping[str, str]: ...
+
+
+class _Answer(Protocol):
+    """The part of an HTTP response read by the retry hook."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def request(self) -> _SentRequest: ...
+
+
+async def _on_request(request: _SentRequest) -> None:
+    """Before each request: a retry the response hook could not foresee is told now."""
+    retries = _CALL.get()
+    if retries is None:
+        return
+    attempt = retries.spent + _attempts(request) - 1
+    if attempt > 0 and not retries.answered:
+        await retries.tell(attempt, "no response")
+    retries.answered = False
+
+
+async def _on_response(response: _Answer) -> None:
+    """After each response's headers: a status the package retries is told before its wait."""
+    retries = _CALL.get()
+    if retries is None:
+        return
+    retries.answered = True
+    attempt = retries.spent + _attempts(response.request)
+    if attempt <= retries.budget and _retried(response):
+        status = response.status_code
+        words = _STATUS_WORDS.get(status, "server error" if status >= 500 else "")
+        await retries.tell(attempt, f"{words} (HTTP {status})" if words else f"HTTP {status}")
+
+
+def _retried(response: _Answer) -> bool:
+    """Whether the ``openai`` package sends a request again after this response."""
+    said = response.headers.get("x-should-retry")
+    if said in ("true", "false"):
+        return said == "true"
+    try:
+        wait = float(response.headers.get("retry-after", "0"))
+    except ValueError:
+        wait = 0.0
+    if wait > MAX_RETRY_AFTER_S:
+        return False
+    status = response.status_code
+    return status in _RETRYABLE_STATUS or status >= 500
 
 
 def _attempts(request: _SentRequest) -> int:

@@ -22,6 +22,7 @@ from cove.engine.llm.client import (
     DeltaSink,
     Message,
     Reasoning,
+    RetrySink,
     prompt_chars,
 )
 from cove.errors import ConfigError, ModelError
@@ -103,6 +104,7 @@ class ScriptedClient:
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
         options: Mapping[str, ModelOption] | None = None,
+        on_retry: RetrySink | None = None,
     ) -> Completion:
         """Play the next scripted reply of ``kind`` (see ``LLMClient.complete``)."""
         if self._closed:
@@ -154,13 +156,13 @@ class ScriptedClient:
 class RecordedClient:
     """An LLM client replaying raw replies recorded in the database.
 
-    A recorded sub-query reply of None stands for a sub-query that failed when it was recorded;
-    replaying it raises ``ModelError`` again.
+    A recorded reply of None stands for a model call (an iteration's or a sub-query's) that
+    failed when it was recorded; replaying it raises ``ModelError`` again.
     """
 
     def __init__(
         self,
-        iteration_replies: Sequence[str],
+        iteration_replies: Sequence[str | None],
         subquery_replies: Sequence[str | None],
         *,
         model: str = "recorded",
@@ -182,6 +184,7 @@ class RecordedClient:
         reasoning: Reasoning = "balanced",
         on_delta: DeltaSink | None = None,
         options: Mapping[str, ModelOption] | None = None,
+        on_retry: RetrySink | None = None,
     ) -> Completion:
         """Return the next recorded reply of ``kind`` (see ``LLMClient.complete``)."""
         if self._closed:

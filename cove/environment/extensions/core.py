@@ -16,6 +16,7 @@ from typing import Any
 from cove import codec
 from cove.codec.preview import text_of
 from cove.codec.shapes import Definition, Opaque
+from cove.environment.extensions import diff
 from cove.environment.extensions.base import (
     CallContext,
     Extension,
@@ -82,15 +83,16 @@ async def var_history(ctx: CallContext, name: str) -> list[dict[str, Any]]:
             "turn": r.turn_position,
             "iteration": r.iteration_position,
             "block": r.block_position,
+            "thinned": r.thinned,
         }
         for r in records
     ]
 
 
-def _value_lines(record: VarVersionRecord) -> list[str]:
+def _value_lines(record: VarVersionRecord, chunks: dict[str, bytes]) -> list[str]:
     if record.kind == "deleted" or record.encoded is None:
         return [f"<{record.kind} {record.type_name}: {record.preview}>"]
-    value = codec.decode(record.encoded)
+    value = codec.decode(record.encoded, chunks=chunks.__getitem__)
     if isinstance(value, Opaque):
         return [f"<opaque {value.type_name}: {value.repr}>"]
     if isinstance(value, Definition):
@@ -116,18 +118,51 @@ def data_lines(value: Any, limit: int) -> list[str]:
 
 
 async def var_diff(ctx: CallContext, name: str, v1: int, v2: int) -> str:
-    """A unified diff between two versions of a variable (values pretty-printed, one per line)."""
+    """A unified diff between two versions of a variable (values pretty-printed, one per line).
+
+    Two versions of a long list or dict are compared run by run: only the runs that differ are
+    read and shown (``diff.py``).
+    """
     _check_name("var_diff", name)
     old = await _version(ctx, "var_diff", name, v1)
     new = await _version(ctx, "var_diff", name, v2)
+    if old.digest is not None and old.digest == new.digest:
+        return f"{name} v{v1} and v{v2} are equal"
+    for record in (old, new):
+        if record.thinned:
+            return (
+                f"{name} v{record.version} was thinned to keep the conversation's history "
+                f"budget: only its preview was kept ({record.preview})"
+            )
+    runs = [diff.items_of(r.encoded) if r.encoded else None for r in (old, new)]
+    if runs[0] is not None and runs[1] is not None:
+        lines, cut = await diff.runs_diff(
+            runs[0], runs[1], (f"{name} v{v1}", f"{name} v{v2}"),
+            ctx.store.chunks, ctx.store.value_chunks, MAX_DIFF_LINES,
+        )  # fmt: skip
+        text = "\n".join(_bounded(lines))
+        return text + (f"\n[diff limited to {MAX_DIFF_LINES:,} lines]" if cut else "")
+    chunks = await ctx.store.value_chunks([r.encoded for r in (old, new) if r.encoded])
+    if sum(map(len, chunks.values())) > diff.WHOLE_LIMIT:
+        return (
+            f"{name} v{v1} and v{v2} differ; they are too large to diff whole "
+            f"(over {diff.WHOLE_LIMIT // 1_000_000} MB): compare parts of them instead"
+        )
     # Decoding, pretty-printing and diffing are CPU work: off the event loop.
-    return await asyncio.to_thread(_diff, name, v1, v2, old, new)
+    return await asyncio.to_thread(_diff, name, v1, v2, old, new, chunks)
 
 
-def _diff(name: str, v1: int, v2: int, old: VarVersionRecord, new: VarVersionRecord) -> str:
+def _diff(
+    name: str,
+    v1: int,
+    v2: int,
+    old: VarVersionRecord,
+    new: VarVersionRecord,
+    chunks: dict[str, bytes],
+) -> str:
     """The diff text; its input is cut to ``MAX_DIFF_LINES`` lines of ``MAX_DIFF_LINE_CHARS``
     first, so the quadratic part of difflib has a fixed ceiling whatever the values are."""
-    before, after = _value_lines(old), _value_lines(new)
+    before, after = _value_lines(old, chunks), _value_lines(new, chunks)
     cut = len(before) > MAX_DIFF_LINES or len(after) > MAX_DIFF_LINES
     before, after = _bounded(before), _bounded(after)
     lines = difflib.unified_diff(before, after, f"{name} v{v1}", f"{name} v{v2}", lineterm="")
@@ -153,12 +188,18 @@ async def restore_var(ctx: CallContext, name: str, version: int) -> Any:
     record = await _version(ctx, "restore_var", name, version)
     if record.kind == "deleted":
         raise ValueError(f"restore_var(): version {version} of {name!r} is its deletion")
+    if record.thinned:
+        raise ValueError(
+            f"restore_var(): version {version} of {name!r} was thinned to keep the "
+            "conversation's history budget; only its preview was kept"
+        )
     if record.kind == "opaque" or not record.encoded or not codec.is_restorable(record.encoded):
         raise ValueError(
             f"restore_var(): version {version} of {name!r} ({record.type_name}) was not "
             "restorable; only its preview was kept"
         )
-    return codec.decode(record.encoded)
+    chunks = await ctx.store.value_chunks([record.encoded])
+    return codec.decode(record.encoded, chunks=chunks.__getitem__)
 
 
 def forget(ctx: CallContext, *names: str) -> None:

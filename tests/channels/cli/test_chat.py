@@ -106,3 +106,17 @@ def test_a_chat_left_at_once_creates_nothing(cli: Cove) -> None:
         assert result.exit_code == 0, result.stderr
         assert "saved" not in result.stdout
     assert cli.json("list") == []
+
+
+def test_chat_checks_the_model_exists_before_the_first_prompt(
+    cli: Cove, server: FakeOpenAI
+) -> None:
+    """What ``make run`` starts: a model the endpoint does not offer is named at once, with the
+    setting to change, instead of failing on the first message."""
+    cli.env["COVE_MODEL"] = "gpt-missing"
+    result = cli("chat", stdin="hello\n")
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "gpt-missing" in result.stderr and "fake-model" in result.stderr
+    assert "COVE_MODEL" in result.stderr and "--model" in result.stderr
+    assert "you ›" not in result.stdout  # no prompt was offered
+    assert server.requests == [] and cli.json("list") == []

@@ -32,9 +32,10 @@ def squares(cli: Cove, server: FakeOpenAI) -> str:
 def test_list_piped_is_tab_separated_with_a_header(cli: Cove, squares: str) -> None:
     listed = cli("list")
     header, row = listed.stdout.splitlines()
-    assert header.split("\t") == ["id", "title", "channel", "turns", "updated", "forked from"]
+    headers = ["id", "title", "status", "channel", "turns", "updated", "forked from"]
+    assert header.split("\t") == headers
     cells = row.split("\t")
-    assert cells[:4] == [squares[:12], "Squares", "cli", "2"]
+    assert cells[:5] == [squares[:12], "Squares", "done", "cli", "2"]
     assert "\x1b[" not in listed.stdout and "┃" not in listed.stdout and "│" not in listed.stdout
 
 
@@ -51,6 +52,16 @@ def test_show_separates_consecutive_blocks_and_numbers_iterations_from_1(
     assert "\x1b[" not in shown
     exact = cli("show", squares, "--prompts").stdout
     assert "ONE JSON object" in exact and "[iteration 1/" in exact
+
+
+def test_show_lists_the_variables_an_iteration_wrote_under_that_iteration(
+    cli: Cove, squares: str
+) -> None:
+    first_turn = cli("show", squares).stdout.split("turn 2")[0]
+    one, two = first_turn.split("iteration 2")
+    assert "variables written: square v1 (function)" in one  # iteration 1's block wrote it
+    assert "square v1" not in two
+    assert "variables written: area v1 (int)" in two
 
 
 def test_show_format_md_is_the_markdown_export(cli: Cove, squares: str) -> None:
@@ -100,10 +111,10 @@ def test_search_marks_matches_with_guillemets_when_piped_and_offsets_in_json(
 ) -> None:
     piped = cli("search", "cube").stdout
     header, *rows = piped.splitlines()
-    assert header.split("\t") == ["conversation", "turn", "kind", "match"]
+    assert header.split("\t") == ["conversation", "title", "turn", "kind", "match"]
     assert any("«cube»" in row for row in rows)
     assert "[cube]" not in piped
-    [answer] = [row for row in rows if row.split("\t")[2] == "answer"]
+    [answer] = [row for row in rows if row.split("\t")[3] == "answer"]
     assert answer.endswith("«Cube» [1] 27")  # the text's own brackets are not match markers
     hits = cli.json("search", "cube")
     assert hits and all(h["conversation_id"] == squares for h in hits)
@@ -145,3 +156,20 @@ def test_terminal_escapes_from_the_sandbox_and_the_model_are_shown_not_obeyed(
     assert "print(" in shown and "␛]52;c;SGVsbG8=␇" in shown and "\\x9b2J" in shown
     for code in ("\x1b]", "\x07", "\x9b"):
         assert code not in shown
+
+
+def test_show_and_doctor_tell_what_values_take(cli: Cove, server: FakeOpenAI) -> None:
+    server.add_replies(
+        reply(["nums = list(range(100_000))", "nums.append(-1)"], "Done {{nums}}"),
+    )
+    assert cli("run", "numbers").exit_code == 0
+    [conv] = cli.json("list")
+    shown = cli("show", conv["id"]).stdout
+    line = next(x for x in shown.splitlines() if x.startswith("values: "))
+    assert "live " in line and "of a 1,024.0 MB budget (2 versions, 0 thinned)" in line
+    figures = cli.json("show", conv["id"])["values"]
+    assert figures["live_bytes"] > 600_000 and 0 < figures["history_bytes"] < 16 * 1024
+    assert figures["budget_bytes"] == 1024 * 1024 * 1024
+    doctor = cli("doctor").stdout
+    assert "history budget 1,024 MB per conversation" in doctor
+    assert f"{conv['id'][:12]}: live 0.6 MB, history 0.0 MB (0% of the budget), 0 of 2" in doctor

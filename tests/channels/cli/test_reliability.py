@@ -399,3 +399,77 @@ def test_kill_9_during_a_block_keeps_the_reply_finished_blocks_and_totals(
     assert recovered["status"] == "interrupted"
     assert recovered["tokens_in"] == turn["tokens_in"]
     assert recovered["iterations"][1]["blocks"] == second["blocks"]
+
+
+# --- #23 item 1: /cancel in chat stops a turn another process runs ---------------------------
+
+
+def test_chat_stays_when_another_process_runs_the_turn_and_cancel_stops_it(
+    proc_cli: CoveProcess, server: FakeOpenAI
+) -> None:
+    cid, slow = hold_conversation(proc_cli, server)
+    try:
+        server.add_replies(reply(["b = 2"], "my turn now"))
+        chat = proc_cli("chat", cid, stdin="intrude\n/cancel\nnow me\n")
+        _, slow_err = slow.communicate(timeout=60)
+    finally:
+        if slow.poll() is None:
+            slow.kill()
+            slow.communicate()
+    assert chat.returncode == 0, chat.stderr
+    no_traceback(chat)
+    out = chat.stdout
+    assert "busy" in out and "/cancel stops it" in out  # the chat stayed, saying what to do
+    assert "stopping the turn another cove process runs" in out
+    assert "stopped: the running turn was cancelled" in out
+    assert "my turn now" in out  # the next request ran in the chat
+    assert slow.returncode == 5, slow_err  # the process that ran the turn: cancelled
+    statuses = [t["status"] for t in proc_cli.json("show", cid)["turns"]]
+    assert statuses == ["done", "cancelled", "done"]
+
+
+# --- #23 item 16: a read-only database location says so ----------------------------------------
+
+
+@pytest.mark.parametrize("what", ["file", "folder", "new file"])
+def test_a_read_only_database_location_says_it_is_read_only_and_where(
+    tmp_path: Path, proc_cli: CoveProcess, server: FakeOpenAI, what: str
+) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = folder / ("new.db" if what == "new file" else "cove.db")
+    if what != "new file":
+        server.add_replies(reply(["a = 1"], "one"))
+        assert proc_cli("--db", str(db), "run", "first").returncode == 0
+    if what == "file":
+        db.chmod(0o444)
+    else:
+        folder.chmod(0o555)
+    try:
+        result = run_read_only(proc_cli, "--db", str(db), "run", "write something")
+    finally:
+        folder.chmod(0o755)
+        if db.exists():
+            db.chmod(0o644)
+    assert result.returncode == 9, result.stderr
+    no_traceback(result)
+    assert "read-only" in result.stderr and str(db) in result.stderr
+    assert "unable to open database file" not in result.stderr
+    if what != "file":
+        assert f"folder {folder}" in result.stderr  # where SQLite must write beside it
+
+
+def test_an_unreadable_database_file_is_an_error_not_a_traceback(
+    tmp_path: Path, proc_cli: CoveProcess, server: FakeOpenAI
+) -> None:
+    server.add_replies(reply(["a = 1"], "one"))
+    assert proc_cli("run", "first").returncode == 0
+    proc_cli.db.chmod(0o000)
+    try:
+        results = [run_read_only(proc_cli, *args) for args in (("list",), ("run", "-c", "x"))]
+    finally:
+        proc_cli.db.chmod(0o600)
+    for result in results:
+        assert result.returncode == 9, result.stderr
+        no_traceback(result)
+        assert "cannot read" in result.stderr and str(proc_cli.db) in result.stderr

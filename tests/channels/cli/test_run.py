@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.channels.cli.helpers import Cove
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
 
 
@@ -198,3 +198,49 @@ def test_bad_model_options_are_usage_errors_before_anything_runs(
         assert said in result.stderr
     assert server.requests == []
     assert not cli.db.exists()
+
+
+def test_every_ending_names_its_real_reason_on_stdout_and_stderr(
+    cli: Cove, server: FakeOpenAI
+) -> None:
+    """What a script captures says why the turn ended: the iteration budget only when that is
+    what ran out; unusable replies (the error budget) with the last problem."""
+    server.respond_with("this is not a reply cove can use")
+    unusable = cli("run", "--max-iterations", "25", "never usable")
+    assert unusable.exit_code == 4, unusable.stderr
+    assert "iteration budget" not in unusable.stdout
+    assert "could not be used" in unusable.stdout and "error budget" in unusable.stdout
+    assert "not a JSON object" in unusable.stdout or "no JSON" in unusable.stdout
+    assert "error_budget" in unusable.stderr
+
+    server.respond_with(reply(["1 / 0"], thinking="dividing"))
+    failing = cli("run", "--max-iterations", "25", "always failing code")
+    assert failing.exit_code == 4, failing.stderr
+    assert "iteration budget" not in failing.stdout
+    assert "failed iterations in a row" in failing.stdout and "error budget" in failing.stdout
+
+    server.respond_with(reply(["n = 1"], thinking="still counting"))
+    ran_out = cli("run", "--max-iterations", "2", "loop forever")
+    assert ran_out.exit_code == 3, ran_out.stderr
+    assert "iteration budget (2 iterations)" in ran_out.stdout
+    assert "still counting" in ran_out.stdout
+
+
+def test_a_turn_against_a_dead_endpoint_or_an_unknown_model_is_recorded_failed(
+    tmp_path: Path, cli: Cove, server: FakeOpenAI
+) -> None:
+    """The conversation stays (the request is kept), recognisable by its failed turn."""
+    server.add_faults(Fault.error(404, "The model `gpt-nowhere` does not exist"))
+    unknown = cli("run", "--model", "gpt-nowhere", "hello")
+    assert unknown.exit_code == 1
+    dead = Cove(tmp_path, None)
+    dead.env |= {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "x"}
+    dead.env |= {"COVE_MAX_RETRIES": "0", "COVE_REQUEST_TIMEOUT_S": "2"}
+    assert dead("run", "hello again").exit_code == 1
+    shown = [cli.json("show", c["id"])["turns"] for c in cli.json("list")]
+    assert [[(t["request"], t["status"]) for t in turns] for turns in shown] == [
+        [("hello again", "failed")],
+        [("hello", "failed")],
+    ]
+    errors = [turns[0]["error"] for turns in shown]
+    assert "127.0.0.1:9" in errors[0] and "gpt-nowhere" in errors[1]

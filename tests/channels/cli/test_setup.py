@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,10 @@ def test_demo_runs_offline_in_its_own_database(tmp_path: Path) -> None:
     assert demo_db.exists()
     assert not (tmp_path / "data" / "cove.db").exists()
     assert f"--db {demo_db} show" in result.stdout  # the hints point at the demo database
+    # Each turn's summary says how long it took: a turn of a few milliseconds is not "0.0s".
+    took = re.findall(r"^done · .* · (\S+)$", result.stdout, re.M)
+    assert len(took) == 4 and "0.0s" not in took
+    assert all(re.fullmatch(r"[1-9]\d*ms|\d+\.\ds", t) for t in took), took
     assert cli.json("list") == []
     assert len(json.loads(cli("--db", str(demo_db), "list", "--json").stdout)) == 2
 

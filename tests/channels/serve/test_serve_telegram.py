@@ -91,3 +91,39 @@ async def test_serve_runs_telegram_and_web_together_and_stops_a_telegram_turn_cl
     assert turns == [("what is six times seven?", "done"), ("and now?", "cancelled")]
     logged = "\n".join(service.lines)
     assert FAKE_KEY not in logged and tg.token not in logged
+
+
+async def test_stopping_serve_runs_no_queued_turn_and_tells_its_sender_to_resend(
+    tmp_path: Path, fake: FakeOpenAI, tg: Any
+) -> None:
+    fake.add_faults(Fault.stall(120))
+    fake.add_replies(reply(["y = 1"], "never"), reply(["z = 1"], "never either"))
+    env = serve_env(tmp_path, fake) | {
+        "TELEGRAM_BOT_TOKEN": tg.token,
+        "COVE_TELEGRAM_API_URL": tg.api_url,
+        "COVE_TELEGRAM_ALLOW": str(CHAT),
+    }
+    service = ServeProcess(env, "--web", "--telegram", "--grace", str(GRACE_S))
+    try:
+        await tg.wait_for(lambda: tg.calls_of("getUpdates"))
+        tg.send_text(CHAT, "a long one")
+        while not fake.requests:  # noqa: ASYNC110 (the first turn's model call is in flight)
+            await asyncio.sleep(0.02)
+        tg.send_text(CHAT, "and then this")
+        await tg.wait_for(lambda: any("queued" in t for t in tg.texts(CHAT)))
+        service.proc.send_signal(signal.SIGTERM)
+        await tg.wait_for(lambda: any("send it again" in t for t in tg.texts(CHAT)), 60)
+        assert await asyncio.to_thread(service.proc.wait, GRACE_S + 60) == 0
+    finally:
+        service.stop()
+
+    with sqlite3.connect(tmp_path / "cove.db") as db:
+        turns = db.execute("SELECT request, status FROM turn ORDER BY position").fetchall()
+    assert turns == [("a long one", "cancelled")]  # the queued message never became a turn
+    assert len(fake.requests) == 1
+    texts = tg.texts(CHAT)
+    assert any("did not run this message" in t for t in texts)
+    # One status message, the first turn's: no "Working → Cancelled" for the queued message.
+    assert [t for t in texts if t.startswith(("⚙️", "⏹"))] == [
+        next(t for t in texts if t.startswith("⏹ Cancelled"))
+    ]

@@ -109,14 +109,14 @@ async def test_serve_cli_and_watcher_on_one_database_lose_nothing_and_run_nothin
 
         with sqlite3.connect(db) as conn:
             rows = conn.execute(
-                "SELECT conversation_id, position, request, status, started_at, finished_at"
+                "SELECT conversation_id, position, request, status, started_at, finished_at, error"
                 " FROM turn ORDER BY conversation_id, position"
             ).fetchall()
             assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         ran = [row[2] for row in rows]
         assert len(ran) == len(set(ran))  # nothing ran twice
         assert sorted(ran) == sorted(t for t, outcome in outcomes.items() if outcome == "done")
-        assert all(row[3] == "done" for row in rows)
+        assert [(row[2], row[3], row[6]) for row in rows if row[3] != "done"] == []
         assert any(t.startswith("web") for t in ran) and any(t.startswith("cli") for t in ran)
         for cid in ids:  # one conversation's turns follow each other, never overlapping
             mine = [row for row in rows if row[0] == cid]

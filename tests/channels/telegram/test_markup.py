@@ -51,3 +51,36 @@ def test_any_text_renders_to_html_telegram_accepts(text: str) -> None:
         assert len(piece) <= 200
         _shown, problem = parsed_text(to_html(piece), "HTML")
         assert problem is None
+
+
+LEAD_WORDS = st.text(alphabet="abcdefghij ", min_size=1, max_size=40).filter(str.strip)
+LONG_BODIES = st.one_of(
+    st.integers(300, 700).map(lambda n: "7" * n),  # one word longer than a piece
+    st.integers(30, 90).map(lambda n: " ".join(["word"] * n)),  # a long paragraph
+    st.integers(30, 90).map(lambda n: "```\n" + "\n".join(["x = 1"] * n) + "\n```"),
+    st.integers(8, 20).map(lambda n: "\n".join(["- item"] * n) + "\n" + "y" * 150),
+)
+
+
+@given(LEAD_WORDS, st.sampled_from(["\n", "\n\n", ":\n", ":\n\n"]), LONG_BODIES)
+def test_a_lead_in_is_never_a_piece_of_its_own(lead: str, gap: str, body: str) -> None:
+    """ "The value is" before something too long for its piece goes on with that thing."""
+    text = "Some words first. " * 4 + "\n\n" + lead.strip() + gap + body
+    pieces = split_text(text, limit=200)
+    assert all(len(p) <= 200 for p in pieces)
+    holding = [p for p in pieces if lead.strip() + gap.rstrip("\n") in p]
+    assert holding, pieces
+    assert holding[0].rstrip().endswith(lead.strip() + gap.rstrip("\n")) is False, pieces
+    assert "".join(pieces).replace("\n", "").replace(" ", "").replace("`", "") == (
+        text.replace("\n", "").replace(" ", "").replace("`", "")
+    )
+
+
+@given(st.lists(st.one_of(LEAD_WORDS, st.text(max_size=300), LONG_BODIES), max_size=12))
+def test_no_piece_but_the_last_is_only_a_lead_in(paragraphs: list[str]) -> None:
+    """A short line that ends no sentence (nor a quote, a bracket or an emphasis) leads in."""
+    pieces = split_text("\n\n".join(paragraphs), limit=200)
+    for piece in pieces[:-1]:
+        stripped = piece.strip()
+        lone_line = "\n" not in stripped and len(stripped) <= 50
+        assert not (lone_line and not stripped.endswith(tuple(".!?\"')`*_"))), pieces

@@ -30,7 +30,7 @@ async def test_title_export_replay_and_help(bot: BotFactory) -> None:
         tg.send_text(ALLOWED, "/replay")
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "Replay matched the record"))
         tg.send_text(ALLOWED, "/help")
-        await tg.wait_for(lambda: has_text(tg, ALLOWED, "/fork — N:"))
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "/fork N — "))
 
 
 async def test_a_file_over_the_limit_is_refused_and_nothing_runs(bot: BotFactory) -> None:

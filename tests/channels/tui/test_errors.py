@@ -23,8 +23,9 @@ def dead_port() -> int:
 
 
 async def test_a_busy_conversation_is_a_notification(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, block_timeout_s=60, block_timeout_max_s=60)
-    # The other process's turn spins until it is cancelled: the send below meets it running.
+    # The other process's turn spins until it is cancelled (its block's limit is far beyond the
+    # test, however loaded the machine): the send below meets it running.
+    settings = settings_for(tmp_path, block_timeout_s=900, block_timeout_max_s=900)
     spin = scripted_factory([reply(["while True:\n    pass"])])
     async with (
         await Conversations.open(settings, llm_factory=spin) as other,
@@ -44,7 +45,11 @@ async def test_a_busy_conversation_is_a_notification(tmp_path: Path) -> None:
             await until(pilot, lambda: any("busy" in n for n in app.notices), "the busy notice")
             # the other process's turn shows here, and the app still works
             await until(pilot, lambda: turns(app) and turns(app)[-1].iterations, "the other turn")
-            assert turns(app)[-1].request == "slow" and not turns(app)[-1].finished
+            assert turns(app)[-1].request == "slow" and not turns(app)[-1].finished, (
+                turns(app)[-1].status,
+                [(t.status, t.request) for t in await other.store.turns(conv.id)],
+                app.notices,
+            )
             assert await other.cancel(conv.id)
             await running.finished()
             await until(pilot, lambda: last_turn_done(app), "the other turn to end")

@@ -1,7 +1,8 @@
 """Snapshots of the main screens, so layout changes show up as SVG diffs.
 
 Only screens whose content does not depend on ids, clocks or timings are snapshotted (an empty
-database's main screen, the help screen, and a long turn fed as events with fixed durations).
+database's main screen, the help screen, and a long turn fed as events with fixed durations), at
+120x40 and at 80x24.
 Update with ``pytest --snapshot-update`` and look at the SVG diff.
 """
 
@@ -13,6 +14,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.image import SVGImageSnapshotExtension
 
 from cove.channels.tui import CoveApp
+from cove.channels.tui.widgets.prompt import PromptArea
 from cove.channels.tui.widgets.turn import WINDOW
 from cove.conversation import Conversations, scripted_factory
 from cove.events import (
@@ -77,13 +79,16 @@ def long_turn(iterations: int) -> list[Event]:
     return events
 
 
-async def screenshots(tmp_path: Path, *keys: str, events: list[Event] | None = None) -> str:
+async def screenshots(
+    tmp_path: Path, *keys: str, events: list[Event] | None = None, size: tuple[int, int] = SIZE
+) -> str:
     """The app on an empty database, fed ``events``, after ``keys`` (on the last iteration
-    when events were fed, else on the request box)."""
+    when events were fed, else on the request box), on a terminal of ``size``."""
     settings = settings_for(tmp_path).replace(model="snapshot-model")
     async with await Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
         app = CoveApp(convs)
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=size) as pilot:
+            app.query_one(PromptArea).cursor_blink = False  # a blink is a timing, not a layout
             await until(pilot, lambda: app.status.endpoint != "endpoint: ?", "the start")
             for event in events or []:
                 app.apply(event)
@@ -109,4 +114,17 @@ async def test_a_long_turn(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
     # Folded iterations, collapsed ones, and the last one expanded with the block cursor.
     events = long_turn(WINDOW + 4)
     svg = await screenshots(tmp_path, "enter", "down", events=events)
+    assert svg == snapshot(extension_class=SVGImageSnapshotExtension)
+
+
+async def test_main_screen_at_80x24(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
+    # The sidebar makes room by itself; the footer is compact and whole.
+    svg = await screenshots(tmp_path, size=(80, 24))
+    assert svg == snapshot(extension_class=SVGImageSnapshotExtension)
+
+
+async def test_a_long_turn_at_80x24(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
+    # Iteration lines stay one line each, cut with an ellipsis.
+    events = long_turn(WINDOW + 4)
+    svg = await screenshots(tmp_path, "enter", "down", events=events, size=(80, 24))
     assert svg == snapshot(extension_class=SVGImageSnapshotExtension)

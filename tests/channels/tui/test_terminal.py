@@ -1,5 +1,5 @@
-"""Smoke test in a real terminal: tmux runs ``cove tui`` on a scripted conversation, types a
-request and reads the answer off the screen."""
+"""Smoke test in a real terminal: tmux runs ``cove tui`` on a scripted conversation, at 120x40
+and at 80x24, types a request and reads the answer off the screen."""
 
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ def wait_for(session: str, text: str, seconds: float = 60.0) -> str:
     raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen}")
 
 
-def test_cove_tui_in_tmux(tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+def test_cove_tui_in_tmux(tmp_path: Path, size: tuple[int, int]) -> None:
+    """At 120x40 the sidebar shows; at 80x24 it makes room (F4 shows it) and the footer fits."""
     if TMUX is None:
         if os.environ.get("CI"):
             pytest.fail("tmux is required in CI (.ci/run installs it)")
@@ -61,6 +63,10 @@ def test_cove_tui_in_tmux(tmp_path: Path) -> None:
         "OPENAI_API_KEY",
         "-u",
         "OPENAI_BASE_URL",
+        "-u",
+        "COLUMNS",  # the terminal's own size counts, not one inherited from the test run
+        "-u",
+        "LINES",
         f"{SCRIPTED_ENV}={replies}",
         f"COVE_DATA_DIR={tmp_path}",
         "COVE_WORKER_POOL_SIZE=1",
@@ -74,20 +80,31 @@ def test_cove_tui_in_tmux(tmp_path: Path) -> None:
         "-s",
         session,
         "-x",
-        "120",
+        str(size[0]),
         "-y",
-        "40",
+        str(size[1]),
         "-c",
         str(tmp_path),
         *env,
         *cove,
     )
     try:
-        wait_for(session, "filter conversations")
+        screen = wait_for(session, "f4 Sidebar")
+        narrow = size[0] < 100
+        assert ("filter conversations" in screen) is not narrow, screen
+        [footer] = [line for line in screen.splitlines() if "f4 Sidebar" in line]
+        assert footer.lstrip().startswith("^n New") and ("^p palette" in footer) is not narrow, (
+            footer
+        )
         tmux("send-keys", "-t", session, "-l", "add two numbers")
         tmux("send-keys", "-t", session, "Enter")
         screen = wait_for(session, "The sum is 42.")
         assert "add two numbers" in screen
+        assert all(len(line) <= size[0] for line in screen.splitlines())
+        if narrow:
+            tmux("send-keys", "-t", session, "F4")
+            screen = wait_for(session, "filter conversations")
+            assert "add two numbers" in screen  # the conversation is listed by its request
         tmux("send-keys", "-t", session, "C-q")
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True, check=False)

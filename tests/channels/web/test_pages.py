@@ -88,19 +88,25 @@ def test_table_alignment_is_a_class_not_an_inline_style() -> None:
     assert '<td class="align-right">1</td>' in forged
 
 
-async def test_nudges_and_sandbox_restarts_are_on_the_page_after_the_turn(web: Web) -> None:
-    replies = [reply(["keep = 1"]), SPIN, reply([], "{{keep}}")]
+async def test_refusals_and_sandbox_restarts_are_on_the_page_after_the_turn_nudges_are_not(
+    web: Web,
+) -> None:
+    replies = [reply(["keep = 1"]), SPIN, reply([], "{{nope}}"), reply([], "{{keep}}")]
     async with web(replies) as client:
         cid = (await client.post("/api/conversations", json={})).json()["id"]
         events = await send_and_finish(client, cid, "spin")
-        nudges = [e["text"] for e in events if e["type"] == "nudge"]
+        refused = [e["reason"] for e in events if e["type"] == "answer_refused"]
+        hidden = [e["text"] for e in events if e["type"] == "nudge"]
         restarts = [e for e in events if e["type"] == "sandbox_restarted"]
-        assert nudges and len(restarts) == 1
+        assert len(refused) == 1 and "nope" in refused[0]
+        assert hidden and len(restarts) == 1
         page = (await client.get(f"/c/{cid}")).text
         fragment = (await client.get(f"/c/{cid}/turns/1")).text
     for html in (page, fragment):
-        shown = re.findall(r'<p class="nudge">([^<]*)</p>', html)
-        assert [unescape(text) for text in shown] == nudges
+        shown = re.findall(r'<p class="error refusal">([^<]*)</p>', html)
+        assert [unescape(text) for text in shown] == refused
+        assert '<p class="nudge">' not in html  # nudges are for the model alone
+        assert not any(text in unescape(html) for text in hidden)
         restart = re.search(
             r'data-iteration="2">.*?<div class="block failed">.*?</div>\s*<p class="restart">'
             r"Sandbox restarted \(([a-z]+)\)",
@@ -123,6 +129,24 @@ async def test_a_live_block_is_highlighted_on_request(web: Web) -> None:
             "/fragments/highlight", content=b"x", headers={"origin": "http://evil.example"}
         )
         assert elsewhere.status_code == 403
+
+
+async def test_refusal_reasons_and_unknown_costs_on_the_pages(web: Web) -> None:
+    refused = "answer refused: undefined placeholder(s) {{x}}"
+    replies = [reply(answer="result={{x}}"), reply(["x = 3"], "result={{x}}")]
+    async with web(replies) as client:
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        events = await send_and_finish(client, cid, "what is x?")
+        [live] = [e for e in events if e["type"] == "answer_refused"]
+        assert live["iteration"] == 1 and live["reason"].startswith(refused)
+        assert events[-1]["cost_usd"] is None and events[-1]["cost_known"] is False
+        fragment = unescape((await client.get(f"/c/{cid}/turns/1")).text)
+        inspector = unescape((await client.get(f"/c/{cid}/inspect/1/1")).text)
+    first = fragment.split('data-iteration="2"')[0]
+    assert refused in first  # under the iteration it belongs to
+    assert "$0.0000" not in fragment and "cost unknown" in fragment  # the turn's summary
+    assert refused in inspector
+    assert "$0.0000" not in inspector and "cost unknown" in inspector  # the turn's totals
 
 
 def test_a_search_passage_is_cut_into_plain_parts_and_matches() -> None:

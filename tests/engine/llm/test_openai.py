@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cove.config import Settings
+from cove.engine.llm import Retry
 from cove.engine.llm.openai import JSON_SCHEMA_FORMAT, OpenAIClient, redact, secret_pattern
 from cove.engine.protocol import parse_reply
 from cove.errors import ModelError
@@ -104,6 +105,54 @@ async def test_malformed_reply_text_is_returned_for_the_parser(
 
 
 # -- retries -------------------------------------------------------------------------------------
+
+
+class Retries:
+    """Collects what ``on_retry`` is told."""
+
+    def __init__(self) -> None:
+        self.told: list[Retry] = []
+
+    async def __call__(self, retry: Retry) -> None:
+        self.told.append(retry)
+
+
+async def test_each_retry_is_told_before_it_is_sent_with_what_failed(
+    client: OpenAIClient, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.add_faults(Fault.server_error(503), Fault.rate_limit(retry_after=0.01))
+    fake_openai.add_replies(REPLY)
+    retries = Retries()
+    assert (await client.complete(MESSAGES, on_retry=retries)).text == REPLY
+    assert retries.told == [
+        Retry(1, 2, "server error (HTTP 503)"),
+        Retry(2, 2, "rate limited (HTTP 429)"),
+    ]
+
+
+async def test_a_failure_past_the_retries_or_not_retried_is_never_told(
+    client: OpenAIClient, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.add_faults(*[Fault.server_error(502)] * 3, Fault.error(404, "no such model"))
+    retries = Retries()
+    with pytest.raises(ModelError):
+        await client.complete(MESSAGES, on_retry=retries)
+    assert [r.attempt for r in retries.told] == [1, 2]  # the third failure gives up
+    with pytest.raises(ModelError):
+        await client.complete(MESSAGES, on_retry=retries)
+    assert len(retries.told) == 2
+
+
+async def test_a_reply_that_broke_off_or_never_came_is_told_as_a_retry(
+    openai_settings: Settings, fake_openai: FakeOpenAI
+) -> None:
+    llm = OpenAIClient(openai_settings.replace(request_timeout_s=0.3).model)
+    fake_openai.add_faults(Fault.drop(after_chunks=1), Fault.stall(30))
+    fake_openai.add_replies(REPLY, REPLY)
+    retries = Retries()
+    assert (await llm.complete(MESSAGES, on_retry=retries)).text == REPLY
+    await llm.aclose()
+    assert retries.told == [Retry(1, 2, "the reply broke off"), Retry(2, 2, "no response")]
 
 
 async def test_rate_limit_then_success_is_retried(

@@ -73,9 +73,14 @@ async def ctx(store: Store, tmp_path: Path) -> CallContext:
         version("double", 1, Definition("function", "double", source), kind="function"),
         version("xs", 3, None, kind="deleted"),
     )
+    return context_of(store, conv.id, tmp_path)
+
+
+def context_of(store: Store, conversation_id: str, tmp_path: Path) -> CallContext:
+    """A call context on ``store``'s conversation (no sandbox: these helpers read the store)."""
     return CallContext(
         environment=None,  # type: ignore[arg-type]
-        conversation_id=conv.id,
+        conversation_id=conversation_id,
         workspace=tmp_path,
         store=store,
         settings=Settings.load(env={}, data_dir=tmp_path).sandbox,
@@ -97,7 +102,10 @@ async def test_var_history_lists_every_version(ctx: CallContext) -> None:
         (2, "value", "[1, 2, 3]", 2),
         (3, "deleted", "None", 3),
     ]
-    assert set(history[0]) == {"version", "kind", "type", "preview", "turn", "iteration", "block"}
+    assert set(history[0]) == {
+        "version", "kind", "type", "preview", "turn", "iteration", "block", "thinned"
+    }  # fmt: skip
+    assert not any(h["thinned"] for h in history)
     with pytest.raises(LookupError, match="no variable named 'nope'"):
         await call(ctx, "var_history", "nope")
     with pytest.raises(ValueError, match="is not a variable name"):
@@ -166,3 +174,52 @@ async def test_search_finds_this_conversations_text(ctx: CallContext, store: Sto
 async def test_set_title_outside_a_turn_writes_the_store(ctx: CallContext, store: Store) -> None:
     await call(ctx, "set_title", "Lists\nand doubles")
     assert (await store.get_conversation(ctx.conversation_id)).title == "Lists and doubles"
+
+
+async def test_var_diff_of_a_big_list_shows_what_differs_and_restore_var_reads_it(
+    store: Store, tmp_path: Path
+) -> None:
+    conv = await store.create_conversation(channel="test")
+    numbers = list(range(1_000_000))
+    changed = numbers.copy()
+    changed[500_000] = -1
+    await commit_turn(store, conv.id, "r", "big = ...", chunked("big", 1, numbers))
+    await commit_turn(store, conv.id, "r", "big[500_000] = -1", chunked("big", 2, changed))
+    context = context_of(store, conv.id, tmp_path)
+    diff = (await call(context, "var_diff", "big", 1, 2)).splitlines()
+    assert diff[:2] == ["--- big v1", "+++ big v2"]
+    assert "-500000" in diff and "+-1" in diff
+    assert len(diff) < 600  # one run of items, not a million lines cut at the limit
+    assert diff[-1] == "[the other items are unchanged (shared chunks: neither read nor shown)]"
+    assert await call(context, "restore_var", "big", 2) == changed
+    assert await call(context, "var_diff", "big", 2, 2) == "big v2 and v2 are equal"
+
+
+async def test_a_thinned_version_says_so(tmp_path: Path) -> None:
+    async with Store.open(tmp_path / "thin.db", history_budget=1) as store:
+        conv = await store.create_conversation(channel="test")
+        for number in (1, 2, 3):
+            value = [number] * 100_000
+            await commit_turn(store, conv.id, "r", "x = ...", chunked("x", number, value))
+        context = context_of(store, conv.id, tmp_path)
+        history = await call(context, "var_history", "x")
+        assert [h["thinned"] for h in history] == [True, True, False]
+        with pytest.raises(ValueError, match="thinned to keep the conversation's history"):
+            await call(context, "restore_var", "x", 2)
+        assert "was thinned" in await call(context, "var_diff", "x", 2, 3)
+        assert await call(context, "restore_var", "x", 3) == [3] * 100_000
+
+
+def chunked(name: str, number: int, value: Any) -> VarVersion:
+    """A version whose value is stored as a tree of chunks, as the sandbox reports it."""
+    tree = codec.encode_tree(value, max_bytes=1 << 30, max_depth=100)
+    return VarVersion(
+        name=name,
+        version=number,
+        block_position=0,
+        kind="value",
+        encoded=tree.root,
+        type_name=type(value).__name__,
+        preview=codec.preview(value),
+        chunks=tuple(tree.chunks.items()),
+    )

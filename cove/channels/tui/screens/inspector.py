@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 
 from cove.channels.tui.format import clean, duration
+from cove.channels.tui.widgets.timeline import cost_text
 from cove.conversation import IterationRecord, TurnRecord
 
 
@@ -32,10 +33,12 @@ class InspectorScreen(Screen[None]):
             f"turn {self.turn.position} · iteration {it.position + 1} · {it.status} · "
             f"model {self.turn.model or '-'} · tokens {it.tokens_in:,} in / {it.tokens_out:,} out"
             f" · model {duration(it.llm_ms)} of {duration(it.duration_ms)}"
-            f" · cost ${it.cost_usd:.4f}"
+            f" · {cost_text(it.cost_usd, self.turn.cost_known)}"
         )
         with VerticalScroll():
             yield Label(Text(clean(head)), classes="inspector-head")
+            if it.refusal:
+                yield Label(Text(clean(it.refusal), style="red"), classes="inspector-refusal")
             for title, body in (
                 (f"system prompt ({it.system_prompt_hash[:12]})", self.system_prompt),
                 ("user: request message", it.request_message),

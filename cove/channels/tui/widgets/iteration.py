@@ -112,6 +112,7 @@ class IterationView(Widget, can_focus=True):
         self.summary = ""
         self.received = 0  # characters of the reply streamed so far
         self.streamed = ""  # its last STREAM_KEEP characters, until the reply is read
+        self.retrying = ""  # "retrying (1 of 5): …" while the endpoint is being retried
         self.selected: int | None = None  # the block under the cursor
         self.block_views: list[BlockShown] = []
         self.lead: list[RenderableType] = []  # thinking, an unreadable reply
@@ -139,6 +140,8 @@ class IterationView(Widget, can_focus=True):
 
     def render(self) -> RenderableType:
         header = self.header()
+        if self.content_size.width:  # one line whatever the width: cut, never wrapped
+            header.truncate(self.content_size.width, overflow="ellipsis")
         if not self.expanded:
             return header
         return Group(header, *(Padding(piece, (0, 0, 0, 2)) for piece in self.pieces))
@@ -154,8 +157,14 @@ class IterationView(Widget, can_focus=True):
         twin.lead, twin.notes = list(self.lead), list(self.notes)
         return twin
 
+    def add_retry(self, text: str) -> None:
+        """The endpoint failed for a moment and the request is sent again (``text`` says so)."""
+        self.retrying = text
+        self._refresh()
+
     def add_delta(self, text: str) -> None:
         """A chunk of the reply as it streams: its last lines show until the reply is read."""
+        self.retrying = ""
         self.received += len(text)
         self.streamed = (self.streamed + text)[-STREAM_KEEP:]
         if self.expanded:
@@ -166,6 +175,7 @@ class IterationView(Widget, can_focus=True):
     ) -> None:
         """The model's reply: thinking, code blocks, or why it could not be read."""
         self.streamed = ""
+        self.retrying = ""
         if thinking:
             self.summary = one_line(thinking)
             self.lead.append(Text(cut(thinking), style="dim italic"))
@@ -366,7 +376,9 @@ class IterationView(Widget, can_focus=True):
         marker = "▾" if self.expanded else "▸"
         budget = f"/{self.budget}" if self.budget else ""
         parts = [f"{marker} iteration {self.number}{budget}"]
-        if self.live:
+        if self.live and self.retrying:
+            parts.append(self.retrying)
+        elif self.live:
             receiving = f" ({self.received:,} chars)" if self.received and not self.summary else ""
             parts.append("running…" + receiving)
         if self.done_blocks:

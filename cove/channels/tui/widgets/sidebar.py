@@ -15,6 +15,10 @@ from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
 from cove.channels.tui.format import age, clean
+from cove.events import outcome
+
+#: The list's width before it is laid out.
+DEFAULT_WIDTH = 30
 
 
 @dataclass
@@ -24,7 +28,31 @@ class Entry:
     id: str
     title: str | None
     updated_at: float
-    running: bool = False
+    status: str | None = None  # its last turn's status (None: no turn yet)
+    label: str = ""  # what lists call it: the title, else the start of its first request
+
+    @property
+    def running(self) -> bool:
+        """True while its last turn runs."""
+        return self.status == "running"
+
+    @property
+    def name(self) -> str:
+        """The label, or ``(untitled)`` before there is one."""
+        return self.label or self.title or "(untitled)"
+
+
+#: The mark before each conversation: how its last turn ended (``cove.events.outcome``).
+STATUS_MARKS: dict[str | None, tuple[str, str]] = {
+    "running": ("●", "green"),
+    "done": ("✓", "green"),
+    "failed": ("✗", "red"),
+    "cancelled": ("○", "yellow"),
+    "interrupted": ("!", "red"),
+    None: (" ", ""),
+}
+#: Columns of the list a line needs besides the title: the two marks and the gap before the age.
+LINE_EXTRA = 6
 
 
 class ConversationOptions(OptionList):
@@ -66,7 +94,7 @@ class Sidebar(Vertical):
         shown = [
             e
             for e in self.entries.values()
-            if not needle or needle in (e.title or "").casefold() or e.id.startswith(needle)
+            if not needle or needle in e.name.casefold() or e.id.startswith(needle)
         ]
         return sorted(shown, key=lambda e: e.updated_at, reverse=True)
 
@@ -99,6 +127,9 @@ class Sidebar(Vertical):
                 return option_id
         return self.current
 
+    def on_resize(self) -> None:
+        self._rebuild()  # the titles are cut to the width
+
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self.filter = event.value.strip()
@@ -120,17 +151,26 @@ class Sidebar(Vertical):
         keep = self.highlighted_id()
         now = time.time()
         shown = self.shown_entries()
+        width = options.scrollable_content_region.width or DEFAULT_WIDTH
         options.clear_options()
-        options.add_options([Option(self._label(e, now), id=e.id) for e in shown])
+        options.add_options([Option(self._label(e, now, width), id=e.id) for e in shown])
         ids = [e.id for e in shown]
         if keep in ids:
             options.highlighted = ids.index(keep)
 
-    def _label(self, entry: Entry, now: float) -> Text:
-        mark = "●" if entry.running else ("›" if entry.id == self.current else " ")
-        style = "bold" if entry.id == self.current else ""
+    def _label(self, entry: Entry, now: float, width: int) -> Text:
+        """One line: shown or not, how its last turn ended, the name (cut to fit), its age."""
+        current = entry.id == self.current
+        mark, colour = STATUS_MARKS.get(outcome(entry.status), STATUS_MARKS[None])
+        when = age(entry.updated_at, now)
+        room = max(4, width - LINE_EXTRA - len(when))
+        name = clean(entry.name)
+        if len(name) > room:
+            name = name[: room - 1].rstrip() + "…"
         return Text.assemble(
-            (f"{mark} ", "green" if entry.running else "cyan"),
-            (clean((entry.title or "(untitled)")[:40]), style),
-            (f"  {age(entry.updated_at, now)}", "dim"),
+            ("›" if current else " ", "cyan"),
+            (mark + " ", colour),
+            (name, "bold" if current else ""),
+            (f"  {when}", "dim"),
+            no_wrap=True,
         )

@@ -23,16 +23,18 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 
+from cove.channels.tui.format import clean
 from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.turn import TurnView
-from cove.conversation import Transcript, TurnRecord, VarVersionRecord
+from cove.conversation import Transcript, TurnRecord, VarVersionRecord, iteration_budget
 from cove.events import (
+    AnswerRefused,
     BlockFinished,
     Event,
     IterationStarted,
     ModelDelta,
     ModelReply,
-    Nudge,
+    ModelRetry,
     SandboxRestarted,
     SteerReceived,
     TurnFinished,
@@ -164,7 +166,7 @@ class Timeline(VerticalScroll):
 
     def _fill(self, view: TurnView, turn: TurnRecord, versions: Versions) -> None:
         for it in turn.iterations:
-            iteration = view.iteration(it.position + 1, None, live=False)
+            iteration = view.iteration(it.position + 1, iteration_budget(it), live=False)
             iteration.add_reply(it.thinking, [b.code for b in it.blocks], it.parse_error)
             for index, block in enumerate(it.blocks):
                 iteration.add_block(index + 1, block)
@@ -173,6 +175,8 @@ class Timeline(VerticalScroll):
                 iteration.add_vars([v.var_version() for v in written])
             for text in it.steering:
                 iteration.add_note(f"you (steering): {text}")
+            if it.refusal:
+                iteration.add_note(it.refusal, "red")
         if turn.status != "running":
             took = None if turn.finished_at is None else (turn.finished_at - turn.started_at) * 1e3
             view.finish(
@@ -180,7 +184,7 @@ class Timeline(VerticalScroll):
                 answer=turn.answer,
                 error=turn.error,
                 tokens=turn.tokens_in + turn.tokens_out,
-                cost=cost_text(turn.cost_usd),
+                cost=cost_text(turn.cost_usd, turn.cost_known),
                 duration_ms=took,
             )
 
@@ -200,7 +204,7 @@ class Timeline(VerticalScroll):
         if isinstance(event, IterationStarted):
             if event.iteration not in turn.iterations:
                 turn.iteration(event.iteration, event.budget, live=True)
-        elif isinstance(event, ModelDelta | ModelReply | BlockFinished | VarsChanged):
+        elif isinstance(event, ModelDelta | ModelReply | ModelRetry | BlockFinished | VarsChanged):
             target = turn.iterations.get(event.iteration)
             if target is not None and target.live:
                 apply_to_iteration(target, event)
@@ -220,11 +224,13 @@ class Timeline(VerticalScroll):
 
 
 def apply_to_iteration(
-    view: IterationView, event: ModelDelta | ModelReply | BlockFinished | VarsChanged
+    view: IterationView, event: ModelDelta | ModelReply | ModelRetry | BlockFinished | VarsChanged
 ) -> None:
     """Show an event of the live iteration ``view``."""
     if isinstance(event, ModelDelta):
         view.add_delta(event.text)
+    elif isinstance(event, ModelRetry):
+        view.add_retry(f"retrying ({event.attempt} of {event.of}): {clean(event.reason)}")
     elif isinstance(event, ModelReply):
         view.add_reply(event.thinking, event.code, event.parse_error)
     elif isinstance(event, BlockFinished):
@@ -234,12 +240,13 @@ def apply_to_iteration(
 
 
 def note_of(event: Event) -> tuple[str, str] | None:
-    """The note (text, style) a nudge, a steering message or a sandbox restart shows."""
-    if isinstance(event, Nudge):
-        return f"nudge: {event.text}", "yellow"
+    """The note (text, style) a steering message, a sandbox restart or a refused answer shows;
+    nudges are for the model alone (the inspector shows them)."""
     if isinstance(event, SteerReceived):
         return f"you (steering): {event.text}", "yellow"
     if isinstance(event, SandboxRestarted):
         lost = ", ".join(event.lost) or "nothing"
         return f"sandbox restarted ({event.reason}); lost: {lost}", "red"
+    if isinstance(event, AnswerRefused):
+        return event.reason, "red"
     return None

@@ -98,7 +98,11 @@ function chatPage() {
   let lastSeq = Number(body.dataset.after);
   let running = false;
 
-  const setRunning = (value) => { running = value; stop.hidden = !value; };
+  const setRunning = (value) => {
+    running = value;
+    stop.hidden = !value;
+    if (!value) { stop.disabled = false; stop.textContent = "Stop"; }
+  };
   const turnNode = (position) => document.getElementById(`turn-${position}`);
   const liveTurn = (turnId) => turnNode(positions.get(turnId));
   const iterationNode = (turnId, n) => {
@@ -136,6 +140,12 @@ function chatPage() {
       section.append(el("h4", "", `Iteration ${e.iteration}`), el("pre", "delta"));
       $(".timeline", turn).append(section);
       $(".timeline summary", turn).textContent = `iteration ${e.iteration} of up to ${e.budget}…`;
+    },
+    model_retry(e) {  // the endpoint failed for a moment: one line per iteration, kept current
+      const it = iterationNode(e.turn_id, e.iteration);
+      if (!it) return;
+      const shown = $(".retry", it) || it.insertBefore(el("p", "retry"), $(".delta", it));
+      shown.textContent = `retrying (${e.attempt} of ${e.of}): ${e.reason}`;
     },
     model_delta(e) {
       const pre = iterationNode(e.turn_id, e.iteration)?.querySelector(".delta");
@@ -177,13 +187,12 @@ function chatPage() {
       for (const change of e.changes) updateVariable(cid, { ...change, type: change.type_name, size: sizeText(change.size) });
       variablesSoon();  // the refresh brings sizes the event left out
     },
-    // A nudge goes to the model with the next iteration, which is added after it.
-    nudge(e) { liveTurn(e.turn_id)?.querySelector(".timeline")?.append(el("p", "nudge", e.text)); },
     sandbox_restarted(e) {
       const text = `Sandbox restarted (${e.reason}); lost: ${e.lost.join(", ") || "nothing"}`;
       const iterations = liveTurn(e.turn_id)?.querySelectorAll(".iteration");
       iterations?.[iterations.length - 1]?.append(el("p", "restart", text));
     },
+    answer_refused(e) { iterationNode(e.turn_id, e.iteration)?.append(el("p", "error refusal", e.reason)); },
     steer_received(e) { iterationNode(e.turn_id, e.iteration)?.append(el("p", "steer", `You: ${e.text}`)); },
     title_changed(e) { $("#conv-title").textContent = e.title; document.title = `cove · ${e.title}`; },
     async turn_finished(e) {
@@ -281,7 +290,18 @@ function chatPage() {
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); send(); }
   });
-  stop.addEventListener("click", () => api("POST", `/api/conversations/${cid}/cancel`));
+  // The turn may run in another process: it stops within moments, and says so on the stream.
+  stop.addEventListener("click", async () => {
+    stop.disabled = true;
+    stop.textContent = "Stopping…";
+    try {
+      if (!(await api("POST", `/api/conversations/${cid}/cancel`)).cancelled) setRunning(false);
+    } catch (error) {
+      stop.disabled = false;
+      stop.textContent = "Stop";
+      notice(error.message, true);
+    }
+  });
 
   turns.addEventListener("click", async (event) => {
     const button = event.target.closest("button[data-action=fork]");

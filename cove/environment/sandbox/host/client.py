@@ -7,6 +7,11 @@ to the worker), the worker crashed or ran out of memory, broke protocol, or was 
 the whole process group is killed, a fresh worker is taken from the pool, reconfigured, and the
 variables are restored as they were before the failed block. The outcome then carries a
 ``RestartReport`` saying what came back and what was lost (opaque values cannot be restored).
+
+A snapshot's value is a root naming chunks (``cove.codec.chunks``). The client holds every chunk
+the live snapshots reach (``ChunkBook``), exactly the set the worker's tracker counts as held, so
+a block's reply carries only the chunks that are new; each is checked against its name, and a
+root or chunk naming a chunk the client neither holds nor received is a ``ProtocolError``.
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from cove import codec
 from cove.config import SandboxSettings
 from cove.environment.sandbox.frames import MAX_FRAME_BYTES, Frame, ProtocolError
+from cove.environment.sandbox.host.chunkbook import ChunkBook
 from cove.environment.sandbox.host.process import WorkerGone, WorkerProcess
 from cove.environment.sandbox.host.replies import block_reply, restore_reply
 from cove.environment.sandbox.outcome import (
@@ -38,6 +44,7 @@ CallHandler = Callable[[str, list[Any], dict[str, Any]], Awaitable[Any]]
 
 _RESTORE_CHUNK_BYTES = 8 * 1024 * 1024  # snapshots per restore frame, well under MAX_FRAME_BYTES
 _CALL_RESULT_LIMIT = MAX_FRAME_BYTES // 2
+_CONSTANT_LIMIT = 1_000_000  # the encoding of one extension constant (``REQUEST``...)
 _REFUSED_CALL = {
     "op": "reply",
     "ok": False,
@@ -81,6 +88,7 @@ class SandboxClient:
         self._settings = settings
         self._lock = asyncio.Lock()
         self._snapshots: dict[str, VarVersion] = {}
+        self._book = ChunkBook()
         self._imports: dict[str, ImportBinding] = {}
         self._functions: list[str] = []
         self._constants: dict[str, str] = {}
@@ -131,6 +139,7 @@ class SandboxClient:
         async with self._lock:
             self._check_open()
             earlier = await self._ensure_worker()
+            self._book.begin()
             started = time.monotonic()
             failure: tuple[str, str, str] | None = None  # (restart reason, error type, error)
             timed_out = False
@@ -147,6 +156,13 @@ class SandboxClient:
                 failure = ("timeout", "TimeoutError", message)
             except (WorkerGone, ProtocolError, asyncio.CancelledError) as exc:
                 failure = self._failure(exc)
+            changes: tuple[VarVersion, ...] = ()
+            if failure is None:
+                try:
+                    self._book.receive(reply.chunks)
+                    changes = self._book.attach(reply.changes)
+                except ProtocolError as exc:
+                    failure = self._failure(exc)
             duration_ms = (time.monotonic() - started) * 1000
             ran = BlockResult(
                 position=position, code=code, ok=False, duration_ms=duration_ms, seed=seed,
@@ -157,7 +173,7 @@ class SandboxClient:
                 failed = replace(ran, error=error, timed_out=timed_out)
                 restarted = await self._replace(reason)
                 return BlockOutcome(failed, restart=restarted, error_type=error_type)
-            self._apply(reply.changes)
+            self._apply(changes)
             self._imports = dict(reply.imports)
             restart = earlier
             if reply.fatal:
@@ -171,7 +187,7 @@ class SandboxClient:
                 error=reply.error,
                 figures=reply.figures,
             )
-            return BlockOutcome(result, reply.changes, restart, error_type=reply.error_type)
+            return BlockOutcome(result, changes, restart, error_type=reply.error_type)
 
     async def configure(self, *, functions: Sequence[str], constants: Mapping[str, Any]) -> None:
         """Bind extension function proxies and read-only constants (e.g. ``REQUEST``).
@@ -185,8 +201,10 @@ class SandboxClient:
         for name in [*functions, *constants]:
             if not name.isidentifier() or name.startswith("_"):
                 raise SandboxError(f"invalid extension name {name!r}: use a public identifier")
-        limit = self._settings.snapshot_limit_bytes
-        encoded = {name: codec.encode(value, max_bytes=limit) for name, value in constants.items()}
+        encoded = {
+            name: codec.encode(value, max_bytes=_CONSTANT_LIMIT)
+            for name, value in constants.items()
+        }
         async with self._lock:
             self._check_open()
             self._functions = list(functions)
@@ -207,12 +225,14 @@ class SandboxClient:
         snapshots: Sequence[VarVersion],
         *,
         imports: Mapping[str, ImportBinding] | None = None,
+        chunks: Mapping[str, bytes] | None = None,
     ) -> RestartReport:
         """Make the sandbox's user variables exactly ``snapshots`` (reason ``"restore"``).
 
         Values are decoded, functions and classes defined again from their source; opaque
         snapshots cannot be restored and are reported lost. ``imports``, when given, replaces
         the import bindings (``import math``, ``from re import sub``) bound alongside them.
+        ``chunks`` holds the chunks the snapshots' roots reach (a snapshot missing one is lost).
 
         Raises:
             SandboxError: The worker cannot be (re)started.
@@ -220,7 +240,8 @@ class SandboxClient:
         async with self._lock:
             self._check_open()
             await self._ensure_worker()
-            self._snapshots = {s.name: s for s in snapshots if s.kind != "deleted"}
+            live = [s for s in snapshots if s.kind != "deleted"]
+            self._snapshots = {s.name: s for s in self._book.reset(live, chunks or {})}
             if imports is not None:
                 self._imports = dict(imports)
             try:
@@ -331,6 +352,8 @@ class SandboxClient:
                 if deadline is not None:
                     limit.reschedule(deadline + elapsed)
                 await worker.send(answer)
+            elif reply["op"] == "chunks" and serving:
+                self._book.receive(reply.get("chunks"))
             elif reply["op"] == "error":
                 raise ProtocolError(str(reply.get("error")))
             else:
@@ -370,11 +393,12 @@ class SandboxClient:
         return {"op": "reply", "ok": True, "value": encoded}
 
     def _apply(self, changes: Sequence[VarVersion]) -> None:
+        self._book.apply(changes)
         for change in changes:
             if change.kind == "deleted":
                 self._snapshots.pop(change.name, None)
             else:
-                self._snapshots[change.name] = change
+                self._snapshots[change.name] = replace(change, chunks=())
 
     async def _ensure_worker(self) -> RestartReport | None:
         """Replace the worker first if an earlier request left it unusable."""
@@ -401,9 +425,10 @@ class SandboxClient:
             self._kill_requested = False
             if mode == "values":
                 for name, snapshot in list(self._snapshots.items()):
-                    if snapshot.kind != "value" or '{"def":' in (snapshot.encoded or ""):
+                    if snapshot.kind != "value" or '{"def":' in self._book.text_of(snapshot):
                         dropped.append(name)
                         del self._snapshots[name]
+                        self._book.drop(name)
             try:
                 await self._configure_worker()
                 restored, lost = await self._restore_worker(reset=False)
@@ -437,12 +462,18 @@ class SandboxClient:
             return (), ()
         restored: list[str] = []
         lost: list[str] = []
-        for index, chunk in enumerate(_chunks(snapshots)):
+        for batch in self._book.frames(_RESTORE_CHUNK_BYTES):
+            reply = await self._run(
+                {"op": "chunks", "chunks": batch}, self._settings.block_timeout_s
+            )
+            if reply.get("op") != "ok":
+                raise ProtocolError("the worker refused the chunks of a restore")
+        for index, chunk in enumerate(_batches(snapshots)):
             message = {
                 "op": "restore",
                 "reset": reset and index == 0,
                 "imports": self._imports if index == 0 else {},
-                "snapshots": [asdict(s) for s in chunk],
+                "snapshots": [_wire(s) for s in chunk],
             }
             reply = await self._run(message, self._settings.block_timeout_s)
             names, missing = restore_reply(reply, sent={s.name for s in chunk})
@@ -450,10 +481,11 @@ class SandboxClient:
             lost.extend(missing)
         for name in lost:
             self._snapshots.pop(name, None)
+            self._book.drop(name)
         return tuple(restored), tuple(lost)
 
 
-def _chunks(snapshots: list[VarVersion]) -> list[list[VarVersion]]:
+def _batches(snapshots: list[VarVersion]) -> list[list[VarVersion]]:
     chunks: list[list[VarVersion]] = [[]]
     size = 0
     for snapshot in snapshots:
@@ -464,3 +496,8 @@ def _chunks(snapshots: list[VarVersion]) -> list[list[VarVersion]]:
         chunks[-1].append(snapshot)
         size += weight
     return chunks
+
+
+def _wire(snapshot: VarVersion) -> dict[str, Any]:
+    """A snapshot as a restore frame carries it (its chunks travel in frames of their own)."""
+    return {f.name: getattr(snapshot, f.name) for f in fields(VarVersion) if f.name != "chunks"}

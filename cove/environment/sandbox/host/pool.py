@@ -25,17 +25,18 @@ log = logging.getLogger("cove.environment.sandbox")
 def unconfined_warning(confinement: Confinement) -> str | None:
     """The warning for a host where confinement was asked for but nothing real took hold.
 
-    The network namespace, ``no_new_privs`` and the death signal alone keep sandbox code that
-    escaped RestrictedPython from nothing the host's user may do: with neither a user of its
-    own, nor Landlock, nor seccomp, the worker is the user.
+    The network and IPC namespaces, ``no_new_privs`` and the death signal alone keep sandbox code
+    that escaped RestrictedPython from nothing the host's user may do: with neither a user of its
+    own, nor a root of its own, nor Landlock, nor seccomp, the worker is the user.
     """
-    if not confinement.enabled or {"uid", "landlock", "seccomp"} & set(confinement.layers):
+    real = {"uid", "mount", "landlock", "seccomp"}
+    if not confinement.enabled or real & set(confinement.layers):
         return None
     why = "; ".join(confinement.notes) or "no reason given"
     return (
-        "WARNING: the sandbox cannot confine its workers on this host (no separate user, no "
-        f"Landlock, no seccomp: {why}). Code that escapes the Python guards would run with this "
-        "user's rights; see `cove doctor`."
+        "WARNING: the sandbox cannot confine its workers on this host (no separate user, no root "
+        f"of their own, no Landlock, no seccomp: {why}). Code that escapes the Python guards "
+        "would run with this user's rights; see `cove doctor`."
     )
 
 

@@ -111,8 +111,7 @@ def worker_config(settings: SandboxSettings, *, unrestricted: bool = False) -> d
         "file_size_mb": settings.worker_file_size_mb,
         "open_files": settings.worker_open_files,
         "output_limit": settings.output_limit_chars,
-        "snapshot_limit": settings.snapshot_limit_bytes,
-        "data_snapshot_limit": settings.data_snapshot_limit_bytes,
+        "value_limit": settings.value_limit_mb * 1024 * 1024,
         "libraries": settings.sandbox_libraries,
         "confine": settings.sandbox_confine,
         "owner": os.getpid(),  # the process it must not outlive (``lifeline.py``)

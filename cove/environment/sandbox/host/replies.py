@@ -36,6 +36,7 @@ class BlockReply:
     changes: tuple[VarVersion, ...]
     imports: dict[str, tuple[str, str | None]]
     figures: tuple[BlockFigure, ...] = ()
+    chunks: Any = None  # [[name, base64], ...]: checked by the client's ``ChunkBook``
 
 
 def block_reply(reply: Frame, reserved: Collection[str] = ()) -> BlockReply:
@@ -65,6 +66,7 @@ def block_reply(reply: Frame, reserved: Collection[str] = ()) -> BlockReply:
         changes=tuple(snapshot(item, reserved) for item in changes),
         imports={_name(k, reserved): _import_ref(v) for k, v in imports.items()},
         figures=parse_figures(reply.get("figures")),
+        chunks=reply.get("chunks", []),
     )
 
 

@@ -6,21 +6,28 @@ the worker carries on. Confinement comes in two steps, so that a zygote does the
 and each forked worker only the part that must be its own:
 
 ``prepare`` (the zygote, or a cold worker, before any sandbox code exists):
-    - as root, a new, empty network namespace (not even the host's loopback is reachable);
-      otherwise, or when refused, a user namespace holding a new network namespace;
+    - a new mount and network namespace: as root directly; otherwise, or when refused, inside a
+      user namespace (``userns.py``: with the host user's subordinate ids when it has some);
+    - in the mount namespace, a root of its own (``rootfs.py``): read-only binds of the runtime,
+      its shared libraries and a few device nodes, nothing else (no ``/proc``, no host file);
+    - in the network namespace, nothing: not even the host's loopback is reachable;
     - ``no_new_privs`` and non-dumpable (no one of the same user reads its memory or environ);
-    - a Landlock ruleset (``landlock.py``) and a seccomp program (``seccomp.py``), built once.
+    - a Landlock ruleset (``landlock.py``) and a seccomp allow list (``seccomp.py``), built once.
 
 ``seal`` (each worker, after the fork):
-    - as root, the ids of a user of its own (``uids.py``) with no supplementary groups, checked
-      (``setuid(0)`` must fail) — the zygote stays root to do this, but never runs sandbox code;
+    - an IPC namespace of its own (no System V object or message queue shared with anyone, none
+      outliving it), while it may still create one;
+    - ids of its own when the host has some to give (``uids.py``: a reserved range as root, a
+      subordinate range otherwise) with no supplementary groups, then no capability left; checked
+      (``setuid(0)`` must fail) — a root zygote stays root to do this, but never runs sandbox code;
     - non-dumpable again (a change of user resets it), the death signal (``lifeline.py``);
-    - the Landlock ruleset enforced (no file but the Python runtime, read-only; no TCP; no signal
-      or abstract socket out of its own domain), then the seccomp filter (no socket, no ptrace,
-      no namespaces, no prctl...).
+    - the Landlock ruleset enforced (no file but the runtime, read-only; no TCP; no signal or
+      abstract socket out of its own domain), then the seccomp filter (only the system calls a
+      worker needs; those naming a process only on itself).
 
-Once the ids are dropped the interpreter's own files may be out of reach (a Python installed under
-``/root``), so the worker imports what it could need lazily beforehand (``preload_codecs``).
+A worker of its own root sees its runtime's directories open to it whoever it runs as; without
+that root, once the ids are dropped the interpreter's own files may be out of reach (a Python
+installed under ``/root``), so the zygote imports every codec beforehand (``preload_codecs``).
 """
 
 from __future__ import annotations
@@ -38,19 +45,21 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from cove.environment.sandbox.frames import ProtocolError
-from cove.environment.sandbox.worker import seccomp
-from cove.environment.sandbox.worker.landlock import Ruleset, runtime_paths
+from cove.environment.sandbox.worker import rootfs, seccomp, userns
+from cove.environment.sandbox.worker.landlock import Ruleset
 from cove.environment.sandbox.worker.libc import libc
 from cove.environment.sandbox.worker.lifeline import die_with_parent
+from cove.environment.sandbox.worker.uids import ROOT_RANGE, IdRange, UidPool
 
 Network = Literal["isolated", "host"]
 
-LAYERS = ("uid", "network", "landlock", "seccomp", "no_new_privs", "pdeathsig")
+LAYERS = ("uid", "mount", "network", "ipc", "landlock", "seccomp", "no_new_privs", "pdeathsig")
 """Every layer of confinement, in the order ``cove doctor`` lists them."""
 
-UNPRIVILEGED_USER = "nobody"
-_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWIPC = 0x08000000
 _CLONE_NEWNET = 0x40000000
+_NAMESPACES = _CLONE_NEWNS | _CLONE_NEWNET
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
 _NET_NAMESPACE = "/proc/self/ns/net"
@@ -143,10 +152,23 @@ NOT_REPORTED = Confinement(False, "unknown", -1, "host", ("the worker did not re
 
 @dataclass
 class Preparation:
-    """What ``prepare`` achieved, for ``seal`` to finish in each worker."""
+    """What ``prepare`` achieved, for ``seal`` to finish in each worker.
+
+    Attributes:
+        enabled: Whether confinement was asked for.
+        user: The name and id of the host's user (read while ``/etc/passwd`` was in reach).
+        ids: The ids workers take, one each (``uids.py``): the reserved range on a root host,
+            a subordinate range on an unprivileged one; None when workers keep the host's.
+        network: Whether the process entered a network namespace of its own.
+        ruleset: The Landlock ruleset, built once.
+        program: The seccomp program, built once.
+        layers: The layers in force already (each worker adds its own).
+        notes: What was left out and why.
+    """
 
     enabled: bool
-    root: bool = False
+    user: tuple[str, int] = ("unknown", -1)
+    ids: IdRange | None = None
     network: Network = "host"
     ruleset: Ruleset | None = None
     program: bytes | None = None
@@ -156,6 +178,11 @@ class Preparation:
     def keep_fds(self) -> set[int]:
         """The descriptors ``seal`` still needs (closing every other one is safe)."""
         return {self.ruleset.fd} if self.ruleset is not None else set()
+
+    def needs_codecs(self) -> bool:
+        """Whether workers will lose sight of the standard library's codecs when they take their
+        own ids (no root of their own, whose directories are open to every user)."""
+        return self.ids is not None and "mount" not in self.layers
 
 
 def prepare(enabled: bool) -> Preparation:
@@ -168,41 +195,70 @@ def prepare(enabled: bool) -> Preparation:
         return Preparation(False)
     if not sys.platform.startswith("linux"):
         return Preparation(True, notes=[f"confinement: not available on {sys.platform}"])
-    done = Preparation(True, root=os.geteuid() == 0)
+    done = Preparation(True, user=_current_user())
+    os.chdir("/")  # a confined worker needs no file: it works from the root, its own or not
     libc = _libc(done.notes)
-    host_network = _network_namespace()
-    isolated = done.root and _unshare(libc, _CLONE_NEWNET, "network namespace", done.notes)
-    if not isolated:
-        isolated = _unshare(
-            libc, _CLONE_NEWUSER | _CLONE_NEWNET, "user+network namespace", done.notes
-        )
-    if isolated and _network_namespace() == host_network:
-        isolated = False
-        done.notes.append("network: namespace unchanged after unshare")
-    if isolated:
-        done.network = "isolated"
-        done.layers.append("network")
+    try:  # first: libseccomp is found through ldconfig, which is out of reach in the new root
+        done.program = seccomp.build()
+    except OSError as exc:
+        done.notes.append(f"seccomp: {exc.strerror or exc}")
+    readable = rootfs.readable_paths()  # while /proc is in reach
+    if libc is not None and _enter_namespaces(libc, done):
+        try:
+            rootfs.build(readable)
+            done.layers.append("mount")
+        except OSError as exc:
+            done.notes.append(f"mount: {exc.strerror or exc}")
     if _prctl(libc, _PR_SET_NO_NEW_PRIVS, 1, "no_new_privs", done.notes):
         done.layers.append("no_new_privs")
     _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", done.notes)
     try:
-        done.ruleset = Ruleset.prepare(runtime_paths())
+        done.ruleset = Ruleset.prepare(readable)
     except OSError as exc:
         done.notes.append(f"landlock: {exc.strerror or exc}")
-    try:
-        done.program = seccomp.build()
-    except OSError as exc:
-        done.notes.append(f"seccomp: {exc.strerror or exc}")
     return done
 
 
+def _enter_namespaces(libc: ctypes.CDLL, done: Preparation) -> bool:
+    """Enter a new mount and network namespace: as root directly, else (or when refused) inside
+    a user namespace (``userns.py``). Records the network layer and the workers' ids.
+
+    Returns:
+        Whether the process is in a mount namespace of its own.
+    """
+    host_network = _network_namespace()
+    root = os.geteuid() == 0
+    entered = root and _unshare(libc, _NAMESPACES, "mount+network namespace", done.notes)
+    if root:
+        done.ids = ROOT_RANGE
+    if not entered:
+        try:
+            subordinate = userns.enter(_NAMESPACES, done.user[0], done.notes)
+            entered = True
+        except OSError as exc:
+            for layer in ("network", "mount"):
+                done.notes.append(f"{layer}: no user namespace: {exc.strerror or exc}")
+            subordinate = None
+        if not root:
+            done.ids = subordinate
+    if not root and not entered:
+        done.notes.append("uid: the host is not root: workers run as the host's user")
+    if entered and _network_namespace() != host_network:
+        done.network = "isolated"
+        done.layers.append("network")
+    elif entered:
+        done.notes.append("network: namespace unchanged after unshare")
+    return entered
+
+
 def seal(preparation: Preparation, *, parent: int, uid: int | None) -> Confinement:
-    """The second step, in each worker: its own user, the death signal, Landlock, seccomp.
+    """The second step, in each worker: its own IPC namespace and user, no capability, the death
+    signal, Landlock, seccomp.
 
     Args:
         preparation: What ``prepare`` achieved in this process or the zygote it was forked from.
         parent: The process this one must not outlive (armed even when confinement is off).
-        uid: The worker's own user id when the process is root (``uids.py``).
+        uid: The worker's own id, from ``preparation.ids`` (None: it keeps its ids).
     """
     notes = list(preparation.notes)
     layers = list(preparation.layers)
@@ -211,7 +267,13 @@ def seal(preparation: Preparation, *, parent: int, uid: int | None) -> Confineme
         user, current = _current_user()
         return Confinement(False, user, current, "host", ("switched off (sandbox_confine)",))
     libc = _libc(notes)
+    if _unshare(libc, _CLONE_NEWIPC, "IPC namespace", notes, layer="ipc"):
+        layers.append("ipc")
     user, current = _own_user(preparation, uid, notes, layers)
+    try:
+        userns.drop_capabilities()
+    except OSError as exc:
+        notes.append(f"uid: capabilities kept: {exc.strerror or exc}")
     # A change of user resets both of these: set them (again) after it.
     _prctl(libc, _PR_SET_DUMPABLE, 0, "non-dumpable", notes)
     armed = die_with_parent(parent)
@@ -238,16 +300,12 @@ def seal(preparation: Preparation, *, parent: int, uid: int | None) -> Confineme
 def _own_user(
     preparation: Preparation, uid: int | None, notes: list[str], layers: list[str]
 ) -> tuple[str, int]:
-    """Drop to the worker's own user when the process is root: the user's name and id after."""
-    if preparation.root and uid is not None:
-        if _drop_to(uid, notes):
-            layers.append("uid")
-    elif not preparation.root:
-        notes.append("uid: the host is not root: the worker runs as the host's user")
-    # While the user database can still be read; an id of the reserved range has no account.
-    if uid is not None and "uid" in layers:
-        return f"uid {uid}", uid
-    return _current_user()
+    """Take the worker's own ids when it has some: its user's name and id (as the host sees it)."""
+    ids = preparation.ids
+    if ids is not None and uid is not None and _drop_to(uid, notes):
+        layers.append("uid")
+        return f"uid {ids.host_id(uid)}", ids.host_id(uid)
+    return preparation.user
 
 
 def _restrict(preparation: Preparation, notes: list[str], layers: list[str]) -> None:
@@ -266,35 +324,13 @@ def _restrict(preparation: Preparation, notes: list[str], layers: list[str]) -> 
             notes.append(f"seccomp: {exc.strerror or exc}")
 
 
-def confine(enabled: bool, *, parent: int, uid: int | None = None) -> Confinement:
+def confine(enabled: bool, *, parent: int) -> Confinement:
     """Both steps at once, for a cold-started worker (module docstring)."""
-    return seal(prepare(enabled), parent=parent, uid=uid)
-
-
-def enter_directory(path: str) -> str:
-    """Change to ``path``, or to ``/`` when this (dropped) process may not enter it.
-
-    The worker needs no file access (files are handled by the host), so a workspace closed to
-    the worker's user is no reason to fail; and once Landlock is in force, ``/`` gives access to
-    nothing either.
-
-    Returns:
-        The directory entered.
-
-    Raises:
-        OSError: ``path`` does not exist or is not a directory.
-    """
-    try:
-        os.chdir(path)
-    except PermissionError:
-        os.chdir("/")
-        return "/"
-    return path
-
-
-def will_drop_user(enabled: bool) -> bool:
-    """Whether ``confine(enabled)`` is going to change the user of this process."""
-    return enabled and sys.platform.startswith("linux") and os.geteuid() == 0
+    preparation = prepare(enabled)
+    if preparation.needs_codecs():
+        preload_codecs()
+    uid = UidPool(preparation.ids).pick() if preparation.ids is not None else None
+    return seal(preparation, parent=parent, uid=uid)
 
 
 def preload_codecs() -> None:
@@ -333,12 +369,14 @@ def _libc(notes: list[str]) -> ctypes.CDLL | None:
         return None
 
 
-def _unshare(libc: ctypes.CDLL | None, flags: int, what: str, notes: list[str]) -> bool:
+def _unshare(
+    libc: ctypes.CDLL | None, flags: int, what: str, notes: list[str], *, layer: str = "network"
+) -> bool:
     if libc is None:
         return False
     if libc.unshare(flags) == 0:
         return True
-    notes.append(f"network: no {what}: {os.strerror(ctypes.get_errno())}")
+    notes.append(f"{layer}: no {what}: {os.strerror(ctypes.get_errno())}")
     return False
 
 

@@ -1,12 +1,13 @@
 """Landlock: the kernel's unprivileged access control, so a worker sees no file but its runtime.
 
 A worker needs no file of the host (the ``files`` extension runs in the host): only the Python
-runtime, read-only, for the modules sandbox code imports lazily. ``prepare`` builds a ruleset
+runtime, read-only, for the modules sandbox code imports lazily (and the directories of its
+shared libraries, for one loaded late: ``rootfs.readable_paths``). ``prepare`` builds a ruleset
 once (in the zygote, or a cold worker before it seals itself) that
 
 - handles every file-system right the kernel knows and grants only reading files and listing
-  directories beneath the runtime's directories: no write, no execute, nothing anywhere else
-  (the database, the project checkout, ``~/.ssh``, ``/proc``, other workspaces);
+  directories beneath those directories: no write, no execute, nothing anywhere else (the
+  database, the project checkout, ``~/.ssh``, ``/proc``, other workspaces);
 - (ABI 4+) handles TCP bind and connect with no rule: no TCP at all, loopback included;
 - (ABI 6+) scopes signals and abstract Unix sockets: the worker can signal, and connect to, only
   processes of its own Landlock domain — not the host, the zygote nor another worker, even one

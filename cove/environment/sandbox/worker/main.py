@@ -2,8 +2,9 @@
 
 Start-up order matters. The two pipe ends are first moved to private descriptors and 0/1/2 are
 pointed at /dev/null, so nothing printed by any means can reach the frame channel. Then the heavy
-imports run, every other descriptor is closed, the worker confines itself (``confine.py``: its
-own user, no network, Landlock, seccomp, the death signal — as far as the host allows), starts the
+imports run, every other descriptor is closed, the worker confines itself (``confine.py``: a
+root of its own, no network, its own IPC namespace and user, Landlock, seccomp, the death signal
+— as far as the host allows), starts the
 thread that ends it when the host's pipe closes (``lifeline.py``) and applies the resource limits
 (address space, CPU seconds, file size, open files, no core dumps, no child processes). Only then
 does the worker announce ``{"op": "ready"}`` with the confinement it achieved and serve requests,
@@ -14,27 +15,19 @@ The host starts the worker in its own session with an empty environment (see ``p
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import resource  # at the top: once the worker dropped to nobody, the stdlib may be unreadable
 import signal
 import sys
 import traceback
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cove.environment.sandbox.frames import FrameChannel, ProtocolError
-from cove.environment.sandbox.worker.confine import (
-    confine,
-    enter_directory,
-    preload_codecs,
-    will_drop_user,
-)
+from cove.environment.sandbox.worker.confine import confine
 from cove.environment.sandbox.worker.lifeline import watch_pipe
-from cove.environment.sandbox.worker.uids import UidPool
 
-CLOSED_WORKSPACE = "working directory not accessible: moved to /"
+_MAX_FD = 1 << 30  # above any descriptor: closerange closes up to it in one system call
 
 if TYPE_CHECKING:  # imported lazily: a failing import is reported in a "fatal" frame
     from cove.environment.sandbox.worker.runtime import Runtime
@@ -51,15 +44,13 @@ def claim_channel() -> FrameChannel:
 
 
 def close_other_descriptors(keep: set[int]) -> None:
-    """Close every file descriptor not in ``keep``."""
-    try:
-        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        open_fds = list(range(3, 1024))
-    for fd in open_fds:
-        if fd not in keep:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+    """Close every file descriptor not in ``keep`` (a few calls, and no ``/proc`` needed)."""
+    low = 0
+    for fd in sorted(keep):
+        if fd > low:  # closerange(a, b) with b <= a would close everything from a on
+            os.closerange(low, fd)
+        low = max(low, fd + 1)
+    os.closerange(low, _MAX_FD)
 
 
 def apply_limits(config: dict[str, Any], *, forking: bool = False) -> None:
@@ -95,9 +86,9 @@ def apply_limits(config: dict[str, Any], *, forking: bool = False) -> None:
             pass
 
 
-def warm_up(*, dropping_user: bool, libraries: bool = True) -> None:
-    """Import lazily loaded pieces before the limits and the drop shut them out: the standard
-    library's, and the data libraries (``data/libraries.py``) when they are installed."""
+def warm_up(*, libraries: bool = True) -> None:
+    """Import lazily loaded pieces before the limits and the new root shut them out: the
+    standard library's, and the data libraries (``data/libraries.py``) when they are installed."""
     import datetime
 
     from cove.environment.sandbox.worker.data import libraries as data_libraries
@@ -109,11 +100,9 @@ def warm_up(*, dropping_user: bool, libraries: bool = True) -> None:
         # Build every curated namespace once: whatever that imports is imported now.
         from cove.environment.sandbox.worker.runtime import Runtime
 
-        runtime = Runtime(request=lambda frame: frame, output_limit=1, snapshot_limit=1)
+        runtime = Runtime(request=lambda frame: frame, output_limit=1, value_limit=1)
         for name in runtime.modules.names():
             runtime.modules.get(name)
-    if dropping_user:
-        preload_codecs()
 
 
 def make_runtime(channel: FrameChannel, config: dict[str, Any]) -> Runtime:
@@ -130,9 +119,9 @@ def make_runtime(channel: FrameChannel, config: dict[str, Any]) -> Runtime:
     return Runtime(
         request=request,
         output_limit=int(config["output_limit"]),
-        snapshot_limit=int(config["snapshot_limit"]),
+        value_limit=int(config["value_limit"]),
         libraries=bool(config.get("libraries", True)),
-        data_snapshot_limit=int(config.get("data_snapshot_limit", config["snapshot_limit"])),
+        post=channel.send,
     )
 
 
@@ -141,34 +130,34 @@ def main() -> int:
     channel = claim_channel()
     try:
         config = json.loads(sys.argv[1])
-        confining = bool(config.get("confine", True))
-        warm_up(
-            dropping_user=will_drop_user(confining), libraries=bool(config.get("libraries", True))
-        )
+        warm_up(libraries=bool(config.get("libraries", True)))
         runtime = make_runtime(channel, config)
         # Its own session keeps terminal Ctrl-C away; an interrupt between blocks must not end it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})
         # Before the limits: with RLIMIT_NPROC already 0, older kernels refuse the setuid.
-        uid = UidPool().pick() if will_drop_user(confining) else None
-        confinement = confine(confining, parent=int(config["owner"]), uid=uid)
-        if not os.access(".", os.X_OK):  # a workspace closed to its user: it needs no files
-            os.chdir("/")
-            confinement = replace(confinement, notes=(*confinement.notes, CLOSED_WORKSPACE))
+        confinement = confine(bool(config.get("confine", True)), parent=int(config["owner"]))
         watch_pipe(channel.read_fd)  # a thread: after seccomp (it inherits it), before NPROC 0
         apply_limits(config)
     except BaseException:
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
     channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
-    return serve(channel, runtime, config)
+    return serve(channel, runtime, config, fixed_directory=confinement.enabled)
 
 
-def serve(channel: FrameChannel, runtime: Runtime, config: dict[str, Any]) -> int:
+def serve(
+    channel: FrameChannel,
+    runtime: Runtime,
+    config: dict[str, Any],
+    *,
+    fixed_directory: bool = False,
+) -> int:
     """Answer the host's requests, one at a time, until it closes the pipe; the exit code.
 
     With ``config["unrestricted"]`` (tests only: ``WorkerPool(assume_breach=True)``) blocks run
-    as plain Python (``run_unrestricted``).
+    as plain Python (``run_unrestricted``). A confined worker (``fixed_directory``) needs no
+    file: it answers a change of directory by staying in ``/`` (of its own root, if it has one).
     """
     unrestricted = bool(config.get("unrestricted", False))
     while True:
@@ -184,8 +173,9 @@ def serve(channel: FrameChannel, runtime: Runtime, config: dict[str, Any]) -> in
             if unrestricted and message.get("op") == "execute":
                 reply = run_unrestricted(runtime, message)
             elif message.get("op") == "chdir":
-                # Dropped to nobody, the worker may be unable to enter the workspace.
-                reply = {"op": "ok", "cwd": enter_directory(str(message["path"]))}
+                if not fixed_directory:
+                    os.chdir(str(message["path"]))
+                reply = {"op": "ok", "cwd": "/" if fixed_directory else str(message["path"])}
             else:
                 reply = runtime.handle(message)
         except MemoryError:

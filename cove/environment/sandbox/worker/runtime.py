@@ -6,6 +6,7 @@ calls and feeds it decoded frames (``handle``), getting reply frames back.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import math
 import os
@@ -44,6 +45,14 @@ _MESSAGE_LIMIT = 2_000
 HOST_CALL_LIMIT = 24 * 1024 * 1024
 """The largest encoded arguments of a call the worker makes itself (a file written by a library:
 base64 inside a frame of at most 64 MiB)."""
+CALL_LIMIT = 1_000_000
+"""The largest encoded arguments of an extension call made by sandbox code."""
+RESULT_LIMIT = 1_000_000
+"""The largest encoding of a block's value kept with the block (a larger one keeps its preview)."""
+CHUNK_FRAME_BYTES = 16 * 1024 * 1024
+"""Chunk data per frame (base64 inside a frame of at most 64 MiB)."""
+DEFAULT_VALUE_LIMIT = 256 * 1024 * 1024
+"""The default cap on one variable's encoding (``value_limit_mb``)."""
 _RESTORE_PASSES = 3
 # Absolute paths of host files (site-packages, the cove package...) never reach an error message.
 _HOST_PATH = re.compile(r"(?:/[\w.+-]+)+\.py[cd]?\b")
@@ -87,13 +96,14 @@ class Runtime:
         *,
         request: Request,
         output_limit: int,
-        snapshot_limit: int,
+        value_limit: int = DEFAULT_VALUE_LIMIT,
         libraries: bool = True,
-        data_snapshot_limit: int | None = None,
+        post: Callable[[Frame], None] | None = None,
     ) -> None:
         self._request = request
+        self._post = post
         self.output_limit = output_limit
-        self.snapshot_limit = snapshot_limit
+        self.value_limit = value_limit
         self.clock = BlockClock()
         self.chance = BlockRandom()
         self.output = BlockOutput(output_limit)
@@ -123,9 +133,9 @@ class Runtime:
         # builtins (exec would otherwise put the real ones there).
         module = sys.modules.setdefault(SANDBOX_MODULE, ModuleType(SANDBOX_MODULE))
         vars(module)["__builtins__"] = self.builtins
+        self._incoming: dict[str, bytes] = {}  # chunks the host sent for a restore
         self.tracker = VariableTracker(
-            snapshot_limit=snapshot_limit,
-            data_snapshot_limit=data_snapshot_limit,
+            value_limit=value_limit,
             modules=self.modules,
             builtins=self.builtins,
             namespace=self.namespace,
@@ -143,6 +153,10 @@ class Runtime:
             return self.restore(
                 dict(message.get("imports", {})), list(message["snapshots"]), bool(message["reset"])
             )
+        if op == "chunks":
+            for name, data in message["chunks"]:
+                self._incoming[str(name)] = base64.b64decode(data)
+            return {"op": "ok"}
         if op == "chdir":
             os.chdir(str(message["path"]))
             return {"op": "ok"}
@@ -153,7 +167,12 @@ class Runtime:
     # -- blocks -----------------------------------------------------------------------------
 
     def execute(self, code: str, seed: int, clock: float) -> Frame:
-        """Run one block and report its value, output, error and variable changes."""
+        """Run one block and report its value, output, error and variable changes.
+
+        The chunks the changes need and the host lacks go with the reply (``chunks``), those
+        past ``CHUNK_FRAME_BYTES`` in ``chunks`` frames sent before it.
+        """
+        self._incoming.clear()
         self.chance.seed(seed)
         self.clock.now = clock
         self.output = BlockOutput(self.output_limit)
@@ -186,7 +205,21 @@ class Runtime:
         value = None
         reply["changes"] = self.tracker.changes(self.namespace, ran)
         reply["imports"] = self.tracker.imports
+        reply["chunks"] = self._send_chunks(self.tracker.take_outbox())
         return reply
+
+    def _send_chunks(self, chunks: dict[str, bytes]) -> list[list[str]]:
+        """Send ``chunks`` in frames of their own while they exceed ``CHUNK_FRAME_BYTES``;
+        the rest, for the reply, as ``[name, base64]`` pairs (in order: children first)."""
+        batch: list[list[str]] = []
+        size = 0
+        for name, data in chunks.items():
+            if size + len(data) > CHUNK_FRAME_BYTES and batch and self._post is not None:
+                self._post({"op": "chunks", "chunks": batch})
+                batch, size = [], 0
+            batch.append([name, base64.b64encode(data).decode("ascii")])
+            size += len(data)
+        return batch
 
     def _run(self, code: str) -> tuple[Any, tuple[str, str] | None, list[CodeType]]:
         """Compile and run a block: its trailing value, its error (type, line) and what it ran
@@ -215,9 +248,10 @@ class Runtime:
         return value, error, [c for c in (block.body, block.tail) if c is not None]
 
     def _encoded(self, value: Any) -> str | None:
-        """The codec's text of a block's value, or None when it cannot be encoded."""
+        """The codec's text of a block's value, or None when it cannot be encoded (or is over
+        ``RESULT_LIMIT``)."""
         try:
-            return self.tracker.encode(value)
+            return self.tracker.encode(value, RESULT_LIMIT)
         except MemoryError:
             raise
         except Exception:
@@ -293,7 +327,7 @@ class Runtime:
             name: The extension function.
             args: Its positional arguments.
             kwargs: Its keyword arguments.
-            limit: The largest encoding of the arguments (default: the snapshot limit).
+            limit: The largest encoding of the arguments (default: ``CALL_LIMIT``).
 
         Refused while a recorded definition runs again: a restore does not call the host.
         """
@@ -317,13 +351,14 @@ class Runtime:
 
     def _encode_argument(self, value: Any, limit: int | None) -> str:
         if limit is None:
-            return self.tracker.encode(value)
+            return self.tracker.encode(value, CALL_LIMIT)
         return codec.encode(value, max_bytes=limit)
 
     # -- restore ----------------------------------------------------------------------------
 
     def restore(self, imports: dict[str, Any], snapshots: list[Frame], reset: bool) -> Frame:
-        """Rebuild variables from snapshots: values decoded, definitions run again."""
+        """Rebuild variables from snapshots: values decoded (from the chunks the host sent
+        before, in ``chunks`` frames), definitions run again."""
         if reset:
             for name in [n for n in self.namespace if not n.startswith("__")]:
                 del self.namespace[name]
@@ -368,14 +403,17 @@ class Runtime:
         for snapshot in pending:
             name, encoded = str(snapshot["name"]), str(snapshot["encoded"])
             try:
-                value = codec.decode(encoded, make_definition=self._make_definition)
+                reached = codec.closure([encoded], self._incoming.__getitem__)
+                value = codec.decode(
+                    encoded, make_definition=self._make_definition, chunks=reached.__getitem__
+                )
             except MemoryError:
                 raise
             except Exception:  # a definition needing another one not restored yet, or junk
                 failed.append(snapshot)
                 continue
             self.namespace[name] = value
-            self.tracker.adopt(name, value, encoded)
+            self.tracker.adopt(name, value, encoded, frozenset(reached))
             restored.append(name)
         return restored, failed
 

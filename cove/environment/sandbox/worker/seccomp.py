@@ -1,18 +1,27 @@
-"""A seccomp filter: the system calls a worker never needs fail with ``EPERM``.
+"""A seccomp allow list: a worker may make the system calls it needs, and no other.
 
 Built with libseccomp (``pyseccomp``, a ctypes binding of Debian's ``libseccomp2``), which takes
 care of the architecture checks (a foreign system-call ABI kills the process) and the x32 quirks.
 The filter is compiled to BPF once (``build``, in the zygote) and each worker loads the bytes
 with one ``prctl`` (``load``) — cheap enough for every fork.
 
-It is a deny list, not an allow list: CPython's own needs vary with the version and the modules a
-block imports, and an allow list that misses one call breaks sandbox code in ways that are hard
-to see. What is denied is what gives a way out of the process or into the kernel's rarer
-corners: sockets of every family (no network, no Unix socket to the host, no netlink), tracing
-and reading other processes' memory, signals to other processes, namespaces and mounts, kernel
-keyrings, BPF, perf, io_uring, userfaultfd, module loading, ``execve`` and ``prctl`` (so the
-death signal and the non-dumpable flag cannot be undone). ``clone3`` answers ``ENOSYS`` so that
-the C library falls back to ``clone``, whose namespace flags are checked.
+What a worker needs once it is sealed was found by tracing real workers (the sandbox,
+environment and engine test suites, and a numpy/pandas/matplotlib workload): the interpreter's
+memory and threads, reading its own runtime (imports happen late), its two pipes, clocks,
+randomness, its own limits. ``docs/sandbox-syscalls.md`` gives the reason for each call; a test
+keeps it in step with the lists below. Every other call fails with ``EPERM`` — among them
+``socket``, ``ptrace``, ``kill``, ``execve``, ``prctl``, every change of a file's mode, owner,
+times or attributes, inotify and fanotify, System V and POSIX IPC, namespaces and mounts.
+
+Three refinements:
+
+- calls that name a process (``SELF_ONLY``) are allowed only with the argument that means the
+  calling thread itself (``0``): a worker may read or lower its own limits and priority, never
+  those of the host, the zygote or another worker — even one running as the same user;
+- ``clone`` is allowed only for threads (``CLONE_THREAD``, no namespace flag): a worker cannot
+  fork, whatever its limits;
+- ``ENOSYS`` (not ``EPERM``) answers the calls the C library retries in an older form
+  (``clone3`` then ``clone``), so that the fallback happens.
 """
 
 from __future__ import annotations
@@ -22,36 +31,54 @@ import ctypes
 import errno
 import os
 import tempfile
+from typing import Any
 
 from cove.environment.sandbox.worker.libc import libc
 
-DENIED = (
-    "socket", "socketpair", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
-    "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "kill", "tkill", "tgkill",
-    "rt_sigqueueinfo", "rt_tgsigqueueinfo", "mount", "umount2", "pivot_root", "chroot",
-    "unshare", "setns", "fsopen", "fsmount", "fsconfig", "fspick", "open_tree", "move_mount",
-    "mount_setattr", "open_by_handle_at", "name_to_handle_at", "keyctl", "add_key",
-    "request_key", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
-    "io_uring_enter", "io_uring_register", "init_module", "finit_module", "delete_module",
-    "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff", "acct", "quotactl",
-    "sethostname", "setdomainname", "personality", "iopl", "ioperm", "vhangup", "execve",
-    "execveat", "prctl", "memfd_create", "setuid", "setgid", "setreuid", "setregid",
-    "setresuid", "setresgid", "setgroups", "setfsuid", "setfsgid", "capset", "setpgid",
-    "setsid", "landlock_create_ruleset", "landlock_add_rule", "seccomp",
+ALLOWED = (
+    # memory
+    "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "mbind",
+    # files already open, and reading the runtime (Landlock and the mount namespace say where)
+    "read", "pread64", "write", "lseek", "close", "openat", "newfstatat", "fstat", "statx",
+    "getdents64", "ioctl",
+    # threads, signals and waiting
+    "clone", "futex", "set_robust_list", "rseq", "rt_sigaction", "rt_sigprocmask",
+    "rt_sigreturn", "poll", "ppoll", "clock_nanosleep", "restart_syscall",
+    # clocks, who it is, randomness
+    "clock_gettime", "clock_getres", "gettimeofday", "getpid", "gettid", "geteuid", "getrandom",
+    # ending
+    "exit", "exit_group",
 )  # fmt: skip
-"""The system calls every worker is refused."""
+"""Calls allowed (``clone`` for threads only, ``ioctl`` for ``TCGETS`` only)."""
 
-_NAMESPACE_FLAGS = (
-    0x00020000,  # CLONE_NEWNS
-    0x02000000,  # CLONE_NEWCGROUP
-    0x04000000,  # CLONE_NEWUTS
-    0x08000000,  # CLONE_NEWIPC
-    0x10000000,  # CLONE_NEWUSER
-    0x20000000,  # CLONE_NEWPID
-    0x40000000,  # CLONE_NEWNET
-)
+_ITSELF = ((0, 0),)  # the first argument, a process or thread id, is 0: the caller
+SELF_ONLY: dict[str, tuple[tuple[int, int], ...]] = {
+    "prlimit64": _ITSELF,
+    "sched_getaffinity": _ITSELF,
+    "sched_setaffinity": _ITSELF,
+    "sched_getscheduler": _ITSELF,
+    "sched_setscheduler": _ITSELF,
+    "sched_getparam": _ITSELF,
+    "sched_setparam": _ITSELF,
+    "sched_getattr": _ITSELF,
+    "sched_setattr": _ITSELF,
+    "getpriority": ((0, 0), (1, 0)),  # which == PRIO_PROCESS, who == 0
+    "setpriority": ((0, 0), (1, 0)),
+    "ioprio_get": ((0, 1), (1, 0)),  # which == IOPRIO_WHO_PROCESS, who == 0
+    "ioprio_set": ((0, 1), (1, 0)),
+}
+"""Calls that name a process, allowed only with these ``(argument, value)`` pairs: on itself."""
+
+RETRIED = ("clone3",)
+"""Calls refused with ``ENOSYS``: the C library then falls back to an allowed older form."""
+
+_CLONE_THREAD = 0x00010000
+_NAMESPACE_FLAGS = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+_TCGETS = 0x5401  # isatty(): the only ioctl a worker makes (on the files it opens)
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
+_OPTIMIZE_BINARY_TREE = 2
+_UNKNOWN = -1  # libseccomp's __NR_SCMP_ERROR
 
 
 class _SockFprog(ctypes.Structure):
@@ -66,24 +93,40 @@ def build() -> bytes:
     """
     try:
         import pyseccomp as seccomp  # type: ignore[import-untyped]
-    except (ImportError, OSError, AttributeError) as exc:  # the binding loads the C library
+    except (ImportError, OSError, AttributeError, RuntimeError) as exc:  # it loads the C library
         raise OSError(f"libseccomp unavailable: {exc}") from exc
-    rules = seccomp.SyscallFilter(seccomp.ALLOW)
-    for name in DENIED:
-        try:
-            rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
-        except (OSError, ValueError):
-            continue  # a call this architecture does not have
-    with contextlib.suppress(OSError, ValueError):
-        rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
-    for flag in _NAMESPACE_FLAGS:
-        rules.add_rule(
-            seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag)
-        )
+    rules = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
+    with contextlib.suppress(OSError, ValueError):  # a binary search, where libseccomp can
+        rules.set_attr(seccomp.Attr.CTL_OPTIMIZE, _OPTIMIZE_BINARY_TREE)
+    equal = seccomp.EQ
+    for name in ALLOWED:
+        if name == "clone":
+            mask = _CLONE_THREAD | _NAMESPACE_FLAGS
+            threads = seccomp.Arg(0, seccomp.MASKED_EQ, mask, _CLONE_THREAD)
+            _add(seccomp, rules, seccomp.ALLOW, name, threads)
+        elif name == "ioctl":
+            _add(seccomp, rules, seccomp.ALLOW, name, seccomp.Arg(1, equal, _TCGETS))
+        else:
+            _add(seccomp, rules, seccomp.ALLOW, name)
+    for name, pairs in SELF_ONLY.items():
+        itself = (seccomp.Arg(index, equal, value) for index, value in pairs)
+        _add(seccomp, rules, seccomp.ALLOW, name, *itself)
+    for name in RETRIED:
+        _add(seccomp, rules, seccomp.ERRNO(errno.ENOSYS), name)
     with tempfile.TemporaryFile() as file:
         rules.export_bpf(file)
         file.seek(0)
         return file.read()
+
+
+def _add(seccomp: Any, rules: Any, action: int, name: str, *conditions: Any) -> None:
+    """Add one rule; a name this libseccomp does not know (a call newer than it) is left out.
+
+    A name it knows but this architecture lacks (``poll`` on arm64) is accepted and ignored.
+    """
+    number = seccomp.resolve_syscall(seccomp.Arch.NATIVE, name)
+    if number != _UNKNOWN:
+        rules.add_rule(action, number, *conditions)
 
 
 def load(program: bytes) -> None:

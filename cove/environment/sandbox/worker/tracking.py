@@ -1,8 +1,11 @@
 """Variable tracking inside the worker: which user variables a block created, changed or deleted.
 
-A variable's snapshot is its codec encoding, fingerprinted, so mutation in place (``xs.append(1)``)
-counts as a change. After a block only the variables it could have touched are checked, so a
-block's cost follows what it touched, not what the sandbox holds:
+A variable's snapshot is its codec encoding as a tree of chunks (``cove.codec.tree``), named by
+the digest of its root, so mutation in place (``xs.append(1)``) counts as a change. A snapshot
+carries the chunks the host does not hold yet: the tracker keeps the names of every chunk of the
+trees it reported (the host keeps the same set), so a new version sends what changed. After a
+block only the variables it could have touched are checked, so a block's cost follows what it
+touched, not what the sandbox holds:
 
 - the names its code objects use, and, transitively, the names used by the code of every
   function, method, class or generator reachable from those names' values (``reach.py``);
@@ -12,13 +15,14 @@ block's cost follows what it touched, not what the sandbox holds:
 
 A checked value is the same when it is the same immutable object (an int, a str...), or the same
 container of scalars (or table of them) still holding the very objects recorded at its last encode
-(``shallow.py``), else when its encoding's fingerprint is unchanged. If the namespace holds a
-binding no name led to, every name is compared once. Functions and classes defined at the top level
-of a block keep the source of their definition and what it read (a ``Definition``, see
-``provenance.py``; looked up by object, so ``g = f`` keeps ``f``'s) and are reported as
-``kind="function"``. Values the codec refuses or that exceed the
-snapshot limit are ``opaque``. Curated modules, their members and builtins (extension functions
-included) bound to a name are import bindings, tracked separately and never reported as variables.
+(``runs.py``, which then also re-encodes only the runs that changed), else when its tree's digest
+is unchanged. If the namespace holds a binding no name led to, every name is compared once.
+Functions and classes defined at the top level of a block keep the source of their definition and
+what it read (a ``Definition``, see ``provenance.py``; looked up by object, so ``g = f`` keeps
+``f``'s) and are reported as ``kind="function"``. Values the codec refuses or whose encoding
+exceeds ``value_limit`` (the absolute cap on one value, in bytes) are ``opaque``. Curated modules,
+their members and builtins (extension functions included) bound to a name are import bindings,
+tracked separately and never reported as variables.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import contextlib
 import inspect
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from fractions import Fraction
@@ -35,16 +39,19 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from cove import codec
+from cove.codec.chunks import Tree, has_refs, text_hash
 from cove.codec.shapes import Definition, DefinitionKind, Reads
+from cove.codec.tree import TreeEncoder
+from cove.environment.sandbox.worker import runs
 from cove.environment.sandbox.worker.modules import ModuleTable
 from cove.environment.sandbox.worker.reach import Reach
-from cove.environment.sandbox.worker.shallow import Shallow
+from cove.environment.sandbox.worker.runs import Runs
 
 MAX_DEPTH = 100
 """The deepest nesting of containers a snapshot may hold."""
 
-REPORT_BUDGET_BYTES = 24 * 1024 * 1024
-"""Encoded snapshots one report may carry (a frame holds 64 MiB); past it, changes are opaque."""
+REPORT_BUDGET_BYTES = 512 * 1024 * 1024
+"""New chunks one report may carry (sent in frames of their own); past it, changes are opaque."""
 
 ImportRef = tuple[str, str | None]
 """``(module, member)``: ``("math", None)`` is ``import math``; module ``"builtins"`` names a
@@ -60,15 +67,18 @@ _IMMUTABLE = frozenset(
 @dataclass
 class _Tracked:
     value: object
-    fingerprint: str
+    digest: str  # of its tree's root (of its opaque record when it has no tree)
     ids: frozenset[int] = frozenset()  # the objects the value is made of
-    shallow: Shallow | None = None  # for a container of scalars: what it held, by identity
+    runs: Runs | None = None  # for a container of scalars or a table: what it held, by identity
+    closure: frozenset[str] = frozenset()  # the chunks of the tree reported for it (host-held)
+    quick: str | None = None  # an array's or a pandas value's buffer fingerprint
+    token: str | None = None  # its provenance token, once asked for
 
     def unchanged(self, value: object) -> bool:
         """Whether ``value`` is the tracked object, provably holding what it held (no encode)."""
         if value is not self.value:
             return False
-        return type(value) in _IMMUTABLE or (self.shallow is not None and self.shallow.holds(value))
+        return type(value) in _IMMUTABLE or (self.runs is not None and self.runs.holds(value))
 
 
 class _Owners:
@@ -136,14 +146,12 @@ class VariableTracker:
     def __init__(
         self,
         *,
-        snapshot_limit: int,
+        value_limit: int,
         modules: ModuleTable,
         builtins: dict[str, Any],
         namespace: dict[str, Any] | None = None,
-        data_snapshot_limit: int | None = None,
     ):
-        self.snapshot_limit = snapshot_limit
-        self.data_snapshot_limit = data_snapshot_limit or snapshot_limit
+        self.value_limit = value_limit
         self.modules = modules
         self.builtins = builtins
         self.namespace: dict[str, Any] = {} if namespace is None else namespace
@@ -152,6 +160,11 @@ class VariableTracker:
         self.imports: dict[str, ImportRef] = {}
         self.encodes = 0
         """How many snapshots were encoded: a check's cost, observable by tests."""
+        self.known: dict[str, int] = {}
+        """Every chunk of the trees reported for the tracked variables (as the host holds them),
+        with how many variables' trees hold it."""
+        self.outbox: dict[str, bytes] = {}
+        """The chunks the changes reported since ``take_outbox`` need and the host lacks."""
         self._owners = _Owners()
         self._hidden: int | None = None  # names starting with "_"; None: count on the next check
         self._budget = REPORT_BUDGET_BYTES
@@ -186,11 +199,20 @@ class VariableTracker:
         return self._import_ref(value)
 
     def fingerprint_of(self, name: str, value: object) -> str | None:
-        """The fingerprint of ``value``'s encoding (None when it has none); ``name``'s tracked
-        fingerprint when it provably still holds it."""
+        """The fingerprint of ``value`` (None when it has none): its buffers' for an array or a
+        pandas value, else its codec encoding's. ``name``'s, kept, when it provably still holds
+        it (a definition's reads record these; ``provenance.py``)."""
         old = self.state.get(name)
         if old is not None and self.namespace.get(name) is value and old.unchanged(value):
-            return old.fingerprint
+            if old.token is None:
+                old.token = self._token(value)
+            return old.token
+        return self._token(value)
+
+    def _token(self, value: object) -> str | None:
+        quick = codec.data_fingerprint(value)
+        if quick is not None:
+            return quick
         try:
             return codec.fingerprint(self.encode(value))
         except MemoryError:
@@ -230,7 +252,7 @@ class VariableTracker:
         reach = self._reach()
         candidates = self._candidates(namespace, codes, reach)
         found: list[dict[str, Any]] = []
-        self._budget = REPORT_BUDGET_BYTES
+        self._budget = REPORT_BUDGET_BYTES - sum(map(len, self.outbox.values()))
         pending = list(candidates)
         checked: set[str] = set()
         for name in pending:  # grows while it runs: co-holders of changed values are appended
@@ -346,35 +368,41 @@ class VariableTracker:
         not encoded at all."""
         ids = walked[1] if walked is not None and walked[0] is value else None
         quick = codec.data_fingerprint(value)
-        if (
-            quick is not None
-            and old is not None
-            and old.value is value
-            and old.fingerprint == quick
-        ):
-            if ids is None:
-                ids = self._objects_of(value)
-            return self._track(name, value, quick, ids) if ids != old.ids else set()
-        snapshot, fingerprint = self.snapshot(name, value)
-        if old is not None and old.value is value and old.fingerprint == fingerprint:
-            # Same content; but an element may have been swapped for an equal object, which
-            # the index of held objects must learn (a later change to it concerns this value).
-            if ids is None:
-                ids = self._objects_of(value)
-            return self._track(name, value, fingerprint, ids) if ids != old.ids else set()
-        if old is None or old.fingerprint != fingerprint:
-            self._budget -= len(snapshot["encoded"] or "")
+        if quick is not None and old is not None and old.value is value and old.quick == quick:
+            return self._retrack(name, value, old, ids)
+        snapshot, record, tree = self.snapshot(name, value, old)
+        record.quick = quick
+        if old is not None and old.digest == record.digest:
+            # Same content (maybe in another object): the host's tree is this tree.
+            record.closure, record.token = old.closure, old.token
+            return self._track(name, record, ids)
+        if tree is not None:
+            fresh = {n: d for n, d in tree.chunks.items() if not self._held(n)}
+            self._budget -= len(tree.root) + sum(map(len, fresh.values()))
             if self._budget < 0:  # too much changed at once to carry: keep the report sendable
                 snapshot.update(kind="opaque", encoded=None, signature=None)
-            found.append(snapshot)
-        return self._track(name, value, fingerprint, ids)
+            else:
+                self.outbox.update(fresh)
+                record.closure = tree.closure
+        found.append(snapshot)
+        return self._track(name, record, ids)
 
-    def _track(
-        self, name: str, value: object, fingerprint: str, ids: frozenset[int] | None = None
+    def _retrack(
+        self, name: str, value: object, old: _Tracked, ids: frozenset[int] | None
     ) -> set[str]:
-        """Record ``name``'s value; the other variables holding objects it held or now holds."""
+        """``name`` provably holds what it held: only its index of held objects may change (an
+        element swapped for an equal object, which a later change through it concerns)."""
         if ids is None:
             ids = self._objects_of(value)
+        if ids == old.ids:
+            return set()
+        return self._track(name, replace(old, ids=ids), ids)
+
+    def _track(self, name: str, record: _Tracked, ids: frozenset[int] | None = None) -> set[str]:
+        """Record ``name``'s value; the other variables holding objects it held or now holds."""
+        if ids is None:
+            ids = self._objects_of(record.value)
+        record.ids = ids
         old = self.state.get(name)
         before = old.ids if old is not None else frozenset()
         # Before the index changes: holders of what it shared, and of what it newly holds.
@@ -384,14 +412,39 @@ class VariableTracker:
         others.discard(name)
         self._owners.remove(name, before - ids)  # only the difference: a big value that
         self._owners.add(name, added)  # grew by one row costs one index entry
-        self.state[name] = _Tracked(value, fingerprint, ids, Shallow.take(value, ids))
+        self._hold(record.closure, old.closure if old is not None else frozenset())
+        self.state[name] = record
         return others
+
+    def _hold(self, closure: frozenset[str], before: frozenset[str]) -> None:
+        """Move the known chunks from a variable's ``before`` tree to its new one."""
+        if closure is before:
+            return
+        known = self.known
+        for name in closure:
+            known[name] = known.get(name, 0) + 1
+        for name in before:
+            left = known[name] - 1
+            if left:
+                known[name] = left
+            else:
+                del known[name]
+
+    def _held(self, name: str) -> bool:
+        """Whether the host holds chunk ``name`` or is about to receive it."""
+        return name in self.known or name in self.outbox
+
+    def take_outbox(self) -> dict[str, bytes]:
+        """The chunks to send with the report (children before parents); empties the outbox."""
+        out, self.outbox = self.outbox, {}
+        return out
 
     def _untrack(self, name: str) -> set[str]:
         old = self.state.pop(name)
         others = self._owners.names_for(old.ids & self._owners.shared)
         others.discard(name)
         self._owners.remove(name, old.ids)
+        self._hold(frozenset(), old.closure)
         return others
 
     def _objects_of(self, value: object) -> frozenset[int]:
@@ -410,51 +463,98 @@ class VariableTracker:
         self._proven.add(name)
         return old.ids
 
-    def adopt(self, name: str, value: object, encoded: str) -> None:
-        """Take a restored variable as unchanged."""
-        self._track(name, value, codec.data_fingerprint(value) or codec.fingerprint(encoded))
+    def adopt(self, name: str, value: object, encoded: str, closure: frozenset[str]) -> None:
+        """Take a restored variable as unchanged.
+
+        Args:
+            name: The variable.
+            value: What was restored.
+            encoded: The stored root it was decoded from.
+            closure: The chunks that root reaches (the host holds them).
+        """
+        try:
+            record = self._encoded(value, None, lambda chunk: True)[0]
+        except MemoryError:
+            raise
+        except Exception:  # it decoded, so it encodes; but never fail a restore over it
+            record = _Tracked(value, text_hash(encoded))
+        record.closure = closure
+        record.quick = codec.data_fingerprint(value)
+        if record.quick is not None:
+            record.token = record.quick
+        elif not has_refs(encoded):
+            record.token = codec.fingerprint(encoded)  # the encoding itself
+        self._track(name, record)
 
     def forget_all(self) -> None:
         """Drop every tracked variable and import binding (before a full restore)."""
         self.state.clear()
         self.imports.clear()
+        self.known.clear()
+        self.outbox.clear()
         self._owners.clear()
         self._hidden = None
 
-    def encode(self, value: object) -> str:
-        """Encode ``value`` within the snapshot limits.
+    def encode(self, value: object, limit: int | None = None) -> str:
+        """Encode ``value`` as one text (a block's value, a call's arguments), within ``limit``
+        bytes (default: ``value_limit``).
 
         Raises:
             CodecError: The value cannot be encoded (``ValueTooLarge`` when over the limits).
         """
-        limit = self.data_snapshot_limit if codec.is_data(value) else self.snapshot_limit
-        return codec.encode(value, source_of=self.source_of, max_bytes=limit, max_depth=MAX_DEPTH)
+        return codec.encode(
+            value,
+            source_of=self.source_of,
+            max_bytes=self.value_limit if limit is None else limit,
+            max_depth=MAX_DEPTH,
+        )
 
-    def snapshot(self, name: str, value: object) -> tuple[dict[str, Any], str]:
-        """The wire form of ``value``'s snapshot and its fingerprint."""
+    def snapshot(
+        self, name: str, value: object, old: _Tracked | None = None
+    ) -> tuple[dict[str, Any], _Tracked, Tree | None]:
+        """The wire form of ``value``'s snapshot, its record and its tree (None when opaque)."""
         self.encodes += 1
         try:
-            encoded: str | None = self.encode(value)
+            record, tree = self._encoded(value, old, self._held)
         except MemoryError:
             raise
         except Exception:  # CodecError, or a RecursionError from a hostile structure
-            encoded = None
+            record, tree = None, None
         source = self.source_of(value) if isinstance(value, FunctionType | type) else None
         snapshot: dict[str, Any] = {
             "name": name,
             "kind": "value",
-            "encoded": encoded,
+            "encoded": tree.root if tree is not None else None,
             "type_name": type(value).__name__,
             "preview": codec.preview(value),
             "size": codec.size_of(value),
         }
-        if encoded is None:
+        if record is None:
             snapshot["kind"] = "opaque"
-            return snapshot, codec.fingerprint(codec.encode_opaque(value))
+            return snapshot, _Tracked(value, text_hash(codec.encode_opaque(value))), None
         if source is not None:
             snapshot["kind"] = "function"
             snapshot["signature"] = snapshot["preview"] = signature_of(name, value)
-        return snapshot, codec.data_fingerprint(value) or codec.fingerprint(encoded)
+        return snapshot, record, tree
+
+    def _encoded(self, value: object, old: _Tracked | None, known: Any) -> tuple[_Tracked, Tree]:
+        """``value``'s tree (run by run when it has one of the shapes of ``runs.py``, keeping
+        ``old``'s runs that still hold the same objects) and its new record.
+
+        Raises:
+            CodecError: The value cannot be encoded, or not within ``value_limit``.
+        """
+        limits = {"max_bytes": self.value_limit, "max_depth": MAX_DEPTH}
+        previous = old.runs if old is not None and old.value is value else None
+        kind = previous.kind if previous is not None else runs.kind_of(value)
+        if kind is not None:
+            encoder = TreeEncoder(source_of=self.source_of, known=known, **limits)
+            done = runs.encode(value, kind, encoder, previous)
+            if done is not None:
+                tree, record = done
+                return _Tracked(value, tree.digest, runs=record), tree
+        tree = TreeEncoder(source_of=self.source_of, known=known, **limits).tree(value)
+        return _Tracked(value, tree.digest), tree
 
     def _is_sandbox_class(self, cls: type) -> bool:
         # Read through ``type`` so a class cannot answer for itself.

@@ -1,10 +1,11 @@
 """The zygote: ``python -m cove.environment.sandbox.worker.zygote CONFIG_JSON``, a worker unborn.
 
 It does everything a worker does before serving its first frame — imports, warm-up, the shared
-part of confinement (``confine.prepare``: no network, no_new_privs, the Landlock ruleset and the
-seccomp program built once), the resource limits that suit a long-lived forking process — but
-never runs sandbox code. As root it stays root, to give each worker a user of its own
-(``uids.py``); each forked worker then seals itself (``confine.seal``) before it serves. The
+part of confinement (``confine.prepare``: a root of its own and no network, no_new_privs, the
+Landlock ruleset and the seccomp program built once), the resource limits that suit a long-lived
+forking process — but never runs sandbox code. As root it stays root, to give each worker a user
+of its own (``uids.py``); each forked worker then seals itself (``confine.seal``: its own IPC
+namespace and ids, no capability, Landlock, seccomp) before it serves, from ``/``. The
 zygote forks one worker per request of the host, so a worker costs a fork instead of an
 interpreter start. Every worker is forked from the pristine zygote, never from
 another worker: nothing a worker changes can reach the next one.
@@ -35,14 +36,17 @@ import signal
 import socket
 import sys
 import traceback
-from dataclasses import replace
 from typing import Any
 
 from cove.environment.sandbox.frames import FrameChannel
-from cove.environment.sandbox.worker.confine import Preparation, prepare, seal, will_drop_user
+from cove.environment.sandbox.worker.confine import (
+    Preparation,
+    preload_codecs,
+    prepare,
+    seal,
+)
 from cove.environment.sandbox.worker.lifeline import die_with_parent, watch_pipe
 from cove.environment.sandbox.worker.main import (
-    CLOSED_WORKSPACE,
     apply_limits,
     close_other_descriptors,
     make_runtime,
@@ -74,24 +78,23 @@ def main() -> int:
         config = json.loads(sys.argv[1])
         import cove.environment.sandbox.worker.runtime  # noqa: F401 - every worker needs it: import once
 
-        confining = bool(config.get("confine", True))
-        warm_up(
-            dropping_user=will_drop_user(confining), libraries=bool(config.get("libraries", True))
-        )
+        warm_up(libraries=bool(config.get("libraries", True)))
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         # SIGCHLD only wakes the loop (through the pipe); the reaping happens there.
         wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(wake_write)
         signal.signal(signal.SIGCHLD, lambda number, frame: None)
         close_other_descriptors({0, 1, 2, control.fileno(), wake_read, wake_write})
-        preparation = prepare(confining)
+        preparation = prepare(bool(config.get("confine", True)))
+        if preparation.needs_codecs():
+            preload_codecs()
         apply_limits(config, forking=True)
         die_with_parent(int(config["owner"]))  # last: a change of user would disarm it
         gc.freeze()  # what exists now stays shared with every worker (copy-on-write)
     except BaseException:
         send(control, {"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
-    uids = UidPool()
+    uids = UidPool(preparation.ids) if preparation.ids is not None else None
     send(control, {"op": "ready", "pid": os.getpid()})
     while True:
         readable, _, _ = select.select([control.fileno(), wake_read], [], [])
@@ -113,7 +116,7 @@ def main() -> int:
                 os.close(fd)
 
 
-def reap(control: socket.socket, uids: UidPool) -> None:
+def reap(control: socket.socket, uids: UidPool | None) -> None:
     """Collect every worker that has exited and tell the host how it ended."""
     while True:
         try:
@@ -123,7 +126,8 @@ def reap(control: socket.socket, uids: UidPool) -> None:
         if pid == 0:
             return
         code = os.waitstatus_to_exitcode(status)
-        uids.release(pid)
+        if uids is not None:
+            uids.release(pid)
         send(control, {"op": "exited", "pid": pid, "returncode": code})
 
 
@@ -132,7 +136,7 @@ def fork_worker(
     config: dict[str, Any],
     preparation: Preparation,
     cwd: int,
-    uids: UidPool,
+    uids: UidPool | None,
 ) -> None:
     """Fork one worker in the directory open as ``cwd``; hand the host its pipe ends and a pidfd.
 
@@ -146,8 +150,8 @@ def fork_worker(
         send(control, {"op": "error", "error": f"no pipes for a worker: {exc}"})
         return
     zygote = os.getpid()
-    uid = uids.pick() if preparation.root else None
     try:
+        uid = uids.pick() if uids is not None else None
         pid = os.fork()
     except OSError as exc:
         for fd in (*to_worker, *from_worker):
@@ -161,7 +165,7 @@ def fork_worker(
             code = become_worker(channel, config, preparation, cwd, (zygote, uid))
         finally:
             os._exit(code)  # never back into the zygote's loop
-    if uid is not None:
+    if uids is not None and uid is not None:
         uids.claim(pid, uid)
     os.close(to_worker[0])
     os.close(from_worker[1])
@@ -199,16 +203,9 @@ def become_worker(
         close_other_descriptors(keep)
         channel = settle_channel(channel)
         confinement = seal(preparation, parent=zygote, uid=uid)
-        try:  # as its own user: a workspace closed to it is not entered
+        if not confinement.enabled:  # a confined worker needs no file: it stays in "/"
             os.fchdir(cwd)
-            entered = os.access(".", os.X_OK)
-        except OSError:
-            entered = False
         os.close(cwd)
-        if not entered:  # as a cold start in a closed directory: it needs no file access
-            os.chdir("/")
-            if confinement.enabled:
-                confinement = replace(confinement, notes=(*confinement.notes, CLOSED_WORKSPACE))
         runtime = make_runtime(channel, config)
         watch_pipe(channel.read_fd)  # a thread: after seccomp (it inherits it), before NPROC 0
         apply_limits(config)
@@ -216,7 +213,7 @@ def become_worker(
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
     channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
-    return serve(channel, runtime, config)
+    return serve(channel, runtime, config, fixed_directory=confinement.enabled)
 
 
 def settle_channel(channel: FrameChannel) -> FrameChannel:

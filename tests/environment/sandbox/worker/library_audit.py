@@ -28,7 +28,7 @@ _MODULE_REMOVED: dict[str, dict[str, str]] = {
 
 def rows() -> dict[str, tuple[str, str]]:
     """``name -> (verdict, why)`` for every data-library name the code decides about."""
-    runtime = Runtime(request=lambda frame: frame, output_limit=100, snapshot_limit=100)
+    runtime = Runtime(request=lambda frame: frame, output_limit=100, value_limit=100)
     assert runtime.data is not None, "the data libraries are not installed"
     found: dict[str, tuple[str, str]] = {}
     for module in DATA_MODULES:

@@ -50,7 +50,7 @@ def naive_runtime() -> Runtime:
     of the libraries (no surface, no wrappers)."""
     loaded = libraries.load()
     assert loaded is not None
-    runtime = Runtime(request=lambda frame: frame, output_limit=2_000, snapshot_limit=100_000,
+    runtime = Runtime(request=lambda frame: frame, output_limit=2_000, value_limit=100_000,
                       libraries=False)  # fmt: skip
     real = {name: sys.modules[module] for name, module in NAIVE_MODULES.items()}
     builders = {name: _builder(name, module) for name, module in real.items()}

@@ -40,7 +40,7 @@ def verdicts(*, libraries: bool = False) -> dict[str, str]:
 
 def reachable_names() -> dict[str, tuple[Any, Any]]:
     """``name -> (the sandbox's object, the stdlib's object or None)`` for every direct name."""
-    runtime = Runtime(request=lambda frame: frame, output_limit=100, snapshot_limit=100)
+    runtime = Runtime(request=lambda frame: frame, output_limit=100, value_limit=100)
     names: dict[str, tuple[Any, Any]] = {}
     for module in ALLOWED_MODULES:
         real = importlib.import_module(module)
@@ -97,7 +97,7 @@ def test_every_data_library_name_has_the_verdict_the_code_gives() -> None:
 
 
 def test_removed_library_attributes_are_refused() -> None:
-    runtime = Runtime(request=lambda frame: frame, output_limit=100, snapshot_limit=100)
+    runtime = Runtime(request=lambda frame: frame, output_limit=100, value_limit=100)
     assert runtime.data is not None
     for cls, surface in runtime.data.surfaces.by_class.items():
         for name in surface.removed:

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import ctypes
 import json
 import os
+import platform
+import pwd
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,16 +35,20 @@ import cove
 from cove.config import Settings
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
+from cove.environment.sandbox.worker import userns
 from cove.environment.sandbox.worker.confine import LAYERS
 from cove.persistence.store import Store
 from tests.environment.conftest import Extensions
 
 ROOT = os.geteuid() == 0
+CHECKOUT = Path(cove.__file__).parents[1]
 HOST_SECRET = "cove-host-secret-in-memory-and-environ"
 
 _PROLOGUE = """
-import ctypes, errno, os, socket
+import ctypes, errno, os, resource, socket
 libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+IPC_CREAT, IPC_RMID = 0o1000, 0
 
 def check(value):
     if value == -1:
@@ -114,7 +122,87 @@ ATTACKS = {
         "            os.write(fd, bytes(4 << 20))\n"
         "        held.append(fd)"
     ),
+    # The host and the zygote through calls that name a process. Each sets what it read (or puts
+    # it back): the contrast needs the permission, not the damage.
+    "lower the host's open-files limit (prlimit)": (
+        "files = resource.RLIMIT_NOFILE\n"
+        "    resource.prlimit(HOST, files, resource.prlimit(HOST, files))"
+    ),
+    "lower the zygote's address-space limit (prlimit)": (
+        "memory = resource.RLIMIT_AS\n"
+        "    resource.prlimit(ZYGOTE, memory, resource.prlimit(ZYGOTE, memory))"
+    ),
+    "renice the host (setpriority)": (
+        "os.setpriority(os.PRIO_PROCESS, HOST, os.getpriority(os.PRIO_PROCESS, HOST))"
+    ),
+    "pin the host's CPUs (sched_setaffinity)": (
+        "os.sched_setaffinity(HOST, os.sched_getaffinity(HOST))"
+    ),
+    # A thread of the host that only waits: an ordinary user could not take SCHED_IDLE back.
+    "put a thread of the host in SCHED_IDLE (sched_setscheduler)": (
+        "os.sched_setscheduler(HOST_THREAD, os.SCHED_IDLE, os.sched_param(0))"
+    ),
+    "set the host's I/O priority (ioprio_set)": (
+        "check(libc.syscall(IOPRIO[1], 1, HOST, check(libc.syscall(IOPRIO[0], 1, HOST))))"
+    ),
+    # Files of the host beyond their contents: Landlock does not mediate these.
+    "open the database to every user (chmod)": "os.chmod(DATABASE, 0o666)",
+    "change the database's times (utime)": "os.utime(DATABASE, (0, 0))",
+    "tag the database (setxattr)": "os.setxattr(DATABASE, 'user.cove-breach', b'x')",
+    "open another conversation's workspace (chmod)": "os.chmod(VICTIM_WORKSPACE, 0o777)",
+    "watch the data directory (inotify)": (
+        "watcher = check(libc.inotify_init1(0))\n"
+        "    check(libc.inotify_add_watch(watcher, DATA.encode(), 0xFFF))"
+    ),
+    "stat a file of the host": "os.stat(DATABASE)",
+    "learn who runs every process (/proc)": (
+        "try:\n"
+        "        pids = [int(p) for p in os.listdir('/proc') if p.isdigit()]\n"
+        "    except OSError:  # no listing: probe every pid up to the host's\n"
+        "        pids = [p for p in range(1, HOST + 1) if os.path.exists(f'/proc/{p}')]\n"
+        "    owners = {pid: os.stat(f'/proc/{pid}').st_uid for pid in pids}\n"
+        "    if HOST not in owners:\n"
+        "        raise OSError(errno.ENOENT, 'the host is out of sight')"
+    ),
+    # System V and POSIX IPC: objects outside every limit that outlive the worker.
+    "create a System V message queue": (
+        "queue = check(libc.msgget(0, IPC_CREAT | 0o600))\n    libc.msgctl(queue, IPC_RMID, None)"
+    ),
+    "create a System V semaphore set": (
+        "semaphores = check(libc.semget(0, 1, IPC_CREAT | 0o600))\n"
+        "    libc.semctl(semaphores, 0, IPC_RMID)"
+    ),
+    "open a POSIX message queue": (
+        "name = f'/cove-breach-{os.getpid()}'.encode()\n"
+        "    check(libc.mq_open(name, os.O_CREAT | os.O_RDWR, 0o600, None))\n"
+        "    libc.mq_unlink(name)"
+    ),
 }
+
+# A System V segment one worker leaves behind (0666) and a later worker of another conversation
+# reads: two blocks, the first worker killed in between (``Scene.run_across_workers``).
+SEGMENT_KEY = 0x636F0000  # "co", and the host's pid below: scenes running at once keep apart
+LEAVE_SEGMENT = (
+    "segment = check(libc.shmget(SEGMENT_KEY, 1 << 20, IPC_CREAT | 0o666))\n"
+    "    address = libc.shmat(segment, None, 0)\n"
+    "    if address in (None, ctypes.c_void_p(-1).value):\n"
+    "        raise OSError(ctypes.get_errno(), 'shmat')\n"
+    "    ctypes.memmove(address, b'left by a worker', 16)\n"
+    "    libc.shmdt(ctypes.c_void_p(address))"
+)
+READ_SEGMENT = (
+    "segment = check(libc.shmget(SEGMENT_KEY, 0, 0))\n"
+    "    address = libc.shmat(segment, None, 0)\n"
+    "    if address in (None, ctypes.c_void_p(-1).value):\n"
+    "        raise OSError(ctypes.get_errno(), 'shmat')\n"
+    "    found = ctypes.string_at(address, 16)\n"
+    "    libc.shmdt(ctypes.c_void_p(address))\n"
+    "    libc.shmctl(segment, IPC_RMID, None)\n"
+    "    if found != b'left by a worker':\n"
+    "        raise OSError(errno.ENOENT, 'another segment')"
+)
+SHARED_SEGMENT = "share a System V segment with a later worker (shmget, shmat)"
+IOPRIO_CALLS = {"x86_64": (252, 251), "aarch64": (31, 30)}  # ioprio_get, ioprio_set
 
 
 def attack(body: str) -> str:
@@ -129,10 +217,12 @@ class Scene:
     pool: WorkerPool
     attacker: SandboxClient
     names: dict[str, object]
+    victim: SandboxClient | None = None
 
-    async def run(self, body: str) -> str:
+    async def run(self, body: str, *, by: SandboxClient | None = None) -> str:
+        """The verdict of the attack ``body``, run by the attacker (or ``by``)."""
         prelude = "".join(f"{name} = {value!r}\n" for name, value in self.names.items())
-        outcome = await self.attacker.execute(
+        outcome = await (by or self.attacker).execute(
             prelude + attack(body), timeout_s=30, seed=0, clock=0.0
         )
         assert outcome.result.ok, outcome.result.error
@@ -140,9 +230,37 @@ class Scene:
         verdict: str = ast.literal_eval(outcome.result.result_preview)
         return verdict
 
+    async def run_across_workers(self, first: str, then: str) -> str:
+        """``first`` by the attacker, whose worker is then killed, ``then`` by the victim."""
+        verdict = await self.run(first)
+        if verdict != "escaped":
+            return verdict
+        await self.attacker.kill()
+        return await self.run(then, by=self.victim)
+
+
+async def run_attack(scene: Scene, name: str) -> str:
+    """The verdict of the attack ``name`` (of ``ATTACKS``, or the shared segment)."""
+    if name == SHARED_SEGMENT:
+        return await scene.run_across_workers(LEAVE_SEGMENT, READ_SEGMENT)
+    return await scene.run(ATTACKS[name])
+
+
+def segment_key() -> int:
+    """The key of the System V segment of this host's scenes (unique among running hosts)."""
+    return SEGMENT_KEY | (os.getpid() & 0xFFFF)
+
+
+def remove_segment(key: int) -> None:
+    """Remove the System V segment ``key`` of the host's IPC namespace, if an attack left one."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    segment = libc.shmget(key, 0, 0)
+    if segment != -1:
+        libc.shmctl(segment, 0, None)  # IPC_RMID
+
 
 @contextlib.asynccontextmanager
-async def stage(root: Path, *, confined: bool) -> AsyncIterator[Scene]:
+async def stage(root: Path, *, confined: bool, checkout: Path = CHECKOUT) -> AsyncIterator[Scene]:
     """Targets under ``root``, a breach pool and its attacker and victim workers.
 
     Every target is readable (and a directory writable) by any user, so that what stops the
@@ -170,6 +288,9 @@ async def stage(root: Path, *, confined: bool) -> AsyncIterator[Scene]:
     for path in (home / "id_rsa", workspaces["victim"] / "notes.txt"):
         path.chmod(0o644)
     pool = WorkerPool(settings.sandbox, size=0, assume_breach=True)
+    done = threading.Event()
+    idle = threading.Thread(target=done.wait, name="cove-breach-target")
+    idle.start()
     with socket.socket() as tcp, socket.socket(socket.AF_UNIX) as abstract:
         tcp.bind(("127.0.0.1", 0))
         tcp.listen()
@@ -182,21 +303,29 @@ async def stage(root: Path, *, confined: bool) -> AsyncIterator[Scene]:
             zygote = pool._zygote
             assert zygote is not None and attacker.pid is not None
             names: dict[str, object] = {
-                "DATABASE": settings.store.database,
-                "CHECKOUT": str(Path(cove.__file__).parents[1] / "pyproject.toml"),
+                "DATA": str(data),
+                "DATABASE": str(settings.store.database),
+                "VICTIM_WORKSPACE": str(workspaces["victim"]),
+                "SEGMENT_KEY": segment_key(),
+                "IOPRIO": IOPRIO_CALLS[platform.machine()],  # (get, set): uname is refused
+                "CHECKOUT": str(checkout / "pyproject.toml"),
                 "SSH_KEY": str(home / "id_rsa"),
                 "VICTIM_FILE": str(workspaces["victim"] / "notes.txt"),
                 "WRITABLE": str(writable),
                 "HOST": os.getpid(),
+                "HOST_THREAD": idle.native_id,
                 "HOST_ADDRESS": id(secret_in_memory),
                 "ZYGOTE": zygote.pid,
                 "VICTIM": victim.pid,
                 "PORT": tcp.getsockname()[1],
                 "ABSTRACT": abstract_name,
             }
-            yield Scene(pool, attacker, names)
+            yield Scene(pool, attacker, names, victim)
         finally:
             await pool.aclose()
+            done.set()
+            idle.join()
+            remove_segment(segment_key())
             del os.environ["COVE_BREACH_SECRET"]
 
 
@@ -209,9 +338,9 @@ async def scene(request: pytest.FixtureRequest) -> AsyncIterator[Scene]:
             yield staged
 
 
-@pytest.mark.parametrize("name", list(ATTACKS))
+@pytest.mark.parametrize("name", [*ATTACKS, SHARED_SEGMENT])
 async def test_an_attack_fails_confined_and_succeeds_unconfined(scene: Scene, name: str) -> None:
-    verdict = await scene.run(ATTACKS[name])
+    verdict = await run_attack(scene, name)
     confinement = scene.attacker.confinement
     assert confinement is not None
     if confinement.enabled:
@@ -237,19 +366,18 @@ async def test_the_breach_worker_is_confined_as_in_production(scene: Scene) -> N
 # The laptop case: the host is an ordinary user, and so are its workers (no other user to take).
 # The host runs as nobody here; the files it owns are what a worker of its own user could read.
 UNPRIVILEGED_HOST = """
-import asyncio, json, os, sys, tempfile
+import asyncio, json, sys, tempfile
 from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-from tests.environment.sandbox.worker.test_breach import ATTACKS, stage
+from tests.environment.sandbox.worker.test_breach import ATTACKS, SHARED_SEGMENT, run_attack, stage
 
 async def main():
     verdicts = {}
     for confined in (True, False):
         with tempfile.TemporaryDirectory() as name:
-            async with stage(Path(name), confined=confined) as scene:
+            async with stage(Path(name), confined=confined, checkout=Path(sys.argv[1])) as scene:
                 layers = list(scene.attacker.confinement.layers)
-                for attack in ATTACKS:
-                    verdicts.setdefault(attack, []).append(await scene.run(ATTACKS[attack]))
+                for attack in [*ATTACKS, SHARED_SEGMENT]:
+                    verdicts.setdefault(attack, []).append(await run_attack(scene, attack))
         verdicts.setdefault("layers", []).append(layers)
     print(json.dumps(verdicts))
 
@@ -266,42 +394,89 @@ _OUT_OF_REACH_UNPRIVILEGED = {
     "enter new namespaces",  # needs CAP_SYS_ADMIN
 }
 
+# What only the mount namespace stops when the worker is the host's user: a path it may stat
+# (Landlock does not mediate stat, and seccomp must let the runtime stat its own files).
+_NEED_MOUNT_NAMESPACE = {"stat a file of the host", "learn who runs every process (/proc)"}
+
+# What the unprivileged host imports, and what its zygote and workers import: copied for it.
+_DISCOVER = """
+import json, sys
+import tests.environment.sandbox.worker.test_breach
+import cove.environment.sandbox.worker.zygote, cove.environment.sandbox.worker.main
+import cove.environment.sandbox.worker.runtime, pyseccomp
+print(json.dumps([getattr(module, "__file__", None) for module in list(sys.modules.values())]))
+"""
+
+
+def readable_copy(site: Path) -> None:
+    """Copy into ``site`` every package of this checkout and its virtualenv that the
+    unprivileged host needs: cove whole (its migrations too), the tests, the third-party
+    packages they import. The checkout may sit in a private directory (a clone in root's home
+    does), where nobody could read it."""
+    checkout = CHECKOUT
+    found = subprocess.run(
+        [sys.executable, "-c", _DISCOVER],  # the checkout, its cwd, on sys.path
+        capture_output=True, text=True, check=True, cwd=checkout,
+    )  # fmt: skip
+    roots = [Path(p) for p in sys.path if p.endswith("site-packages")] + [checkout]
+    tops: set[Path] = {checkout / "cove", checkout / "tests"}
+    for file in json.loads(found.stdout):
+        root = next((r for r in roots if file and file.startswith(f"{r}/")), None)
+        if root is not None:
+            top = root / Path(file).relative_to(root).parts[0]
+            if not top.name.startswith(("_distutils_hack", "__editable__", ".")):
+                tops.add(top)
+    skip = shutil.ignore_patterns("__pycache__")
+    for top in tops:
+        if top.is_dir():
+            shutil.copytree(top, site / top.name, ignore=skip, dirs_exist_ok=True)
+        else:
+            shutil.copy2(top, site / top.name)
+
 
 def interpreter_for_anyone(directory: Path) -> Path | None:
-    """A Python every user may run, seeing this checkout's packages: a venv of the system's
-    Python (this one may live under ``/root``); None when there is none of this version."""
+    """A Python every user may run, with its own readable copy of what the suite needs (see
+    ``readable_copy``): a venv of the system's Python (this one may live under ``/root``) in
+    ``directory / "venv"``, and the checkout's ``pyproject.toml`` in ``directory / "checkout"``
+    (a file of the host's user outside the runtime); None when there is no such Python."""
     system = Path(f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}")
     if not system.exists() or shutil.which("setpriv") is None:
         return None
-    subprocess.run([str(system), "-m", "venv", "--without-pip", str(directory)], check=True)
-    packages = next(p for p in sys.path if p.endswith("site-packages"))
-    site = next((directory / "lib").glob("python*/site-packages"))
-    (site / "cove-checkout.pth").write_text(f"import site; site.addsitedir({packages!r})\n")
+    venv = directory / "venv"
+    subprocess.run([str(system), "-m", "venv", "--without-pip", str(venv)], check=True)
+    readable_copy(next((venv / "lib").glob("python*/site-packages")))
+    (directory / "checkout").mkdir()
+    shutil.copy2(CHECKOUT / "pyproject.toml", directory / "checkout" / "pyproject.toml")
     for path in (directory, *directory.rglob("*")):
-        path.chmod(0o755 if path.is_dir() else path.stat().st_mode | 0o444)
-    return directory / "bin" / "python"
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else path.stat().st_mode | 0o444)
+    return venv / "bin" / "python"
 
 
 @pytest.mark.skipif(not ROOT, reason="the unprivileged host is played by nobody")
 def test_every_attack_fails_under_an_unprivileged_host() -> None:
-    checkout = str(Path(cove.__file__).parents[1])
     with tempfile.TemporaryDirectory(prefix="cove-python-") as name:
         Path(name).chmod(0o755)
-        python = interpreter_for_anyone(Path(name) / "venv")
+        python = interpreter_for_anyone(Path(name))
         if python is None:
             pytest.skip("no system Python of this version or no setpriv")
         done = subprocess.run(
             ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-             str(python), "-c", UNPRIVILEGED_HOST, checkout],
-            capture_output=True, text=True, timeout=300, cwd="/tmp",
+             str(python), "-P", "-c", UNPRIVILEGED_HOST, str(Path(name) / "checkout")],
+            capture_output=True, text=True, timeout=600, cwd="/tmp",
             env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
         )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     verdicts = json.loads(done.stdout)
     confined_layers, _ = verdicts.pop("layers")
-    assert set(confined_layers) >= {"landlock", "seccomp", "no_new_privs", "pdeathsig"}
-    assert "uid" not in confined_layers  # an ordinary user has no other user to give
+    assert set(confined_layers) >= {"ipc", "landlock", "seccomp", "no_new_privs", "pdeathsig"}
+    # Another user for the kernel only where nobody has subordinate ids (/etc/subuid, newuidmap).
+    nobody = pwd.getpwnam("nobody")
+    subordinate = userns.subordinate("nobody", nobody.pw_uid, nobody.pw_gid) is not None
+    assert ("uid" in confined_layers) == subordinate
     for attack, (confined, unconfined) in verdicts.items():
+        if attack in _NEED_MOUNT_NAMESPACE and "mount" not in confined_layers:
+            continue  # a kernel without user namespaces for ordinary users: said in the docs
         assert confined.startswith("blocked "), f"{attack}: {confined}"
         if attack not in _OUT_OF_REACH_UNPRIVILEGED:
             assert unconfined == "escaped", f"{attack} is no real attack: {unconfined}"
@@ -316,7 +491,7 @@ async def test_a_cold_started_worker_is_sealed_the_same_way(tmp_path: Path) -> N
         if ROOT:
             assert attacker.confinement.layers == LAYERS
         names: dict[str, object] = {
-            "CHECKOUT": str(Path(cove.__file__).parents[1] / "pyproject.toml"),
+            "CHECKOUT": str(CHECKOUT / "pyproject.toml"),
             "HOST": os.getpid(),
         }
         scene = Scene(pool, attacker, names)

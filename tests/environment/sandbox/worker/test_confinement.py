@@ -3,6 +3,8 @@ nothing of the sort when switched off, and blocks running as before either way."
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
 import pwd
@@ -21,6 +23,7 @@ from cove.config import SandboxSettings, Settings
 from cove.environment.sandbox.frames import ProtocolError
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
+from cove.environment.sandbox.worker import userns
 from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 from cove.environment.sandbox.worker.modules import ALLOWED_MODULES
 from cove.environment.sandbox.worker.uids import in_range
@@ -44,8 +47,13 @@ def status_ids(pid: int) -> dict[str, list[int]]:
 
 def network_namespace(pid: int | str) -> str:
     """The network namespace of a process, or skip when this host may not look at it."""
+    return namespace(pid, "net")
+
+
+def namespace(pid: int | str, kind: str) -> str:
+    """A namespace of a process, or skip when this host may not look at it."""
     try:
-        return os.readlink(f"/proc/{pid}/ns/net")
+        return os.readlink(f"/proc/{pid}/ns/{kind}")
     except PermissionError:
         pytest.skip("this host may not inspect a non-dumpable worker's namespaces")
 
@@ -143,6 +151,70 @@ async def test_blocks_run_normally_in_a_confined_worker(client: SandboxClient) -
     assert again.result.result_preview == "(Decimal('6.20'), '2,3', 1.5)"
 
 
+async def test_each_worker_has_an_ipc_namespace_of_its_own(
+    client: SandboxClient, pool: WorkerPool, tmp_path: Path
+) -> None:
+    other = await pool.acquire(workspace=tmp_path / "other", on_call=Extensions())
+    if "ipc" not in confinement_of(client).layers:
+        pytest.skip(f"no IPC namespace here: {confinement_of(client).layer('ipc')}")
+    assert client.pid is not None and other.pid is not None
+    seen = {namespace(client.pid, "ipc"), namespace(other.pid, "ipc"), namespace("self", "ipc")}
+    assert len(seen) == 3
+
+
+# A worker's own steps with the seccomp program left out, so that System V calls reach the IPC
+# namespace: with ``make`` it creates a segment (0666) and holds it until its input closes; with
+# ``look`` it looks for that segment.
+IPC_PROBE = """
+import ctypes, json, os, sys
+from cove.environment.sandbox.worker.confine import prepare, seal
+preparation = prepare(True)
+preparation.program = None
+confinement = seal(preparation, parent=os.getppid(), uid=None)
+libc = ctypes.CDLL(None, use_errno=True)
+key, action = int(sys.argv[1]), sys.argv[2]
+if action == "make":
+    segment = libc.shmget(key, 1 << 20, 0o1000 | 0o666)
+    print(json.dumps({"layers": list(confinement.layers), "segment": segment}), flush=True)
+    sys.stdin.read()
+else:
+    print(json.dumps({"segment": libc.shmget(key, 0, 0), "errno": ctypes.get_errno()}))
+"""
+
+
+def host_segment_keys() -> set[int]:
+    """The keys of the System V segments in this (the host's) IPC namespace."""
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {int(line.split()[0]) for line in lines}
+
+
+def test_a_segment_neither_reaches_another_worker_nor_outlives_its_own() -> None:
+    key = 0x636F7600 + os.getpid() % 256
+    command = [sys.executable, "-P", "-s", "-c", IPC_PROBE, str(key)]
+    environment = {"PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        with subprocess.Popen(
+            [*command, "make"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment
+        ) as maker:
+            assert maker.stdout is not None and maker.stdin is not None
+            made = json.loads(maker.stdout.readline())
+            assert made["segment"] >= 0  # made, while its worker lives
+            if "ipc" not in made["layers"]:
+                pytest.skip("no IPC namespace on this host")
+            assert key not in host_segment_keys()
+            looked = subprocess.run(
+                [*command, "look"], capture_output=True, text=True, timeout=60, env=environment
+            )
+            assert json.loads(looked.stdout) == {"segment": -1, "errno": errno.ENOENT}
+            maker.stdin.close()
+            assert maker.wait(timeout=60) == 0
+        assert key not in host_segment_keys()
+    finally:  # a segment that reached the host's namespace is the test's failure, not a leak
+        libc = ctypes.CDLL(None, use_errno=True)
+        if (segment := libc.shmget(key, 0, 0)) != -1:
+            libc.shmctl(segment, 0, None)  # IPC_RMID
+
+
 @pytest.fixture
 def open_directory() -> Iterator[Path]:
     """A directory every user may pass through (unlike pytest's private ``tmp_path``)."""
@@ -151,13 +223,19 @@ def open_directory() -> Iterator[Path]:
         yield Path(name)
 
 
-async def test_a_pooled_worker_enters_a_workspace_open_to_it(
+async def test_a_pooled_worker_stays_in_a_root_of_its_own(
     pool: WorkerPool, open_directory: Path
 ) -> None:
     workspace = open_directory / "ws"
     workspace.mkdir(mode=0o755)
     sandbox = await pool.acquire(workspace=workspace, on_call=Extensions())
-    assert os.readlink(f"/proc/{sandbox.pid}/cwd") == str(workspace)
+    assert sandbox.pid is not None
+    if "mount" not in confinement_of(sandbox).layers:
+        pytest.skip(f"no mount namespace here: {confinement_of(sandbox).layer('mount')}")
+    assert os.readlink(f"/proc/{sandbox.pid}/cwd") == "/"  # not the workspace, open as it is
+    theirs, ours = os.stat(f"/proc/{sandbox.pid}/root"), os.stat("/")
+    assert (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino)
+    assert (await ok(sandbox, "6 * 7")).result.result_preview == "42"
 
 
 @root_only
@@ -191,7 +269,10 @@ async def test_a_cold_start_in_a_closed_workspace_moves_to_the_root(
     try:
         sandbox = await workers.acquire(workspace=closed, on_call=Extensions())
         assert os.readlink(f"/proc/{sandbox.pid}/cwd") == "/"
-        assert confinement_of(sandbox).notes == ("working directory not accessible: moved to /",)
+        if "mount" not in confinement_of(sandbox).layers:  # else in a root of its own: no note
+            assert confinement_of(sandbox).notes[-1:] == (
+                "working directory not accessible: moved to /",
+            )
         assert (await ok(sandbox, "6 * 7")).result.result_preview == "42"
     finally:
         await workers.aclose()
@@ -211,11 +292,7 @@ if become != "-":
     os.setgroups([])
     os.setresgid(int(become), int(become), int(become))
     os.setresuid(int(become), int(become), int(become))
-uid = None
-if os.geteuid() == 0:
-    from cove.environment.sandbox.worker.uids import UidPool
-    uid = UidPool().pick()
-report = confine(True, parent=os.getppid(), uid=uid).as_frame()
+report = confine(True, parent=os.getppid()).as_frame()
 apply_limits({"memory_mb": 512, "cpu_s": 10, "file_size_mb": 1, "open_files": 64})
 
 def attempt(action):
@@ -258,10 +335,13 @@ def probe(tmp_path: Path, *, become: int | None = None) -> dict[str, Any]:
 
 def test_a_confined_process_can_neither_fork_nor_connect_nor_regain_root(tmp_path: Path) -> None:
     report = probe(tmp_path)
-    assert report["fork"] == "BlockingIOError"  # RLIMIT_NPROC binds once it is not root
+    assert report["fork"] == "PermissionError"  # seccomp: clone for threads only
     assert report["setuid"] == "PermissionError"
     assert report["connect"] == "PermissionError"  # seccomp: no socket at all
-    assert report["secret"] == "PermissionError"  # Landlock: no file outside the runtime
+    # The mount namespace: no such file in its root; else Landlock: no file outside the runtime.
+    assert report["secret"] == (
+        "FileNotFoundError" if "mount" in report["layers"] else "PermissionError"
+    )
     assert report["prctl"] == -1  # seccomp: the death signal and dumpable flag stay as set
     assert set(report["layers"]) >= {"landlock", "seccomp", "no_new_privs", "pdeathsig"}
     if ROOT:
@@ -271,14 +351,24 @@ def test_a_confined_process_can_neither_fork_nor_connect_nor_regain_root(tmp_pat
 @root_only
 def test_an_unprivileged_process_gets_a_user_and_network_namespace(tmp_path: Path) -> None:
     report = probe(tmp_path, become=NOBODY)
-    assert (report["user"], report["uid"], report["fork"]) == ("nobody", NOBODY, "BlockingIOError")
+    assert report["fork"] == "PermissionError"
     assert report["setuid"] in {"PermissionError", "OSError"}  # EINVAL: 0 is unmapped in there
     assert report["connect"] == "PermissionError"
-    assert report["secret"] == "PermissionError"
-    assert set(report["layers"]) >= {"landlock", "seccomp", "no_new_privs", "pdeathsig"}
-    assert "uid" not in report["layers"]
+    assert report["secret"] in {"FileNotFoundError", "PermissionError"}
+    assert set(report["layers"]) >= {"ipc", "landlock", "seccomp", "no_new_privs", "pdeathsig"}
     if report["network"] != "isolated":  # a kernel without unprivileged user namespaces
-        assert any("user+network namespace" in note for note in report["notes"])
+        assert any("no user namespace" in note for note in report["notes"])
+        return
+    assert "mount" in report["layers"]
+    ranges = userns.subordinate("nobody", NOBODY, NOBODY)
+    if ranges is None:  # the common case: the worker stays the host's user for the kernel
+        assert (report["user"], report["uid"]) == ("nobody", NOBODY)
+        assert "uid" not in report["layers"]
+        assert any("no subordinate ids" in note for note in report["notes"])
+    else:  # an id of nobody's subordinate range: another user for the kernel
+        first, count = ranges.uids
+        assert first <= report["uid"] < first + count and "uid" in report["layers"]
+        assert report["user"] == f"uid {report['uid']}" and report["notes"] == []
 
 
 @pytest.mark.parametrize(

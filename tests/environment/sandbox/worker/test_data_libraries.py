@@ -44,7 +44,7 @@ async def test_dotted_and_from_imports_of_the_curated_submodules(client: Sandbox
 
 
 def test_without_the_libraries_an_import_says_how_to_install_them() -> None:
-    runtime = Runtime(request=lambda f: f, output_limit=500, snapshot_limit=1000, libraries=False)
+    runtime = Runtime(request=lambda f: f, output_limit=500, value_limit=1000, libraries=False)
     reply = runtime.execute("import pandas as pd", 1, 0.0)
     assert reply["error"] == (
         "ImportError: pandas is not installed in this sandbox (cove was installed without its "
@@ -147,7 +147,7 @@ async def test_a_worker_forks_after_the_zygotes_warm_up_plot(
 
 
 def test_c_code_imports_get_the_real_library_modules_and_nothing_else() -> None:
-    runtime = Runtime(request=lambda f: f, output_limit=500, snapshot_limit=1000)
+    runtime = Runtime(request=lambda f: f, output_limit=500, value_limit=1000)
     importer = runtime.builtins["__import__"]
     namespace = runtime.namespace
     # What PyImport_Import passes: an empty list, never produced by an import statement.
@@ -171,7 +171,7 @@ class _Hostile:
 
 
 def test_the_tracker_records_what_it_cannot_handle_as_opaque_and_never_raises() -> None:
-    runtime = Runtime(request=lambda f: f, output_limit=500, snapshot_limit=1000)
+    runtime = Runtime(request=lambda f: f, output_limit=500, value_limit=1000)
     runtime.namespace["hostile"] = _Hostile()
     reply = runtime.execute("x = 1\nhostile", 1, 0.0)
     kinds = {change["name"]: change["kind"] for change in reply["changes"]}
@@ -269,7 +269,7 @@ IDIOMS = [
 
 
 def test_the_common_idioms_of_data_work_pass_the_guards() -> None:
-    runtime = Runtime(request=lambda f: f, output_limit=3000, snapshot_limit=1_000_000)
+    runtime = Runtime(request=lambda f: f, output_limit=3000, value_limit=1_000_000)
     failed = {}
     with warnings.catch_warnings():  # a worker's warnings go nowhere; here they would be errors
         warnings.simplefilter("ignore")

@@ -285,7 +285,7 @@ def _no_host(frame: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("name", list(PAYLOADS))
 def test_payload_reaches_nothing_real(name: str) -> None:
     code, must_fail = PAYLOADS[name]
-    runtime = Runtime(request=_no_host, output_limit=10_000, snapshot_limit=1_000_000)
+    runtime = Runtime(request=_no_host, output_limit=10_000, value_limit=1_000_000)
     runtime.configure(["echo"], {})
     reply = runtime.execute(SETUP + code, 1, 0.0)
     if must_fail:
@@ -317,7 +317,7 @@ def test_there_are_enough_payloads() -> None:
 
 
 def test_checked_stand_ins_still_do_their_job() -> None:
-    runtime = Runtime(request=_no_host, output_limit=10_000, snapshot_limit=1_000_000)
+    runtime = Runtime(request=_no_host, output_limit=10_000, value_limit=1_000_000)
     code = (
         "import dataclasses, enum, collections, typing\n"
         "@dataclasses.dataclass(order=True)\nclass P:\n    x: int\n    y: int = 0\n"

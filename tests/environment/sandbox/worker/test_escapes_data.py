@@ -169,7 +169,7 @@ def test_the_attack_succeeds_against_the_naive_libraries(
 
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_the_attack_fails_in_the_runtime(name: str, attack_dir: Path, tmp_path: Path) -> None:
-    runtime = Runtime(request=lambda frame: frame, output_limit=2_000, snapshot_limit=100_000)
+    runtime = Runtime(request=lambda frame: frame, output_limit=2_000, value_limit=100_000)
     outcome = ""
     for code in blocks(name, attack_dir, tmp_path):
         reply = runtime.execute(code, 7, 1_700_000_000.0)

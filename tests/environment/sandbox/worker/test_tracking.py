@@ -97,7 +97,7 @@ async def test_an_untouched_big_list_yields_no_version(client: SandboxClient) ->
 
 
 def runtime() -> Runtime:
-    return Runtime(request=lambda m: m, output_limit=1_000, snapshot_limit=10_000_000)
+    return Runtime(request=lambda m: m, output_limit=1_000, value_limit=10_000_000)
 
 
 def changed(rt: Runtime, code: str) -> set[str]:

@@ -1,0 +1,219 @@
+"""Long containers of scalars and tables, kept run by run: proof by identity that one still holds
+what it held, and its chunk tree rebuilt only where it changed.
+
+Reading data is the common block (``len(rows)``, ``rows[:5]``, a sum): the value is reached, so it
+must be checked, but encoding 50,000 rows to learn that nothing changed costs tens of
+milliseconds. For the shapes data usually has — a list or dict of scalars, a table (a list of
+dicts, lists or tuples of scalars), a tuple of scalars — a ``Runs`` record keeps, for each run of
+``RUN_ITEMS`` items (the runs of the value's chunk tree, ``cove.codec.tree``), the very objects
+the value held when it was encoded and the name of the run's chunk. Scalars (int, float, complex,
+str, bytes, bool, None) cannot change in place, so the same objects in the same order mean the
+same value; comparing them by identity runs at C speed.
+
+After a change (``nums.append(x)``, ``rows[7]["qty"] = 3``), ``encode`` compares run by run and
+encodes only the runs whose objects differ; the others keep their chunk, so the new version's
+tree costs what changed. The tree it builds is exactly the one ``cove.codec.encode_tree`` builds
+for the value (same runs, same chunks, same root). Anything else is left to the codec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+from operator import is_
+from typing import Any, Literal
+
+from cove.codec.chunks import RUN_ITEMS, Tree
+from cove.codec.shapes import dumps
+from cove.codec.tree import TreeEncoder, index, leaf
+
+MAX_ELEMENTS = 4_000_000
+"""The most references one record keeps (32 MB of pointers); bigger values are encoded whole."""
+
+_SCALARS = frozenset({int, float, complex, str, bytes, bool, type(None)})
+_ROWS = frozenset({dict, list, tuple})
+
+Kind = Literal["list", "dict", "table", "tuple"]
+
+
+@dataclass
+class _Run:
+    """One run: the objects it held and the chunks it was stored as."""
+
+    items: list[Any]  # a list's items, a dict's keys, a table's rows
+    values: list[Any] | None  # a dict's values; the cells of a table of dicts
+    cells: list[Any] | None  # a table's keys (dict rows) or items (list and tuple rows)
+    lens: list[int] | None  # a table's row lengths
+    name: str  # the run's chunk
+    sizes: dict[str, int]  # every chunk making the run (a split run has several), by size
+
+
+class Runs:
+    """What a container held, run by run, and the tree it was encoded as."""
+
+    __slots__ = ("kind", "length", "obj", "runs", "tree")
+
+    def __init__(self, kind: Kind, obj: Any, runs: list[_Run], tree: Tree) -> None:
+        self.kind = kind
+        self.obj = obj
+        self.length = len(obj)
+        self.runs = runs
+        self.tree = tree
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` (the recorded object) holds the same objects in the same order."""
+        if value is not self.obj or len(value) != self.length:
+            return False
+        if self.kind == "tuple":
+            return True
+        views = _views(self.kind, value)
+        return all(
+            _same(self.kind, run, views, start)
+            for run, start in zip(self.runs, range(0, self.length, RUN_ITEMS), strict=True)
+        )
+
+
+def kind_of(value: object) -> Kind | None:
+    """The shape ``value`` has among those ``Runs`` records, or None (found at C speed)."""
+    kind = type(value)
+    if kind is tuple:
+        return "tuple" if set(map(type, value)) <= _SCALARS else None  # type: ignore[call-overload]
+    if kind is dict:
+        mapping: dict[Any, Any] = value  # type: ignore[assignment]
+        if len(mapping) > MAX_ELEMENTS or not set(map(type, mapping)) <= _SCALARS:
+            return None
+        return "dict" if set(map(type, mapping.values())) <= _SCALARS else None
+    if kind is not list or len(value) > MAX_ELEMENTS:  # type: ignore[arg-type]
+        return None
+    items: list[Any] = value  # type: ignore[assignment]
+    kinds = set(map(type, items))
+    if kinds <= _SCALARS:
+        return "list"
+    return "table" if _table(items, kinds) else None
+
+
+def _table(rows: list[Any], kinds: set[type]) -> bool:
+    """Whether ``rows`` are distinct dicts, or lists and tuples, of scalars."""
+    if not (kinds == {dict} or kinds <= {list, tuple}):
+        return False
+    if sum(map(len, rows)) + len(rows) > MAX_ELEMENTS:
+        return False
+    if not set(map(type, chain.from_iterable(rows))) <= _SCALARS:
+        return False
+    return (
+        kinds != {dict} or set(map(type, chain.from_iterable(map(dict.values, rows)))) <= _SCALARS
+    )
+
+
+def encode(
+    value: Any, kind: Kind, enc: TreeEncoder, previous: Runs | None
+) -> tuple[Tree, Runs] | None:
+    """The tree of ``value`` (of shape ``kind``) and its record, keeping ``previous``'s runs
+    where they still hold the same objects and their chunks are known to ``enc``.
+
+    Returns None when a changed run no longer has the shape (the caller encodes it whole).
+    """
+    views = _views(kind, value)
+    if kind == "tuple" or len(value) <= RUN_ITEMS:
+        tree = enc.tree(value)  # short: encoded whole, recorded for ``holds`` only
+        short = [] if kind == "tuple" or not value else [_record(kind, views, 0)]
+        return tree, Runs(kind, value, short, tree)
+    reuse = previous if previous is not None and previous.kind == kind else None
+    enc.enter(value, 0)
+    built: list[_Run] = []
+    try:
+        for number, start in enumerate(range(0, len(value), RUN_ITEMS)):
+            old = reuse.runs[number] if reuse is not None and number < len(reuse.runs) else None
+            if (
+                old is not None
+                and _same(kind, old, views, start)
+                and all(map(enc.known, old.sizes))
+            ):
+                for name, size in old.sizes.items():
+                    enc.keep(name, None, size)
+                enc.charge(sum(old.sizes.values()))
+                built.append(old)
+                continue
+            run = _build(kind, views, start, enc)
+            if run is None:
+                return None
+            built.append(run)
+    except UnicodeEncodeError:
+        return None  # a string with lone surrogates: the codec encodes it again, tagged
+    enc.leave(value)
+    node = index(enc, [run.name for run in built])
+    root = dumps({"dict": node} if kind == "dict" else node)
+    tree = enc.finish(root)
+    return tree, Runs(kind, value, built, tree)
+
+
+def _views(kind: Kind, value: Any) -> tuple[list[Any], list[Any] | None]:
+    """A dict's keys and values as lists (sliced by position); a list's items as they are."""
+    if kind == "dict":
+        return list(value), list(value.values())
+    return value, None
+
+
+def _same(kind: Kind, run: _Run, views: tuple[list[Any], list[Any] | None], start: int) -> bool:
+    """Whether the run at ``start`` holds the objects ``run`` recorded."""
+    items, values = views
+    segment = items[start : start + RUN_ITEMS]
+    if len(segment) != len(run.items) or not all(map(is_, segment, run.items)):
+        return False
+    if kind == "dict":
+        assert values is not None and run.values is not None
+        return all(map(is_, values[start : start + RUN_ITEMS], run.values))
+    if kind != "table":
+        return True
+    if list(map(len, segment)) != run.lens:
+        return False
+    if not all(map(is_, chain.from_iterable(segment), run.cells or ())):
+        return False
+    return run.values is None or all(
+        map(is_, chain.from_iterable(map(dict.values, segment)), run.values)
+    )
+
+
+def _record(kind: Kind, views: tuple[list[Any], list[Any] | None], start: int) -> _Run:
+    """The objects the run at ``start`` holds (its chunk not named yet)."""
+    items, values = views
+    segment = items[start : start + RUN_ITEMS]
+    run = _Run(segment, None, None, None, "", {})
+    if kind == "dict":
+        assert values is not None
+        run.values = values[start : start + RUN_ITEMS]
+    elif kind == "table":
+        run.lens = list(map(len, segment))
+        run.cells = list(chain.from_iterable(segment))
+        if segment and type(segment[0]) is dict:
+            run.values = list(chain.from_iterable(map(dict.values, segment)))
+    return run
+
+
+def _build(
+    kind: Kind, views: tuple[list[Any], list[Any] | None], start: int, enc: TreeEncoder
+) -> _Run | None:
+    """Encode the run at ``start`` anew; None when it no longer has the shape."""
+    run = _record(kind, views, start)
+    segment = run.items
+    kinds = set(map(type, segment))
+    if kind == "table":
+        if not _table(segment, kinds):
+            return None
+        trees = enc.trees(segment, len(segment), 1)
+    elif not kinds <= _SCALARS:
+        return None
+    elif kind == "dict":
+        assert run.values is not None
+        if not set(map(type, run.values)) <= _SCALARS:
+            return None
+        keys = enc.trees(segment, len(segment), 1)
+        values = enc.trees(run.values, len(segment), 1)
+        trees = [[key, value] for key, value in zip(keys, values, strict=True)]
+    else:
+        trees = enc.trees(segment, len(segment), 1)
+    enc.log = []
+    run.name = leaf(enc, trees)
+    run.sizes = {name: enc.sizes[name] for name in enc.log}
+    enc.log = None
+    return run

@@ -1,0 +1,314 @@
+"""The history budget: how much a conversation's past versions may keep (``history_budget_mb``).
+
+Every version is kept, but a version costs what changed (``values.py``), so what grows is the
+history: the bytes the conversation's own versions reach beyond what its live state (the latest
+version of each variable) reaches. When that exceeds the budget, versions are *thinned*, oldest
+first, until the history is at most three quarters of the budget: their values are dropped (the
+row stays, with its preview, type and digest; ``thinned`` is set; reading its value says so),
+and their chunks that nothing else holds are collected. The order is:
+
+1. versions that are neither the first version of their variable nor the last one of their turn;
+2. then the last ones of their turns (but the first);
+3. then the first ones.
+
+Never thinned: the live versions, a version some fork sees as live at its fork point, functions
+and classes (their source is small), values short enough to be kept in their row (at most 4 KB:
+the row costs as much) and versions without a value (deleted, opaque). So the
+history never holds more than the budget for longer than one check, and a loop that rewrites a
+large value each block cannot fill the disk: what it keeps is its live state and the budget.
+
+The check is cheap to trigger: ``conversation.value_bytes`` counts the chunk bytes the
+conversation's versions added; once it grew by the budget since the last check
+(``history_mark``), the next write runs ``keep_budget``, which measures exactly (the chunk trees
+walked in SQL) and resets both figures.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cove.codec import DEFAULT_MAX_DEPTH, decode, encode_tree
+from cove.codec.chunks import refs, text_hash
+from cove.errors import CodecError
+from cove.persistence.chain import chain_cte
+from cove.persistence.connection import collect_blobs, immediate
+from cove.persistence.values import release_roots
+
+KEEP_FRACTION = 0.75
+"""Thinning stops once the history is at most this fraction of the budget."""
+
+
+@dataclass(frozen=True)
+class HistoryFigures:
+    """A conversation's values in bytes: what its live state and its history reach.
+
+    Attributes:
+        live_bytes: The latest version of each variable (a fork's inherited ones included).
+        history_bytes: The conversation's own other versions, beyond what the live ones reach.
+        budget_bytes: The history budget.
+        versions: The conversation's own versions.
+        thinned: Those of them the budget thinned.
+    """
+
+    live_bytes: int
+    history_bytes: int
+    budget_bytes: int
+    versions: int
+    thinned: int
+
+
+@dataclass(frozen=True)
+class _Row:
+    id: int
+    name: str
+    turn: int
+    version: int
+    first: bool = False
+    turn_last: bool = False
+
+
+def due(conn: sqlite3.Connection, conversation_id: str, budget: int) -> bool:
+    """Whether the conversation's versions added ``budget`` bytes since the last check."""
+    row = conn.execute(
+        "SELECT value_bytes - history_mark FROM conversation WHERE id = ?", (conversation_id,)
+    ).fetchone()
+    return row is not None and int(row[0]) > budget
+
+
+def largest(conn: sqlite3.Connection, limit: int) -> list[str]:
+    """The conversations whose versions added the most chunk bytes, largest first."""
+    return [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT id FROM conversation WHERE value_bytes > 0 ORDER BY value_bytes DESC LIMIT ?",
+            (limit,),
+        )
+    ]
+
+
+def measure(conn: sqlite3.Connection, conversation_id: str, budget: int) -> HistoryFigures:
+    """The exact figures of a conversation (walks its versions' chunk trees)."""
+    live = _live_ids(conn, conversation_id)
+    history = _history_ids(conn, conversation_id, live)
+    counts = conn.execute(
+        "SELECT count(*), coalesce(sum(thinned), 0) FROM var_version WHERE conversation_id = ?",
+        (conversation_id,),
+    ).fetchone()
+    return HistoryFigures(
+        live_bytes=_bytes(conn, live, []),
+        history_bytes=_bytes(conn, history, live),
+        budget_bytes=budget,
+        versions=int(counts[0]),
+        thinned=int(counts[1]),
+    )
+
+
+def keep_budget(conn: sqlite3.Connection, conversation_id: str, budget: int) -> int:
+    """Thin the conversation's oldest versions while its history exceeds the budget (see the
+    module docstring), each batch in a transaction of its own; how many were thinned.
+
+    The caller collects the chunks this releases (``values.collect``).
+    """
+    live = _live_ids(conn, conversation_id)
+    history = _bytes(conn, _history_ids(conn, conversation_id, live), live)
+    thinned = 0
+    if history > budget:
+        target = int(budget * KEEP_FRACTION)
+        for tier in _tiers(conn, conversation_id, set(live)):
+            while tier and history > target:
+                batch, tier = tier[: max(1, len(tier) // 4)], tier[max(1, len(tier) // 4) :]
+                _thin(conn, batch)
+                thinned += len(batch)
+                history = _bytes(conn, _history_ids(conn, conversation_id, live), live)
+    live_bytes = _bytes(conn, live, [])
+    with immediate(conn):
+        conn.execute(
+            "UPDATE conversation SET value_bytes = ?, history_mark = ? WHERE id = ?",
+            (live_bytes + history, live_bytes, conversation_id),
+        )
+    return thinned
+
+
+def _live_ids(conn: sqlite3.Connection, conversation_id: str) -> list[int]:
+    """The row ids of the latest version of each name the conversation sees."""
+    cte, params = chain_cte(conn, conversation_id)
+    query = f"""
+        {cte}, ranked AS (
+            SELECT v.id, row_number() OVER (
+                PARTITION BY v.name
+                ORDER BY t.position DESC, i.position DESC, b.position DESC, v.version DESC
+            ) AS recency
+            FROM var_version v JOIN block b ON b.id = v.block_id
+            JOIN iteration i ON i.id = b.iteration_id JOIN turn t ON t.id = i.turn_id
+            JOIN chain ON t.conversation_id = chain.cid AND t.position <= chain.lim
+        )
+        SELECT id FROM ranked WHERE recency = 1
+    """
+    return [int(row[0]) for row in conn.execute(query, params)]
+
+
+def _history_ids(conn: sqlite3.Connection, conversation_id: str, live: Sequence[int]) -> list[int]:
+    """The conversation's own versions that are not live and hold a value stored apart (in
+    chunks, or in a blob before chunks): an inline value is part of its row, not history."""
+    keep = set(live)
+    return [
+        int(row[0])
+        for row in conn.execute(
+            "SELECT id FROM var_version WHERE conversation_id = ? AND thinned = 0"
+            " AND (encoded_blob IS NOT NULL OR root_chunk IS NOT NULL)",
+            (conversation_id,),
+        )
+        if int(row[0]) not in keep
+    ]
+
+
+def _bytes(conn: sqlite3.Connection, ids: Sequence[int], beyond: Sequence[int]) -> int:
+    """What versions ``ids`` reach (chunks, blobs, inline roots) that versions ``beyond`` do not."""
+    if not ids:
+        return 0
+    chosen, other = json.dumps(list(ids)), json.dumps(list(beyond))
+    walk = """
+        SELECT root_chunk FROM var_version
+        WHERE root_chunk IS NOT NULL AND id IN (SELECT value FROM json_each(?{n}))
+        UNION SELECT j.value FROM {name} JOIN value_chunk c ON c.id = {name}.id,
+        json_each(c.children) j
+    """
+    chunks = conn.execute(
+        f"""
+        WITH RECURSIVE mine(id) AS ({walk.format(n=1, name="mine")}),
+        theirs(id) AS ({walk.format(n=2, name="theirs")})
+        SELECT coalesce(sum(length(data)), 0) FROM value_chunk
+        WHERE id IN (SELECT id FROM mine EXCEPT SELECT id FROM theirs)
+        """,
+        (chosen, other),
+    ).fetchone()[0]
+    blobs = conn.execute(
+        """
+        SELECT coalesce(sum(length(data)), 0) FROM blob WHERE hash IN (
+            SELECT encoded_blob FROM var_version WHERE id IN (SELECT value FROM json_each(?1))
+            EXCEPT SELECT encoded_blob FROM var_version
+            WHERE id IN (SELECT value FROM json_each(?2))
+        )
+        """,
+        (chosen, other),
+    ).fetchone()[0]
+    inline = conn.execute(
+        "SELECT coalesce(sum(length(encoded)), 0) FROM var_version"
+        " WHERE id IN (SELECT value FROM json_each(?))",
+        (chosen,),
+    ).fetchone()[0]
+    return int(chunks) + int(blobs) + int(inline)
+
+
+def _tiers(conn: sqlite3.Connection, conversation_id: str, live: set[int]) -> list[list[int]]:
+    """The versions that may be thinned, in the three tiers of the module docstring, oldest
+    first in each."""
+    rows = _own_rows(conn, conversation_id)
+    protected = live | _fork_points(conn, conversation_id, rows)
+    tiers: list[list[int]] = [[], [], []]
+    for row in rows:
+        if row.id in protected:
+            continue
+        tiers[2 if row.first else 1 if row.turn_last else 0].append(row.id)
+    return tiers
+
+
+def _own_rows(conn: sqlite3.Connection, conversation_id: str) -> list[_Row]:
+    """The conversation's own value versions holding a value, oldest first, with their flags
+    (first of their variable, last of their variable in their turn)."""
+    found = [
+        _Row(int(r[0]), str(r[1]), int(r[2]), int(r[3]), bool(r[4]))
+        for r in conn.execute(
+            """
+            SELECT v.id, v.name, t.position, v.version,
+                   v.version = (SELECT min(w.version) FROM var_version w
+                                WHERE w.conversation_id = v.conversation_id AND w.name = v.name)
+            FROM var_version v JOIN block b ON b.id = v.block_id
+            JOIN iteration i ON i.id = b.iteration_id JOIN turn t ON t.id = i.turn_id
+            WHERE v.conversation_id = ? AND v.kind = 'value' AND v.thinned = 0
+              AND (v.encoded_blob IS NOT NULL OR v.root_chunk IS NOT NULL)
+            ORDER BY t.position, i.position, b.position, v.version
+            """,
+            (conversation_id,),
+        )
+    ]
+    last: dict[tuple[str, int], int] = {}
+    for index, row in enumerate(found):
+        last[(row.name, row.turn)] = index
+    ends = set(last.values())
+    return [
+        _Row(row.id, row.name, row.turn, row.version, row.first, index in ends)
+        for index, row in enumerate(found)
+    ]
+
+
+def _fork_points(conn: sqlite3.Connection, conversation_id: str, rows: list[_Row]) -> set[int]:
+    """The versions forks of the conversation (at any depth) see as live at their fork point."""
+    limits: set[int] = set()
+    level = [(conversation_id, 1 << 62)]
+    while level:
+        following = []
+        for parent, limit in level:
+            for child, turn in conn.execute(
+                "SELECT id, fork_turn FROM conversation WHERE parent_id = ?", (parent,)
+            ):
+                seen = min(limit, int(turn))
+                limits.add(seen)
+                following.append((str(child), seen))
+        level = following
+    protected: set[int] = set()
+    for limit in limits:
+        latest: dict[str, int] = {}
+        for row in rows:
+            if row.turn <= limit:
+                latest[row.name] = row.id
+        protected.update(latest.values())
+    return protected
+
+
+def _thin(conn: sqlite3.Connection, ids: list[int]) -> None:
+    """Drop the values of versions ``ids`` (one transaction): their roots are released, their
+    blobs collected when nothing else uses them, their digests kept."""
+    chosen = json.dumps(ids)
+    with immediate(conn):
+        for row_id, encoded, blob in conn.execute(
+            "SELECT v.id, v.encoded, b.data FROM var_version v"
+            " LEFT JOIN blob b ON b.hash = v.encoded_blob"
+            " WHERE v.digest IS NULL AND v.id IN (SELECT value FROM json_each(?))",
+            (chosen,),
+        ).fetchall():
+            text = encoded if blob is None else bytes(blob).decode("utf-8", "surrogatepass")
+            if text is not None:
+                conn.execute(
+                    "UPDATE var_version SET digest = ? WHERE id = ?", (_digest(text), row_id)
+                )
+        blobs = {
+            str(row[0])
+            for row in conn.execute(
+                "SELECT encoded_blob FROM var_version WHERE encoded_blob IS NOT NULL"
+                " AND id IN (SELECT value FROM json_each(?))",
+                (chosen,),
+            )
+        }
+        release_roots(conn, "v.id IN (SELECT value FROM json_each(?))", [chosen])
+        conn.execute(
+            "UPDATE var_version SET encoded = NULL, encoded_blob = NULL, root_chunk = NULL,"
+            " thinned = 1 WHERE id IN (SELECT value FROM json_each(?))",
+            (chosen,),
+        )
+        collect_blobs(conn, blobs)
+
+
+def _digest(text: str) -> str:
+    """The digest a value stored whole (before chunks) has as a tree: what a replay of the
+    conversation would record for it."""
+    if refs(text):
+        return text_hash(text)
+    try:
+        value = decode(text)
+        return encode_tree(value, max_bytes=1 << 40, max_depth=DEFAULT_MAX_DEPTH).digest
+    except CodecError:
+        return text_hash(text)
