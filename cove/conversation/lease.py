@@ -41,8 +41,9 @@ async def held_lease(
     owner: str,
     ttl_s: float,
     on_lost: Callable[[], object],
-) -> AsyncIterator[None]:
-    """Hold the conversation's lease for the body, renewing it in the background.
+) -> AsyncIterator[int]:
+    """Hold the conversation's lease for the body, renewing it in the background; yields its
+    epoch.
 
     A lease held by a process of this host that has died is taken over at once instead of
     waiting for it to expire. ``on_lost`` is called if renewal fails (another process took over).
@@ -62,7 +63,7 @@ async def held_lease(
     renewal = asyncio.create_task(_renew(store, conversation_id, owner, ttl_s, on_lost))
     try:
         with fenced(Fence(conversation_id, owner, epoch)):
-            yield
+            yield epoch
     finally:
         renewal.cancel()
         with contextlib.suppress(asyncio.CancelledError):

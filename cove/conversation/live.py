@@ -125,6 +125,23 @@ class LiveCache:
                 self._closing.discard(entry.conversation_id)
                 self._changed.notify_all()
 
+    async def reopen(self, entry: LiveConversation) -> None:
+        """Replace the environment of an entry the caller uses with a freshly opened one.
+
+        For a conversation another process changed since the environment was opened: its
+        sandbox and variable versions are behind the store. If opening fails the entry leaves
+        the cache, so the next use opens it anew.
+        """
+        await entry.env.aclose()
+        try:
+            entry.env = await self._opener(entry.conversation_id)
+        except BaseException:
+            async with self._changed:
+                if self._entries.get(entry.conversation_id) is entry:
+                    del self._entries[entry.conversation_id]
+                self._changed.notify_all()
+            raise
+
     async def drop(self, conversation_id: str) -> None:
         """Close and forget a conversation's environment (e.g. before deleting it)."""
         async with self._changed:

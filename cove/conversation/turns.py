@@ -204,25 +204,31 @@ class Turns:
     ) -> None:
         record = await self.store.get_conversation(conversation_id)
         saved = await self.workspaces.save_attachments(record.id, attachments)
-        query = Query(
-            settings=self.settings,
-            store=self.store,
-            env=entry.env,
-            llm=self.llm(model or self.settings.model.name),
-            conversation=record,
-            request=text,
-            options=options,
-            attachments=saved,
-        )
+        lease_lost = asyncio.Event()
 
         def lost() -> None:
-            task = asyncio.get_running_loop().create_task(query.cancel())
+            lease_lost.set()  # before the query exists, its fenced writes are refused instead
+            if handle.query is None:
+                return
+            task = asyncio.get_running_loop().create_task(handle.query.cancel())
             self._tasks.add(task)  # held until done: no task without a reference
             task.add_done_callback(self._tasks.discard)
 
         async with held_lease(
             self.store, record.id, self.owner, self.settings.store.lease_ttl_s, lost
-        ):
+        ) as epoch:
+            if not entry.env.current_at(epoch):  # another process ran turns since it opened
+                await self.live.reopen(entry)
+            query = Query(
+                settings=self.settings,
+                store=self.store,
+                env=entry.env,
+                llm=self.llm(model or self.settings.model.name),
+                conversation=record,
+                request=text,
+                options=options,
+                attachments=saved,
+            )
             self._running[record.id] = query
             handle.query = query
             try:
@@ -236,6 +242,8 @@ class Turns:
             finally:
                 del self._running[record.id]
                 handle.query = None
+                # Nobody else wrote while the lease was ours: the state is current at its epoch.
+                entry.env.state_epoch = None if lease_lost.is_set() else epoch
         late = query.take_unshown_steering()
         if late and not self.closed:  # came after the last iteration began: the next turn
             self.send(record.id, "\n\n".join(late))

@@ -81,6 +81,9 @@ class Environment:
         self.extensions: tuple[Extension, ...] = ()
         self.var_index = VarIndex()
         self.restored = RestartReport(reason=REOPEN_REASON)
+        #: The lease epoch its state was read or last written at, while nobody else held the
+        #: lease; None when that is not known (see ``current_at``).
+        self.state_epoch: int | None = None
         self.quota = WorkspaceQuota(workspace, settings)
         self._registry = ExtensionRegistry(())
         self._client: SandboxClient | None = None
@@ -138,7 +141,17 @@ class Environment:
             raise
         return env
 
+    def current_at(self, epoch: int) -> bool:
+        """Whether the state it holds is still the conversation's, under a new lease ``epoch``.
+
+        Every lease holder raises the epoch, so only the lease right after the one this state
+        was read or written at proves that no other process wrote in between.
+        """
+        return self.state_epoch is not None and epoch == self.state_epoch + 1
+
     async def _restore(self, as_of_turn: int | None) -> None:
+        # Read before the variables: a lease taken since shows as a later epoch.
+        self.state_epoch = await self.store.settled_epoch(self.conversation_id)
         everything = await self.store.vars_as_of(self.conversation_id, None, include_deleted=True)
         for record in everything.values():
             self.var_index.reserve(record.name, record.version)

@@ -109,6 +109,21 @@ def renew(
         )
 
 
+def settled_epoch(conn: sqlite3.Connection, conversation_id: str) -> int | None:
+    """The lease's epoch while nobody holds the lease, else None.
+
+    Every holder raises the epoch when it takes the lease, so a process that read its state of
+    the conversation at epoch E, while nobody held the lease, knows that nobody else wrote since
+    if its own next lease has epoch E + 1.
+    """
+    row = conn.execute(
+        "SELECT lease_owner, lease_epoch FROM conversation WHERE id = ?", (conversation_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFound("conversation", conversation_id)
+    return None if row[0] is not None else int(row[1])
+
+
 def release(conn: sqlite3.Connection, conversation_id: str, owner: str) -> None:
     """Give the lease up if this owner holds it; otherwise do nothing."""
     with immediate(conn):

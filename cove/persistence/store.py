@@ -321,6 +321,14 @@ class Store:
         """
         return await self._run(leases.acquire, self._clock(), conversation_id, owner, ttl_s)
 
+    async def settled_epoch(self, conversation_id: str) -> int | None:
+        """The lease's epoch while nobody holds it, else None (``leases.settled_epoch``).
+
+        Raises:
+            NotFound: unknown conversation.
+        """
+        return await self._run(leases.settled_epoch, conversation_id)
+
     async def renew_lease(self, conversation_id: str, owner: str, ttl_s: float) -> None:
         """Extend a lease ``owner`` holds. Raises ``Busy`` if it was lost, ``NotFound``."""
         await self._run(leases.renew, self._clock(), conversation_id, owner, ttl_s)
