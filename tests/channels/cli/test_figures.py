@@ -1,4 +1,5 @@
-"""Figures in the terminal commands: ``cove show`` names the file of each, ``cove export -o``
+"""Figures in the terminal commands: ``cove run`` and ``cove show`` name the file of every figure
+of every block, ``cove export -o``
 writes them beside the document (Markdown images, JSON ``file``), printed exports name them by
 digest, and ``cove watch`` writes and names the figures of the turns it follows."""
 
@@ -69,9 +70,45 @@ def test_show_and_export_say_where_each_figure_is(
 
     as_json = tmp_path / "out" / "data.json"
     assert cli("export", cid, "--format", "json", "-o", str(as_json)).exit_code == 0
-    block = json.loads(as_json.read_text())["turns"][0]["iterations"][0]["blocks"][1]
+    exported = json.loads(as_json.read_text())
+    assert exported["values"] == cli.json("show", cid)["values"]  # the JSON of cove show
+    block = exported["turns"][0]["iterations"][0]["blocks"][1]
     assert block["figures"][0]["file"] == "data.figures/t1-i1-b2-1.png"
     assert png_of(tmp_path / "out" / "data.figures" / "t1-i1-b2-1.png", digest)
+
+
+def test_run_and_show_name_every_figure_of_every_block(
+    tmp_path: Path, cli: Cove, server: FakeOpenAI
+) -> None:
+    two = (
+        "import matplotlib.pyplot as plt\n"
+        "plt.figure(figsize=(4, 3)); plt.plot([1, 2]); plt.title('rising')\n"
+        "plt.figure(figsize=(3, 3)); plt.plot([2, 1]); plt.title('falling')"
+    )
+    server.add_replies(reply([two, SQUARES], "three"), reply([two, SQUARES], "again"))
+    result = cli("run", "Three charts.")
+    assert result.exit_code == 0, result.stderr
+    said = re.findall(r"^figure: (\S+) \((.*)\)$", result.stderr, re.M)
+    [cid] = [c["id"] for c in cli.json("list")]
+    folder = tmp_path / "cove.figures" / cid
+    names = ["t1-i1-b1-1.png", "t1-i1-b1-2.png", "t1-i1-b2-1.png"]
+    descriptions = [
+        "400×300 px; title 'rising'",
+        "300×300 px; title 'falling'",
+        "640×480 px; title 'squares'",
+    ]
+    assert said == [(str(folder / n), d) for n, d in zip(names, descriptions, strict=True)]
+
+    data = cli.json("run", "-c", cid, "Again.")
+    assert [(Path(f["path"]).name, f["block"], f["figure"]) for f in data["figures"]] == [
+        ("t2-i1-b1-1.png", 1, 1),
+        ("t2-i1-b1-2.png", 1, 2),
+        ("t2-i1-b2-1.png", 2, 1),
+    ]
+    assert all(png_of(Path(f["path"]), f["digest"]) for f in data["figures"])
+
+    shown = re.findall(r"^figure: (\S+) \(", cli("show", cid).stdout, re.M)
+    assert [Path(p).name for p in shown] == names + [n.replace("t1", "t2") for n in names]
 
 
 def test_watch_writes_and_names_the_figures_it_sees(
