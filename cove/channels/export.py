@@ -10,14 +10,21 @@ version names where it was written by ``turn_position``, ``iteration_position`` 
 ``block_position``, counted the same way. Database row ids (``id``, ``turn_id``,
 ``iteration_id``) are not part of the output. A cost nobody knows (the model had no price) is
 ``null`` beside ``"cost_known": false``, never ``0.0``.
+
+Figures: the Markdown describes each (size, title, axis labels) with its digest; given
+``FigureLinks`` it shows each as an image of a file beside the document (``cove export -o``,
+the TUI's export: ``channels/figures.py`` writes them) or links it (the web's export: the
+figure's URL on the server).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from cove.conversation import (
     BlockRecord,
@@ -27,6 +34,7 @@ from cove.conversation import (
     VarVersionRecord,
 )
 from cove.events import jsonable
+from cove.results import BlockFigure
 from cove.text import clean, json_escaped
 
 
@@ -43,16 +51,36 @@ def to_json(transcript: Transcript) -> str:
     return json_escaped(json.dumps(transcript_json(transcript), indent=1))
 
 
-def to_markdown(transcript: Transcript) -> str:
+def to_markdown(transcript: Transcript, figures: FigureLinks | None = None) -> str:
     """Render a transcript as Markdown: turns, iterations, code, results, answers.
 
     Control characters anywhere in it (the model's or the sandbox's escape sequences) are made
     visible (``clean``): the document is safe to print on a terminal.
+
+    Args:
+        transcript: What to render.
+        figures: Where each figure can be had (a file written beside the document: shown as
+            an image; a URL: a link). None: each figure is described with its digest.
     """
-    return clean(_markdown(transcript))
+    return clean(_markdown(transcript, figures))
 
 
-def _markdown(transcript: Transcript) -> str:
+@dataclass(frozen=True)
+class FigureLinks:
+    """Where a document's figures are: ``target(ref, figure)`` gives each one's address (a
+    relative file path or a URL); ``embed`` shows them as images, else as links."""
+
+    target: Callable[[tuple[int, int, int], BlockFigure], str]
+    embed: bool = True
+
+    def line(self, ref: tuple[int, int, int], figure: BlockFigure) -> str:
+        """The figure's Markdown line."""
+        text = figure.describe().replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+        address = quote(self.target(ref, figure), safe="/:?=&#")
+        return f"{'!' if self.embed else ''}[{text}]({address})"
+
+
+def _markdown(transcript: Transcript, figures: FigureLinks | None = None) -> str:
     conv = transcript.conversation
     lines = [f"# {conv.title or 'Untitled conversation'}", ""]
     lines.append(f"- id: `{conv.id}`")
@@ -61,7 +89,7 @@ def _markdown(transcript: Transcript) -> str:
         lines.append(f"- forked from `{conv.parent_id}` at turn {conv.fork_turn}")
     lines.append("")
     for turn in transcript.turns:
-        lines += _turn_lines(turn)
+        lines += _turn_lines(turn, figures)
     if transcript.var_versions:
         lines += ["## Variables", "", "| name | version | type | preview |", "|---|---|---|---|"]
         for v in transcript.var_versions:
@@ -71,10 +99,10 @@ def _markdown(transcript: Transcript) -> str:
     return "\n".join(lines)
 
 
-def _turn_lines(turn: TurnRecord) -> list[str]:
+def _turn_lines(turn: TurnRecord, figures: FigureLinks | None) -> list[str]:
     lines = [f"## Turn {turn.position} — {turn.status}", "", f"> {turn.request}", ""]
     for it in turn.iterations:
-        lines += _iteration_lines(it)
+        lines += _iteration_lines(it, turn.position, figures)
     if turn.answer:
         lines += ["**Answer:**", "", turn.answer, ""]
     if turn.error:
@@ -84,7 +112,7 @@ def _turn_lines(turn: TurnRecord) -> list[str]:
     return lines
 
 
-def _iteration_lines(it: IterationRecord) -> list[str]:
+def _iteration_lines(it: IterationRecord, turn: int, figures: FigureLinks | None) -> list[str]:
     lines = [f"### Iteration {it.position + 1} ({it.status})", ""]
     if it.thinking:
         lines += [f"*{it.thinking}*", ""]
@@ -94,7 +122,7 @@ def _iteration_lines(it: IterationRecord) -> list[str]:
     for block in it.blocks:
         # Labelled, so consecutive blocks never run together into one listing.
         lines += [f"Block {block.position + 1} of {total}:", ""]
-        lines += _block_lines(block)
+        lines += _block_lines(block, (turn, it.position + 1, block.position + 1), figures)
     if it.running_block is not None:
         lines += [
             f"**Block {it.running_block + 1} of {len(it.planned_blocks)} was running "
@@ -110,7 +138,9 @@ def _iteration_lines(it: IterationRecord) -> list[str]:
     return lines
 
 
-def _block_lines(block: BlockRecord) -> list[str]:
+def _block_lines(
+    block: BlockRecord, ref: tuple[int, int, int], figures: FigureLinks | None
+) -> list[str]:
     lines = ["```python", block.code, "```", ""]
     if block.stdout:
         lines += ["```text", block.stdout.rstrip(), "```", ""]
@@ -122,7 +152,10 @@ def _block_lines(block: BlockRecord) -> list[str]:
     elif not block.ok:
         lines += [f"**Error:** {block.error}", ""]
     for figure in block.figures:
-        lines += [f"- {figure.describe()} (PNG sha256 `{figure.digest[:16]}`)"]
+        if figures is None:
+            lines += [f"- {figure.describe()} (PNG sha256 `{figure.digest[:16]}`)"]
+        else:
+            lines += [f"- {figures.line(ref, figure)}"]
     if block.figures:
         lines.append("")
     return lines

@@ -227,6 +227,9 @@ class ChannelSettings:
     telegram_allow: tuple[str, ...] = ()  # user ids or @usernames allowed to talk; () = nobody
     telegram_webhook_url: str | None = None  # None: long polling
     shutdown_grace_s: float = 30.0  # how long a shutdown waits for running turns
+    # A command that opens an image file (its path is added as the last argument), e.g.
+    # "xdg-open": the TUI opens a figure with it after writing the file. None: files only.
+    figure_viewer: str | None = None
 
     def __post_init__(self) -> None:
         _not_negative(self, "shutdown_grace_s")

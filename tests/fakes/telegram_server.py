@@ -13,10 +13,11 @@ parameters; ``{"ok": true, "result": ...}`` or ``{"ok": false, "error_code": ..,
         await tg.wait_for(lambda: tg.calls_of("sendMessage"))
 
 Like Telegram it refuses HTML it cannot parse (unknown or unbalanced tags), texts over 4096
-characters and an edit that changes nothing. ``getUpdates`` long-polls: it answers as soon as
-an update is queued or after its ``timeout``. Files added with ``add_file`` are served by
-``getFile`` and ``GET /file/bot<token>/<file_path>``. The server runs uvicorn in a background
-thread, so a test's own event loop stays free.
+characters and an edit that changes nothing; ``sendPhoto`` takes a PNG or JPEG upload of at most
+10 MB whose sides add up to at most 10,000 pixels, neither over 20 times the other.
+``getUpdates`` long-polls: it answers as soon as an update is queued or after its ``timeout``.
+Files added with ``add_file`` are served by ``getFile`` and ``GET /file/bot<token>/<file_path>``.
+The server runs uvicorn in a background thread, so a test's own event loop stays free.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ TOKEN = "123456789:AAFakeTokenForTestsDoNotLeak0123456789"
 BOT_ID = 123456789
 BOT_USERNAME = "cove_test_bot"
 MAX_TEXT = 4096
+MAX_CAPTION = 1024
+MAX_PHOTO_BYTES = 10 * 1024 * 1024
 ALLOWED_TAGS = {
     "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre",
     "blockquote", "tg-spoiler", "span", "tg-emoji",
@@ -458,9 +461,30 @@ class FakeTelegram:
         if "document" not in files:
             raise _ApiError(400, "Bad Request: there is no document in the request")
         name, data = files["document"]
-        document = {"file_id": self.add_file(data, name), "file_name": name, "file_size": len(data)}
+        file_id = self.add_file(data, name)
+        document = {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_name": name,
+                    "file_size": len(data)}  # fmt: skip
         caption = params.get("caption")
         return self._store(params, document=document, caption=caption)
+
+    def _m_sendPhoto(
+        self, params: dict[str, Any], files: dict[str, tuple[str, bytes]]
+    ) -> dict[str, Any]:
+        if "photo" not in files:
+            raise _ApiError(400, "Bad Request: there is no photo in the request")
+        name, data = files["photo"]
+        width, height = _image_size(data)
+        if len(data) > MAX_PHOTO_BYTES:
+            raise _ApiError(400, "Bad Request: file is too big")
+        if width + height > 10_000 or max(width, height) > 20 * min(width, height):
+            raise _ApiError(400, "Bad Request: PHOTO_INVALID_DIMENSIONS")
+        caption = params.get("caption")
+        if caption is not None and len(caption) > MAX_CAPTION:
+            raise _ApiError(400, "Bad Request: message caption is too long")
+        file_id = self.add_file(data, name)
+        photo = [{"file_id": file_id, "file_unique_id": f"u{file_id}", "width": width,
+                  "height": height, "file_size": len(data)}]  # fmt: skip
+        return self._store(params, photo=photo, caption=caption)
 
     def _m_editMessageText(self, params: dict[str, Any], files: Any) -> dict[str, Any]:
         chat = self.messages.get(params.get("chat_id"), {})  # type: ignore[arg-type]
@@ -515,6 +539,15 @@ def _checked_text(text: Any, parse_mode: Any) -> str:
     if len(shown) > MAX_TEXT:
         raise _ApiError(400, "Bad Request: message is too long")
     return html.unescape(shown) if parse_mode else text
+
+
+def _image_size(data: bytes) -> tuple[int, int]:
+    """A PNG's or JPEG's width and height, as Telegram reads them; anything else is refused."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR":
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    if data.startswith(b"\xff\xd8"):
+        return 1280, 1280  # the users' photos of these tests; their size is not checked
+    raise _ApiError(400, "Bad Request: IMAGE_PROCESS_FAILED")
 
 
 def _error(status: int, description: str, parameters: dict[str, Any] | None = None) -> Response:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
+from pathlib import Path
 
 import click
 from rich.markdown import Markdown
@@ -17,10 +18,11 @@ from rich.text import Text
 from cove.channels.cli.base import command, examples, load_settings, program
 from cove.channels.cli.json_out import search_json, transcript_json, versions_json
 from cove.channels.cli.render import console_for, cut, line, print_json, print_table, write_text
-from cove.channels.cli.transcript_view import show_transcript
-from cove.channels.export import to_markdown, when
+from cove.channels.cli.transcript_view import FigureFiles, show_transcript
+from cove.channels.export import FigureLinks, to_markdown, when
+from cove.channels.figures import export_folder, figures_in, save_figures, write_export
 from cove.config import Settings
-from cove.conversation import Conversations, HistoryFigures, SearchHit
+from cove.conversation import Conversations, HistoryFigures, SearchHit, Transcript
 from cove.events import jsonable, outcome
 
 MATCH_OPEN, MATCH_CLOSE = "«", "»"  # match markers when piped: brackets are common in code
@@ -135,20 +137,34 @@ async def _show(
         transcript = await convs.inspect(conversation_id, turn=turn)
         digests = {it.system_prompt_hash for t in transcript.turns for it in t.iterations}
         texts = {d: await convs.system_prompt(d) for d in digests} if prompts else None
+        files = {} if as_json else await _figure_files(convs, transcript)
         figures = await convs.history(transcript.conversation.id)
     console = console_for(sys.stdout)
     if as_json:
         print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})
     elif fmt == "md":
-        markdown = to_markdown(transcript)
+        links = FigureLinks(lambda ref, f: str(files[ref, f.position])) if files else None
+        markdown = to_markdown(transcript, links)
         if console.is_terminal:
             console.print(Markdown(markdown))
         else:
             write_text(markdown)
     else:
-        show_transcript(console, transcript, texts)
+        show_transcript(console, transcript, texts, files)
         console.print(history_line(figures), markup=False, highlight=False)
     return 0
+
+
+async def _figure_files(convs: Conversations, transcript: Transcript) -> FigureFiles:
+    """Write the transcript's figures where ``cove run`` does; their paths (none when the
+    folder cannot be written: the text then names each figure by its digest)."""
+    found = figures_in(transcript)
+    try:
+        saved = await save_figures(convs, transcript.conversation.id, found)
+    except OSError as exc:
+        print(f"cove: figures not written to files ({exc})", file=sys.stderr)
+        return {}
+    return {((s.turn, s.iteration, s.block), s.figure.position): s.path for s in saved}
 
 
 def history_line(figures: HistoryFigures) -> str:
@@ -273,23 +289,40 @@ def _highlighted(hit: SearchHit, terminal: bool) -> str | Text:
 @command(
     "export",
     short_help="Export a conversation as Markdown or JSON.",
-    epilog=examples("cove export 3f2a > notes.md", "cove export 3f2a --format json > 3f2a.json"),
+    epilog=examples(
+        "cove export 3f2a > notes.md",
+        "cove export 3f2a --format json > 3f2a.json",
+        "cove export 3f2a -o notes.md   also the figures, in notes.figures/",
+    ),
 )
 @click.argument("conversation_id", metavar="ID")
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
-def export_command(conversation_id: str, fmt: str) -> int:
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the document to this file and the figures into a folder beside it "
+    "(notes.md: notes.figures/), shown in the Markdown as images.",
+)
+def export_command(conversation_id: str, fmt: str, output: Path | None) -> int:
     """Export a conversation as Markdown or JSON (the JSON of `cove show --json`).
 
     Control characters in the conversation (escape sequences from the model or the sandbox)
     are written visibly in the Markdown (␛ for ESC, \\x9b for a C1 control) and escaped in
-    the JSON, so neither acts on a terminal that shows it.
+    the JSON, so neither acts on a terminal that shows it. Printed, the document describes each
+    figure with its digest; with --output the figures are files beside it.
     """
-    return asyncio.run(_export(load_settings(), conversation_id, fmt))
+    return asyncio.run(_export(load_settings(), conversation_id, fmt, output))
 
 
-async def _export(settings: Settings, conversation_id: str, fmt: str) -> int:
+async def _export(settings: Settings, conversation_id: str, fmt: str, output: Path | None) -> int:
     async with await Conversations.open(settings, read_only=True) as convs:
         transcript = await convs.inspect(conversation_id)
+        if output is not None:
+            saved = await write_export(convs, transcript, output, fmt)
+            folder = f" and {len(saved)} figures in {export_folder(output)}" if saved else ""
+            print(f"cove: wrote {output}{folder}", file=sys.stderr)
+            return 0
         figures = await convs.history(transcript.conversation.id)
     if fmt == "json":
         print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})

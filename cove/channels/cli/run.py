@@ -12,7 +12,6 @@ import click
 
 from cove.channels.cli.base import command, examples, load_settings, program
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_FAILED, STATUS_EXIT
-from cove.channels.cli.figures import SavedFigure, save_figures
 from cove.channels.cli.json_out import EventNumbering
 from cove.channels.cli.options import ModelOptions, model_options
 from cove.channels.cli.render import (
@@ -23,6 +22,7 @@ from cove.channels.cli.render import (
     write_text,
 )
 from cove.channels.cli.signals import routed_signals
+from cove.channels.figures import SavedFigure, save_figures
 from cove.config import Settings
 from cove.conversation import Conversations
 from cove.errors import ConfigError

@@ -1,11 +1,13 @@
 """A conversation's transcript for people: ``cove show`` and the chat's ``/show``.
 
-Iterations and blocks are numbered from 1, as in the JSON output and the Markdown export.
+Iterations and blocks are numbered from 1, as in the JSON output and the Markdown export. A
+figure is named by the file it was written to when there is one, else by its digest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.syntax import Syntax
@@ -15,11 +17,18 @@ from cove.channels.export import when
 from cove.conversation import IterationRecord, Transcript, TurnRecord, VarVersionRecord
 from cove.text import clean
 
+#: The file each figure was written to: ((turn, iteration, block), figure position) → path.
+FigureFiles = Mapping[tuple[tuple[int, int, int], int], Path]
+
 
 def show_transcript(
-    console: Console, transcript: Transcript, prompts: Mapping[str, str] | None = None
+    console: Console,
+    transcript: Transcript,
+    prompts: Mapping[str, str] | None = None,
+    files: FigureFiles | None = None,
 ) -> None:
-    """Print every turn; with ``prompts`` (digest → text), the exact prompts too."""
+    """Print every turn; with ``prompts`` (digest → text), the exact prompts too; with
+    ``files``, the path of each figure."""
     conv = transcript.conversation
     console.print(
         line(
@@ -35,18 +44,22 @@ def show_transcript(
         console.print(clean(text), markup=False)
     for turn in transcript.turns:
         versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
-        _turn(console, turn, versions, prompts is not None)
+        _turn(console, turn, versions, prompts is not None, files or {})
     if not transcript.turns:
         console.print("[dim]no turns yet[/dim]")
 
 
 def _turn(
-    console: Console, turn: TurnRecord, versions: Sequence[VarVersionRecord], prompts: bool
+    console: Console,
+    turn: TurnRecord,
+    versions: Sequence[VarVersionRecord],
+    prompts: bool,
+    files: FigureFiles,
 ) -> None:
     console.rule(f"turn {turn.position} · {turn.status}")
     console.print(line(("request: ", "bold"), cut(turn.request, 2000)))
     for it in turn.iterations:
-        _iteration(console, it, prompts)
+        _iteration(console, it, prompts, (turn.position, files))
         # Under the iteration whose blocks wrote them, not after the turn's last iteration.
         _written(console, [v for v in versions if v.iteration_position == it.position])
     if turn.answer:
@@ -73,7 +86,9 @@ def _written(console: Console, versions: Sequence[VarVersionRecord]) -> None:
         console.print(line(("variables written: ", "magenta"), written))
 
 
-def _iteration(console: Console, it: IterationRecord, prompts: bool) -> None:
+def _iteration(
+    console: Console, it: IterationRecord, prompts: bool, where: tuple[int, FigureFiles]
+) -> None:
     console.print(
         f"[cyan]iteration {it.position + 1}[/cyan] [dim]{it.status} · "
         f"{it.tokens_in}+{it.tokens_out} tokens · model {it.llm_ms:.0f} ms · "
@@ -98,8 +113,14 @@ def _iteration(console: Console, it: IterationRecord, prompts: bool) -> None:
         console.print(line((f"── block {block.position + 1} of {total} ", "blue")))
         console.print(Syntax(clean(block.code), "python", theme="ansi_dark"))
         _block_result(console, block.stdout, block.ok, block.result_preview, block.error)
+        ref = (where[0], it.position + 1, block.position + 1)
         for figure in block.figures:
-            described = f"{figure.describe()} (PNG {figure.digest[:12]})"
+            path = where[1].get((ref, figure.position))
+            described = figure.describe()
+            if path is None:
+                described += f" (PNG {figure.digest[:12]})"
+            else:
+                described = f"{path} ({described.partition(': ')[2]})"
             console.print(line(("figure: ", "magenta"), clean(described)))
     if it.running_block is not None:
         console.print(

@@ -124,6 +124,7 @@ class Core:
             handle,
             self.convs.workspaces.path(cid),
             self.options.group_edit_interval_s if chat.group else self.options.edit_interval_s,
+            fetch=lambda digest: self.convs.figure(cid, digest),
         )
         try:
             await view.run()

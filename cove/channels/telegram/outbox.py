@@ -94,7 +94,7 @@ def _unparsable(exc: BadRequest) -> bool:
 
 
 class Outbox:
-    """Sends, edits, chat actions and documents for one bot."""
+    """Sends, edits, chat actions, photos and documents for one bot."""
 
     def __init__(self, bot: Bot, rate: float) -> None:
         self.bot = bot
@@ -201,6 +201,20 @@ class Outbox:
                 message_thread_id=chat.thread_id,
             ),
             method="sendDocument",
+        )
+
+    async def photo(
+        self, chat: ChatRef, name: str, data: bytes, caption: str | None = None
+    ) -> Message:
+        """Send an image as a photo (Telegram shows it in the chat)."""
+        return await self.call(
+            lambda: self.bot.send_photo(
+                chat.chat_id,
+                InputFile(data, filename=name),
+                caption=caption,
+                message_thread_id=chat.thread_id,
+            ),
+            method="sendPhoto",
         )
 
     async def _send(self, chat: ChatRef, text: str, mode: str | None) -> Message:

@@ -1,5 +1,6 @@
 """One sent turn as a chat sees it: typing, one status message edited as it runs (throttled),
-then the answer as new messages and the files the code wrote as documents."""
+then the answer as new messages, the figures its blocks made as photos and the files the code
+wrote as documents."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import logging
 import re
 from pathlib import Path
 
+from cove.channels.figures import FigureRef
+from cove.channels.telegram.figures import Fetch, send_figures
 from cove.channels.telegram.outbox import ChatRef, Outbox
 from cove.channels.telegram.progress import StatusLine
 from cove.conversation import TurnHandle
 from cove.errors import CoveError
-from cove.events import TurnFinished, TurnQueued, TurnStarted
+from cove.events import BlockFinished, TurnFinished, TurnQueued, TurnStarted
+from cove.results import BlockFigure
 
 log = logging.getLogger("cove.telegram")
 
@@ -53,9 +57,17 @@ class TurnView:
     """Shows one ``TurnHandle`` in a chat until it ends."""
 
     def __init__(
-        self, outbox: Outbox, chat: ChatRef, handle: TurnHandle, workspace: Path, interval: float
+        self,
+        outbox: Outbox,
+        chat: ChatRef,
+        handle: TurnHandle,
+        workspace: Path,
+        interval: float,
+        fetch: Fetch | None = None,
     ) -> None:
         self.outbox = outbox
+        self.fetch = fetch  # reads a figure's PNG when an event does not carry it
+        self.figures: list[tuple[FigureRef, BlockFigure]] = []
         self.chat = chat
         self.handle = handle
         self.workspace = workspace
@@ -66,6 +78,7 @@ class TurnView:
         self._wake = asyncio.Event()
         self._ended = asyncio.Event()
         self._before: Snapshot | None = None
+        self._position = 0
 
     async def run(self) -> TurnFinished | None:
         """Follow the turn to its end; errors are told to the chat, never raised."""
@@ -93,6 +106,10 @@ class TurnView:
                 await self._tell(QUEUED)
             if isinstance(event, TurnStarted):
                 self._before = await asyncio.to_thread(workspace_snapshot, self.workspace)
+                self._position = event.position
+            if isinstance(event, BlockFinished):
+                ref = (self._position, event.iteration, event.index)
+                self.figures += [(ref, figure) for figure in event.block.figures]
             if isinstance(event, TurnFinished):
                 finished = event
             if self.status.update(event):
@@ -138,6 +155,8 @@ class TurnView:
                 await self.outbox.answer(self.chat, finished.answer)
             elif self.status_id is None and finished.error:
                 await self.outbox.plain(self.chat, f"⚠️ {finished.error}")
+            if self.figures and self.fetch is not None:
+                await send_figures(self.outbox, self.chat, self.figures, self.fetch)
             await self._send_files()
         except Exception as exc:
             log.error("could not deliver the answer in chat %s: %s", self.chat.key, exc)

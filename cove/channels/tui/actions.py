@@ -6,17 +6,16 @@ notifications.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from cove.channels.export import to_markdown
+from cove.channels.figures import export_folder, write_export
 from cove.channels.tui.format import clean
 from cove.channels.tui.screens.dialogs import AskText, Confirm
 from cove.channels.tui.screens.inspector import InspectorScreen
 from cove.channels.tui.screens.text import TextScreen
 from cove.channels.tui.screens.variable import VariableScreen
-from cove.events import ReplayFinished, ReplayTurnChecked, jsonable
+from cove.events import ReplayFinished, ReplayTurnChecked
 
 if TYPE_CHECKING:
     from cove.channels.tui.app import CoveApp
@@ -175,17 +174,15 @@ async def replay(app: CoveApp) -> None:
 
 
 async def export(app: CoveApp, kind: str) -> None:
-    """Write the conversation as Markdown or JSON into the export directory."""
+    """Write the conversation as Markdown or JSON into the export directory, its figures into
+    a folder beside it (``cove export -o`` writes the same)."""
     if app.current is None:
         return
     transcript = await app.convs.inspect(app.current)
     path = app.export_dir / f"cove-{app.current[:12]}.{kind}"
-    if kind == "md":
-        text = to_markdown(transcript)
-    else:
-        text = json.dumps(jsonable(transcript), ensure_ascii=False, indent=2)
-    path.write_text(text + "\n", encoding="utf-8")
-    app.notify(f"exported to {path}")
+    saved = await write_export(app.convs, transcript, path, kind)
+    figures = f" (its figures in {export_folder(path)})" if saved else ""
+    app.notify(f"exported to {path}{figures}")
 
 
 def switch_model(app: CoveApp) -> None:

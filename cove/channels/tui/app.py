@@ -24,6 +24,7 @@ from textual.widgets import Footer
 
 from cove.channels.tui import actions
 from cove.channels.tui.errors import advice, turn_failure
+from cove.channels.tui.figures import open_figures
 from cove.channels.tui.format import clean
 from cove.channels.tui.palette import system_commands
 from cove.channels.tui.styles import CSS
@@ -86,6 +87,7 @@ class CoveApp(App[None]):
         self.sending: set[TurnHandle] = set()
         self.queued: set[TurnHandle] = set()
         self.notices: list[str] = []  # every notification shown, oldest first (tests read it)
+        self.attachments: list[tuple[str, bytes]] = []  # files the next message takes along
         self._watching: tuple[str, asyncio.Event] | None = None
         self._narrow: bool | None = None  # whether the terminal was narrow at the last resize
 
@@ -307,7 +309,12 @@ class CoveApp(App[None]):
                 await actions.new_conversation(self)
             assert self.current is not None
             await self.attached(self.current)
-            handle = self.convs.send(self.current, text, model=self.model)
+            files, self.attachments = self.attachments, []
+            try:
+                handle = self.convs.send(self.current, text, files, model=self.model)
+            except BaseException:
+                self.attachments = files + self.attachments  # nothing sent: kept for the next
+                raise
             self.sending.add(handle)
             try:
                 async for event in handle:
@@ -380,6 +387,11 @@ class CoveApp(App[None]):
     @on(IterationView.InspectRequested)
     def inspect_requested(self, message: IterationView.InspectRequested) -> None:
         self.run_worker(self.guard(lambda: actions.inspect(self, message.view)), group="inspect")
+
+    @on(IterationView.FiguresRequested)
+    def figures_requested(self, message: IterationView.FiguresRequested) -> None:
+        view, found = message.view, message.found
+        self.run_worker(self.guard(lambda: open_figures(self, view, found)), group="figures")
 
     @on(VariablesPanel.Chosen)
     def variable_chosen(self, message: VariablesPanel.Chosen) -> None:

@@ -7,14 +7,15 @@ from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
-from cove.channels.tui import actions
+from cove.channels.tui import actions, attach
 
 if TYPE_CHECKING:
     from cove.channels.tui.app import CoveApp
 
 
 def system_commands(app: CoveApp) -> Iterator[SystemCommand]:
-    """Fork, replay, export, switch model, toggle panels, manage conversations."""
+    """Fork, replay, export, attach a file, switch model, toggle panels, manage
+    conversations."""
 
     def background(name: str, step: actions.Step) -> None:
         app.run_worker(app.guard(lambda: step(app)), group=name)
@@ -33,6 +34,7 @@ def system_commands(app: CoveApp) -> Iterator[SystemCommand]:
     yield SystemCommand(
         "Export JSON", "write cove-ID.json", lambda: background("export", actions.export_json)
     )
+    yield SystemCommand("Attach a file…", "it goes with your next message", lambda: attach.ask(app))
     yield SystemCommand(
         "Switch model…", "the model next turns use", lambda: actions.switch_model(app)
     )

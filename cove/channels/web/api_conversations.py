@@ -8,7 +8,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from cove.channels.export import to_json, to_markdown
+from cove.channels.export import FigureLinks, to_json, to_markdown
+from cove.channels.web.api_figures import figure_url
 from cove.channels.web.api_turns import message_text, start_turn
 from cove.channels.web.errors import BadInput
 from cove.channels.web.state import int_field, json_body, text_field, web
@@ -110,7 +111,9 @@ async def export(request: Request) -> Response:
     fmt = request.query_params.get("format", "md")
     cid = transcript.conversation.id
     if fmt == "md":
-        body, kind = to_markdown(transcript), "text/markdown; charset=utf-8"
+        base = str(request.base_url).rstrip("/")
+        links = FigureLinks(lambda ref, f: base + figure_url(cid, f.digest), embed=False)
+        body, kind = to_markdown(transcript, links), "text/markdown; charset=utf-8"
     elif fmt == "json":
         body, kind = to_json(transcript), "application/json"
     else:

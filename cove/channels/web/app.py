@@ -15,10 +15,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from cove.channels.web import api_conversations, api_files, api_turns, pages
+from cove.channels.figures import figure_name, turn_figures
+from cove.channels.web import api_conversations, api_figures, api_files, api_turns, pages
+from cove.channels.web.api_figures import figure_url
 from cove.channels.web.errors import handle
 from cove.channels.web.render import code, markdown, pygments_css
 from cove.channels.web.state import WebState
+from cove.channels.web.tables import frame_table
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
 from cove.errors import CoveError
@@ -33,6 +36,10 @@ def _templates() -> Jinja2Templates:
     env.filters["code"] = code
     env.globals["when"] = _when
     env.globals["size"] = _size
+    env.globals["figure_url"] = figure_url
+    env.globals["figure_name"] = figure_name
+    env.globals["turn_figures"] = turn_figures
+    env.globals["frame_table"] = frame_table
     return templates
 
 
@@ -122,6 +129,7 @@ def create_app(
         *api_conversations.ROUTES,
         *api_turns.ROUTES,
         *api_files.ROUTES,
+        *api_figures.ROUTES,
         *pages.ROUTES,
         Route("/static/pygments.css", _pygments, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),

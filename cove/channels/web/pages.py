@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
+from cove.channels.figures import turn_figures
 from cove.channels.web.errors import TooLarge
 from cove.channels.web.render import code_spans, diff
 from cove.channels.web.state import web
@@ -190,6 +191,7 @@ async def inspector(request: Request) -> Response:
         "cost": cost,
         "before": before,
         "after": after,
+        "figures": [found for found in turn_figures(turn) if found[0][1] == number],
     }
     return _render(request, "inspect.html", context)
 

@@ -38,7 +38,7 @@ COOKIE = "cove_session"
 AUTHENTICATED = "cove.authenticated"
 MAX_SESSIONS = 1000
 CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
     "frame-ancestors 'none'; form-action 'self'"
 )

@@ -9,63 +9,21 @@ The real engine, sandbox (with numpy, pandas and matplotlib loaded) and store, d
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from tests.channels.cli.helpers import Cove
+from tests.channels.data_story import ANALYSIS, CHART, MANAGERS, SALES, expected
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
-
-SALES = """day,region,units,price
-2024-01-03,north,3,2.50
-2024-01-09,south,5,2.00
-2024-01-17,north,4,2.50
-2024-02-02,south,1,3.00
-2024-02-11,north,7,2.50
-2024-02-20,east,2,4.00
-2024-03-05,south,6,2.00
-2024-03-14,east,3,4.00
-2024-03-28,north,2,2.50
-"""
-MANAGERS = "region,manager\nnorth,Ada\nsouth,Grace\neast,Linus\n"
-
-ANALYSIS = """import pandas as pd
-sales = pd.read_csv('sales.csv', parse_dates=['day'])
-managers = pd.read_csv('managers.csv')
-merged = sales.merge(managers, on='region')
-merged['revenue'] = merged['units'] * merged['price']
-merged['month'] = merged['day'].dt.to_period('M').astype(str)
-by_manager = merged.groupby('manager')['revenue'].sum().sort_values(ascending=False)
-table = merged.pivot_table(index='month', columns='region', values='units', aggfunc='sum',
-                           fill_value=0)
-table['rolling'] = table.sum(axis=1).rolling(2, min_periods=1).mean()
-best = by_manager.index[0]
-best_revenue = float(by_manager.iloc[0])"""
-
-CHART = """import matplotlib.pyplot as plt
-fig, ax = plt.subplots(figsize=(5, 3))
-table[['north', 'south', 'east']].plot(kind='bar', ax=ax)
-ax.set_title('Units per month')
-ax.set_xlabel('month')
-ax.set_ylabel('units')"""
 
 
 @pytest.fixture(autouse=True)
 def with_libraries(cli: Cove) -> None:
     """These tests need numpy, pandas and matplotlib in the sandbox (their default)."""
     cli.env.pop("COVE_SANDBOX_LIBRARIES")
-
-
-def expected() -> tuple[str, float]:
-    """The answer computed here, outside the sandbox."""
-    sales = pd.read_csv(io.StringIO(SALES))
-    merged = sales.merge(pd.read_csv(io.StringIO(MANAGERS)), on="region")
-    revenue = (merged["units"] * merged["price"]).groupby(merged["manager"]).sum()
-    return str(revenue.idxmax()), float(revenue.max())
 
 
 def test_a_csv_answered_with_pandas_and_a_chart_then_replayed_and_reopened(
@@ -102,7 +60,7 @@ def test_a_csv_answered_with_pandas_and_a_chart_then_replayed_and_reopened(
     assert kinds["by_manager"] == ("value", "Series")
 
     text = cli("show", conversation)
-    assert "figure: figure 1: 500×300 px; title 'Units per month'" in text.stdout
+    assert f"figure: {figure['path']} (500×300 px; title 'Units per month'" in text.stdout
     export = cli("export", conversation)
     assert "figure 1: 500×300 px; title 'Units per month'" in export.stdout
     assert figure["digest"][:16] in export.stdout

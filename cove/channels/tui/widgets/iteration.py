@@ -6,13 +6,15 @@ Textual re-arranges every widget of a scrolling pane when one changes size, so o
 iteration (not one per block) keeps that cost small; an event re-renders only the iteration it
 belongs to. A block cursor (Up/Down, j/k) walks the blocks of expanded iterations and moves on
 to the neighbouring iterations at either end; ``c`` and ``v`` copy the selected block's code and
-value.
+value. A block's figures show as one placeholder line each; ``o`` opens the selected block's
+figures (collapsed: all of the iteration's), see ``channels/tui/figures.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from rich.console import Group, RenderableType
@@ -25,8 +27,10 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.widget import Widget
 
+from cove.channels.figures import FigureRef
+from cove.channels.tui.figures import figure_line
 from cove.channels.tui.format import clean, cut, duration, one_line
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockFigure, BlockResult, VarVersion
 
 #: Characters of the streaming reply kept, and lines of it shown, while it arrives.
 STREAM_KEEP = 2000
@@ -53,6 +57,8 @@ class BlockShown:
     code: str
     outcome: list[RenderableType] = field(default_factory=list)
     value: str | None = None
+    figures: tuple[BlockFigure, ...] = ()
+    saved: dict[int, Path] = field(default_factory=dict)  # figure position → its file
     shown: Text = field(init=False)
 
     def __post_init__(self) -> None:
@@ -60,7 +66,8 @@ class BlockShown:
 
     def renderable(self, selected: bool) -> RenderableType:
         """The block as shown: code, then output, value or error (highlighted when selected)."""
-        body = Group(self.shown, *self.outcome)
+        lines = [figure_line(f, self.saved.get(f.position)) for f in self.figures]
+        body = Group(self.shown, *self.outcome, *lines)
         return Padding(body, (0, 0, 0, 2), style=SELECTED if selected else "")
 
 
@@ -74,6 +81,7 @@ class IterationView(Widget, can_focus=True):
         Binding("i", "inspect", "Inspect"),
         Binding("c", "copy_code", "Copy code"),
         Binding("v", "copy_value", "Copy value"),
+        Binding("o", "open_figures", "Open figure"),
     ]
 
     class InspectRequested(Message):
@@ -82,6 +90,14 @@ class IterationView(Widget, can_focus=True):
         def __init__(self, view: IterationView) -> None:
             super().__init__()
             self.view = view
+
+    class FiguresRequested(Message):
+        """The person asked to open figures of this iteration (with where each was made)."""
+
+        def __init__(self, view: IterationView, found: list[tuple[FigureRef, BlockFigure]]):
+            super().__init__()
+            self.view = view
+            self.found = found
 
     def __init__(self, turn_position: int, number: int, budget: int | None, *, live: bool):
         super().__init__(classes="iteration")
@@ -176,6 +192,7 @@ class IterationView(Widget, can_focus=True):
             self.block_views.append(BlockShown(block.code))
             index = len(self.block_views) - 1
         shown = self.block_views[index]
+        shown.figures = block.figures
         self.done_blocks += 1
         self.time_ms += block.duration_ms
         if block.stdout:
@@ -221,6 +238,8 @@ class IterationView(Widget, can_focus=True):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("copy_code", "copy_value"):
             return bool(self.block_views)  # else the key does what the pane does with it
+        if action == "open_figures":
+            return bool(self.figures_chosen())
         return True
 
     def action_expand(self) -> None:
@@ -259,6 +278,29 @@ class IterationView(Widget, can_focus=True):
             return
         self.app.copy_to_clipboard(value)
         self.notify("value copied")
+
+    def action_open_figures(self) -> None:
+        found = self.figures_chosen()
+        if found:
+            self.post_message(self.FiguresRequested(self, found))
+
+    def figures_chosen(self) -> list[tuple[FigureRef, BlockFigure]]:
+        """The selected block's figures (none selected: every block's), with where each was
+        made."""
+        chosen = self._chosen()
+        return [
+            ((self.turn_position, self.number, index + 1), figure)
+            for index, block in enumerate(self.block_views)
+            if chosen is None or block is chosen
+            for figure in block.figures
+        ]
+
+    def figures_saved(self, paths: dict[tuple[int, int, int, int], Path]) -> None:
+        """Show the file of each figure written ((turn, iteration, block, position) → path)."""
+        for (turn, number, block, position), path in paths.items():
+            if (turn, number) == (self.turn_position, self.number):
+                self.block_views[block - 1].saved[position] = path
+        self._refresh()
 
     # -- the block cursor ------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 // Model output only ever reaches the DOM as textContent, or as HTML the server sanitised.
 
 import { askText, confirmAction } from "./dialog.js";
+import { showFigures } from "./figures.js";
 import { follow } from "./follow.js";
 
 const $ = (selector, root = document) => root.querySelector(selector);
@@ -177,6 +178,7 @@ function chatPage() {
       if (b.ok && b.result_preview !== null) block.append(el("pre", "value", `→ ${b.result_preview}`));
       if (b.error) block.append(el("pre", "error", b.error));
       block.append(el("span", "meta", `${Math.round(b.duration_ms)} ms${b.timed_out ? " · timed out" : ""}`));
+      showFigures(cid, liveTurn(e.turn_id), block, positions.get(e.turn_id), e);
     },
     vars_changed(e) {
       const it = iterationNode(e.turn_id, e.iteration);
