@@ -17,7 +17,9 @@ from collections.abc import Iterable, Sequence
 from typing import TextIO
 
 from rich.console import Console
+from rich.live import Live
 from rich.markdown import Markdown
+from rich.spinner import Spinner
 from rich.status import Status
 from rich.syntax import Syntax
 from rich.table import Table
@@ -99,12 +101,15 @@ def print_table(
 class RunProgress:
     """One transient status line on a terminal while a turn runs: iteration, block, time.
 
-    Used on stderr by ``cove run``, whose stdout is the answer; it leaves nothing behind.
+    Used on stderr by ``cove run``, whose stdout is the answer; it leaves nothing behind. Each
+    event's text is drawn as it comes (the spinner animates between), so a quick iteration is
+    still shown.
     """
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self._status: Status | None = None
+        self._live: Live | None = None
+        self._spinner = Spinner("dots", style="status.spinner")
         self._iteration = ""
         self._started = time.monotonic()
 
@@ -124,18 +129,18 @@ class RunProgress:
             self.close()
 
     def _show(self, text: str) -> None:
-        shown = f"{text} ({time.monotonic() - self._started:.0f}s)"
-        if self._status is None:
-            self._status = self.console.status(shown)
-            self._status.start()
+        self._spinner.update(text=f"{text} ({time.monotonic() - self._started:.0f}s)")
+        if self._live is None:
+            self._live = Live(self._spinner, console=self.console, transient=True)
+            self._live.start(refresh=True)
         else:
-            self._status.update(shown)
+            self._live.refresh()
 
     def close(self) -> None:
         """Remove the line."""
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
 
 
 def took(ms: float) -> str:
