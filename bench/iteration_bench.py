@@ -49,7 +49,7 @@ from cove.persistence.records import (
     IterationWrite,
 )
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, Usage, VarVersion
 
 TARGET_P50_MS = 5.0
 PROBES = 200  # repetitions of each piece in the breakdown
@@ -264,9 +264,7 @@ async def fill_turns(store: Store, conversation_id: str, count: int) -> None:
             status="done",
             answer=f"answer {k}",
             confidence="high",
-            tokens_in=100,
-            tokens_out=20,
-            cost_usd=0.0,
+            usage=Usage(100, 20, 0.0),
         )
 
 

@@ -44,7 +44,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, Usage, VarVersion
 
 SIZE = (120, 40)
 
@@ -100,9 +100,7 @@ async def feed(app: CoveApp, pilot: Pilot[None], turn_id: int, iterations: int) 
         answer="The total is **45150**.",
         confidence="high",
         iterations=iterations,
-        tokens_in=0,
-        tokens_out=0,
-        cost_usd=0.0,
+        usage=Usage(0, 0, 0.0),
         duration_ms=1.0,
     )
     app.apply(finish)

@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from cove.results import BlockResult, VarVersion
+from cove.results import FLAT, BlockResult, Usage, VarVersion
 
 TurnStatus = Literal[
     "running", "done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"
@@ -53,25 +53,29 @@ class Event:
 
     def to_json(self) -> dict[str, Any]:
         """The event as a JSON-ready dict with its ``type`` first."""
-        body = {
-            f.name: jsonable(getattr(self, f.name), sent=True) for f in dataclasses.fields(self)
-        }
-        return {"type": self.type, **body}
+        return {"type": self.type, **jsonable(self, sent=True)}
 
 
 def jsonable(value: Any, *, sent: bool = False) -> Any:
     """``value`` with dataclasses (events, records) turned into dicts, recursively, for JSON.
+
+    The fields of a field marked ``cove.results.FLAT`` (a usage) stand in its place.
 
     Args:
         value: What to turn into JSON types.
         sent: Leave out the fields marked ``cove.results.LOCAL`` (encoded values), as events do.
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: jsonable(getattr(value, f.name), sent=sent)
-            for f in dataclasses.fields(value)
-            if not (sent and f.metadata.get("local"))
-        }
+        body: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            if sent and f.metadata.get("local"):
+                continue
+            item = jsonable(getattr(value, f.name), sent=sent)
+            if f.metadata.get("flat") and isinstance(item, dict):
+                body.update(item)
+            else:
+                body[f.name] = item
+        return body
     if isinstance(value, (list, tuple)):
         return [jsonable(v, sent=sent) for v in value]
     if isinstance(value, dict):
@@ -233,9 +237,7 @@ class TurnFinished(Event):
     answer: str | None
     confidence: str | None
     iterations: int
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
+    usage: Usage = field(metadata=FLAT)
     duration_ms: float
     error: str | None = None
     cost_known: bool = True  # False when the model is missing from the price table

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from cove.conversation.hub import Watcher
 from cove.errors import CoveError
 from cove.events import Event, TurnFinished
+from cove.results import Usage
 
 if TYPE_CHECKING:
     from cove.engine.query import Query
@@ -97,9 +98,7 @@ def withdrawn_event(conversation_id: str) -> TurnFinished:
         answer=None,
         confidence=None,
         iterations=0,
-        tokens_in=0,
-        tokens_out=0,
-        cost_usd=0.0,
+        usage=Usage(),
         duration_ms=0.0,
         error=WITHDRAWN,
         conversation_id=conversation_id,

@@ -167,9 +167,7 @@ class Query:
                 status=end.status,
                 answer=end.answer,
                 confidence=end.confidence,
-                tokens_in=control.usage.tokens_in,
-                tokens_out=control.usage.tokens_out,
-                cost_usd=control.usage.cost_usd,
+                usage=control.usage,
                 error=end.error,
             )
         yield TurnFinished(
@@ -178,9 +176,7 @@ class Query:
             answer=end.answer,
             confidence=end.confidence,
             iterations=end.iterations,
-            tokens_in=control.usage.tokens_in,
-            tokens_out=control.usage.tokens_out,
-            cost_usd=control.usage.cost_usd,
+            usage=control.usage,
             duration_ms=(time.perf_counter() - started) * 1000,
             error=end.error,
             conversation_id=self.conversation.id,

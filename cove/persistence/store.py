@@ -41,7 +41,7 @@ from cove.persistence.records import (
     TurnRecord,
     VarVersionRecord,
 )
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, Usage, VarVersion
 
 #: Write units up to this many bytes may run on the event loop's thread (see ``Store._write``).
 INLINE_WRITE_BYTES = 64 * 1024
@@ -547,9 +547,7 @@ class Store:
         status: str,
         answer: str | None,
         confidence: str | None,
-        tokens_in: int,
-        tokens_out: int,
-        cost_usd: float,
+        usage: Usage,
         error: str | None = None,
     ) -> TurnRecord:
         """Close a running turn and return it; iterations it left running end with it.
@@ -566,9 +564,7 @@ class Store:
             status,
             answer,
             confidence,
-            tokens_in,
-            tokens_out,
-            cost_usd,
+            usage,
             error,
             current_fence(),
         )

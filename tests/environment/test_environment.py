@@ -17,7 +17,7 @@ from cove.environment.sandbox.outcome import BlockOutcome
 from cove.errors import NotFound, SandboxError
 from cove.persistence.records import IterationWrite
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, Usage, VarVersion
 
 CLOCK = 1_700_000_000.0
 Ran = list[tuple[BlockOutcome, tuple[VarVersion, ...]]]
@@ -93,9 +93,7 @@ class Harness:
             status="done",
             answer="done",
             confidence=None,
-            tokens_in=0,
-            tokens_out=0,
-            cost_usd=0.0,
+            usage=Usage(0, 0, 0.0),
         )
         return ran
 

@@ -12,7 +12,7 @@ from cove.persistence.records import (
     IterationWrite,
 )
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, Usage, VarVersion
 
 SYSTEM_PROMPT = "You answer by writing Python code."
 
@@ -87,8 +87,7 @@ def iteration_write(
         status=status,
         raw_reply='{"code": ["x = 1"]}',
         thinking="think",
-        tokens_in=10,
-        tokens_out=5,
+        usage=Usage(10, 5),
         llm_ms=12.0,
         duration_ms=20.0,
         blocks=block_writes,
@@ -127,9 +126,7 @@ async def add_turn(
         status="done",
         answer=answer,
         confidence="high",
-        tokens_in=10,
-        tokens_out=5,
-        cost_usd=0.01,
+        usage=Usage(10, 5, 0.01),
     )
     return turn.id
 

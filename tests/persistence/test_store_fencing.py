@@ -11,7 +11,7 @@ import pytest
 from cove.errors import Busy
 from cove.persistence.fence import Fence, fenced
 from cove.persistence.store import Store, StoreOpener
-from cove.results import BlockResult
+from cove.results import BlockResult, Usage
 from tests.persistence.store_helpers import FakeClock, count
 
 TTL = 30.0
@@ -53,9 +53,7 @@ async def test_writes_under_the_current_epoch_land(store: Store) -> None:
             status="done",
             answer="a",
             confidence=None,
-            tokens_in=0,
-            tokens_out=0,
-            cost_usd=0.0,
+            usage=Usage(0, 0, 0.0),
         )
 
     assert done.status == "done"
@@ -91,9 +89,7 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
                 status="done",
                 answer="late",
                 confidence=None,
-                tokens_in=0,
-                tokens_out=0,
-                cost_usd=0.0,
+                usage=Usage(0, 0, 0.0),
             ),
         }
         for name, attempt in attempts.items():

@@ -170,9 +170,9 @@ class ServeMetrics:
             return
         self.turns.labels(event.status).inc()
         self.turn_seconds.observe(event.duration_ms / 1000)
-        self.tokens.labels("in").inc(event.tokens_in)
-        self.tokens.labels("out").inc(event.tokens_out)
-        self.cost.inc(event.cost_usd)
+        self.tokens.labels("in").inc(event.usage.tokens_in)
+        self.tokens.labels("out").inc(event.usage.tokens_out)
+        self.cost.inc(event.usage.cost_usd)
         self.running.pop((cid, event.turn_id), None)
         for key in [k for k in self._iteration_started if k[:2] == (cid, event.turn_id)]:
             del self._iteration_started[key]

@@ -274,8 +274,8 @@ class CoveApp(App[None]):
                 entry.title = entry.label = event.title
                 self.sidebar.upsert(entry)
         elif isinstance(event, TurnFinished):
-            tokens = event.tokens_in + event.tokens_out
-            cost = cost_text(event.cost_usd, event.cost_known)
+            tokens = event.usage.tokens_in + event.usage.tokens_out
+            cost = cost_text(event.usage.cost_usd, event.cost_known)
             usage = f"{event.status} · {tokens:,} tokens · {cost}"
             self.status.set(usage=usage)
 

@@ -14,7 +14,7 @@ from cove.config import Settings
 from cove.environment.extensions import CallContext, ExtensionRegistry, builtin_extensions
 from cove.persistence.records import IterationWrite
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, Usage, VarVersion
 
 
 @pytest.fixture
@@ -53,9 +53,7 @@ async def commit_turn(
         status="done",
         answer="ok",
         confidence=None,
-        tokens_in=0,
-        tokens_out=0,
-        cost_usd=0.0,
+        usage=Usage(0, 0, 0.0),
     )
 
 
