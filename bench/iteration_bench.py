@@ -49,7 +49,7 @@ from cove.persistence.records import (
     IterationWrite,
 )
 from cove.persistence.store import Store
-from cove.results import BlockResult, Usage, VarVersion
+from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
 
 TARGET_P50_MS = 5.0
 PROBES = 200  # repetitions of each piece in the breakdown
@@ -261,10 +261,7 @@ async def fill_turns(store: Store, conversation_id: str, count: int) -> None:
         )
         await store.finish_turn(
             turn.id,
-            status="done",
-            answer=f"answer {k}",
-            confidence="high",
-            usage=Usage(100, 20, 0.0),
+            TurnOutcome("done", answer=f"answer {k}", confidence="high", usage=Usage(100, 20, 0.0)),
         )
 
 

@@ -15,11 +15,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from cove.results import FLAT, BlockResult, Usage, VarVersion
+from cove.results import FLAT, BlockResult, TurnOutcome, TurnStatus, Usage, VarVersion
 
-TurnStatus = Literal[
-    "running", "done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"
-]
 FINAL_STATUSES: frozenset[str] = frozenset(
     {"done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"}
 )
@@ -229,18 +226,43 @@ class TitleChanged(Event):
 
 @dataclass(frozen=True)
 class TurnFinished(Event):
-    """The turn ended; ``status`` is one of the final turn statuses."""
+    """The turn ended, with its ``outcome`` (spelled flat in the JSON: ``status``, ``answer``,
+    ``confidence``, ``error``, ``tokens_in``, ``tokens_out``, ``cost_usd``).
+
+    The outcome's fields read through the event too (``event.status``, ``event.usage``, …).
+    """
 
     type: ClassVar[str] = "turn_finished"
     turn_id: int
-    status: str
-    answer: str | None
-    confidence: str | None
+    outcome: TurnOutcome = field(metadata=FLAT)
     iterations: int
-    usage: Usage = field(metadata=FLAT)
     duration_ms: float
-    error: str | None = None
     cost_known: bool = True  # False when the model is missing from the price table
+
+    @property
+    def status(self) -> TurnStatus:
+        """One of the final turn statuses."""
+        return self.outcome.status
+
+    @property
+    def answer(self) -> str | None:
+        """The turn's answer (``TurnOutcome.answer``)."""
+        return self.outcome.answer
+
+    @property
+    def confidence(self) -> str | None:
+        """The model's stated confidence in its answer."""
+        return self.outcome.confidence
+
+    @property
+    def error(self) -> str | None:
+        """What went wrong, for a turn that failed or stopped."""
+        return self.outcome.error
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens and cost of the turn's model calls."""
+        return self.outcome.usage
 
     def to_json(self) -> dict[str, Any]:
         """The event as JSON; an unknown cost is ``null``, never ``0.0``."""

@@ -1,4 +1,5 @@
-"""What a turn produces: a block's result, the variable versions it wrote, what the model used.
+"""What a turn produces: a block's result, the variable versions it wrote, what the model used,
+and how the turn ended.
 
 One shape each, shared by every layer: the sandbox reports them, the environment numbers the
 versions, the store writes them and reads them back (its records extend them with where they are
@@ -18,6 +19,9 @@ LOCAL = {"local": True}
 FLAT = {"flat": True}
 
 VarKind = Literal["value", "function", "module", "opaque", "deleted"]
+TurnStatus = Literal[
+    "running", "done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"
+]
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,28 @@ class Usage:
     def at_cost(self, cost_usd: float) -> Usage:
         """The same tokens, costing ``cost_usd``."""
         return Usage(self.tokens_in, self.tokens_out, cost_usd)
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """How a turn ended: built once when it ends, stored by the store's ``finish_turn`` and
+    carried by the ``TurnFinished`` event (whose JSON spells it flat).
+
+    Attributes:
+        status: One of the final statuses (``done``, ``max_iterations``, ``error_budget``,
+            ``cancelled``, ``failed``, ``interrupted``).
+        answer: The answer, or for a turn that ended unfinished why it stopped; None when
+            there is none.
+        confidence: The model's stated confidence in its answer, if it gave one.
+        error: What went wrong, for a turn that failed or stopped.
+        usage: The tokens and cost of the turn's model calls.
+    """
+
+    status: TurnStatus
+    answer: str | None = None
+    confidence: str | None = None
+    error: str | None = None
+    usage: Usage = field(default=Usage(), metadata=FLAT)
 
 
 @dataclass(frozen=True)

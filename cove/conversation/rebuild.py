@@ -133,13 +133,9 @@ def _turn_events(
         events.append(
             TurnFinished(
                 turn_id=turn.id,
-                status=turn.status,
-                answer=turn.answer,
-                confidence=turn.confidence,
+                outcome=turn.outcome,
                 iterations=len(turn.iterations),
-                usage=turn.usage,
                 duration_ms=max(0.0, (finished - turn.started_at) * 1000),
-                error=turn.error,
                 cost_known=turn.cost_known,
             )
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cove.config import Settings
 from cove.engine.context import JOURNAL_ITERATIONS, Handover, request_message, system_prompt
@@ -25,18 +25,18 @@ from cove.errors import CoveError
 from cove.events import Event, Nudge, TurnFinished, TurnStarted
 from cove.persistence.records import ConversationRecord, ModelOption, TurnRecord
 from cove.persistence.store import Store
+from cove.results import TurnOutcome
 
 MAX_REQUEST_CHARS = 1_000_000
+#: The outcome of a turn whose iterations stopped without an ending (it is recorded as failed).
+UNEXPECTED_END = TurnOutcome("failed", error="the turn ended unexpectedly")
 
 
 @dataclass(frozen=True)
 class TurnEnd:
-    """How a turn ended, as ``run`` records it."""
+    """How the iterations ended: the outcome, still without the turn's usage, and how many ran."""
 
-    status: str = "failed"
-    answer: str | None = None
-    confidence: str | None = None
-    error: str | None = "the turn ended unexpectedly"
+    outcome: TurnOutcome = UNEXPECTED_END
     iterations: int = 0
 
 
@@ -160,25 +160,15 @@ class Query:
             finally:
                 self.env.end_turn()
         except CoveError as exc:
-            end = TurnEnd("failed", iterations=end.iterations, error=str(exc))
+            end = TurnEnd(TurnOutcome("failed", error=str(exc)), end.iterations)
         finally:
-            record = await self.store.finish_turn(
-                turn.id,
-                status=end.status,
-                answer=end.answer,
-                confidence=end.confidence,
-                usage=control.usage,
-                error=end.error,
-            )
+            outcome = replace(end.outcome, usage=control.usage)
+            await self.store.finish_turn(turn.id, outcome)
         yield TurnFinished(
             turn_id=turn.id,
-            status=record.status,
-            answer=end.answer,
-            confidence=end.confidence,
+            outcome=outcome,
             iterations=end.iterations,
-            usage=control.usage,
             duration_ms=(time.perf_counter() - started) * 1000,
-            error=end.error,
             conversation_id=self.conversation.id,
             cost_known=cost_known,
         )
@@ -272,9 +262,9 @@ class Query:
 def _ending(ending: Ending, iterations: int, last: IterationResult | None) -> TurnEnd:
     """The turn's end as recorded: a ``done`` ending carries the last iteration's answer."""
     if ending.status == "done" and last is not None:
-        return TurnEnd("done", last.answer, last.confidence, None, iterations)
+        return TurnEnd(TurnOutcome("done", last.answer, last.confidence), iterations)
     answer = _fallback(ending, iterations, last) if ending.fallback else None
-    return TurnEnd(ending.status, answer, None, ending.error, iterations)
+    return TurnEnd(TurnOutcome(ending.status, answer, error=ending.error), iterations)
 
 
 def _fallback(ending: Ending, iterations: int, last: IterationResult | None) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
-from cove.results import FLAT, BlockResult, Usage, VarVersion
+from cove.results import FLAT, BlockResult, TurnOutcome, TurnStatus, Usage, VarVersion
 from cove.text import headline
 
 ModelOption = float | int | str | bool  # one model option's value (temperature=0.2)
@@ -179,7 +179,7 @@ class TurnRecord:
     conversation_id: str
     position: int
     request: str
-    status: str
+    status: TurnStatus
     answer: str | None
     confidence: str | None
     model: str | None
@@ -193,6 +193,11 @@ class TurnRecord:
         default_factory=dict
     )  # as sent, e.g. temperature
     cost_known: bool = True  # False: the model had no price, and ``cost_usd`` means unknown
+
+    @property
+    def outcome(self) -> TurnOutcome:
+        """How the turn ended (for a running turn: ``running``, its usage so far)."""
+        return TurnOutcome(self.status, self.answer, self.confidence, self.error, self.usage)
 
 
 @dataclass(frozen=True, kw_only=True)

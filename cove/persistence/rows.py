@@ -18,7 +18,7 @@ from cove.persistence.records import (
     TurnRecord,
     VarVersionRecord,
 )
-from cove.results import BlockFigure, FigureAxes, Usage, VarKind
+from cove.results import BlockFigure, FigureAxes, TurnStatus, Usage, VarKind
 
 #: A conversation with what lists show of it. Each subquery reads one entry of the turn
 #: table's (conversation_id, position) index, so a list costs the same whatever its turns hold.
@@ -99,7 +99,7 @@ def turn(row: sqlite3.Row, iterations: tuple[IterationRecord, ...] = ()) -> Turn
         conversation_id=row["conversation_id"],
         position=row["position"],
         request=row["request"],
-        status=row["status"],
+        status=cast(TurnStatus, row["status"]),
         answer=row["answer"],
         confidence=row["confidence"],
         model=row["model"],

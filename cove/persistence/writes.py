@@ -31,7 +31,7 @@ from cove.persistence.records import (
 from cove.persistence.rows import figures_json
 from cove.persistence.search_index import index_blocks, index_text
 from cove.persistence.totals import RECORDED_TOTALS
-from cove.results import BlockResult, Usage, VarVersion
+from cove.results import BlockResult, TurnOutcome, VarVersion
 
 ITERATION_END_STATUSES = frozenset({"ok", "error", "parse_error", "interrupted", "cancelled"})
 
@@ -473,14 +473,11 @@ def finish_turn(
     conn: sqlite3.Connection,
     now: float,
     turn_id: int,
-    status: str,
-    answer: str | None,
-    confidence: str | None,
-    usage: Usage,
-    error: str | None,
+    outcome: TurnOutcome,
     fence: Fence | None = None,
 ) -> TurnRecord:
-    """Close a running turn; iterations it left running end with it."""
+    """Close a running turn with its outcome; iterations it left running end with it."""
+    status, usage = outcome.status, outcome.usage
     if status not in FINAL_STATUSES:
         raise StoreError(f"{status!r} is not a finished turn status")
     with immediate(conn):
@@ -490,13 +487,13 @@ def finish_turn(
             " tokens_out = ?, cost_usd = ?, finished_at = ?, error = ? WHERE id = ?",
             (
                 status,
-                answer,
-                confidence,
+                outcome.answer,
+                outcome.confidence,
                 usage.tokens_in,
                 usage.tokens_out,
                 usage.cost_usd,
                 now,
-                error,
+                outcome.error,
                 turn_id,
             ),
         )
@@ -509,8 +506,8 @@ def finish_turn(
             "UPDATE iteration SET status = ? WHERE turn_id = ? AND status = 'running'",
             (leftover, turn_id),
         )
-        if answer:
-            index_text(conn, turn_id, "answer", answer)
+        if outcome.answer:
+            index_text(conn, turn_id, "answer", outcome.answer)
         cancels.clear(conn, "?", [turn_id])  # a stop asked of it is answered by its end
         conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
     return reads.get_turn(conn, turn_id)

@@ -12,7 +12,7 @@ from cove.persistence.records import (
     IterationWrite,
 )
 from cove.persistence.store import Store
-from cove.results import BlockResult, Usage, VarVersion
+from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
 
 SYSTEM_PROMPT = "You answer by writing Python code."
 
@@ -122,11 +122,7 @@ async def add_turn(
     turn = await store.start_turn(conversation_id, request)
     await add_iteration(store, turn.id, 0, iteration_write(variables=variables))
     await store.finish_turn(
-        turn.id,
-        status="done",
-        answer=answer,
-        confidence="high",
-        usage=Usage(10, 5, 0.01),
+        turn.id, TurnOutcome("done", answer=answer, confidence="high", usage=Usage(10, 5, 0.01))
     )
     return turn.id
 

@@ -10,7 +10,7 @@ import pytest
 
 from cove.errors import AmbiguousId, Busy, NotFound, StoreError
 from cove.persistence.store import Store
-from cove.results import Usage
+from cove.results import TurnOutcome, Usage
 from tests.persistence.store_helpers import (
     FakeClock,
     add_iteration,
@@ -172,11 +172,7 @@ async def test_turns_are_numbered_from_one_and_finished_with_their_results(store
     )
 
     finished = await store.finish_turn(
-        first.id,
-        status="done",
-        answer="42",
-        confidence="high",
-        usage=Usage(100, 20, 0.5),
+        first.id, TurnOutcome("done", answer="42", confidence="high", usage=Usage(100, 20, 0.5))
     )
     second = await store.start_turn(conversation.id, "again")
 
@@ -197,21 +193,12 @@ async def test_finish_turn_refuses_bad_status_and_a_finished_turn(store: Store) 
     turn = await store.start_turn(conversation.id, "q")
 
     with pytest.raises(StoreError, match="not a finished turn status"):
-        await store.finish_turn(
-            turn.id, status="running", answer=None, confidence=None, usage=Usage(0, 0, 0),
-        )  # fmt: skip
-    await store.finish_turn(
-        turn.id, status="failed", answer=None, confidence=None, usage=Usage(0, 0, 0),
-        error="endpoint down",
-    )  # fmt: skip
+        await store.finish_turn(turn.id, TurnOutcome("running"))
+    await store.finish_turn(turn.id, TurnOutcome("failed", error="endpoint down"))
     with pytest.raises(Busy, match="no longer running"):
-        await store.finish_turn(
-            turn.id, status="done", answer="x", confidence=None, usage=Usage(0, 0, 0),
-        )  # fmt: skip
+        await store.finish_turn(turn.id, TurnOutcome("done", answer="x"))
     with pytest.raises(NotFound):
-        await store.finish_turn(
-            999, status="done", answer="x", confidence=None, usage=Usage(0, 0, 0),
-        )  # fmt: skip
+        await store.finish_turn(999, TurnOutcome("done", answer="x"))
     assert (await store.get_turn(turn.id)).error == "endpoint down"
 
 
@@ -223,9 +210,7 @@ async def test_finishing_a_turn_ends_iterations_it_left_running(store: Store) ->
         turn.id, 1, system_prompt="s", request_message="q", context_message="c"
     )
 
-    await store.finish_turn(
-        turn.id, status="cancelled", answer=None, confidence=None, usage=Usage(0, 0, 0),
-    )  # fmt: skip
+    await store.finish_turn(turn.id, TurnOutcome("cancelled"))
 
     transcript = await store.transcript(conversation.id)
     assert [i.status for i in transcript.turns[0].iterations] == ["ok", "cancelled"]

@@ -10,7 +10,7 @@ import pytest
 from cove.errors import Busy, NotFound, StoreError
 from cove.persistence.records import IterationWrite, SubqueryWrite
 from cove.persistence.store import Store
-from cove.results import Usage, VarVersion
+from cove.results import TurnOutcome, Usage, VarVersion
 from tests.persistence.store_helpers import (
     SYSTEM_PROMPT,
     add_iteration,
@@ -127,9 +127,7 @@ async def test_finishing_twice_or_after_the_turn_ended_is_busy(store: Store) -> 
     with pytest.raises(NotFound):
         await store.start_iteration(999, 0, system_prompt="s", request_message="r",
                                     context_message="c")  # fmt: skip
-    await store.finish_turn(
-        turn_id, status="done", answer=None, confidence=None, usage=Usage(0, 0, 0),
-    )  # fmt: skip
+    await store.finish_turn(turn_id, TurnOutcome("done"))
     with pytest.raises(Busy, match="no longer running"):
         await store.start_iteration(turn_id, 1, system_prompt="s", request_message="r",
                                     context_message="c")  # fmt: skip

@@ -19,7 +19,7 @@ from cove.persistence.records import (
     SubqueryWrite,
 )
 from cove.persistence.store import Store, StoreOpener
-from cove.results import BlockResult, Usage, VarVersion
+from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
 from tests.persistence.store_helpers import SYSTEM_PROMPT, count
 
 
@@ -77,9 +77,7 @@ async def test_reply_and_blocks_are_readable_before_the_iteration_ends(store: St
     assert [b.position for b in it.blocks] == [0, 1]
     hits = await store.search("y", conversation_id=conversation_id)
     assert [h.kind for h in hits] == ["code"]
-    await store.finish_turn(
-        turn_id, status="done", answer="a", confidence=None, usage=Usage(100, 20, 0.5),
-    )  # fmt: skip
+    await store.finish_turn(turn_id, TurnOutcome("done", answer="a", usage=Usage(100, 20, 0.5)))
 
 
 async def test_a_block_unit_is_atomic(store: Store, db_path: Path) -> None:
@@ -95,9 +93,7 @@ async def test_units_of_an_iteration_no_longer_running_are_refused(
 ) -> None:
     async with open_store() as store:
         _, turn_id, iteration_id = await start(store)
-        await store.finish_turn(
-            turn_id, status="cancelled", answer=None, confidence=None, usage=Usage(0, 0, 0),
-        )  # fmt: skip
+        await store.finish_turn(turn_id, TurnOutcome("cancelled"))
         with pytest.raises(Busy):
             await store.record_reply(iteration_id, ReplyWrite(raw_reply="late"))
         with pytest.raises(Busy):
@@ -112,9 +108,8 @@ async def test_a_failed_turn_reports_what_its_iterations_recorded(store: Store) 
     )  # fmt: skip
     await store.record_block(iteration_id, block(0), subqueries=[sub])
     record = await store.finish_turn(
-        turn_id, status="failed", answer=None, confidence=None, usage=Usage(0, 0, 0),
-        error="the model endpoint went away",
-    )  # fmt: skip
+        turn_id, TurnOutcome("failed", error="the model endpoint went away")
+    )
     assert (record.usage.tokens_in, record.usage.tokens_out) == (310, 45)
     assert record.usage.cost_usd == pytest.approx(0.26)
 
