@@ -41,7 +41,7 @@ from cove.engine.context import JOURNAL_ITERATIONS, context_message, request_mes
 from cove.engine.journal import Journal
 from cove.engine.llm.scripted import ScriptedClient
 from cove.engine.protocol import parse_reply
-from cove.engine.query import Query, TurnOptions
+from cove.engine.query import Query, TurnRequest
 from cove.environment.environment import Environment
 from cove.events import BlockFinished, IterationStarted, TurnFinished
 from cove.persistence.records import (
@@ -104,8 +104,7 @@ async def run_turn(
         env=env,
         llm=ScriptedClient(replies(iterations)),
         conversation=conversation,
-        request=REQUEST,
-        options=TurnOptions(max_iterations=iterations),
+        request=TurnRequest(conversation.id, REQUEST, max_iterations=iterations),
     )
     marks: list[float] = []
     status = "missing"
@@ -316,8 +315,7 @@ async def growing_state() -> list[float]:
             env=stack.env,
             llm=ScriptedClient(growing_replies(GROWING_ITERATIONS)),
             conversation=await stack.store.get_conversation(stack.conversation.id),
-            request=REQUEST,
-            options=TurnOptions(max_iterations=GROWING_ITERATIONS),
+            request=TurnRequest(stack.conversation.id, REQUEST, max_iterations=GROWING_ITERATIONS),
         )
         marks = []
         async for event in query.run():

@@ -23,6 +23,7 @@ from cove.conversation.watch_api import WatchAPI
 from cove.conversation.watching import Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
+from cove.engine.query import TurnRequest
 from cove.engine.replay import replay_conversation
 from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
@@ -275,15 +276,16 @@ class Conversations(WatchAPI):
         self._check_open()
         if not self.accepting:
             raise Busy(conversation_id, message="cove is shutting down and takes no new turns")
-        return self.turns.send(
+        request = TurnRequest(
             conversation_id,
             text,
-            attachments,
+            tuple(attachments),
             model=model,
             max_iterations=max_iterations,
+            model_options=dict(model_options or {}),
             owner=owner,
-            model_options=model_options,
         )
+        return self.turns.send(request)
 
     def check_model(self, model: str | None = None) -> None:
         """Build the client for ``model`` now, so a missing endpoint fails before any turn.

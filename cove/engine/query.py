@@ -40,12 +40,33 @@ class TurnEnd:
     iterations: int = 0
 
 
-@dataclass
-class TurnOptions:
-    """Per-turn overrides of settings."""
+@dataclass(frozen=True)
+class TurnRequest:
+    """One turn as it was asked: the request, its files, and the settings it overrides.
 
+    Built once where a turn is sent (``Conversations.send``) and handed down whole: the
+    conversation layer resolves the conversation, checks the owner, saves the files and picks
+    the model; ``Query`` records the text and options and runs the turn.
+
+    Attributes:
+        conversation_id: The conversation, as the sender named it (an id or a unique prefix).
+        text: The request.
+        attachments: Files sent with it, as (name, content), saved into the conversation's
+            workspace before the turn starts.
+        model: The model for this turn; None: the configured one.
+        max_iterations: The turn's iteration budget; None: the configured one.
+        model_options: Sent with each of the turn's model calls and recorded with the turn
+            (``temperature``, ``max_tokens``, …).
+        owner: The principal the conversation must belong to; None: no owner check.
+    """
+
+    conversation_id: str
+    text: str
+    attachments: tuple[tuple[str, bytes], ...] = ()
+    model: str | None = None
     max_iterations: int | None = None
-    model_options: Mapping[str, ModelOption] = field(default_factory=dict)  # sent with each call
+    model_options: Mapping[str, ModelOption] = field(default_factory=dict)
+    owner: str | None = None
 
 
 class Query:
@@ -59,21 +80,32 @@ class Query:
         env: Environment,
         llm: LLMClient,
         conversation: ConversationRecord,
-        request: str,
-        options: TurnOptions | None = None,
+        request: TurnRequest,
         inputs: BlockInputs | None = None,
         steering: dict[int, list[str]] | None = None,
         attachments: Sequence[tuple[str, int]] = (),
     ) -> None:
+        """Prepare the turn ``request`` asks of ``conversation``.
+
+        Args:
+            settings: The settings the request does not override.
+            store: Where the turn is recorded.
+            env: The conversation's live environment.
+            llm: The client of the request's model.
+            conversation: The conversation (resolved from ``request.conversation_id``).
+            request: The turn as it was asked (its files already saved: see ``attachments``).
+            inputs: What blocks see of the world (replay: the recorded inputs).
+            steering: Replay: the recorded notes by iteration position.
+            attachments: The (name, size) of the files saved for the request, which its
+                request message lists.
+        """
         self.settings = settings
         self.store = store
         self.env = env
-        self.options = options or TurnOptions()
-        self.llm = (
-            WithOptions(llm, self.options.model_options) if self.options.model_options else llm
-        )
-        self.conversation = conversation
         self.request = request
+        options = request.model_options
+        self.llm = WithOptions(llm, options) if options else llm
+        self.conversation = conversation
         self.inputs = inputs or LiveInputs()
         self.attachments = tuple(attachments)  # (name, size) of the files attached to the request
         self.control: TurnControl | None = None
@@ -110,7 +142,7 @@ class Query:
 
     async def run(self) -> AsyncIterator[Event]:
         """Run the turn, yielding its events; the last one is ``TurnFinished``."""
-        request = self.request
+        request = self.request.text
         if not request.strip():
             raise CoveError("the request is empty")
         if len(request) > MAX_REQUEST_CHARS:
@@ -122,7 +154,7 @@ class Query:
             request,
             model=self.llm.model,
             attachments=self.attachments,
-            model_options=self.options.model_options,
+            model_options=self.request.model_options,
             cost_known=cost_known,
         )
         started = time.perf_counter()
@@ -134,7 +166,7 @@ class Query:
             conversation_id=self.conversation.id,
             request=request,
             last_answer=previous.answer if previous else None,
-            budget=self.options.max_iterations or self.settings.loop.max_iterations,
+            budget=self.request.max_iterations or self.settings.loop.max_iterations,
             title=self.conversation.title,
         )
         control.scheduled_steering = {k: list(v) for k, v in self._steering.items()}
