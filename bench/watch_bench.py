@@ -27,7 +27,7 @@ from typing import Any
 
 from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
-from cove.conversation.hub import ConversationHub
+from cove.conversation.watch.hub import ConversationHub
 from cove.events import Event, TurnFinished
 
 ITERATIONS = 5

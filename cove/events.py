@@ -6,7 +6,7 @@ discriminator and ``to_json()``. Events never carry secrets.
 
 Every event carries ``conversation_id`` and ``seq``: the conversation layer stamps both as events
 pass through it (the engine leaves them at their defaults). ``seq`` orders a conversation's
-events across turns and processes; see ``cove.conversation.sequence`` for how it is derived.
+events across turns and processes; see ``cove.conversation.watch.sequence`` for how it is derived.
 """
 
 from __future__ import annotations

@@ -12,15 +12,15 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 
 from cove.config import ModelSettings, Settings
-from cove.conversation.follow import CommitPoller
 from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
 from cove.conversation.opener import Opener
 from cove.conversation.recovered import as_listed, as_recovered
 from cove.conversation.turns import Turns
-from cove.conversation.watch_api import WatchAPI
-from cove.conversation.watching import Watching
+from cove.conversation.watch.api import WatchAPI
+from cove.conversation.watch.follow import CommitPoller
+from cove.conversation.watch.watching import Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
 from cove.engine.query import TurnRequest

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from cove.conversation.hub import Watcher
+from cove.conversation.watch.hub import Watcher
 from cove.errors import CoveError
 from cove.events import Event, TurnFinished
 from cove.results import TurnOutcome

@@ -11,13 +11,13 @@ from collections.abc import Callable
 
 from cove.config import Settings
 from cove.conversation.handle import TurnHandle, withdrawn_event
-from cove.conversation.hub import ConversationHub
 from cove.conversation.lease import held_lease
 from cove.conversation.live import LiveCache, LiveConversation
-from cove.conversation.rebuild import keep_note
 from cove.conversation.remote_cancel import obeying_cancel_requests
 from cove.conversation.turn_queue import TurnQueue
-from cove.conversation.watching import Watching
+from cove.conversation.watch.hub import ConversationHub
+from cove.conversation.watch.rebuild import keep_note
+from cove.conversation.watch.watching import Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnRequest

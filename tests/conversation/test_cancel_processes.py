@@ -16,7 +16,7 @@ import pytest
 
 from cove.conversation import Conversations, scripted_factory
 from cove.events import IterationStarted, ModelReply, TurnFinished
-from tests.conversation.test_watch_processes import (
+from tests.conversation.watch.test_watch_processes import (
     env_for,
     gated,
     local_settings,

@@ -16,7 +16,7 @@ import pytest
 from cove.conversation import Conversations, scripted_factory
 from cove.errors import AmbiguousId, Busy, CoveError, NotFound
 from cove.events import BlockStarted, Event, TurnFinished, TurnQueued, TurnStarted
-from tests.conversation.watch_helpers import GatedClient
+from tests.conversation.watch.watch_helpers import GatedClient
 from tests.scripted import reply, settings_for
 
 

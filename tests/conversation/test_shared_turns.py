@@ -12,7 +12,7 @@ import pytest
 
 from cove.conversation import Conversations, scripted_factory
 from cove.events import TurnFinished
-from tests.conversation.test_watch_processes import env_for, local_settings, start_run
+from tests.conversation.watch.test_watch_processes import env_for, local_settings, start_run
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 

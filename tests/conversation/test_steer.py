@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cove.conversation import Conversations
 from cove.events import Event, IterationStarted, ReplayFinished, SteerReceived
-from tests.conversation.watch_helpers import GatedClient, durable
+from tests.conversation.watch.watch_helpers import GatedClient, durable
 from tests.scripted import reply, settings_for
 
 NOTE = "use base 7 please"

@@ -35,7 +35,7 @@ from cove.channels.serve.ops import OpsState
 from cove.channels.web.security import login_url, new_token
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
-from cove.conversation.operations import Readiness
+from cove.conversation.service.operations import Readiness
 
 log = logging.getLogger("cove.serve")
 

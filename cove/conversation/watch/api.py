@@ -1,5 +1,5 @@
 """Watching and the conversation list: the part of ``Conversations`` channels use
-to follow what happens, wherever it runs (see ``watching.py`` for the machinery)."""
+to follow what happens, wherever it runs (see ``watching`` for the machinery)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from abc import abstractmethod
 from typing import TYPE_CHECKING
 
 from cove.conversation.handle import TurnHandle
-from cove.conversation.hub import WATCH_CAPACITY, Watcher
 from cove.conversation.lease import owner_is_dead
-from cove.conversation.list_watch import ListWatch
-from cove.conversation.watch_stream import WatchStream
+from cove.conversation.watch.hub import WATCH_CAPACITY, Watcher
+from cove.conversation.watch.lists import ListWatch
+from cove.conversation.watch.stream import WatchStream
 from cove.persistence.records import ConversationRecord
 
 if TYPE_CHECKING:
-    from cove.conversation.watching import Watching
+    from cove.conversation.watch.watching import Watching
     from cove.persistence.store import Store
 
 

@@ -14,7 +14,7 @@ import dataclasses
 import re
 from collections import defaultdict
 
-from cove.conversation.sequence import durable_seq, slot_of, steer_seq
+from cove.conversation.watch.sequence import durable_seq, slot_of, steer_seq
 from cove.engine.protocol import ReplyParseError, parse_reply
 from cove.events import (
     FINAL_STATUSES,

@@ -26,7 +26,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
-from tests.conversation.watch_helpers import durable
+from tests.conversation.watch.watch_helpers import durable
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 

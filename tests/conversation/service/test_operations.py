@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cove.conversation import Conversations
-from cove.conversation.operations import Readiness
+from cove.conversation.service.operations import Readiness
 from cove.errors import Busy
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import settings_for

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cove.conversation import Conversations, scripted_factory
-from cove.conversation.hub import Watcher
+from cove.conversation.watch.hub import Watcher
 from cove.errors import NotFound
 from cove.events import (
     BlockFinished,
@@ -22,7 +22,7 @@ from cove.events import (
     TurnFinished,
     TurnQueued,
 )
-from tests.conversation.watch_helpers import GatedClient, durable, kinds, three_iterations
+from tests.conversation.watch.watch_helpers import GatedClient, durable, kinds, three_iterations
 from tests.scripted import reply, settings_for
 
 
