@@ -6,6 +6,7 @@ Create, send, cancel, fork, delete, inspect, search, replay and watch conversati
 from cove.conversation.conversations import Conversations, LLMFactory
 from cove.conversation.handle import TurnHandle
 from cove.conversation.scripted import scripted_factory
+from cove.conversation.stats import ProcessStats
 from cove.conversation.watch.coalesce import coalesce_deltas
 from cove.conversation.watch.lists import ListWatch
 from cove.conversation.watch.rebuild import iteration_budget, timeline
@@ -31,6 +32,7 @@ __all__ = [
     "IterationRecord",
     "LLMFactory",
     "ListWatch",
+    "ProcessStats",
     "SearchHit",
     "Transcript",
     "TurnHandle",

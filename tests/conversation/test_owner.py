@@ -41,7 +41,7 @@ async def test_owners_see_only_their_conversations(tmp_path: Path) -> None:
 
         fork = await convs.fork(alice.id, 1)
         assert fork.owner == "web:alice"
-        assert len(await convs.store.turns(bob.id)) == 1  # the intrusion never ran
+        assert len(await convs._store.turns(bob.id)) == 1  # the intrusion never ran
 
 
 async def test_a_prefix_shared_with_another_owner_is_not_ambiguous(tmp_path: Path) -> None:

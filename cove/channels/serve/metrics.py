@@ -95,16 +95,16 @@ class ServeMetrics:
             lambda: len(self.running)
         )
         Gauge("cove_live_environments", "Live environments now.", registry=r).set_function(
-            lambda: len(convs.live)
+            lambda: convs.stats().live_environments
         )
         Gauge("cove_live_environments_max", "The live-environment bound.", registry=r).set_function(
-            lambda: convs.live.capacity
+            lambda: convs.stats().live_capacity
         )
         workers = Gauge("cove_workers", "Sandbox worker processes.", ["state"], registry=r)
-        workers.labels("busy").set_function(lambda: convs.pool.worker_counts[0])
-        workers.labels("idle").set_function(lambda: convs.pool.worker_counts[1])
+        workers.labels("busy").set_function(lambda: convs.stats().workers_busy)
+        workers.labels("idle").set_function(lambda: convs.stats().workers_idle)
         Gauge("cove_watchers", "Event watchers attached now.", registry=r).set_function(
-            convs.watching.watcher_count
+            lambda: convs.stats().watchers
         )
         self.running: dict[tuple[str, int], float] = {}
         self._queued: defaultdict[str, deque[float]] = defaultdict(deque)

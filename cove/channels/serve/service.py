@@ -108,7 +108,7 @@ class Service:
 
     async def _serve(self, convs: Conversations, sock: socket.socket) -> None:
         metrics = ServeMetrics(convs)
-        convs.watching.observe(metrics.observe)
+        convs.observe(metrics.observe)
         chosen = (("web", self.options.web), ("telegram", self.options.telegram))
         names = tuple(name for name, on in chosen if on)
         ops = OpsState(metrics=metrics, readiness=Readiness(self.settings), channels=names)
