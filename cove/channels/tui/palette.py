@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
 from cove.channels.tui import actions
-
-if TYPE_CHECKING:
-    from cove.channels.tui.app import CoveApp
+from cove.channels.tui.host import AppHost
 
 
-def system_commands(app: CoveApp) -> Iterator[SystemCommand]:
+def system_commands(app: AppHost) -> Iterator[SystemCommand]:
     """Fork, replay, export, switch model, toggle panels, manage conversations."""
 
     def background(name: str, step: actions.Step) -> None:
