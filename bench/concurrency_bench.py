@@ -8,7 +8,7 @@ subprocess, so the host's peak RSS (a high-water mark) belongs to that level alo
 Per level it prints: turns per second; p50/p99 turn latency minus the model's own time
 (latency - 50 ms x model calls of that turn); the host's peak RSS; the sandbox workers' RSS
 (sampled from ``/proc`` while they run: the largest total seen and the mean per worker); and
-whether ``convs.live.peak`` stayed within ``max_live_environments``.
+whether ``convs._live.peak`` stayed within ``max_live_environments``.
 
 Run: ``.venv/bin/python bench/concurrency_bench.py [--turns 3] [--levels 1 10 100]``
 
@@ -164,7 +164,7 @@ async def run_level(conversations: int, turns: int) -> LevelResult:
             seconds = time.perf_counter() - started
             stop.set()
             await sampler
-            live_peak = convs.live.peak
+            live_peak = convs._live.peak
     busy = [s for s in samples if s] or [{}]
     return LevelResult(
         conversations=conversations,

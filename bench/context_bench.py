@@ -41,7 +41,7 @@ from cove.engine.context import (
 from cove.engine.llm import Message
 from cove.engine.llm.scripted import ReplyFunction, ScriptedClient
 from cove.engine.nudges import NudgeState, builtin_nudges
-from cove.engine.query import Query, TurnOptions
+from cove.engine.query import Query, TurnRequest
 from cove.environment.var_index import VarEntry
 from cove.events import TurnFinished
 from cove.persistence.records import BlockRecord
@@ -264,8 +264,7 @@ async def engine_run(records: Sequence[IterationRecord]) -> EngineRun:
             env=stack.env,
             llm=llm,
             conversation=stack.conversation,
-            request=REQUEST,
-            options=TurnOptions(max_iterations=len(records)),
+            request=TurnRequest(stack.conversation.id, REQUEST, max_iterations=len(records)),
             inputs=FixedInputs(),
         )
         async for event in query.run():

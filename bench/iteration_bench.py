@@ -41,7 +41,7 @@ from cove.engine.context import JOURNAL_ITERATIONS, context_message, request_mes
 from cove.engine.journal import Journal
 from cove.engine.llm.scripted import ScriptedClient
 from cove.engine.protocol import parse_reply
-from cove.engine.query import Query, TurnOptions
+from cove.engine.query import Query, TurnRequest
 from cove.environment.environment import Environment
 from cove.events import BlockFinished, IterationStarted, TurnFinished
 from cove.persistence.records import (
@@ -49,7 +49,7 @@ from cove.persistence.records import (
     IterationWrite,
 )
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
 
 TARGET_P50_MS = 5.0
 PROBES = 200  # repetitions of each piece in the breakdown
@@ -104,8 +104,7 @@ async def run_turn(
         env=env,
         llm=ScriptedClient(replies(iterations)),
         conversation=conversation,
-        request=REQUEST,
-        options=TurnOptions(max_iterations=iterations),
+        request=TurnRequest(conversation.id, REQUEST, max_iterations=iterations),
     )
     marks: list[float] = []
     status = "missing"
@@ -261,12 +260,7 @@ async def fill_turns(store: Store, conversation_id: str, count: int) -> None:
         )
         await store.finish_turn(
             turn.id,
-            status="done",
-            answer=f"answer {k}",
-            confidence="high",
-            tokens_in=100,
-            tokens_out=20,
-            cost_usd=0.0,
+            TurnOutcome("done", answer=f"answer {k}", confidence="high", usage=Usage(100, 20, 0.0)),
         )
 
 
@@ -321,8 +315,7 @@ async def growing_state() -> list[float]:
             env=stack.env,
             llm=ScriptedClient(growing_replies(GROWING_ITERATIONS)),
             conversation=await stack.store.get_conversation(stack.conversation.id),
-            request=REQUEST,
-            options=TurnOptions(max_iterations=GROWING_ITERATIONS),
+            request=TurnRequest(stack.conversation.id, REQUEST, max_iterations=GROWING_ITERATIONS),
         )
         marks = []
         async for event in query.run():

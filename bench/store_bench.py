@@ -35,7 +35,7 @@ from cove.persistence.connection import connect, enable_wal, put_blob
 from cove.persistence.migrate import migrate
 from cove.persistence.records import IterationWrite, ReplyWrite
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, Usage, VarVersion
 
 SYSTEM_PROMPT = "You answer by writing Python code. " * 200
 CONTEXT = "[iteration 3/10]\n<journal>\n" + "i2.0 total = sum(prices)\n-> 1234\n" * 60
@@ -73,8 +73,7 @@ def _iteration(n: int) -> IterationWrite:
         status="ok",
         raw_reply=REPLY,
         thinking="sum the prices",
-        tokens_in=900,
-        tokens_out=60,
+        usage=Usage(900, 60),
         blocks=_blocks(n),
         var_versions=versions,
     )
@@ -101,8 +100,7 @@ async def bench_store(path: Path, count: int) -> float:
                 ReplyWrite(
                     raw_reply=REPLY,
                     thinking=result.thinking,
-                    tokens_in=900,
-                    tokens_out=60,
+                    usage=Usage(900, 60),
                     planned_blocks=tuple(b.code for b in result.blocks),
                 ),
             )
@@ -111,7 +109,7 @@ async def bench_store(path: Path, count: int) -> float:
                 await store.record_block(iteration_id, block, versions)
             await store.finish_iteration(
                 iteration_id,
-                IterationWrite(status="ok", raw_reply=None, tokens_in=900, tokens_out=60),
+                IterationWrite(status="ok", raw_reply=None, usage=Usage(900, 60)),
             )
         elapsed = time.perf_counter() - started
     return count / elapsed

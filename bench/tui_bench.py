@@ -44,7 +44,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, VarVersion
 
 SIZE = (120, 40)
 
@@ -96,13 +96,8 @@ async def feed(app: CoveApp, pilot: Pilot[None], turn_id: int, iterations: int) 
             times.append((n, time.perf_counter() - start, time.process_time() - cpu))
     finish = TurnFinished(
         turn_id=turn_id,
-        status="done",
-        answer="The total is **45150**.",
-        confidence="high",
+        outcome=TurnOutcome("done", "The total is **45150**.", "high"),
         iterations=iterations,
-        tokens_in=0,
-        tokens_out=0,
-        cost_usd=0.0,
         duration_ms=1.0,
     )
     app.apply(finish)

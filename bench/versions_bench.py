@@ -40,7 +40,7 @@ from stack import BenchStack, bench_stack
 
 from cove import codec
 from cove.engine.llm.scripted import ScriptedClient
-from cove.engine.query import Query, TurnOptions
+from cove.engine.query import Query, TurnRequest
 from cove.events import BlockFinished, IterationStarted, TurnFinished
 
 ROWS = (
@@ -119,8 +119,7 @@ async def run_turn(stack: BenchStack, codes: Sequence[str]) -> list[tuple[int, i
         env=stack.env,
         llm=ScriptedClient(replies),
         conversation=stack.conversation,
-        request="bench",
-        options=TurnOptions(max_iterations=len(codes)),
+        request=TurnRequest(stack.conversation.id, "bench", max_iterations=len(codes)),
     )
     marks: list[tuple[int, int]] = []
     async for event in query.run():

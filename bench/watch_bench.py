@@ -27,7 +27,7 @@ from typing import Any
 
 from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
-from cove.conversation.hub import ConversationHub
+from cove.conversation.watch.hub import ConversationHub
 from cove.events import Event, TurnFinished
 
 ITERATIONS = 5
@@ -160,10 +160,10 @@ async def idle(seconds: float) -> dict[str, float]:
             async with c.watch(conv.id):
                 await asyncio.sleep(0.5)
                 cpu, wall = time.process_time(), time.perf_counter()
-                polls = c.watching.poller.polls
+                polls = c._watching.poller.polls
                 await asyncio.sleep(seconds)
                 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-                polls = c.watching.poller.polls - polls
+                polls = c._watching.poller.polls - polls
     return {"cpu_percent": 100 * cpu / wall, "polls_per_s": polls / wall}
 
 

@@ -6,7 +6,7 @@ discriminator and ``to_json()``. Events never carry secrets.
 
 Every event carries ``conversation_id`` and ``seq``: the conversation layer stamps both as events
 pass through it (the engine leaves them at their defaults). ``seq`` orders a conversation's
-events across turns and processes; see ``cove.conversation.sequence`` for how it is derived.
+events across turns and processes; see ``cove.conversation.watch.sequence`` for how it is derived.
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from cove.results import BlockResult, VarVersion
+from cove.results import FLAT, BlockResult, TurnOutcome, TurnStatus, Usage, VarVersion
 
-TurnStatus = Literal[
-    "running", "done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"
-]
 FINAL_STATUSES: frozenset[str] = frozenset(
     {"done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"}
 )
@@ -53,25 +50,29 @@ class Event:
 
     def to_json(self) -> dict[str, Any]:
         """The event as a JSON-ready dict with its ``type`` first."""
-        body = {
-            f.name: jsonable(getattr(self, f.name), sent=True) for f in dataclasses.fields(self)
-        }
-        return {"type": self.type, **body}
+        return {"type": self.type, **jsonable(self, sent=True)}
 
 
 def jsonable(value: Any, *, sent: bool = False) -> Any:
     """``value`` with dataclasses (events, records) turned into dicts, recursively, for JSON.
+
+    The fields of a field marked ``cove.results.FLAT`` (a usage) stand in its place.
 
     Args:
         value: What to turn into JSON types.
         sent: Leave out the fields marked ``cove.results.LOCAL`` (encoded values), as events do.
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: jsonable(getattr(value, f.name), sent=sent)
-            for f in dataclasses.fields(value)
-            if not (sent and f.metadata.get("local"))
-        }
+        body: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            if sent and f.metadata.get("local"):
+                continue
+            item = jsonable(getattr(value, f.name), sent=sent)
+            if f.metadata.get("flat") and isinstance(item, dict):
+                body.update(item)
+            else:
+                body[f.name] = item
+        return body
     if isinstance(value, (list, tuple)):
         return [jsonable(v, sent=sent) for v in value]
     if isinstance(value, dict):
@@ -225,20 +226,43 @@ class TitleChanged(Event):
 
 @dataclass(frozen=True)
 class TurnFinished(Event):
-    """The turn ended; ``status`` is one of the final turn statuses."""
+    """The turn ended, with its ``outcome`` (spelled flat in the JSON: ``status``, ``answer``,
+    ``confidence``, ``error``, ``tokens_in``, ``tokens_out``, ``cost_usd``).
+
+    The outcome's fields read through the event too (``event.status``, ``event.usage``, …).
+    """
 
     type: ClassVar[str] = "turn_finished"
     turn_id: int
-    status: str
-    answer: str | None
-    confidence: str | None
+    outcome: TurnOutcome = field(metadata=FLAT)
     iterations: int
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
     duration_ms: float
-    error: str | None = None
     cost_known: bool = True  # False when the model is missing from the price table
+
+    @property
+    def status(self) -> TurnStatus:
+        """One of the final turn statuses."""
+        return self.outcome.status
+
+    @property
+    def answer(self) -> str | None:
+        """The turn's answer (``TurnOutcome.answer``)."""
+        return self.outcome.answer
+
+    @property
+    def confidence(self) -> str | None:
+        """The model's stated confidence in its answer."""
+        return self.outcome.confidence
+
+    @property
+    def error(self) -> str | None:
+        """What went wrong, for a turn that failed or stopped."""
+        return self.outcome.error
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens and cost of the turn's model calls."""
+        return self.outcome.usage
 
     def to_json(self) -> dict[str, Any]:
         """The event as JSON; an unknown cost is ``null``, never ``0.0``."""

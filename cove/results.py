@@ -1,9 +1,11 @@
-"""What running code produces: a block's result and the variable versions it wrote.
+"""What a turn produces: a block's result, the variable versions it wrote, what the model used,
+and how the turn ended.
 
 One shape each, shared by every layer: the sandbox reports them, the environment numbers the
 versions, the store writes them and reads them back (its records extend them with where they are
 stored), the journal shows them and events carry them. Encoded values are the codec's JSON text;
-fields marked ``LOCAL`` stay out of the JSON that events send (see ``cove.events``).
+fields marked ``LOCAL`` stay out of the JSON that events send, and the fields of a field marked
+``FLAT`` stand in its parent's JSON in its place (see ``cove.events.jsonable``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,67 @@ from typing import Literal
 
 #: Field metadata: the field is not sent with events (it can be large; channels read previews).
 LOCAL = {"local": True}
+#: Field metadata: the field's own fields stand in its parent's JSON (``usage`` spelled flat).
+FLAT = {"flat": True}
 
 VarKind = Literal["value", "function", "module", "opaque", "deleted"]
+TurnStatus = Literal[
+    "running", "done", "max_iterations", "error_budget", "cancelled", "failed", "interrupted"
+]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What model calls used: tokens and their cost.
+
+    One model call's usage comes back with its completion (priced by the engine); an iteration,
+    a sub-query and a turn carry the sum of theirs. Records and events that carry a usage spell
+    it flat in their JSON (``tokens_in``, ``tokens_out``, ``cost_usd``).
+
+    Attributes:
+        tokens_in: Prompt tokens.
+        tokens_out: Completion tokens.
+        cost_usd: What the tokens cost; 0 when the model has no price (see ``cost_known`` on
+            the turn).
+    """
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        """The usage of both."""
+        return Usage(
+            self.tokens_in + other.tokens_in,
+            self.tokens_out + other.tokens_out,
+            self.cost_usd + other.cost_usd,
+        )
+
+    def at_cost(self, cost_usd: float) -> Usage:
+        """The same tokens, costing ``cost_usd``."""
+        return Usage(self.tokens_in, self.tokens_out, cost_usd)
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """How a turn ended: built once when it ends, stored by the store's ``finish_turn`` and
+    carried by the ``TurnFinished`` event (whose JSON spells it flat).
+
+    Attributes:
+        status: One of the final statuses (``done``, ``max_iterations``, ``error_budget``,
+            ``cancelled``, ``failed``, ``interrupted``).
+        answer: The answer, or for a turn that ended unfinished why it stopped; None when
+            there is none.
+        confidence: The model's stated confidence in its answer, if it gave one.
+        error: What went wrong, for a turn that failed or stopped.
+        usage: The tokens and cost of the turn's model calls.
+    """
+
+    status: TurnStatus
+    answer: str | None = None
+    confidence: str | None = None
+    error: str | None = None
+    usage: Usage = field(default=Usage(), metadata=FLAT)
 
 
 @dataclass(frozen=True)

@@ -107,8 +107,11 @@ def _turn_lines(turn: TurnRecord, figures: FigureLinks | None) -> list[str]:
         lines += ["**Answer:**", "", turn.answer, ""]
     if turn.error:
         lines += [f"**Error:** {turn.error}", ""]
-    cost = f"${turn.cost_usd:.4f}" if turn.cost_known else "cost unknown"
-    lines += [f"<sub>{turn.tokens_in:,} + {turn.tokens_out:,} tokens · {cost}</sub>", ""]
+    cost = f"${turn.usage.cost_usd:.4f}" if turn.cost_known else "cost unknown"
+    lines += [
+        f"<sub>{turn.usage.tokens_in:,} + {turn.usage.tokens_out:,} tokens · {cost}</sub>",
+        "",
+    ]
     return lines
 
 

@@ -3,14 +3,15 @@
 Create, send, cancel, fork, delete, inspect, search, replay and watch conversations.
 """
 
-from cove.conversation.coalesce import coalesce_deltas
 from cove.conversation.conversations import Conversations, LLMFactory
 from cove.conversation.handle import TurnHandle
-from cove.conversation.list_watch import ListWatch
-from cove.conversation.rebuild import iteration_budget, timeline
 from cove.conversation.scripted import scripted_factory
-from cove.conversation.sequence import turn_of
-from cove.conversation.watch_stream import WatchStream
+from cove.conversation.stats import ProcessStats
+from cove.conversation.watch.coalesce import coalesce_deltas
+from cove.conversation.watch.lists import ListWatch
+from cove.conversation.watch.rebuild import iteration_budget, timeline
+from cove.conversation.watch.sequence import turn_of
+from cove.conversation.watch.stream import WatchStream
 from cove.persistence.history import HistoryFigures
 from cove.persistence.records import (
     BlockRecord,
@@ -31,6 +32,7 @@ __all__ = [
     "IterationRecord",
     "LLMFactory",
     "ListWatch",
+    "ProcessStats",
     "SearchHit",
     "Transcript",
     "TurnHandle",

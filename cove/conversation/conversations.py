@@ -1,28 +1,33 @@
 """``Conversations``: the one API every channel uses (DESIGN §2).
 
 It owns the store, the worker pool, the LLM clients and the live-environment cache, and hands
-the work to its parts: ``turns`` (send, cancel, steer), ``workspaces`` (files, attachments),
-``watching`` (watchers of conversations and of the list).
+the work to its parts: ``Turns`` (send, cancel, steer), ``Workspaces`` (files, attachments),
+``Watching`` (watchers of conversations and of the list). All of them are private: a channel
+reaches them only through the public methods (``stats``, ``observe``, ``workspace``,
+``database_created``, …), which a test keeps so.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 
 from cove.config import ModelSettings, Settings
-from cove.conversation.follow import CommitPoller
 from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
 from cove.conversation.opener import Opener
 from cove.conversation.recovered import as_listed, as_recovered
+from cove.conversation.stats import ProcessStats
 from cove.conversation.turns import Turns
-from cove.conversation.watch_api import WatchAPI
-from cove.conversation.watching import Watching
+from cove.conversation.watch.api import WatchAPI
+from cove.conversation.watch.follow import CommitPoller
+from cove.conversation.watch.watching import Tap, Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
+from cove.engine.query import TurnRequest
 from cove.engine.replay import replay_conversation
 from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
@@ -59,31 +64,65 @@ class Conversations(WatchAPI):
 
     def __init__(self, settings: Settings, store: Store, pool: WorkerPool, llm_factory: LLMFactory):
         self.settings = settings
-        self.store = store
-        self.pool = pool
+        self._store = store
+        self._pool = pool
         self._llm_factory = llm_factory
         self._llms: dict[str, LLMClient] = {}
         self.owner = new_owner_id()
-        self.live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
+        self._live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
         self._pool_started = False
         self._closed = False
-        self.workspaces = Workspaces(settings.store.workspaces)
-        self.watching = Watching(store, CommitPoller(store.path))
-        self.turns = Turns(
-            settings, store, self.live, self.watching, self.workspaces, self._llm, self.owner
+        self._workspaces = Workspaces(settings.store.workspaces)
+        self._watching = Watching(store, CommitPoller(store.path))
+        self._turns = Turns(
+            settings, store, self._live, self._watching, self._workspaces, self._llm, self.owner
         )
+
+    @property
+    def database_path(self) -> str:
+        """The database file."""
+        return self._store.path
+
+    @property
+    def database_created(self) -> bool:
+        """True when opening created the database (it did not exist or was empty)."""
+        return self._store.created
+
+    def stats(self) -> ProcessStats:
+        """What this process holds now: live environments, worker processes, watchers."""
+        busy, idle = self._pool.worker_counts
+        return ProcessStats(
+            live_environments=len(self._live),
+            live_capacity=self._live.capacity,
+            workers_busy=busy,
+            workers_idle=idle,
+            watchers=self._watching.watcher_count(),
+        )
+
+    def observe(self, tap: Tap) -> None:
+        """Call ``tap(event)`` for every event a turn run by this process publishes.
+
+        Also for the ``TurnQueued`` notice of a send that waits and the ``cancelled`` end of
+        one withdrawn while waiting. A tap runs synchronously on the publishing turn's task: it
+        must be quick (a service derives its metrics and log context this way).
+        """
+        self._watching.observe(tap)
+
+    def workspace(self, conversation_id: str) -> Path:
+        """The directory of a conversation's files (it may not exist yet)."""
+        return self._workspaces.path(conversation_id)
 
     @property
     def accepting(self) -> bool:
         """False once the process stops taking turns (a service stopping): ``send`` refuses."""
-        return self.turns.accepting
+        return self._turns.accepting
 
     @accepting.setter
     def accepting(self, value: bool) -> None:
         if value:
-            self.turns.accepting = True
+            self._turns.accepting = True
         else:
-            self.turns.stop_accepting()
+            self._turns.stop_accepting()
 
     @staticmethod
     def open(
@@ -147,10 +186,10 @@ class Conversations(WatchAPI):
         that pass the same ``owner`` see only that owner's conversations. None: no owner.
         """
         self._check_open()
-        record = await self.store.create_conversation(
+        record = await self._store.create_conversation(
             channel=channel, title=title, external_id=external_id, owner=owner
         )
-        await self.workspaces.ensure(record.id)
+        await self._workspaces.ensure(record.id)
         return record
 
     async def for_external(
@@ -158,13 +197,13 @@ class Conversations(WatchAPI):
     ) -> ConversationRecord:
         """Find the conversation bound to a channel's external id, creating it if needed."""
         self._check_open()
-        found = await self.store.find_external(channel, external_id)
+        found = await self._store.find_external(channel, external_id)
         if found is not None:
             return found
         try:
             return await self.create(channel=channel, external_id=external_id, owner=owner)
         except StoreError:  # created meanwhile by a concurrent caller (unique channel + id)
-            found = await self.store.find_external(channel, external_id)
+            found = await self._store.find_external(channel, external_id)
             if found is None:
                 raise
             return found
@@ -175,7 +214,7 @@ class Conversations(WatchAPI):
         With ``owner``, only that owner's conversations are found.
         """
         self._check_open()
-        return as_listed(await self.store.resolve(id_or_prefix, owner=owner))
+        return as_listed(await self._store.resolve(id_or_prefix, owner=owner))
 
     async def list(
         self,
@@ -190,7 +229,7 @@ class Conversations(WatchAPI):
         A last turn that a dead process left ``running`` reads ``interrupted`` (``last_status``).
         """
         self._check_open()
-        records = await self.store.list_conversations(
+        records = await self._store.list_conversations(
             channel=channel, limit=limit, before=before, owner=owner
         )
         return [as_listed(record) for record in records]
@@ -207,13 +246,13 @@ class Conversations(WatchAPI):
         if not title:
             raise CoveError("the title is empty")
         record = await self.get(conversation_id, owner=owner)
-        await self.store.set_title(record.id, title)
-        return await self.store.get_conversation(record.id)
+        await self._store.set_title(record.id, title)
+        return await self._store.get_conversation(record.id)
 
     async def fork(self, conversation_id: str, at_turn: int) -> ConversationRecord:
         """A new conversation whose sandbox starts from the parent's variables as of ``at_turn``."""
         parent = await self.get(conversation_id)
-        turns = await self.store.turns(parent.id)
+        turns = await self._store.turns(parent.id)
         if not any(t.position == at_turn for t in turns):
             positions = ", ".join(str(t.position) for t in turns) or "none"
             raise NotFound(
@@ -224,26 +263,26 @@ class Conversations(WatchAPI):
         if any(t.position == at_turn and t.status == "running" for t in turns):
             raise Busy(parent.id, message=f"turn {at_turn} of {parent.id} is still running")
         title = f"{parent.label} (fork at turn {at_turn})"
-        record = await self.store.create_conversation(
+        record = await self._store.create_conversation(
             channel=parent.channel,
             title=title,
             parent_id=parent.id,
             fork_turn=at_turn,
             owner=parent.owner,
         )
-        await self.workspaces.copy(parent.id, record.id)
+        await self._workspaces.copy(parent.id, record.id)
         return record
 
     async def delete(self, conversation_id: str) -> None:
         """Delete a conversation, its history and its workspace (refused while a turn runs)."""
         record = await self.get(conversation_id)
-        if self.turns.busy(record.id):
+        if self._turns.busy(record.id):
             raise Busy(record.id, message=f"conversation {record.id} is running a turn")
-        await self.live.drop(record.id)
+        await self._live.drop(record.id)
         # The store refuses while another process holds the lease (its turn is running).
-        await self.store.delete_conversation(record.id, lease_owner=self.owner)
-        self.watching.forget(record.id)
-        await self.workspaces.remove(record.id)
+        await self._store.delete_conversation(record.id, lease_owner=self.owner)
+        self._watching.forget(record.id)
+        await self._workspaces.remove(record.id)
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -275,15 +314,16 @@ class Conversations(WatchAPI):
         self._check_open()
         if not self.accepting:
             raise Busy(conversation_id, message="cove is shutting down and takes no new turns")
-        return self.turns.send(
+        request = TurnRequest(
             conversation_id,
             text,
-            attachments,
+            tuple(attachments),
             model=model,
             max_iterations=max_iterations,
+            model_options=dict(model_options or {}),
             owner=owner,
-            model_options=model_options,
         )
+        return self._turns.send(request)
 
     def check_model(self, model: str | None = None) -> None:
         """Build the client for ``model`` now, so a missing endpoint fails before any turn.
@@ -308,7 +348,7 @@ class Conversations(WatchAPI):
         Raises:
             NotFound: Unknown conversation (or not ``owner``'s).
         """
-        return await self.turns.cancel((await self.get(conversation_id, owner=owner)).id)
+        return await self._turns.cancel((await self.get(conversation_id, owner=owner)).id)
 
     async def steer(
         self, conversation_id: str, text: str, *, owner: str | None = None
@@ -330,7 +370,7 @@ class Conversations(WatchAPI):
         if not text.strip():
             raise CoveError("the message is empty")
         record = await self.get(conversation_id, owner=owner)
-        if self.turns.steer(record.id, text):
+        if self._turns.steer(record.id, text):
             return None
         return self.send(record.id, text, owner=owner)
 
@@ -341,14 +381,14 @@ class Conversations(WatchAPI):
     ) -> Transcript:
         """The transcript: turns → iterations → blocks, variable versions, usage."""
         record = await self.get(conversation_id, owner=owner)
-        transcript = await self.store.transcript(record.id, turn=turn)
+        transcript = await self._store.transcript(record.id, turn=turn)
         if turn is not None and not transcript.turns:
-            positions = [t.position for t in await self.store.turns(record.id)]
+            positions = [t.position for t in await self._store.turns(record.id)]
             shown = f"{positions[0]}..{positions[-1]}" if positions else "none yet"
             raise NotFound(
                 "turn", str(turn), f"conversation {record.id} has no turn {turn} (turns: {shown})"
             )
-        if self.store.read_only:
+        if self._store.read_only:
             return as_recovered(transcript)
         return transcript
 
@@ -359,28 +399,28 @@ class Conversations(WatchAPI):
             NotFound: Unknown conversation (or not ``owner``'s), or no such figure in it.
         """
         record = await self.get(conversation_id, owner=owner)
-        return await self.store.figure(record.id, digest)
+        return await self._store.figure(record.id, digest)
 
     async def system_prompt(self, digest: str) -> str:
         """The system prompt stored under ``digest`` (an iteration's ``system_prompt_hash``)."""
         self._check_open()
-        return await self.store.system_prompt(digest)
+        return await self._store.system_prompt(digest)
 
     async def var_history(self, conversation_id: str, name: str) -> builtins.list[VarVersionRecord]:
         """Every version of one variable, oldest first."""
         record = await self.get(conversation_id)
-        return await self.store.var_history(record.id, name)
+        return await self._store.var_history(record.id, name)
 
     async def history(self, conversation_id: str, *, owner: str | None = None) -> HistoryFigures:
         """What the conversation's values take: its live state and its history, in bytes, with
         its history budget and how many versions the budget thinned."""
         record = await self.get(conversation_id, owner=owner)
-        return await self.store.history(record.id)
+        return await self._store.history(record.id)
 
     async def variables(self, conversation_id: str) -> dict[str, VarVersionRecord]:
         """The current version of every variable."""
         record = await self.get(conversation_id)
-        return await self.store.vars_as_of(record.id)
+        return await self._store.vars_as_of(record.id)
 
     async def search(
         self, text: str, conversation_id: str | None = None, *, owner: str | None = None
@@ -389,12 +429,12 @@ class Conversations(WatchAPI):
         self._check_open()
         if conversation_id is not None:
             conversation_id = (await self.get(conversation_id, owner=owner)).id
-        return await self.store.search(text, conversation_id=conversation_id, owner=owner)
+        return await self._store.search(text, conversation_id=conversation_id, owner=owner)
 
     def replay(self, conversation_id: str) -> AsyncIterator[Event]:
         """Re-run the recorded replies in a fresh sandbox and scratch database; compare."""
         self._check_open()
-        return replay_conversation(self.settings, self.store, self.pool, conversation_id)
+        return replay_conversation(self.settings, self._store, self._pool, conversation_id)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -407,13 +447,13 @@ class Conversations(WatchAPI):
     async def _open_environment(self, conversation_id: str) -> Environment:
         if not self._pool_started:
             self._pool_started = True
-            await self.pool.start()
-        workspace = await self.workspaces.ensure(conversation_id)
+            await self._pool.start()
+        workspace = await self._workspaces.ensure(conversation_id)
         return await Environment.open(
             conversation_id=conversation_id,
             settings=self.settings.sandbox,
-            pool=self.pool,
-            store=self.store,
+            pool=self._pool,
+            store=self._store,
             workspace=workspace,
         )
 
@@ -429,10 +469,10 @@ class Conversations(WatchAPI):
         if self._closed:
             return
         self._closed = True
-        await self.turns.aclose()
-        await self.watching.aclose()
-        await self.live.aclose()
+        await self._turns.aclose()
+        await self._watching.aclose()
+        await self._live.aclose()
         for client in self._llms.values():
             await client.aclose()
-        await self.pool.aclose()
-        await self.store.aclose()
+        await self._pool.aclose()
+        await self._store.aclose()

@@ -13,9 +13,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from cove.conversation.hub import Watcher
+from cove.conversation.watch.hub import Watcher
 from cove.errors import CoveError
 from cove.events import Event, TurnFinished
+from cove.results import TurnOutcome
 
 if TYPE_CHECKING:
     from cove.engine.query import Query
@@ -93,14 +94,8 @@ def withdrawn_event(conversation_id: str) -> TurnFinished:
     """The end of a stream whose turn never started."""
     return TurnFinished(
         turn_id=0,
-        status="cancelled",
-        answer=None,
-        confidence=None,
+        outcome=TurnOutcome("cancelled", error=WITHDRAWN),
         iterations=0,
-        tokens_in=0,
-        tokens_out=0,
-        cost_usd=0.0,
         duration_ms=0.0,
-        error=WITHDRAWN,
         conversation_id=conversation_id,
     )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any
 
 from cove.conversation.lease import owner_is_dead
 from cove.persistence.leases import INTERRUPTED
 from cove.persistence.records import ConversationRecord, IterationRecord, Transcript
+from cove.results import Usage
 
 
 def lease_is_live(conv: ConversationRecord) -> bool:
@@ -52,16 +52,24 @@ def as_recovered(transcript: Transcript) -> Transcript:
                 status="interrupted",
                 error=INTERRUPTED,
                 iterations=iterations,
-                tokens_in=max(turn.tokens_in, _recorded(iterations, "tokens_in")),
-                tokens_out=max(turn.tokens_out, _recorded(iterations, "tokens_out")),
-                cost_usd=max(turn.cost_usd, _recorded(iterations, "cost_usd")),
+                usage=_at_least(turn.usage, _recorded(iterations)),
             )
         turns.append(turn)
     return replace(transcript, turns=tuple(turns))
 
 
-def _recorded(iterations: tuple[IterationRecord, ...], field: str) -> Any:
-    """A total over iterations and their sub-queries, as crash recovery sums it."""
-    return sum(getattr(it, field) for it in iterations) + sum(
-        getattr(sq, field) for it in iterations for sq in it.subqueries
+def _recorded(iterations: tuple[IterationRecord, ...]) -> Usage:
+    """The usage of iterations and their sub-queries, as crash recovery sums it."""
+    total = Usage()
+    for it in iterations:
+        total = sum((sq.usage for sq in it.subqueries), total + it.usage)
+    return total
+
+
+def _at_least(usage: Usage, recorded: Usage) -> Usage:
+    """Each of ``usage``'s totals, raised to the ``recorded`` one where that is larger."""
+    return Usage(
+        max(usage.tokens_in, recorded.tokens_in),
+        max(usage.tokens_out, recorded.tokens_out),
+        max(usage.cost_usd, recorded.cost_usd),
     )

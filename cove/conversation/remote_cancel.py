@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from cove.conversation.follow import CommitPoller
+from cove.conversation.watch.follow import CommitPoller
 from cove.errors import CoveError
 from cove.persistence.connection import MEMORY
 from cove.persistence.store import Store

@@ -7,23 +7,22 @@ A turn runs as a background task feeding its handle's queue, so a channel that s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 
 from cove.config import Settings
 from cove.conversation.handle import TurnHandle, withdrawn_event
-from cove.conversation.hub import ConversationHub
 from cove.conversation.lease import held_lease
 from cove.conversation.live import LiveCache, LiveConversation
-from cove.conversation.rebuild import keep_note
 from cove.conversation.remote_cancel import obeying_cancel_requests
 from cove.conversation.turn_queue import TurnQueue
-from cove.conversation.watching import Watching
+from cove.conversation.watch.hub import ConversationHub
+from cove.conversation.watch.rebuild import keep_note
+from cove.conversation.watch.watching import Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
-from cove.engine.query import Query, TurnOptions
+from cove.engine.query import Query, TurnRequest
 from cove.errors import Busy
 from cove.events import TurnQueued
-from cove.persistence.records import ModelOption
 from cove.persistence.store import Store
 
 #: What the sender of a turn that never started hears when the process stops.
@@ -62,23 +61,10 @@ class Turns:
         """True while a turn of the conversation runs or waits here."""
         return conversation_id in self._queues
 
-    def send(
-        self,
-        conversation_id: str,
-        text: str,
-        attachments: Sequence[tuple[str, bytes]] = (),
-        *,
-        model: str | None = None,
-        max_iterations: int | None = None,
-        owner: str | None = None,
-        model_options: Mapping[str, ModelOption] | None = None,
-    ) -> TurnHandle:
+    def send(self, request: TurnRequest) -> TurnHandle:
         """Start one turn in the background; its handle streams the events."""
-        handle = TurnHandle(conversation_id)
-        options = TurnOptions(max_iterations=max_iterations, model_options=model_options or {})
-        task = asyncio.create_task(
-            self._run_turn(conversation_id, text, attachments, model, options, handle, owner)
-        )
+        handle = TurnHandle(request.conversation_id)
+        task = asyncio.create_task(self._run_turn(request, handle))
         handle.task = task
         self._tasks.add(task)
         self._handles.add(handle)
@@ -130,26 +116,17 @@ class Turns:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _run_turn(
-        self,
-        conversation_id: str,
-        text: str,
-        attachments: Sequence[tuple[str, bytes]],
-        model: str | None,
-        options: TurnOptions,
-        handle: TurnHandle,
-        owner: str | None,
-    ) -> None:
+    async def _run_turn(self, request: TurnRequest, handle: TurnHandle) -> None:
         stream = handle.watcher
         try:
             async with self._admission:  # FIFO: sends join their queues in the order they came
-                record = await self.store.resolve(conversation_id, owner=owner)
+                record = await self.store.resolve(request.conversation_id, owner=request.owner)
                 handle.conversation_id = record.id
                 turns = self._queues.setdefault(record.id, TurnQueue())
                 ticket = turns.join()
             try:
                 if not ticket.is_set():
-                    queued = TurnQueued(conversation_id=record.id, request=text)
+                    queued = TurnQueued(conversation_id=record.id, request=request.text)
                     stream.push(queued)
                     self.watching.notify(queued)
                     await ticket.wait()
@@ -161,9 +138,7 @@ class Turns:
                 hub.attach(stream)
                 try:
                     async with self.live.use(record.id) as entry:
-                        await self._turn_locked(
-                            entry, record.id, text, attachments, model, options, hub, handle
-                        )
+                        await self._turn_locked(entry, record.id, request, hub, handle)
                 finally:
                     hub.local_turns -= 1
                     hub.detach(stream)
@@ -195,15 +170,12 @@ class Turns:
         self,
         entry: LiveConversation,
         conversation_id: str,
-        text: str,
-        attachments: Sequence[tuple[str, bytes]],
-        model: str | None,
-        options: TurnOptions,
+        request: TurnRequest,
         hub: ConversationHub,
         handle: TurnHandle,
     ) -> None:
         record = await self.store.get_conversation(conversation_id)
-        saved = await self.workspaces.save_attachments(record.id, attachments)
+        saved = await self.workspaces.save_attachments(record.id, request.attachments)
         lease_lost = asyncio.Event()
 
         def lost() -> None:
@@ -223,10 +195,9 @@ class Turns:
                 settings=self.settings,
                 store=self.store,
                 env=entry.env,
-                llm=self.llm(model or self.settings.model.name),
+                llm=self.llm(request.model or self.settings.model.name),
                 conversation=record,
-                request=text,
-                options=options,
+                request=request,
                 attachments=saved,
             )
             self._running[record.id] = query
@@ -246,4 +217,4 @@ class Turns:
                 entry.env.state_epoch = None if lease_lost.is_set() else epoch
         late = query.take_unshown_steering()
         if late and not self.closed:  # came after the last iteration began: the next turn
-            self.send(record.id, "\n\n".join(late))
+            self.send(TurnRequest(record.id, "\n\n".join(late)))

@@ -13,34 +13,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cove.config import LoopSettings, ModelSettings
-from cove.engine.llm import LLMClient, Reasoning
+from cove.engine.llm import Completion, LLMClient, Reasoning
 from cove.errors import CoveError, ModelError
 from cove.events import Event, TitleChanged
 from cove.persistence.records import SubqueryWrite
 from cove.persistence.store import Store
+from cove.results import Usage
 
 MAX_TITLE_CHARS = 80
 MAX_SUBQUERY_PROMPT_CHARS = 100_000
 
 
-@dataclass
-class Usage:
-    """Tokens and cost accumulated by a turn."""
-
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, prices: ModelSettings, model: str, tokens_in: int, tokens_out: int) -> float:
-        """Count one model call and return its cost (0 for a model missing from the price table)."""
-        price = prices.price_of(model)
-        cost = 0.0
-        if price is not None:
-            cost = (tokens_in * price.input_per_mtok + tokens_out * price.output_per_mtok) / 1e6
-        self.tokens_in += tokens_in
-        self.tokens_out += tokens_out
-        self.cost_usd += cost
-        return cost
+def priced(prices: ModelSettings, model: str, usage: Usage) -> Usage:
+    """``usage`` with its cost from the price table (0 for a model missing from it)."""
+    price = prices.price_of(model)
+    if price is None:
+        return usage.at_cost(0.0)
+    cost = usage.tokens_in * price.input_per_mtok + usage.tokens_out * price.output_per_mtok
+    return usage.at_cost(cost / 1e6)
 
 
 @dataclass
@@ -56,7 +46,7 @@ class TurnControl:
     last_answer: str | None
     budget: int
     title: str | None = None
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)  # the turn's calls so far
     outbox: list[Event] = field(default_factory=list)
     subqueries: list[SubqueryWrite] = field(default_factory=list)
     current_block: int | None = None
@@ -68,6 +58,12 @@ class TurnControl:
     _extra_granted: int = 0
     _subquery_count: int = 0
     _semaphore: asyncio.Semaphore | None = None
+
+    def count(self, completion: Completion) -> Usage:
+        """Price one model call, add it to the turn's usage and return the call's usage."""
+        call = priced(self.model_settings, completion.model, completion.usage)
+        self.usage = self.usage + call
+        return call
 
     async def request_more_iterations(self, n: int) -> int:
         """Grant up to ``n`` more iterations within the per-call and total bounds.
@@ -149,9 +145,6 @@ class TurnControl:
                     )
                 )
                 raise
-        cost = self.usage.add(
-            self.model_settings, completion.model, completion.tokens_in, completion.tokens_out
-        )
         self.subqueries.append(
             SubqueryWrite(
                 position=position,
@@ -159,9 +152,7 @@ class TurnControl:
                 prompt=prompt,
                 reply=completion.text,
                 model=completion.model,
-                tokens_in=completion.tokens_in,
-                tokens_out=completion.tokens_out,
-                cost_usd=cost,
+                usage=self.count(completion),
                 duration_ms=completion.duration_ms,
             )
         )

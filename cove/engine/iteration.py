@@ -43,7 +43,7 @@ from cove.events import (
 )
 from cove.persistence.records import IterationWrite, ReplyWrite, TurnRecord
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, Usage, VarVersion
 
 IterationOutcome = Literal["ok", "error", "parse_error", "cancelled", "failed"]
 #: The error of a block a cancellation kept from running.
@@ -117,10 +117,10 @@ class BlockDone:
 
 @dataclass(frozen=True)
 class Called:
-    """The model's completion and what it cost."""
+    """The model's completion and what it used, priced."""
 
     completion: Completion
-    cost: float
+    usage: Usage  # the completion's, priced
 
 
 class Iteration:
@@ -241,10 +241,7 @@ class Iteration:
         """The finished call's completion, its cost added to the turn's usage."""
         assert self.llm_task is not None
         completion = self.llm_task.result()
-        cost = self.setup.control.usage.add(
-            self.setup.model_settings, completion.model, completion.tokens_in, completion.tokens_out
-        )
-        return Called(completion, cost)
+        return Called(completion, self.setup.control.count(completion))
 
     async def _call_failed(
         self, prompt: Prompt, exc: ModelError | asyncio.CancelledError
@@ -294,9 +291,7 @@ class Iteration:
                 status="parse_error",
                 raw_reply=completion.text,
                 parse_error=str(exc),
-                tokens_in=completion.tokens_in,
-                tokens_out=completion.tokens_out,
-                cost_usd=called.cost,
+                usage=called.usage,
                 llm_ms=completion.duration_ms,
                 duration_ms=self._ms(),
             ),
@@ -317,9 +312,7 @@ class Iteration:
             ReplyWrite(
                 raw_reply=completion.text,
                 thinking=reply.thinking,
-                tokens_in=completion.tokens_in,
-                tokens_out=completion.tokens_out,
-                cost_usd=called.cost,
+                usage=called.usage,
                 llm_ms=completion.duration_ms,
                 planned_blocks=tuple(b.code for b in reply.blocks),
             ),
@@ -353,9 +346,7 @@ class Iteration:
                 status=status,
                 raw_reply=completion.text,
                 thinking=reply.thinking,
-                tokens_in=completion.tokens_in,
-                tokens_out=completion.tokens_out,
-                cost_usd=called.cost,
+                usage=called.usage,
                 llm_ms=completion.duration_ms,
                 duration_ms=self._ms(),
                 blocks=tuple(d.outcome.result for d in done if not d.recorded),

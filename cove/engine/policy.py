@@ -21,6 +21,7 @@ from typing import cast
 from cove.engine.iteration import IterationResult
 from cove.engine.llm import Reasoning
 from cove.engine.nudges import REPEAT_LIMIT, NudgeState
+from cove.results import TurnStatus
 
 #: Consecutive failed iterations after which the model is asked to reason harder.
 ESCALATE_AFTER_ERRORS = 2
@@ -42,7 +43,7 @@ class Ending:
     """The turn ends: its status, the error recorded with it, and whether a fallback answer
     (where the model got to) is given."""
 
-    status: str
+    status: TurnStatus
     error: str | None = None
     fallback: bool = False
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cove.config import Settings
 from cove.engine.context import JOURNAL_ITERATIONS, Handover, request_message, system_prompt
@@ -25,27 +25,48 @@ from cove.errors import CoveError
 from cove.events import Event, Nudge, TurnFinished, TurnStarted
 from cove.persistence.records import ConversationRecord, ModelOption, TurnRecord
 from cove.persistence.store import Store
+from cove.results import TurnOutcome
 
 MAX_REQUEST_CHARS = 1_000_000
+#: The outcome of a turn whose iterations stopped without an ending (it is recorded as failed).
+UNEXPECTED_END = TurnOutcome("failed", error="the turn ended unexpectedly")
 
 
 @dataclass(frozen=True)
 class TurnEnd:
-    """How a turn ended, as ``run`` records it."""
+    """How the iterations ended: the outcome, still without the turn's usage, and how many ran."""
 
-    status: str = "failed"
-    answer: str | None = None
-    confidence: str | None = None
-    error: str | None = "the turn ended unexpectedly"
+    outcome: TurnOutcome = UNEXPECTED_END
     iterations: int = 0
 
 
-@dataclass
-class TurnOptions:
-    """Per-turn overrides of settings."""
+@dataclass(frozen=True)
+class TurnRequest:
+    """One turn as it was asked: the request, its files, and the settings it overrides.
 
+    Built once where a turn is sent (``Conversations.send``) and handed down whole: the
+    conversation layer resolves the conversation, checks the owner, saves the files and picks
+    the model; ``Query`` records the text and options and runs the turn.
+
+    Attributes:
+        conversation_id: The conversation, as the sender named it (an id or a unique prefix).
+        text: The request.
+        attachments: Files sent with it, as (name, content), saved into the conversation's
+            workspace before the turn starts.
+        model: The model for this turn; None: the configured one.
+        max_iterations: The turn's iteration budget; None: the configured one.
+        model_options: Sent with each of the turn's model calls and recorded with the turn
+            (``temperature``, ``max_tokens``, …).
+        owner: The principal the conversation must belong to; None: no owner check.
+    """
+
+    conversation_id: str
+    text: str
+    attachments: tuple[tuple[str, bytes], ...] = ()
+    model: str | None = None
     max_iterations: int | None = None
-    model_options: Mapping[str, ModelOption] = field(default_factory=dict)  # sent with each call
+    model_options: Mapping[str, ModelOption] = field(default_factory=dict)
+    owner: str | None = None
 
 
 class Query:
@@ -59,21 +80,32 @@ class Query:
         env: Environment,
         llm: LLMClient,
         conversation: ConversationRecord,
-        request: str,
-        options: TurnOptions | None = None,
+        request: TurnRequest,
         inputs: BlockInputs | None = None,
         steering: dict[int, list[str]] | None = None,
         attachments: Sequence[tuple[str, int]] = (),
     ) -> None:
+        """Prepare the turn ``request`` asks of ``conversation``.
+
+        Args:
+            settings: The settings the request does not override.
+            store: Where the turn is recorded.
+            env: The conversation's live environment.
+            llm: The client of the request's model.
+            conversation: The conversation (resolved from ``request.conversation_id``).
+            request: The turn as it was asked (its files already saved: see ``attachments``).
+            inputs: What blocks see of the world (replay: the recorded inputs).
+            steering: Replay: the recorded notes by iteration position.
+            attachments: The (name, size) of the files saved for the request, which its
+                request message lists.
+        """
         self.settings = settings
         self.store = store
         self.env = env
-        self.options = options or TurnOptions()
-        self.llm = (
-            WithOptions(llm, self.options.model_options) if self.options.model_options else llm
-        )
-        self.conversation = conversation
         self.request = request
+        options = request.model_options
+        self.llm = WithOptions(llm, options) if options else llm
+        self.conversation = conversation
         self.inputs = inputs or LiveInputs()
         self.attachments = tuple(attachments)  # (name, size) of the files attached to the request
         self.control: TurnControl | None = None
@@ -110,7 +142,7 @@ class Query:
 
     async def run(self) -> AsyncIterator[Event]:
         """Run the turn, yielding its events; the last one is ``TurnFinished``."""
-        request = self.request
+        request = self.request.text
         if not request.strip():
             raise CoveError("the request is empty")
         if len(request) > MAX_REQUEST_CHARS:
@@ -122,7 +154,7 @@ class Query:
             request,
             model=self.llm.model,
             attachments=self.attachments,
-            model_options=self.options.model_options,
+            model_options=self.request.model_options,
             cost_known=cost_known,
         )
         started = time.perf_counter()
@@ -134,7 +166,7 @@ class Query:
             conversation_id=self.conversation.id,
             request=request,
             last_answer=previous.answer if previous else None,
-            budget=self.options.max_iterations or self.settings.loop.max_iterations,
+            budget=self.request.max_iterations or self.settings.loop.max_iterations,
             title=self.conversation.title,
         )
         control.scheduled_steering = {k: list(v) for k, v in self._steering.items()}
@@ -160,29 +192,15 @@ class Query:
             finally:
                 self.env.end_turn()
         except CoveError as exc:
-            end = TurnEnd("failed", iterations=end.iterations, error=str(exc))
+            end = TurnEnd(TurnOutcome("failed", error=str(exc)), end.iterations)
         finally:
-            record = await self.store.finish_turn(
-                turn.id,
-                status=end.status,
-                answer=end.answer,
-                confidence=end.confidence,
-                tokens_in=control.usage.tokens_in,
-                tokens_out=control.usage.tokens_out,
-                cost_usd=control.usage.cost_usd,
-                error=end.error,
-            )
+            outcome = replace(end.outcome, usage=control.usage)
+            await self.store.finish_turn(turn.id, outcome)
         yield TurnFinished(
             turn_id=turn.id,
-            status=record.status,
-            answer=end.answer,
-            confidence=end.confidence,
+            outcome=outcome,
             iterations=end.iterations,
-            tokens_in=control.usage.tokens_in,
-            tokens_out=control.usage.tokens_out,
-            cost_usd=control.usage.cost_usd,
             duration_ms=(time.perf_counter() - started) * 1000,
-            error=end.error,
             conversation_id=self.conversation.id,
             cost_known=cost_known,
         )
@@ -276,9 +294,9 @@ class Query:
 def _ending(ending: Ending, iterations: int, last: IterationResult | None) -> TurnEnd:
     """The turn's end as recorded: a ``done`` ending carries the last iteration's answer."""
     if ending.status == "done" and last is not None:
-        return TurnEnd("done", last.answer, last.confidence, None, iterations)
+        return TurnEnd(TurnOutcome("done", last.answer, last.confidence), iterations)
     answer = _fallback(ending, iterations, last) if ending.fallback else None
-    return TurnEnd(ending.status, answer, None, ending.error, iterations)
+    return TurnEnd(TurnOutcome(ending.status, answer, error=ending.error), iterations)
 
 
 def _fallback(ending: Ending, iterations: int, last: IterationResult | None) -> str:

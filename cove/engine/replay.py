@@ -23,7 +23,7 @@ from cove.engine.determinism import RecordedInputs
 from cove.engine.iteration import NOT_RUN_CANCELLED
 from cove.engine.journal import block_ref
 from cove.engine.llm.scripted import RecordedClient
-from cove.engine.query import Query, TurnOptions
+from cove.engine.query import Query, TurnRequest
 from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import CodecError
@@ -104,9 +104,11 @@ async def _replay_turn(
         env=env,
         llm=_recorded_client(turn, iterations),
         conversation=conversation,
-        request=turn.request,
-        options=TurnOptions(
-            max_iterations=max(len(iterations), 1), model_options=turn.model_options
+        request=TurnRequest(
+            conversation_id,
+            turn.request,
+            max_iterations=max(len(iterations), 1),
+            model_options=turn.model_options,
         ),
         inputs=_recorded_inputs(turn, iterations, stop),
         steering={it.position: list(it.steering) for it in iterations if it.steering},

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
-from cove.results import BlockResult, VarVersion
+from cove.results import FLAT, BlockResult, TurnOutcome, TurnStatus, Usage, VarVersion
 from cove.text import headline
 
 ModelOption = float | int | str | bool  # one model option's value (temperature=0.2)
@@ -74,9 +74,7 @@ class SubqueryWrite:
     prompt: str
     reply: str | None
     model: str
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
+    usage: Usage = field(default=Usage(), metadata=FLAT)
     duration_ms: float = 0.0
     error: str | None = None
 
@@ -87,9 +85,7 @@ class ReplyWrite:
 
     raw_reply: str
     thinking: str | None = None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
+    usage: Usage = field(default=Usage(), metadata=FLAT)
     llm_ms: float = 0.0
     planned_blocks: tuple[str, ...] = ()  # the code of each block the reply asks to run
 
@@ -107,14 +103,12 @@ class IterationWrite:
     raw_reply: str | None
     thinking: str | None = None
     parse_error: str | None = None
-    tokens_in: int = 0
-    tokens_out: int = 0
+    usage: Usage = field(default=Usage(), metadata=FLAT)
     llm_ms: float = 0.0
     duration_ms: float = 0.0
     blocks: tuple[BlockResult, ...] = ()
     var_versions: tuple[VarVersion, ...] = ()
     subqueries: tuple[SubqueryWrite, ...] = ()
-    cost_usd: float = 0.0
     refusal: str | None = None  # why the reply's answer was refused (status ``error``)
 
 
@@ -152,8 +146,7 @@ class IterationRecord:
     raw_reply: str | None
     thinking: str | None
     parse_error: str | None
-    tokens_in: int
-    tokens_out: int
+    usage: Usage = field(metadata=FLAT)
     llm_ms: float
     duration_ms: float
     seed: int | None
@@ -162,7 +155,6 @@ class IterationRecord:
     subqueries: tuple[SubqueryRecord, ...] = ()
     steering: tuple[str, ...] = ()  # the person's messages this iteration first showed
     planned_blocks: tuple[str, ...] = ()
-    cost_usd: float = 0.0
     refusal: str | None = None  # why the reply's answer was refused, if it was
 
     @property
@@ -187,13 +179,11 @@ class TurnRecord:
     conversation_id: str
     position: int
     request: str
-    status: str
+    status: TurnStatus
     answer: str | None
     confidence: str | None
     model: str | None
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
+    usage: Usage = field(metadata=FLAT)
     started_at: float
     finished_at: float | None
     error: str | None
@@ -203,6 +193,11 @@ class TurnRecord:
         default_factory=dict
     )  # as sent, e.g. temperature
     cost_known: bool = True  # False: the model had no price, and ``cost_usd`` means unknown
+
+    @property
+    def outcome(self) -> TurnOutcome:
+        """How the turn ended (for a running turn: ``running``, its usage so far)."""
+        return TurnOutcome(self.status, self.answer, self.confidence, self.error, self.usage)
 
 
 @dataclass(frozen=True, kw_only=True)

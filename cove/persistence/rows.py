@@ -18,7 +18,7 @@ from cove.persistence.records import (
     TurnRecord,
     VarVersionRecord,
 )
-from cove.results import BlockFigure, FigureAxes, VarKind
+from cove.results import BlockFigure, FigureAxes, TurnStatus, Usage, VarKind
 
 #: A conversation with what lists show of it. Each subquery reads one entry of the turn
 #: table's (conversation_id, position) index, so a list costs the same whatever its turns hold.
@@ -86,6 +86,12 @@ def conversation(row: sqlite3.Row) -> ConversationRecord:
     )
 
 
+def usage(row: sqlite3.Row) -> Usage:
+    """The ``tokens_in``, ``tokens_out`` and ``cost_usd`` columns of a turn, iteration or
+    sub-query row."""
+    return Usage(row["tokens_in"], row["tokens_out"], row["cost_usd"])
+
+
 def turn(row: sqlite3.Row, iterations: tuple[IterationRecord, ...] = ()) -> TurnRecord:
     """Build a ``TurnRecord`` from a ``TURN_COLUMNS`` row."""
     return TurnRecord(
@@ -93,13 +99,11 @@ def turn(row: sqlite3.Row, iterations: tuple[IterationRecord, ...] = ()) -> Turn
         conversation_id=row["conversation_id"],
         position=row["position"],
         request=row["request"],
-        status=row["status"],
+        status=cast(TurnStatus, row["status"]),
         answer=row["answer"],
         confidence=row["confidence"],
         model=row["model"],
-        tokens_in=row["tokens_in"],
-        tokens_out=row["tokens_out"],
-        cost_usd=row["cost_usd"],
+        usage=usage(row),
         started_at=row["started_at"],
         finished_at=row["finished_at"],
         error=row["error"],
@@ -128,8 +132,7 @@ def iteration(
         raw_reply=row["raw_reply"],
         thinking=row["thinking"],
         parse_error=row["parse_error"],
-        tokens_in=row["tokens_in"],
-        tokens_out=row["tokens_out"],
+        usage=usage(row),
         llm_ms=row["llm_ms"],
         duration_ms=row["duration_ms"],
         seed=row["seed"],
@@ -138,7 +141,6 @@ def iteration(
         subqueries=subqueries,
         steering=steering,
         planned_blocks=tuple(json.loads(row["planned_blocks"] or "[]")),
-        cost_usd=row["cost_usd"],
         refusal=row["refusal"],
     )
 
@@ -207,9 +209,7 @@ def subquery(row: sqlite3.Row) -> SubqueryRecord:
         prompt=row["prompt"],
         reply=row["reply"],
         model=row["model"],
-        tokens_in=row["tokens_in"],
-        tokens_out=row["tokens_out"],
-        cost_usd=row["cost_usd"],
+        usage=usage(row),
         duration_ms=row["duration_ms"],
         error=row["error"],
     )

@@ -41,7 +41,7 @@ from cove.persistence.records import (
     TurnRecord,
     VarVersionRecord,
 )
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, VarVersion
 
 #: Write units up to this many bytes may run on the event loop's thread (see ``Store._write``).
 INLINE_WRITE_BYTES = 64 * 1024
@@ -540,19 +540,9 @@ class Store:
         if due is not None:
             await self.keep_history(due)
 
-    async def finish_turn(
-        self,
-        turn_id: int,
-        *,
-        status: str,
-        answer: str | None,
-        confidence: str | None,
-        tokens_in: int,
-        tokens_out: int,
-        cost_usd: float,
-        error: str | None = None,
-    ) -> TurnRecord:
-        """Close a running turn and return it; iterations it left running end with it.
+    async def finish_turn(self, turn_id: int, outcome: TurnOutcome) -> TurnRecord:
+        """Close a running turn with its outcome and return it; iterations it left running end
+        with it.
 
         Raises:
             NotFound: unknown turn.
@@ -563,13 +553,7 @@ class Store:
             writes.finish_turn,
             self._clock(),
             turn_id,
-            status,
-            answer,
-            confidence,
-            tokens_in,
-            tokens_out,
-            cost_usd,
-            error,
+            outcome,
             current_fence(),
         )
 

@@ -31,7 +31,7 @@ from cove.persistence.records import (
 from cove.persistence.rows import figures_json
 from cove.persistence.search_index import index_blocks, index_text
 from cove.persistence.totals import RECORDED_TOTALS
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, VarVersion
 
 ITERATION_END_STATUSES = frozenset({"ok", "error", "parse_error", "interrupted", "cancelled"})
 
@@ -204,9 +204,9 @@ def record_reply(
             (
                 reply.raw_reply,
                 reply.thinking,
-                reply.tokens_in,
-                reply.tokens_out,
-                reply.cost_usd,
+                reply.usage.tokens_in,
+                reply.usage.tokens_out,
+                reply.usage.cost_usd,
                 reply.llm_ms,
                 json.dumps(list(reply.planned_blocks)),
                 iteration_id,
@@ -293,9 +293,9 @@ def _close_iteration(conn: sqlite3.Connection, iteration_id: int, result: Iterat
             result.thinking,
             result.parse_error,
             result.refusal,
-            result.tokens_in,
-            result.tokens_out,
-            result.cost_usd,
+            result.usage.tokens_in,
+            result.usage.tokens_out,
+            result.usage.cost_usd,
             result.llm_ms,
             result.duration_ms,
             iteration_id,
@@ -458,9 +458,9 @@ def _insert_subqueries(
                 sub.prompt,
                 sub.reply,
                 sub.model,
-                sub.tokens_in,
-                sub.tokens_out,
-                sub.cost_usd,
+                sub.usage.tokens_in,
+                sub.usage.tokens_out,
+                sub.usage.cost_usd,
                 sub.duration_ms,
                 sub.error,
             )
@@ -473,16 +473,11 @@ def finish_turn(
     conn: sqlite3.Connection,
     now: float,
     turn_id: int,
-    status: str,
-    answer: str | None,
-    confidence: str | None,
-    tokens_in: int,
-    tokens_out: int,
-    cost_usd: float,
-    error: str | None,
+    outcome: TurnOutcome,
     fence: Fence | None = None,
 ) -> TurnRecord:
-    """Close a running turn; iterations it left running end with it."""
+    """Close a running turn with its outcome; iterations it left running end with it."""
+    status, usage = outcome.status, outcome.usage
     if status not in FINAL_STATUSES:
         raise StoreError(f"{status!r} is not a finished turn status")
     with immediate(conn):
@@ -490,7 +485,17 @@ def finish_turn(
         conn.execute(
             "UPDATE turn SET status = ?, answer = ?, confidence = ?, tokens_in = ?,"
             " tokens_out = ?, cost_usd = ?, finished_at = ?, error = ? WHERE id = ?",
-            (status, answer, confidence, tokens_in, tokens_out, cost_usd, now, error, turn_id),
+            (
+                status,
+                outcome.answer,
+                outcome.confidence,
+                usage.tokens_in,
+                usage.tokens_out,
+                usage.cost_usd,
+                now,
+                outcome.error,
+                turn_id,
+            ),
         )
         # Totals are never less than what the recorded iterations and sub-queries used (a
         # failed or cancelled turn included), the same sums crash recovery writes.
@@ -501,8 +506,8 @@ def finish_turn(
             "UPDATE iteration SET status = ? WHERE turn_id = ? AND status = 'running'",
             (leftover, turn_id),
         )
-        if answer:
-            index_text(conn, turn_id, "answer", answer)
+        if outcome.answer:
+            index_text(conn, turn_id, "answer", outcome.answer)
         cancels.clear(conn, "?", [turn_id])  # a stop asked of it is answered by its end
         conn.execute("UPDATE conversation SET updated_at = ? WHERE id = ?", (now, conversation_id))
     return reads.get_turn(conn, turn_id)

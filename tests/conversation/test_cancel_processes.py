@@ -16,7 +16,7 @@ import pytest
 
 from cove.conversation import Conversations, scripted_factory
 from cove.events import IterationStarted, ModelReply, TurnFinished
-from tests.conversation.test_watch_processes import (
+from tests.conversation.watch.test_watch_processes import (
     env_for,
     gated,
     local_settings,
@@ -68,7 +68,7 @@ async def test_a_turn_held_at_the_model_in_another_process_is_cancelled_from_her
                 if process.returncode is None:
                     process.kill()
                     await process.communicate()
-        [turn] = await convs.store.turns(conv.id)
+        [turn] = await convs._store.turns(conv.id)
         transcript = await convs.inspect(conv.id)
     finished = rest[-1]
     assert isinstance(finished, TurnFinished) and finished.status == "cancelled"

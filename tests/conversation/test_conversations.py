@@ -16,7 +16,7 @@ import pytest
 from cove.conversation import Conversations, scripted_factory
 from cove.errors import AmbiguousId, Busy, CoveError, NotFound
 from cove.events import BlockStarted, Event, TurnFinished, TurnQueued, TurnStarted
-from tests.conversation.watch_helpers import GatedClient
+from tests.conversation.watch.watch_helpers import GatedClient
 from tests.scripted import reply, settings_for
 
 
@@ -154,7 +154,7 @@ async def test_fifty_conversations_three_turns_concurrently(tmp_path: Path) -> N
             return answers
 
         results = await asyncio.gather(*(three_turns(n) for n in range(count)))
-        assert convs.live.peak <= 8
+        assert convs._live.peak <= 8
         for n, answers in enumerate(results):
             assert answers[-1] == f"c{n} [1, 2, 3]"
             transcript = await convs.inspect(ids[n])
@@ -180,7 +180,7 @@ async def test_evicted_environment_is_rebuilt_from_the_database(tmp_path: Path) 
         a, b = await convs.create(), await convs.create()
         await run(convs, a.id, "define")
         await run(convs, b.id, "evicts a")
-        assert convs.live.get(a.id) is None
+        assert convs._live.get(a.id) is None
         events = await run(convs, a.id, "use")
         assert final(events).answer == "[1, 2]"
         assert final(events).status == "done"
@@ -330,7 +330,7 @@ async def test_a_turn_whose_lease_is_taken_over_stops_without_writing_again(
         # conversation belongs to the other process now.
         with pytest.raises(Busy, match="epoch 1 was refused"):
             await asyncio.wait_for(running, timeout=60)
-        turn = (await convs.store.turns(conv.id))[-1]
+        turn = (await convs._store.turns(conv.id))[-1]
         assert turn.status == "running" and not (await convs.inspect(conv.id)).turns[0].answer
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cove.conversation import Conversations, scripted_factory, timeline
 from cove.events import Event, Nudge, SandboxRestarted
-from tests.conversation.watch_helpers import durable
+from tests.conversation.watch.watch_helpers import durable
 from tests.scripted import reply, settings_for
 
 SPIN = json.dumps({"thinking": "t", "code": [{"code": "while True:\n    pass", "timeout_s": 1}]})

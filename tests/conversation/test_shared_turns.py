@@ -12,7 +12,7 @@ import pytest
 
 from cove.conversation import Conversations, scripted_factory
 from cove.events import TurnFinished
-from tests.conversation.test_watch_processes import env_for, local_settings, start_run
+from tests.conversation.watch.test_watch_processes import env_for, local_settings, start_run
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
@@ -48,6 +48,6 @@ async def test_a_turn_after_another_process_ran_one_starts_from_its_values(
         assert out.decode().strip() == "2"
 
         last = await finished(convs, conv.id, "one here again")
-        versions = await convs.store.var_history(conv.id, "n")
+        versions = await convs._store.var_history(conv.id, "n")
     assert (last.status, last.answer) == ("done", "20"), last.error
     assert [(v.version, v.preview) for v in versions] == [(1, "1"), (2, "2"), (3, "20")]

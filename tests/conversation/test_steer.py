@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cove.conversation import Conversations
 from cove.events import Event, IterationStarted, ReplayFinished, SteerReceived
-from tests.conversation.watch_helpers import GatedClient, durable
+from tests.conversation.watch.watch_helpers import GatedClient, durable
 from tests.scripted import reply, settings_for
 
 NOTE = "use base 7 please"
@@ -71,7 +71,7 @@ async def test_without_a_running_turn_a_steer_is_a_turn(tmp_path: Path) -> None:
         handle = await convs.steer(conv.id, NOTE)
         assert handle is not None
         assert (await handle.finished()).answer == "as a turn"
-        turns = await convs.store.turns(conv.id)
+        turns = await convs._store.turns(conv.id)
     assert [t.request for t in turns] == [NOTE]
 
 
@@ -92,6 +92,6 @@ async def test_a_steer_too_late_for_the_turn_becomes_the_next_turn(tmp_path: Pat
                 if len(answers) == 2:
                     break
         await stream.aclose()
-        turns = await convs.store.turns(conv.id)
+        turns = await convs._store.turns(conv.id)
     assert answers == ["first", "second"]
     assert [t.request for t in turns] == ["one", NOTE]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cove.config import Settings
 from cove.engine.llm import LLMClient
-from cove.engine.query import Query, TurnOptions
+from cove.engine.query import Query, TurnRequest
 from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.events import Event, TurnFinished
@@ -36,8 +36,7 @@ class Stack:
             env=self.env,
             llm=self.llm,
             conversation=self.conversation,
-            request=request,
-            options=TurnOptions(**options),
+            request=TurnRequest(self.conversation.id, request, **options),
         )
 
     async def turn(self, request: str, **options: int) -> tuple[list[Event], TurnFinished]:

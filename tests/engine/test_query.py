@@ -59,8 +59,8 @@ async def test_variables_survive_across_turns(
         # The second turn's first prompt carries the handover of the first turn.
         handover = fake_openai.requests[1]["messages"][1]["content"]
         assert "Total: 12" in handover
-        assert first.tokens_in > 0 and first.tokens_out > 0
-        assert first.cost_usd == 0 and not first.cost_known  # fake-model is not priced
+        assert first.usage.tokens_in > 0 and first.usage.tokens_out > 0
+        assert first.usage.cost_usd == 0 and not first.cost_known  # fake-model is not priced
 
 
 async def test_every_prompt_and_raw_reply_is_stored_exactly(
@@ -319,14 +319,18 @@ async def test_sub_queries_are_recorded_and_costed(
     subqueries = transcript.turns[0].iterations[0].subqueries
     assert sorted(s.prompt for s in subqueries) == ["a?", "b?", "c?"]
     assert all(s.reply in ("A", "B", "C") for s in subqueries)
-    assert all(s.cost_usd > 0 for s in subqueries)
+    assert all(s.usage.cost_usd > 0 for s in subqueries)
     assert final.answer == "C"
     assert final.cost_known
     assert answers["answers"].preview == "['A', 'B']"
     main_cost = (
-        sum(it.tokens_in * 1.0 + it.tokens_out * 2.0 for it in transcript.turns[0].iterations) / 1e6
+        sum(
+            it.usage.tokens_in * 1.0 + it.usage.tokens_out * 2.0
+            for it in transcript.turns[0].iterations
+        )
+        / 1e6
     )
-    assert final.cost_usd > main_cost
+    assert final.usage.cost_usd > main_cost
 
 
 async def test_a_crashing_block_restarts_the_sandbox_and_nudges(

@@ -17,7 +17,7 @@ from cove.environment.sandbox.outcome import BlockOutcome
 from cove.errors import NotFound, SandboxError
 from cove.persistence.records import IterationWrite
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, VarVersion
 
 CLOCK = 1_700_000_000.0
 Ran = list[tuple[BlockOutcome, tuple[VarVersion, ...]]]
@@ -88,15 +88,7 @@ class Harness:
             iteration,
             IterationWrite(status="ok", raw_reply="{}", blocks=blocks, var_versions=versions),
         )
-        await self.store.finish_turn(
-            turn.id,
-            status="done",
-            answer="done",
-            confidence=None,
-            tokens_in=0,
-            tokens_out=0,
-            cost_usd=0.0,
-        )
+        await self.store.finish_turn(turn.id, TurnOutcome("done", answer="done"))
         return ran
 
 

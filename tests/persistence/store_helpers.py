@@ -12,7 +12,7 @@ from cove.persistence.records import (
     IterationWrite,
 )
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
 
 SYSTEM_PROMPT = "You answer by writing Python code."
 
@@ -87,8 +87,7 @@ def iteration_write(
         status=status,
         raw_reply='{"code": ["x = 1"]}',
         thinking="think",
-        tokens_in=10,
-        tokens_out=5,
+        usage=Usage(10, 5),
         llm_ms=12.0,
         duration_ms=20.0,
         blocks=block_writes,
@@ -123,13 +122,7 @@ async def add_turn(
     turn = await store.start_turn(conversation_id, request)
     await add_iteration(store, turn.id, 0, iteration_write(variables=variables))
     await store.finish_turn(
-        turn.id,
-        status="done",
-        answer=answer,
-        confidence="high",
-        tokens_in=10,
-        tokens_out=5,
-        cost_usd=0.01,
+        turn.id, TurnOutcome("done", answer=answer, confidence="high", usage=Usage(10, 5, 0.01))
     )
     return turn.id
 

@@ -22,7 +22,7 @@ import sys
 from cove.errors import Busy
 from cove.persistence.records import IterationWrite, ReplyWrite
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, VarVersion
 
 SYSTEM_PROMPT = "You answer by writing Python code."
 
@@ -102,10 +102,7 @@ async def writer(path: str, count: int) -> None:
         turn = await store.start_turn(conversation.id, "write")
         for n in range(count):
             await write(store, turn.id, n)
-        await store.finish_turn(
-            turn.id, status="done", answer="ok", confidence=None, tokens_in=0, tokens_out=0,
-            cost_usd=0,
-        )  # fmt: skip
+        await store.finish_turn(turn.id, TurnOutcome("done", answer="ok"))
         await store.release_lease(conversation.id, owner)
         print(conversation.id, flush=True)
 

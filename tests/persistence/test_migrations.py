@@ -10,6 +10,7 @@ from cove.errors import NotADatabase, SchemaTooNew, StoreError
 from cove.persistence.migrate import latest_version, migrations, split_statements
 from cove.persistence.opening import APPLICATION_ID
 from cove.persistence.store import Store
+from cove.results import TurnOutcome
 from tests.persistence.store_helpers import count, file_bytes, file_names, raw, write_file
 
 MIGRATIONS = Path(__file__).parents[2] / "cove" / "persistence" / "migrations"
@@ -280,10 +281,7 @@ async def test_turns_recorded_before_costs_were_marked_known_are_judged_by_what_
         conv = await store.create_conversation(channel="cli")
         for _ in range(3):
             turn = await store.start_turn(conv.id, "q")
-            await store.finish_turn(
-                turn.id, status="done", answer="a", confidence=None,
-                tokens_in=0, tokens_out=0, cost_usd=0.0,
-            )  # fmt: skip
+            await store.finish_turn(turn.id, TurnOutcome("done", answer="a"))
     with raw(db_path) as conn:  # as a database from before 0014 held them
         conn.execute("ALTER TABLE turn DROP COLUMN cost_known")
         conn.execute("ALTER TABLE iteration DROP COLUMN refusal")

@@ -10,6 +10,7 @@ import pytest
 
 from cove.errors import AmbiguousId, Busy, NotFound, StoreError
 from cove.persistence.store import Store
+from cove.results import TurnOutcome, Usage
 from tests.persistence.store_helpers import (
     FakeClock,
     add_iteration,
@@ -171,18 +172,16 @@ async def test_turns_are_numbered_from_one_and_finished_with_their_results(store
     )
 
     finished = await store.finish_turn(
-        first.id,
-        status="done",
-        answer="42",
-        confidence="high",
-        tokens_in=100,
-        tokens_out=20,
-        cost_usd=0.5,
+        first.id, TurnOutcome("done", answer="42", confidence="high", usage=Usage(100, 20, 0.5))
     )
     second = await store.start_turn(conversation.id, "again")
 
     assert (finished.status, finished.answer, finished.confidence) == ("done", "42", "high")
-    assert (finished.tokens_in, finished.tokens_out, finished.cost_usd) == (100, 20, 0.5)
+    assert (finished.usage.tokens_in, finished.usage.tokens_out, finished.usage.cost_usd) == (
+        100,
+        20,
+        0.5,
+    )
     assert finished.finished_at is not None and finished.error is None
     assert second.position == 2
     assert await store.get_turn(first.id) == finished
@@ -194,24 +193,12 @@ async def test_finish_turn_refuses_bad_status_and_a_finished_turn(store: Store) 
     turn = await store.start_turn(conversation.id, "q")
 
     with pytest.raises(StoreError, match="not a finished turn status"):
-        await store.finish_turn(
-            turn.id, status="running", answer=None, confidence=None, tokens_in=0, tokens_out=0,
-            cost_usd=0,
-        )  # fmt: skip
-    await store.finish_turn(
-        turn.id, status="failed", answer=None, confidence=None, tokens_in=0, tokens_out=0,
-        cost_usd=0, error="endpoint down",
-    )  # fmt: skip
+        await store.finish_turn(turn.id, TurnOutcome("running"))
+    await store.finish_turn(turn.id, TurnOutcome("failed", error="endpoint down"))
     with pytest.raises(Busy, match="no longer running"):
-        await store.finish_turn(
-            turn.id, status="done", answer="x", confidence=None, tokens_in=0, tokens_out=0,
-            cost_usd=0,
-        )  # fmt: skip
+        await store.finish_turn(turn.id, TurnOutcome("done", answer="x"))
     with pytest.raises(NotFound):
-        await store.finish_turn(
-            999, status="done", answer="x", confidence=None, tokens_in=0, tokens_out=0,
-            cost_usd=0,
-        )  # fmt: skip
+        await store.finish_turn(999, TurnOutcome("done", answer="x"))
     assert (await store.get_turn(turn.id)).error == "endpoint down"
 
 
@@ -223,10 +210,7 @@ async def test_finishing_a_turn_ends_iterations_it_left_running(store: Store) ->
         turn.id, 1, system_prompt="s", request_message="q", context_message="c"
     )
 
-    await store.finish_turn(
-        turn.id, status="cancelled", answer=None, confidence=None, tokens_in=0, tokens_out=0,
-        cost_usd=0,
-    )  # fmt: skip
+    await store.finish_turn(turn.id, TurnOutcome("cancelled"))
 
     transcript = await store.transcript(conversation.id)
     assert [i.status for i in transcript.turns[0].iterations] == ["ok", "cancelled"]

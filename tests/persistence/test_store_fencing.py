@@ -11,7 +11,7 @@ import pytest
 from cove.errors import Busy
 from cove.persistence.fence import Fence, fenced
 from cove.persistence.store import Store, StoreOpener
-from cove.results import BlockResult
+from cove.results import BlockResult, TurnOutcome
 from tests.persistence.store_helpers import FakeClock, count
 
 TTL = 30.0
@@ -48,15 +48,7 @@ async def test_writes_under_the_current_epoch_land(store: Store) -> None:
         )
         await store.record_block(iteration, block())
         await store.set_title(conversation.id, "fenced title")
-        done = await store.finish_turn(
-            turn.id,
-            status="done",
-            answer="a",
-            confidence=None,
-            tokens_in=0,
-            tokens_out=0,
-            cost_usd=0.0,
-        )
+        done = await store.finish_turn(turn.id, TurnOutcome("done", answer="a"))
 
     assert done.status == "done"
     assert (await store.get_conversation(conversation.id)).title == "fenced title"
@@ -86,15 +78,7 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
             "record_block": lambda: store.record_block(iteration, block()),
             "add_steering": lambda: store.add_steering(iteration, ["late note"]),
             "set_title": lambda: store.set_title(conversation.id, "stale title"),
-            "finish_turn": lambda: store.finish_turn(
-                turn.id,
-                status="done",
-                answer="late",
-                confidence=None,
-                tokens_in=0,
-                tokens_out=0,
-                cost_usd=0.0,
-            ),
+            "finish_turn": lambda: store.finish_turn(turn.id, TurnOutcome("done", answer="late")),
         }
         for name, attempt in attempts.items():
             with pytest.raises(Busy, match="epoch 1 was refused") as refused:

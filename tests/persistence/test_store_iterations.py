@@ -10,7 +10,7 @@ import pytest
 from cove.errors import Busy, NotFound, StoreError
 from cove.persistence.records import IterationWrite, SubqueryWrite
 from cove.persistence.store import Store
-from cove.results import VarVersion
+from cove.results import TurnOutcome, Usage, VarVersion
 from tests.persistence.store_helpers import (
     SYSTEM_PROMPT,
     add_iteration,
@@ -35,7 +35,7 @@ async def test_an_iteration_commits_with_all_it_produced(store: Store) -> None:
     )  # fmt: skip
     result = replace(
         iteration_write(variables={"total": (1, "3"), "gone": (2, None)}),
-        subqueries=(SubqueryWrite(0, 1, "summarise", "short", "mini", 3, 4, 0.1, 5.0),),
+        subqueries=(SubqueryWrite(0, 1, "summarise", "short", "mini", Usage(3, 4, 0.1), 5.0),),
     )
 
     await store.finish_iteration(iteration_id, result)
@@ -45,7 +45,11 @@ async def test_an_iteration_commits_with_all_it_produced(store: Store) -> None:
     assert (iteration.id, iteration.status, iteration.seed) == (iteration_id, "ok", 7)
     assert (iteration.request_message, iteration.context_message) == ("req", "ctx")
     assert (iteration.raw_reply, iteration.thinking) == (result.raw_reply, "think")
-    assert (iteration.tokens_in, iteration.tokens_out, iteration.llm_ms) == (10, 5, 12.0)
+    assert (iteration.usage.tokens_in, iteration.usage.tokens_out, iteration.llm_ms) == (
+        10,
+        5,
+        12.0,
+    )
     assert [(b.position, b.code, b.stdout) for b in iteration.blocks] == [
         (0, "x = 0", "out 0\n"),
         (1, "x = 1", "out 1\n"),
@@ -123,10 +127,7 @@ async def test_finishing_twice_or_after_the_turn_ended_is_busy(store: Store) -> 
     with pytest.raises(NotFound):
         await store.start_iteration(999, 0, system_prompt="s", request_message="r",
                                     context_message="c")  # fmt: skip
-    await store.finish_turn(
-        turn_id, status="done", answer=None, confidence=None, tokens_in=0, tokens_out=0,
-        cost_usd=0,
-    )  # fmt: skip
+    await store.finish_turn(turn_id, TurnOutcome("done"))
     with pytest.raises(Busy, match="no longer running"):
         await store.start_iteration(turn_id, 1, system_prompt="s", request_message="r",
                                     context_message="c")  # fmt: skip

@@ -9,6 +9,7 @@ import pytest
 from cove.errors import NotFound
 from cove.persistence.records import TurnNote
 from cove.persistence.store import Store
+from cove.results import TurnOutcome
 from tests.persistence.store_helpers import count
 
 
@@ -43,8 +44,6 @@ async def test_notes_go_with_their_conversation(store: Store, db_path: Path) -> 
     conv = await store.create_conversation(channel="cli")
     turn = await store.start_turn(conv.id, "one")
     await store.add_note(turn.id, 1, "nudge", "x")
-    await store.finish_turn(
-        turn.id, status="done", answer="ok", confidence=None, tokens_in=0, tokens_out=0, cost_usd=0
-    )
+    await store.finish_turn(turn.id, TurnOutcome("done", answer="ok"))
     await store.delete_conversation(conv.id)
     assert count(db_path, "turn_note") == 0

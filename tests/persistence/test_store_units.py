@@ -19,7 +19,7 @@ from cove.persistence.records import (
     SubqueryWrite,
 )
 from cove.persistence.store import Store, StoreOpener
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
 from tests.persistence.store_helpers import SYSTEM_PROMPT, count
 
 
@@ -47,9 +47,7 @@ async def test_reply_and_blocks_are_readable_before_the_iteration_ends(store: St
         ReplyWrite(
             raw_reply='{"code": ["x = 1", "y = 2"]}',
             thinking="two steps",
-            tokens_in=100,
-            tokens_out=20,
-            cost_usd=0.5,
+            usage=Usage(100, 20, 0.5),
             planned_blocks=("x = 1", "y = 2"),
         ),
     )
@@ -57,7 +55,7 @@ async def test_reply_and_blocks_are_readable_before_the_iteration_ends(store: St
     transcript = await store.transcript(conversation_id)
     [it] = transcript.turns[0].iterations
     assert it.status == "running"
-    assert (it.raw_reply, it.thinking, it.tokens_in, it.cost_usd) == (
+    assert (it.raw_reply, it.thinking, it.usage.tokens_in, it.usage.cost_usd) == (
         '{"code": ["x = 1", "y = 2"]}',
         "two steps",
         100,
@@ -72,17 +70,14 @@ async def test_reply_and_blocks_are_readable_before_the_iteration_ends(store: St
 
     await store.record_block(iteration_id, block(1, "y = 2"), [version("y", 1, 1)])
     await store.finish_iteration(
-        iteration_id, IterationWrite(status="ok", raw_reply=None, tokens_in=100, tokens_out=20)
+        iteration_id, IterationWrite(status="ok", raw_reply=None, usage=Usage(100, 20))
     )
     [it] = (await store.transcript(conversation_id)).turns[0].iterations
     assert it.status == "ok" and it.raw_reply and it.thinking == "two steps"
     assert [b.position for b in it.blocks] == [0, 1]
     hits = await store.search("y", conversation_id=conversation_id)
     assert [h.kind for h in hits] == ["code"]
-    await store.finish_turn(
-        turn_id, status="done", answer="a", confidence=None, tokens_in=100, tokens_out=20,
-        cost_usd=0.5,
-    )  # fmt: skip
+    await store.finish_turn(turn_id, TurnOutcome("done", answer="a", usage=Usage(100, 20, 0.5)))
 
 
 async def test_a_block_unit_is_atomic(store: Store, db_path: Path) -> None:
@@ -98,10 +93,7 @@ async def test_units_of_an_iteration_no_longer_running_are_refused(
 ) -> None:
     async with open_store() as store:
         _, turn_id, iteration_id = await start(store)
-        await store.finish_turn(
-            turn_id, status="cancelled", answer=None, confidence=None, tokens_in=0,
-            tokens_out=0, cost_usd=0,
-        )  # fmt: skip
+        await store.finish_turn(turn_id, TurnOutcome("cancelled"))
         with pytest.raises(Busy):
             await store.record_reply(iteration_id, ReplyWrite(raw_reply="late"))
         with pytest.raises(Busy):
@@ -110,20 +102,16 @@ async def test_units_of_an_iteration_no_longer_running_are_refused(
 
 async def test_a_failed_turn_reports_what_its_iterations_recorded(store: Store) -> None:
     _, turn_id, iteration_id = await start(store)
-    await store.record_reply(
-        iteration_id, ReplyWrite(raw_reply="r", tokens_in=300, tokens_out=40, cost_usd=0.25)
-    )
+    await store.record_reply(iteration_id, ReplyWrite(raw_reply="r", usage=Usage(300, 40, 0.25)))
     sub = SubqueryWrite(
-        position=0, block_position=0, prompt="p", reply="q", model="m", tokens_in=10,
-        tokens_out=5, cost_usd=0.01,
+        position=0, block_position=0, prompt="p", reply="q", model="m", usage=Usage(10, 5, 0.01),
     )  # fmt: skip
     await store.record_block(iteration_id, block(0), subqueries=[sub])
     record = await store.finish_turn(
-        turn_id, status="failed", answer=None, confidence=None, tokens_in=0, tokens_out=0,
-        cost_usd=0, error="the model endpoint went away",
-    )  # fmt: skip
-    assert (record.tokens_in, record.tokens_out) == (310, 45)
-    assert record.cost_usd == pytest.approx(0.26)
+        turn_id, TurnOutcome("failed", error="the model endpoint went away")
+    )
+    assert (record.usage.tokens_in, record.usage.tokens_out) == (310, 45)
+    assert record.usage.cost_usd == pytest.approx(0.26)
 
 
 async def test_crash_recovery_sums_the_recorded_usage(
@@ -131,19 +119,17 @@ async def test_crash_recovery_sums_the_recorded_usage(
 ) -> None:
     async with open_store() as store:
         conversation_id, turn_id, iteration_id = await start(store)
-        await store.record_reply(
-            iteration_id, ReplyWrite(raw_reply="r", tokens_in=70, tokens_out=7, cost_usd=0.07)
-        )
+        await store.record_reply(iteration_id, ReplyWrite(raw_reply="r", usage=Usage(70, 7, 0.07)))
         await store.finish_iteration(
             iteration_id,
-            IterationWrite(status="ok", raw_reply=None, tokens_in=70, tokens_out=7, cost_usd=0.07),
+            IterationWrite(status="ok", raw_reply=None, usage=Usage(70, 7, 0.07)),
         )
         second = await store.start_iteration(
             turn_id, 1, system_prompt=SYSTEM_PROMPT, request_message="r", context_message="c"
         )
         await store.record_reply(
             second,
-            ReplyWrite(raw_reply="r2", tokens_in=30, tokens_out=3, cost_usd=0.03,
+            ReplyWrite(raw_reply="r2", usage=Usage(30, 3, 0.03),
                        planned_blocks=("a = 1", "b = 2")),
         )  # fmt: skip
         await store.record_block(second, block(0, "a = 1"))
@@ -151,8 +137,8 @@ async def test_crash_recovery_sums_the_recorded_usage(
     async with open_store() as store:
         turn = await store.get_turn(turn_id)
         assert turn.status == "interrupted"
-        assert (turn.tokens_in, turn.tokens_out) == (100, 10)
-        assert turn.cost_usd == pytest.approx(0.10)
+        assert (turn.usage.tokens_in, turn.usage.tokens_out) == (100, 10)
+        assert turn.usage.cost_usd == pytest.approx(0.10)
         [_, cut] = (await store.transcript(conversation_id)).turns[0].iterations
         assert cut.status == "interrupted" and cut.running_block == 1
         # Recovery indexes the blocks the dead process recorded but never closed.

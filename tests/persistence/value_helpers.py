@@ -12,7 +12,7 @@ from cove.codec import decode, encode_tree
 from cove.codec.chunks import Tree, refs
 from cove.persistence.records import IterationWrite
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, VarVersion
 from tests.persistence.store_helpers import SYSTEM_PROMPT, raw
 
 
@@ -44,9 +44,7 @@ async def write_turn(store: Store, conversation_id: str, *versions: VarVersion) 
     block = BlockResult(position=0, code="x = 1", ok=True)
     await store.record_block(iteration, block, versions)
     await store.finish_iteration(iteration, IterationWrite(status="ok", raw_reply="{}"))
-    await store.finish_turn(
-        turn.id, status="done", answer="a", confidence=None, tokens_in=0, tokens_out=0, cost_usd=0
-    )
+    await store.finish_turn(turn.id, TurnOutcome("done", answer="a"))
     return turn.position
 
 

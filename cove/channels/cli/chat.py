@@ -20,7 +20,7 @@ from cove.channels.cli.options import ModelOptions, model_options
 from cove.channels.cli.render import ProgressView, console_for, cut, line
 from cove.channels.cli.signals import routed_signals
 from cove.conversation import Conversations
-from cove.conversation.health import model_not_offered
+from cove.conversation.service.health import model_not_offered
 from cove.errors import Busy
 
 MULTI_START, MULTI_END = "!multi", "!end"

@@ -11,7 +11,7 @@ from cove.channels.cli.exits import EXIT_FAILED, EXIT_OK
 from cove.channels.cli.models import listed_models
 from cove.channels.cli.render import console_for, line
 from cove.config import Settings
-from cove.conversation.health import Check, run_checks
+from cove.conversation.service.health import Check, run_checks
 
 
 @command(

@@ -10,7 +10,7 @@ import click
 from cove.channels.cli.base import command, examples, load_settings
 from cove.channels.cli.render import console_for, line, print_json
 from cove.config import Settings
-from cove.conversation.health import endpoint_models
+from cove.conversation.service.health import endpoint_models
 from cove.errors import CoveError
 
 

@@ -247,10 +247,12 @@ class ProgressView:
 
     def _finished(self, event: TurnFinished) -> None:
         c = self.console
-        cost = f"${event.cost_usd:.4f}" if event.cost_known else "cost unknown (unpriced model)"
+        cost = (
+            f"${event.usage.cost_usd:.4f}" if event.cost_known else "cost unknown (unpriced model)"
+        )
         summary = (
             f"{event.status} · {event.iterations} iteration(s) · "
-            f"{event.tokens_in + event.tokens_out:,} tokens · {cost} · "
+            f"{event.usage.tokens_in + event.usage.tokens_out:,} tokens · {cost} · "
             f"{took(event.duration_ms)}"
         )
         if event.error:

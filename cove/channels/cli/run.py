@@ -176,8 +176,8 @@ async def _run(
     settings: Settings, request: Request, *, as_json: bool, events: bool, quiet: bool
 ) -> int:
     async with await Conversations.open(settings) as convs:
-        if convs.store.created and not quiet:
-            print(f"cove: created a new database at {convs.store.path}", file=sys.stderr)
+        if convs.database_created and not quiet:
+            print(f"cove: created a new database at {convs.database_path}", file=sys.stderr)
         convs.check_model()
         interrupts = _Interrupts(convs)
         with routed_signals(interrupts.on_sigint, interrupts.on_sigterm):

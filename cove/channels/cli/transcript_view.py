@@ -67,11 +67,12 @@ def _turn(
     if turn.error:
         console.print(line((f"error: {turn.error}", "red")))
     cost = (
-        f"${turn.cost_usd:.4f}"
+        f"${turn.usage.cost_usd:.4f}"
         if turn.cost_known
         else "cost unknown (model not in the price table)"
     )
-    usage = f"{turn.tokens_in:,} in + {turn.tokens_out:,} out tokens · {cost} · model {turn.model}"
+    tokens = f"{turn.usage.tokens_in:,} in + {turn.usage.tokens_out:,} out tokens"
+    usage = f"{tokens} · {cost} · model {turn.model}"
     if turn.model_options:
         usage += " · " + ", ".join(f"{k}={v}" for k, v in turn.model_options.items())
     console.print(line((usage, "dim")))
@@ -91,7 +92,7 @@ def _iteration(
 ) -> None:
     console.print(
         f"[cyan]iteration {it.position + 1}[/cyan] [dim]{it.status} · "
-        f"{it.tokens_in}+{it.tokens_out} tokens · model {it.llm_ms:.0f} ms · "
+        f"{it.usage.tokens_in}+{it.usage.tokens_out} tokens · model {it.llm_ms:.0f} ms · "
         f"seed {it.seed}[/dim]"
     )
     for note in it.steering:

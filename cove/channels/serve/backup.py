@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from cove.config import Settings
-from cove.conversation.operations import backup_database
+from cove.conversation.service.operations import backup_database
 
 
 async def run_backup(settings: Settings, target: str, out: TextIO = sys.stdout) -> int:

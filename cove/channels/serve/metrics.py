@@ -95,16 +95,16 @@ class ServeMetrics:
             lambda: len(self.running)
         )
         Gauge("cove_live_environments", "Live environments now.", registry=r).set_function(
-            lambda: len(convs.live)
+            lambda: convs.stats().live_environments
         )
         Gauge("cove_live_environments_max", "The live-environment bound.", registry=r).set_function(
-            lambda: convs.live.capacity
+            lambda: convs.stats().live_capacity
         )
         workers = Gauge("cove_workers", "Sandbox worker processes.", ["state"], registry=r)
-        workers.labels("busy").set_function(lambda: convs.pool.worker_counts[0])
-        workers.labels("idle").set_function(lambda: convs.pool.worker_counts[1])
+        workers.labels("busy").set_function(lambda: convs.stats().workers_busy)
+        workers.labels("idle").set_function(lambda: convs.stats().workers_idle)
         Gauge("cove_watchers", "Event watchers attached now.", registry=r).set_function(
-            convs.watching.watcher_count
+            lambda: convs.stats().watchers
         )
         self.running: dict[tuple[str, int], float] = {}
         self._queued: defaultdict[str, deque[float]] = defaultdict(deque)
@@ -170,9 +170,9 @@ class ServeMetrics:
             return
         self.turns.labels(event.status).inc()
         self.turn_seconds.observe(event.duration_ms / 1000)
-        self.tokens.labels("in").inc(event.tokens_in)
-        self.tokens.labels("out").inc(event.tokens_out)
-        self.cost.inc(event.cost_usd)
+        self.tokens.labels("in").inc(event.usage.tokens_in)
+        self.tokens.labels("out").inc(event.usage.tokens_out)
+        self.cost.inc(event.usage.cost_usd)
         self.running.pop((cid, event.turn_id), None)
         for key in [k for k in self._iteration_started if k[:2] == (cid, event.turn_id)]:
             del self._iteration_started[key]

@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from cove.channels.serve.metrics import ServeMetrics
 from cove.channels.web.security import authenticated
-from cove.conversation.operations import Readiness
+from cove.conversation.service.operations import Readiness
 
 
 @dataclass

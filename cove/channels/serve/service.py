@@ -35,7 +35,7 @@ from cove.channels.serve.ops import OpsState
 from cove.channels.web.security import login_url, new_token
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
-from cove.conversation.operations import Readiness
+from cove.conversation.service.operations import Readiness
 
 log = logging.getLogger("cove.serve")
 
@@ -108,7 +108,7 @@ class Service:
 
     async def _serve(self, convs: Conversations, sock: socket.socket) -> None:
         metrics = ServeMetrics(convs)
-        convs.watching.observe(metrics.observe)
+        convs.observe(metrics.observe)
         chosen = (("web", self.options.web), ("telegram", self.options.telegram))
         names = tuple(name for name, on in chosen if on)
         ops = OpsState(metrics=metrics, readiness=Readiness(self.settings), channels=names)

@@ -122,7 +122,7 @@ class Core:
             self.outbox,
             chat,
             handle,
-            self.convs.workspaces.path(cid),
+            self.convs.workspace(cid),
             self.options.group_edit_interval_s if chat.group else self.options.edit_interval_s,
             fetch=lambda digest: self.convs.figure(cid, digest),
         )

@@ -11,14 +11,15 @@ from typing import TYPE_CHECKING
 
 from cove.channels.figures import export_folder, write_export
 from cove.channels.tui.format import clean
+from cove.channels.tui.host import AppHost
 from cove.channels.tui.screens.dialogs import AskText, Confirm
 from cove.channels.tui.screens.inspector import InspectorScreen
 from cove.channels.tui.screens.text import TextScreen
 from cove.channels.tui.screens.variable import VariableScreen
+from cove.channels.tui.widgets.sidebar import entry_of
 from cove.events import ReplayFinished, ReplayTurnChecked
 
 if TYPE_CHECKING:
-    from cove.channels.tui.app import CoveApp
     from cove.channels.tui.widgets.iteration import IterationView
 
 HELP = """\
@@ -46,16 +47,14 @@ HELP = """\
 """
 
 
-async def new_conversation(app: CoveApp) -> None:
+async def new_conversation(app: AppHost) -> None:
     """Create a conversation and show it."""
-    from cove.channels.tui.app import entry_of
-
     record = await app.convs.create(channel="tui")
     app.sidebar.upsert(entry_of(record))
     await app.open_conversation(record.id)
 
 
-def rename(app: CoveApp) -> None:
+def rename(app: AppHost) -> None:
     """Ask for a new title for the highlighted conversation."""
     cid = app.sidebar.highlighted_id()
     if cid is None:
@@ -70,7 +69,7 @@ def rename(app: CoveApp) -> None:
     app.push_screen(AskText("New title:", entry.title or "" if entry else ""), done)
 
 
-def delete(app: CoveApp) -> None:
+def delete(app: AppHost) -> None:
     """Delete the highlighted conversation after confirmation."""
     cid = app.sidebar.highlighted_id()
     if cid is None:
@@ -98,12 +97,12 @@ def delete(app: CoveApp) -> None:
     app.push_screen(Confirm(f"Delete “{title}” and all its history?"), done)
 
 
-def show_help(app: CoveApp) -> None:
+def show_help(app: AppHost) -> None:
     """The key bindings."""
     app.push_screen(TextScreen(HELP, "help"))
 
 
-async def inspect(app: CoveApp, view: IterationView) -> None:
+async def inspect(app: AppHost, view: IterationView) -> None:
     """Open the inspector on a stored iteration."""
     if app.current is None:
         return
@@ -117,14 +116,14 @@ async def inspect(app: CoveApp, view: IterationView) -> None:
     app.notify("this iteration is not recorded yet; inspect it when it is done")
 
 
-async def show_variable(app: CoveApp, name: str) -> None:
+async def show_variable(app: AppHost, name: str) -> None:
     """Open a variable's versions and diff."""
     if app.current is not None:
         versions = await app.convs.var_history(app.current, name)
         app.push_screen(VariableScreen(name, versions))
 
 
-def fork(app: CoveApp) -> None:
+def fork(app: AppHost) -> None:
     """Ask for a turn number, fork there and show the fork."""
     cid = app.current
     if cid is None:
@@ -149,7 +148,7 @@ def fork(app: CoveApp) -> None:
     app.push_screen(AskText(f"Fork at turn (1–{last}):", str(last)), done)
 
 
-async def replay(app: CoveApp) -> None:
+async def replay(app: AppHost) -> None:
     """Replay the conversation in a scratch sandbox and show the report."""
     if app.current is None:
         return
@@ -173,7 +172,7 @@ async def replay(app: CoveApp) -> None:
     app.push_screen(TextScreen("\n".join(lines), "replay-report"))
 
 
-async def export(app: CoveApp, kind: str) -> None:
+async def export(app: AppHost, kind: str) -> None:
     """Write the conversation as Markdown or JSON into the export directory, its figures into
     a folder beside it (``cove export -o`` writes the same)."""
     if app.current is None:
@@ -185,7 +184,7 @@ async def export(app: CoveApp, kind: str) -> None:
     app.notify(f"exported to {path}{figures}")
 
 
-def switch_model(app: CoveApp) -> None:
+def switch_model(app: AppHost) -> None:
     """Ask for the model the next turns use."""
 
     def done(name: str | None) -> None:
@@ -202,14 +201,14 @@ def switch_model(app: CoveApp) -> None:
     app.push_screen(AskText("Model for the next turns:", app.model), done)
 
 
-Step = Callable[["CoveApp"], Awaitable[None]]
+Step = Callable[[AppHost], Awaitable[None]]
 
 
-async def export_md(app: CoveApp) -> None:
+async def export_md(app: AppHost) -> None:
     """Export as Markdown."""
     await export(app, "md")
 
 
-async def export_json(app: CoveApp) -> None:
+async def export_json(app: AppHost) -> None:
     """Export as JSON."""
     await export(app, "json")

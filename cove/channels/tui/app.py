@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import events, on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
@@ -26,11 +26,12 @@ from cove.channels.tui import actions
 from cove.channels.tui.errors import advice, turn_failure
 from cove.channels.tui.figures import open_figures
 from cove.channels.tui.format import clean
+from cove.channels.tui.host import AppHost
 from cove.channels.tui.palette import system_commands
 from cove.channels.tui.styles import CSS
 from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.prompt import PromptArea
-from cove.channels.tui.widgets.sidebar import Entry, Sidebar
+from cove.channels.tui.widgets.sidebar import Entry, Sidebar, entry_of
 from cove.channels.tui.widgets.status import StatusBar
 from cove.channels.tui.widgets.timeline import EarlierTurns, Timeline, cost_text
 from cove.channels.tui.widgets.variables import VariablesPanel
@@ -51,12 +52,7 @@ from cove.events import (
 NARROW_COLUMNS = 100
 
 
-def entry_of(record: ConversationRecord) -> Entry:
-    """The sidebar's view of a conversation record."""
-    return Entry(record.id, record.title, record.updated_at, record.last_status, record.label)
-
-
-class CoveApp(App[None]):
+class CoveApp(AppHost):
     """The ``cove tui`` application."""
 
     TITLE = "cove"
@@ -276,8 +272,8 @@ class CoveApp(App[None]):
                 entry.title = entry.label = event.title
                 self.sidebar.upsert(entry)
         elif isinstance(event, TurnFinished):
-            tokens = event.tokens_in + event.tokens_out
-            cost = cost_text(event.cost_usd, event.cost_known)
+            tokens = event.usage.tokens_in + event.usage.tokens_out
+            cost = cost_text(event.usage.cost_usd, event.cost_known)
             usage = f"{event.status} · {tokens:,} tokens · {cost}"
             self.status.set(usage=usage)
 

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cove.channels.tui.format import clean
+from cove.channels.tui.host import AppHost
 from cove.channels.tui.screens.dialogs import AskText
 from cove.errors import CoveError
 
-if TYPE_CHECKING:
-    from cove.channels.tui.app import CoveApp
 
-
-def ask(app: CoveApp) -> None:
+def ask(app: AppHost) -> None:
     """Ask for the path of a file to attach to the next message."""
 
     def chosen(path: str | None) -> None:
@@ -26,7 +23,7 @@ def ask(app: CoveApp) -> None:
     app.push_screen(AskText("File to attach to the next message:", placeholder="path"), chosen)
 
 
-async def attach(app: CoveApp, path: Path) -> None:
+async def attach(app: AppHost, path: Path) -> None:
     """Read ``path`` and keep it for the next message.
 
     Raises:

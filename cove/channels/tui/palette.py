@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
 from cove.channels.tui import actions, attach
-
-if TYPE_CHECKING:
-    from cove.channels.tui.app import CoveApp
+from cove.channels.tui.host import AppHost
 
 
-def system_commands(app: CoveApp) -> Iterator[SystemCommand]:
+def system_commands(app: AppHost) -> Iterator[SystemCommand]:
     """Fork, replay, export, attach a file, switch model, toggle panels, manage
     conversations."""
 

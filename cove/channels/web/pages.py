@@ -182,7 +182,7 @@ async def inspector(request: Request) -> Response:
     before, after = await neighbours(convs, transcript.conversation.id, turn, number)
     system = await convs.system_prompt(iteration.system_prompt_hash)
     # What the iteration's model call was charged as it ran; unknown when its model had no price.
-    cost = f"${iteration.cost_usd:.4f}" if turn.cost_known else "unknown"
+    cost = f"${iteration.usage.cost_usd:.4f}" if turn.cost_known else "unknown"
     context = {
         "conv": transcript.conversation,
         "turn": turn,

@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 
 from cove.engine.budgets import IMAGE_CHARS
 from cove.persistence.records import ModelOption
+from cove.results import Usage
 
 Reasoning = Literal["quick", "balanced", "deep"]
 CallKind = Literal["iteration", "subquery"]
@@ -54,8 +55,7 @@ class Completion:
 
     Attributes:
         text: The raw reply text, exactly as the model produced it.
-        tokens_in: Prompt tokens.
-        tokens_out: Completion tokens.
+        usage: Prompt and completion tokens (``cost_usd`` 0: the engine prices them).
         model: The model asked for (the name the price table knows, not the endpoint's
             dated variant).
         duration_ms: Wall-clock time of the call, retries included.
@@ -64,8 +64,7 @@ class Completion:
     """
 
     text: str
-    tokens_in: int
-    tokens_out: int
+    usage: Usage
     model: str
     duration_ms: float
     estimated: bool = False

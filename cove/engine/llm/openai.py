@@ -49,6 +49,7 @@ from cove.engine.llm.client import (
 from cove.engine.protocol import REPLY_SCHEMA
 from cove.errors import ModelError
 from cove.persistence.records import ModelOption
+from cove.results import Usage
 
 log = logging.getLogger("cove.engine.llm")
 
@@ -382,8 +383,7 @@ class OpenAIClient:
             tokens_out = estimate_tokens(len(text))
         return Completion(
             text=text,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
+            usage=Usage(tokens_in, tokens_out),
             model=self.model,
             duration_ms=(time.perf_counter() - started) * 1000,
             estimated=estimated,

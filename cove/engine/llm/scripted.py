@@ -27,6 +27,7 @@ from cove.engine.llm.client import (
 )
 from cove.errors import ConfigError, ModelError
 from cove.persistence.records import ModelOption
+from cove.results import Usage
 
 ReplyFunction: TypeAlias = Callable[[Sequence[Message]], "str | Mapping[str, Any]"]
 ScriptedReply: TypeAlias = str | Mapping[str, Any] | ReplyFunction | ModelError
@@ -217,8 +218,7 @@ def _chunks(text: str, count: int) -> list[str]:
 def _estimated(text: str, messages: Sequence[Message], model: str, started: float) -> Completion:
     return Completion(
         text=text,
-        tokens_in=estimate_tokens(prompt_chars(messages)),
-        tokens_out=estimate_tokens(len(text)),
+        usage=Usage(estimate_tokens(prompt_chars(messages)), estimate_tokens(len(text))),
         model=model,
         duration_ms=(time.perf_counter() - started) * 1000,
         estimated=True,

@@ -47,7 +47,7 @@ async def test_a_busy_conversation_is_a_notification(tmp_path: Path) -> None:
             await until(pilot, lambda: turns(app) and turns(app)[-1].iterations, "the other turn")
             assert turns(app)[-1].request == "slow" and not turns(app)[-1].finished, (
                 turns(app)[-1].status,
-                [(t.status, t.request) for t in await other.store.turns(conv.id)],
+                [(t.status, t.request) for t in await other._store.turns(conv.id)],
                 app.notices,
             )
             assert await other.cancel(conv.id)

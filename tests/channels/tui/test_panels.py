@@ -72,7 +72,7 @@ async def test_inspector_shows_the_stored_prompt(tmp_path: Path) -> None:
             await pilot.press("i")
             await until(pilot, lambda: isinstance(app.screen, InspectorScreen), "the inspector")
             head = str(app.screen.query_one(".inspector-head", Static).content)
-            tokens = f"tokens {stored.tokens_in:,} in / {stored.tokens_out:,} out"
+            tokens = f"tokens {stored.usage.tokens_in:,} in / {stored.usage.tokens_out:,} out"
             assert tokens in head and "cost unknown" in head  # "scripted" has no price
             bodies = [str(s.content) for s in app.screen.query(Static).filter(".inspector-body")]
             assert bodies == [

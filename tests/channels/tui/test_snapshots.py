@@ -26,7 +26,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
 from tests.channels.tui.helpers import SIZE, until
 from tests.scripted import settings_for
 
@@ -66,13 +66,10 @@ def long_turn(iterations: int) -> list[Event]:
     events.append(
         TurnFinished(
             turn_id=1,
-            status="done",
-            answer=f"The sum is **{total}**.",
-            confidence="high",
+            outcome=TurnOutcome(
+                "done", f"The sum is **{total}**.", "high", None, Usage(1200, 300, 0.0123)
+            ),
             iterations=iterations,
-            tokens_in=1200,
-            tokens_out=300,
-            cost_usd=0.0123,
             duration_ms=1500.0,
         )
     )

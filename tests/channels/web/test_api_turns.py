@@ -15,7 +15,7 @@ from cove.config import Settings
 from cove.conversation import scripted_factory
 from tests.channels.web.conftest import Web
 from tests.channels.web.serve import login, served, sse_events
-from tests.conversation.watch_helpers import GatedClient
+from tests.conversation.watch.watch_helpers import GatedClient
 from tests.scripted import reply, settings_for
 
 

@@ -62,7 +62,7 @@ async def test_usage_comes_from_the_api(client: OpenAIClient, fake_openai: FakeO
     fake_openai.add_replies("x" * 40)
     completion = await client.complete(MESSAGES)
     prompt = sum(len(m["content"]) for m in MESSAGES)
-    assert (completion.tokens_in, completion.tokens_out) == ((prompt + 3) // 4, 10)
+    assert (completion.usage.tokens_in, completion.usage.tokens_out) == ((prompt + 3) // 4, 10)
     assert completion.estimated is False
     assert completion.model == "fake-model"
     assert fake_openai.requests[0]["stream_options"] == {"include_usage": True}
@@ -73,7 +73,7 @@ async def test_missing_usage_is_estimated(client: OpenAIClient, fake_openai: Fak
     fake_openai.add_replies("y" * 41)
     completion = await client.complete(MESSAGES)
     assert completion.estimated is True
-    assert completion.tokens_out == 11
+    assert completion.usage.tokens_out == 11
 
 
 async def test_iteration_asks_for_the_json_schema_and_subquery_for_nothing(

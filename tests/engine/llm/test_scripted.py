@@ -12,6 +12,7 @@ import pytest
 from cove.engine.llm import Completion, LLMClient
 from cove.engine.llm.scripted import RecordedClient, ScriptedClient
 from cove.errors import ConfigError, ModelError
+from cove.results import Usage
 
 MESSAGES = [{"role": "system", "content": "s" * 40}, {"role": "user", "content": "hi"}]
 
@@ -47,8 +48,7 @@ async def test_usage_is_estimated_from_characters() -> None:
     completion = await ScriptedClient(["x" * 9]).complete(MESSAGES)
     assert completion == Completion(
         text="x" * 9,
-        tokens_in=11,  # 42 characters of prompt
-        tokens_out=3,
+        usage=Usage(11, 3),  # 42 characters of prompt
         model="scripted",
         duration_ms=completion.duration_ms,
         estimated=True,

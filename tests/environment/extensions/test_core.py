@@ -14,7 +14,7 @@ from cove.config import Settings
 from cove.environment.extensions import CallContext, ExtensionRegistry, builtin_extensions
 from cove.persistence.records import IterationWrite
 from cove.persistence.store import Store
-from cove.results import BlockResult, VarVersion
+from cove.results import BlockResult, TurnOutcome, VarVersion
 
 
 @pytest.fixture
@@ -48,15 +48,7 @@ async def commit_turn(
         iteration,
         IterationWrite(status="ok", raw_reply="{}", blocks=(block,), var_versions=versions),
     )
-    await store.finish_turn(
-        turn.id,
-        status="done",
-        answer="ok",
-        confidence=None,
-        tokens_in=0,
-        tokens_out=0,
-        cost_usd=0.0,
-    )
+    await store.finish_turn(turn.id, TurnOutcome("done", answer="ok"))
 
 
 @pytest.fixture

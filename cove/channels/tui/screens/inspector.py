@@ -31,9 +31,10 @@ class InspectorScreen(Screen[None]):
         it = self.it
         head = (
             f"turn {self.turn.position} · iteration {it.position + 1} · {it.status} · "
-            f"model {self.turn.model or '-'} · tokens {it.tokens_in:,} in / {it.tokens_out:,} out"
+            f"model {self.turn.model or '-'} · "
+            f"tokens {it.usage.tokens_in:,} in / {it.usage.tokens_out:,} out"
             f" · model {duration(it.llm_ms)} of {duration(it.duration_ms)}"
-            f" · {cost_text(it.cost_usd, self.turn.cost_known)}"
+            f" · {cost_text(it.usage.cost_usd, self.turn.cost_known)}"
         )
         with VerticalScroll():
             yield Label(Text(clean(head)), classes="inspector-head")

@@ -15,6 +15,7 @@ from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
 from cove.channels.tui.format import age, clean
+from cove.conversation import ConversationRecord
 from cove.events import outcome
 
 #: The list's width before it is laid out.
@@ -40,6 +41,11 @@ class Entry:
     def name(self) -> str:
         """The label, or ``(untitled)`` before there is one."""
         return self.label or self.title or "(untitled)"
+
+
+def entry_of(record: ConversationRecord) -> Entry:
+    """The sidebar's view of a conversation record."""
+    return Entry(record.id, record.title, record.updated_at, record.last_status, record.label)
 
 
 #: The mark before each conversation: how its last turn ended (``cove.events.outcome``).

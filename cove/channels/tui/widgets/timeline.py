@@ -183,8 +183,8 @@ class Timeline(VerticalScroll):
                 status=turn.status,
                 answer=turn.answer,
                 error=turn.error,
-                tokens=turn.tokens_in + turn.tokens_out,
-                cost=cost_text(turn.cost_usd, turn.cost_known),
+                tokens=turn.usage.tokens_in + turn.usage.tokens_out,
+                cost=cost_text(turn.usage.cost_usd, turn.cost_known),
                 duration_ms=took,
             )
 
@@ -213,8 +213,8 @@ class Timeline(VerticalScroll):
                 status=event.status,
                 answer=event.answer,
                 error=event.error,
-                tokens=event.tokens_in + event.tokens_out,
-                cost=cost_text(event.cost_usd, event.cost_known),
+                tokens=event.usage.tokens_in + event.usage.tokens_out,
+                cost=cost_text(event.usage.cost_usd, event.cost_known),
                 duration_ms=event.duration_ms,
             )
         else:

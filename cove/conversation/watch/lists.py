@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 
-from cove.conversation.follow import CommitPoller
 from cove.conversation.recovered import as_listed
+from cove.conversation.watch.follow import CommitPoller
 from cove.errors import NotFound
 from cove.events import ChangeKind, ConversationChanged
 from cove.persistence.records import ConversationRecord

@@ -18,10 +18,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from cove.conversation.hub import ConversationHub
 from cove.conversation.lease import owner_is_dead
-from cove.conversation.rebuild import rebuild
-from cove.conversation.sequence import turn_of
+from cove.conversation.watch.hub import ConversationHub
+from cove.conversation.watch.rebuild import rebuild
+from cove.conversation.watch.sequence import turn_of
 from cove.errors import CoveError, NotFound
 from cove.events import TitleChanged
 from cove.persistence.connection import MEMORY, connect

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cove.config import Settings
-from cove.conversation.health import confinement_items, run_checks
+from cove.conversation.service.health import confinement_items, run_checks
 from cove.environment.sandbox.host.pool import unconfined_warning
 from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 

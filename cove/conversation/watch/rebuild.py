@@ -14,7 +14,7 @@ import dataclasses
 import re
 from collections import defaultdict
 
-from cove.conversation.sequence import durable_seq, slot_of, steer_seq
+from cove.conversation.watch.sequence import durable_seq, slot_of, steer_seq
 from cove.engine.protocol import ReplyParseError, parse_reply
 from cove.events import (
     FINAL_STATUSES,
@@ -133,15 +133,9 @@ def _turn_events(
         events.append(
             TurnFinished(
                 turn_id=turn.id,
-                status=turn.status,
-                answer=turn.answer,
-                confidence=turn.confidence,
+                outcome=turn.outcome,
                 iterations=len(turn.iterations),
-                tokens_in=turn.tokens_in,
-                tokens_out=turn.tokens_out,
-                cost_usd=turn.cost_usd,
                 duration_ms=max(0.0, (finished - turn.started_at) * 1000),
-                error=turn.error,
                 cost_known=turn.cost_known,
             )
         )

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cove.conversation import Conversations
-from cove.conversation.operations import Readiness
+from cove.conversation.service.operations import Readiness
 from cove.errors import Busy
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import settings_for
@@ -49,4 +49,4 @@ async def test_a_layer_that_stopped_accepting_refuses_new_turns(tmp_path: Path) 
         convs.accepting = False
         with pytest.raises(Busy, match="shutting down"):
             convs.send(conv.id, "hello")
-        assert await convs.store.turns(conv.id) == []
+        assert await convs._store.turns(conv.id) == []

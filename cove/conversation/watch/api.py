@@ -1,5 +1,5 @@
 """Watching and the conversation list: the part of ``Conversations`` channels use
-to follow what happens, wherever it runs (see ``watching.py`` for the machinery)."""
+to follow what happens, wherever it runs (see ``watching`` for the machinery)."""
 
 from __future__ import annotations
 
@@ -7,22 +7,22 @@ from abc import abstractmethod
 from typing import TYPE_CHECKING
 
 from cove.conversation.handle import TurnHandle
-from cove.conversation.hub import WATCH_CAPACITY, Watcher
 from cove.conversation.lease import owner_is_dead
-from cove.conversation.list_watch import ListWatch
-from cove.conversation.watch_stream import WatchStream
+from cove.conversation.watch.hub import WATCH_CAPACITY, Watcher
+from cove.conversation.watch.lists import ListWatch
+from cove.conversation.watch.stream import WatchStream
 from cove.persistence.records import ConversationRecord
 
 if TYPE_CHECKING:
-    from cove.conversation.watching import Watching
+    from cove.conversation.watch.watching import Watching
     from cove.persistence.store import Store
 
 
 class WatchAPI:
     """``watch`` and ``watch_list``, mixed into ``Conversations``."""
 
-    store: Store
-    watching: Watching
+    _store: Store
+    _watching: Watching
 
     @abstractmethod
     def _check_open(self) -> None: ...
@@ -62,7 +62,7 @@ class WatchAPI:
     ) -> None:
         self._check_open()
         record = await self.get(conversation_id, owner=owner)
-        await self.watching.attach(record.id, after, watcher, reap=self._reap)
+        await self._watching.attach(record.id, after, watcher, reap=self._reap)
 
     def watch_list(self, *, owner: str | None = None) -> ListWatch:
         """Follow the conversation list (only ``owner``'s conversations when given).
@@ -73,9 +73,9 @@ class WatchAPI:
         """
         self._check_open()
         visible = None if owner is None else (lambda record: record.owner == owner)
-        return ListWatch(self.store, self.watching.poller, visible)
+        return ListWatch(self._store, self._watching.poller, visible)
 
     async def _reap(self, record: ConversationRecord) -> None:
         """Interrupt the running turn of a conversation whose process is gone."""
-        if await self.store.reap_dead_leases(owner_is_dead) == 0:
-            await self.store.interrupt_orphans()
+        if await self._store.reap_dead_leases(owner_is_dead) == 0:
+            await self._store.interrupt_orphans()

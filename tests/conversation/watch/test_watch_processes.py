@@ -26,7 +26,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
-from tests.conversation.watch_helpers import durable
+from tests.conversation.watch.watch_helpers import durable
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
@@ -170,7 +170,7 @@ async def test_killing_the_driving_process_ends_the_watch_with_interrupted(
                 if process.returncode is None:
                     process.kill()
                     await process.communicate()
-        turns = await convs.store.turns(conv.id)
+        turns = await convs._store.turns(conv.id)
     finished = rest[-1]
     assert isinstance(finished, TurnFinished) and finished.status == "interrupted"
     assert turns[-1].status == "interrupted"

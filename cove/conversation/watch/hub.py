@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from types import TracebackType
 
-from cove.conversation.sequence import Sequencer
+from cove.conversation.watch.sequence import Sequencer
 from cove.events import Event, Resync
 
 #: Events a watcher may have waiting before it is resynced.

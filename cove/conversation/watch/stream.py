@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 
-from cove.conversation.hub import Watcher
+from cove.conversation.watch.hub import Watcher
 from cove.events import Event
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cove.config import Settings
-from cove.conversation.health import Check, check_endpoint, check_sandbox
+from cove.conversation.service.health import Check, check_endpoint, check_sandbox
 from cove.errors import CoveError
 from cove.persistence.maintenance import BackupReport, backup, probe_writable
 

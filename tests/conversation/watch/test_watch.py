@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cove.conversation import Conversations, scripted_factory
-from cove.conversation.hub import Watcher
+from cove.conversation.watch.hub import Watcher
 from cove.errors import NotFound
 from cove.events import (
     BlockFinished,
@@ -22,7 +22,7 @@ from cove.events import (
     TurnFinished,
     TurnQueued,
 )
-from tests.conversation.watch_helpers import GatedClient, durable, kinds, three_iterations
+from tests.conversation.watch.watch_helpers import GatedClient, durable, kinds, three_iterations
 from tests.scripted import reply, settings_for
 
 
@@ -141,7 +141,7 @@ async def test_resume_from_the_store_when_the_ring_no_longer_reaches(tmp_path: P
         conv = await convs.create()
         handle = convs.send(conv.id, "count")
         await model.reached[1].wait()
-        hub = convs.watching.hub(conv.id)
+        hub = convs._watching.hub(conv.id)
         hub.ring.clear()  # as if the ring had been overrun
         resumed = await convs.watch(conv.id, after=0).start()
         model.release(1)
@@ -174,7 +174,7 @@ async def test_cancel_withdraws_a_queued_turn(tmp_path: Path) -> None:
         model.release(0)
         assert (await running.finished()).answer == "first"
         assert (await convs.send(conv.id, "three").finished()).answer == "third"
-        turns = await convs.store.turns(conv.id)
+        turns = await convs._store.turns(conv.id)
     assert withdrawn.status == "cancelled" and withdrawn.turn_id == 0
     assert [t.request for t in turns] == ["one", "three"]
 
@@ -199,7 +199,7 @@ async def test_the_list_watch_reports_created_renamed_running_and_deleted(
         async with convs.watch_list() as changes:
             conv = await convs.create()
             created = await anext(changes)
-            await convs.store.set_title(conv.id, "Renamed")
+            await convs._store.set_title(conv.id, "Renamed")
             renamed = await anext(changes)
             handle = convs.send(existing.id, "go")
             await model.reached[0].wait()
@@ -279,12 +279,12 @@ async def test_a_turn_whose_lease_lapsed_elsewhere_ends_interrupted_for_watchers
     async with Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
         conv = await convs.create()
         # Another host's process took the lease, started a turn, and went silent.
-        await convs.store.acquire_lease(conv.id, "elsewhere:1:x", 0.5)
-        turn = await convs.store.start_turn(conv.id, "abandoned")
+        await convs._store.acquire_lease(conv.id, "elsewhere:1:x", 0.5)
+        turn = await convs._store.start_turn(conv.id, "abandoned")
         stream = await convs.watch(conv.id, after=0).start()
         events = [e async for e in _until_finished(stream)]
         await stream.aclose()
-        stored = await convs.store.get_turn(turn.id)
+        stored = await convs._store.get_turn(turn.id)
     assert [e.type for e in events] == ["turn_started", "turn_finished"]
     finished = events[-1]
     assert isinstance(finished, TurnFinished) and finished.status == "interrupted"

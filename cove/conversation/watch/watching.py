@@ -8,10 +8,10 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
-from cove.conversation.follow import CommitPoller, follow
-from cove.conversation.hub import ConversationHub, Watcher
-from cove.conversation.rebuild import latest_seq, rebuild
-from cove.conversation.sequence import turn_of
+from cove.conversation.watch.follow import CommitPoller, follow
+from cove.conversation.watch.hub import ConversationHub, Watcher
+from cove.conversation.watch.rebuild import latest_seq, rebuild
+from cove.conversation.watch.sequence import turn_of
 from cove.events import Event
 from cove.persistence.records import ConversationRecord
 from cove.persistence.store import Store
