@@ -18,13 +18,14 @@ from cove.channels.cli.tui import SCRIPTED_ENV
 TMUX = shutil.which("tmux")
 
 
-# A private tmux server (its own socket), so no other tmux session is ever touched.
-SOCKET = f"cove-tui-test-{os.getpid()}"
+# A private tmux server (its own socket), so no other tmux session is ever touched; one per
+# test, so a server still exiting after the previous test is never reached.
+SOCKET = [f"cove-tui-test-{os.getpid()}"]
 
 
 def tmux(*args: str) -> str:
     return subprocess.run(
-        ["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True
+        ["tmux", "-L", SOCKET[0], *args], capture_output=True, text=True, check=True
     ).stdout
 
 
@@ -51,6 +52,7 @@ def test_cove_tui_in_tmux(tmp_path: Path, size: tuple[int, int]) -> None:
         if os.environ.get("CI"):
             pytest.fail("tmux is required in CI (.ci/run installs it)")
         pytest.skip("tmux is not installed: the real-terminal smoke test needs it")
+    SOCKET[0] = f"cove-tui-test-{os.getpid()}-{size[0]}x{size[1]}"
     replies = tmp_path / "replies.json"
     replies.write_text(
         json.dumps([{"thinking": "add", "code": ["x = 40 + 2"], "answer": "The sum is {{x}}."}])
@@ -107,7 +109,7 @@ def test_cove_tui_in_tmux(tmp_path: Path, size: tuple[int, int]) -> None:
             assert "add two numbers" in screen  # the conversation is listed by its request
         tmux("send-keys", "-t", session, "C-q")
     finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True, check=False)
+        subprocess.run(["tmux", "-L", SOCKET[0], "kill-server"], capture_output=True, check=False)
 
 
 def test_cove_tui_with_an_unknown_id_fails_before_the_screen_opens(
