@@ -34,6 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
+from cove.environment.sandbox.worker import witness as witness_module
+from cove.environment.sandbox.worker.witness import IMMUTABLE, Witness
+
 if TYPE_CHECKING:
     from cove.environment.sandbox.worker.data.surface import Surfaces
 
@@ -66,7 +69,7 @@ _SEALED_TYPES: tuple[type, ...] = (
     types.CoroutineType,
     types.AsyncGeneratorType,
 )
-BLOCK_FILENAME = "<block>"
+BLOCK_FILENAME = witness_module.BLOCK_FILENAME
 """The file name of every code object compiled from sandbox code (how tracebacks find them)."""
 
 SANDBOX_MODULE = "sandbox"
@@ -89,6 +92,17 @@ class ReadOnlyNamespace:
     """Marker base for objects the sandbox may read but never write (curated modules)."""
 
     __slots__ = ()
+
+
+class ModuleNamespaceLike(ReadOnlyNamespace):
+    """Marker base for curated module namespaces (``modules.ModuleNamespace``)."""
+
+    __slots__ = ()
+
+    @property
+    def module_name(self) -> str:
+        """The name the sandbox imports this namespace under."""
+        raise NotImplementedError
 
 
 def check_attribute(obj: object, name: str) -> None:
@@ -169,12 +183,26 @@ class Guards:
             None when the libraries are not installed.
     """
 
-    def __init__(self, clock: BlockClock, surfaces: Surfaces | None = None) -> None:
+    def __init__(
+        self, clock: BlockClock, surfaces: Surfaces | None = None, witness: Witness | None = None
+    ) -> None:
         self.clock = clock
         self.surfaces = surfaces
+        self.witness = Witness() if witness is None else witness
+        self._transparent: dict[type, bool] = {}
 
     def getattr(self, obj: object, name: str, default: Any = _MISSING) -> Any:
-        """Guarded ``getattr``: the compiled form of ``obj.name`` and the sandbox's ``getattr``."""
+        """Guarded ``getattr``: the compiled form of ``obj.name`` and the sandbox's ``getattr``.
+
+        What it hands out is told to the witness (``witness.py``): a method fetched from a
+        container touches it, a function that may change its arguments flags the block."""
+        value = self._getattr(obj, name, default)
+        if type(obj) not in IMMUTABLE:
+            module = obj.module_name if isinstance(obj, ModuleNamespaceLike) else None
+            self.witness.fetched(obj, value, name, module)
+        return value
+
+    def _getattr(self, obj: object, name: str, default: Any) -> Any:
         try:
             check_attribute(obj, name)
             if self.surfaces is not None:
@@ -224,20 +252,42 @@ class Guards:
         """The ``_write_`` guard: ``guarded_write`` plus the audited attribute writes of library
         objects (``df.columns = [...]``: ``Surfaces.writable``)."""
         target = guarded_write(obj)
+        self.witness.write_target(obj, type(obj) in _PLAIN_CONTAINERS or self.transparent(obj))
         if type(target) is _ItemWrites and self.surfaces is not None:
             object.__setattr__(target, "_writable", self.surfaces.writable)
         return target
+
+    def transparent(self, obj: object) -> bool:
+        """Whether writing ``obj`` runs only sandbox code or changes only ``obj``: a sandbox
+        function, or an instance of classes made by sandbox code (bar ``object``)."""
+        if type(obj) is types.FunctionType:
+            return True
+        cls = obj if isinstance(obj, type) else type(obj)
+        found = self._transparent.get(cls)
+        if found is None:
+            mro = type.__dict__["__mro__"].__get__(cls)
+            found = all(klass is object or made_by_sandbox(klass) for klass in mro)
+            self._transparent[cls] = found
+        return found
+
+    def inplace(self, op: str, target: Any, value: Any) -> Any:
+        """The ``_inplacevar_`` guard: ``x += y`` and friends (a mutable ``x`` is touched)."""
+        if type(target) not in IMMUTABLE:
+            self.witness.augmented(
+                op, target, type(target) in _PLAIN_CONTAINERS or self.transparent(target)
+            )
+        return inplace_var(op, target, value)
 
     def augmented_item(self, target: Any, key: Any, op: str, value: Any) -> None:
         """``target[key] op= value`` (``df['x'] += 1``, ``arr[:, 1] += 10``): read, combine,
         write back, each through its guard."""
         current = guarded_getitem(target, key)
-        self.write(target)[key] = inplace_var(op, current, value)
+        self.write(target)[key] = self.inplace(op, current, value)
 
     def augmented_attribute(self, target: Any, name: str, op: str, value: Any) -> None:
         """``target.name op= value``: read and write through the attribute guards."""
         current = self.getattr(target, name)
-        setattr(self.write(target), name, inplace_var(op, current, value))
+        setattr(self.write(target), name, self.inplace(op, current, value))
 
     def build_class(self, function: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
         """``__build_class__`` refusing library bases: subclassing a DataFrame or an array would
