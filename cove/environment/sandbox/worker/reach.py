@@ -27,6 +27,7 @@ from types import (
     CodeType,
     FrameType,
     FunctionType,
+    GeneratorType,
     MethodDescriptorType,
     MethodType,
     MethodWrapperType,
@@ -37,7 +38,7 @@ from types import (
 from typing import Any
 
 from cove.environment.sandbox.worker.data.libraries import LIBRARY_ROOTS
-from cove.environment.sandbox.worker.guards import SANDBOX_MODULE, ReadOnlyNamespace
+from cove.environment.sandbox.worker.guards import BLOCK_FILENAME, SANDBOX_MODULE, ReadOnlyNamespace
 from cove.environment.sandbox.worker.witness import IMMUTABLE, Witness, sandbox_function
 
 # Types whose instances reference nothing a block could change: never walked, never recorded.
@@ -84,6 +85,11 @@ class Reach:
         self.known = known
         self.pure = pure
         self.witness = Witness()
+        self.armed: set[str] = set()
+        """The names whose values hold a callable the witness was told of (a bound method, a
+        function of an impure module): calling it later passes no guard, even once the value
+        no longer holds it, so the tracker flags any block reaching them again."""
+        self.met = 0  # callables told to the witness so far
         self.builtins = builtins
         self.is_sandbox_class = is_sandbox_class
         self.names: list[str] = []  # in the order met: the block's own names come first
@@ -106,7 +112,10 @@ class Reach:
             if known is not None:
                 self.walked[name] = (value, known)
                 continue
+            met = self.met
             ids, found = self.objects_of(value)
+            if self.met != met:
+                self.armed.add(name)
             self.walked[name] = (value, ids)
             for code in found:
                 self._add_code(code)
@@ -144,7 +153,7 @@ class Reach:
             scope = obj.__globals__  # type: ignore[attr-defined]
             if scope is not self.namespace:
                 if scope is not _sandbox_module_globals() and not self.pure(obj):
-                    self.witness.flag()
+                    self._flag()
                 return False  # host code: an extension proxy, a curated function
             codes.append(obj.__code__)  # type: ignore[attr-defined]
         elif kind is BuiltinMethodType or kind is MethodType:
@@ -152,8 +161,13 @@ class Reach:
                 return False
         elif kind in _DESCRIPTORS:
             if obj.__objclass__ not in IMMUTABLE:  # type: ignore[attr-defined]
-                self.witness.flag()
+                self._flag()
             return False
+        elif kind is GeneratorType:
+            # Its code, even once it ran to its end (its frame, walked below, is then gone).
+            code = obj.gi_code  # type: ignore[attr-defined]
+            if code.co_filename == BLOCK_FILENAME:
+                codes.append(code)
         elif issubclass(kind, type):
             if not self.is_sandbox_class(obj):  # type: ignore[arg-type]
                 return False
@@ -175,11 +189,14 @@ class Reach:
             root = _viewed_array(obj)
             if root is not None:
                 level.append(root)
-            if not _numeric_array(obj):
-                self.witness.flag()
+            held = _array_objects(obj)
+            if held is not None:
+                level.extend(held)  # an array of Python objects: what it holds, walked
+            elif not _numeric_array(obj):
+                self._flag()
             return True
         elif callable(obj) and kind not in _WRAPPERS and not self.is_sandbox_class(kind):
-            self.witness.flag()  # a callable object of host code (``operator.methodcaller``)
+            self._flag()  # a callable object of host code
         level.extend(gc.get_referents(obj))
         return True
 
@@ -190,14 +207,19 @@ class Reach:
             return False  # an import binding that changes nothing (``random.randint``)
         if kind is MethodType:
             if not sandbox_function(obj.__func__):
-                self.witness.flag()
+                self._flag()
         else:
             receiver = obj.__self__
             if isinstance(receiver, ModuleType | ReadOnlyNamespace) or receiver is None:
-                self.witness.flag()  # a module's function held under another name
+                self._flag()  # a module's function held under another name
                 return False
+            self.met += 1
             self.witness.receiver(receiver, obj.__name__)
         return True
+
+    def _flag(self) -> None:
+        self.met += 1
+        self.witness.flag()
 
     def _add_code(self, code: CodeType) -> None:
         stack = [code]
@@ -243,6 +265,16 @@ def _sandbox_module_globals() -> dict[str, Any] | None:
     fields' factories (held by the class's ``Field`` objects, which the walk sees)."""
     module = sys.modules.get(SANDBOX_MODULE)
     return vars(module) if module is not None else None
+
+
+def _array_objects(obj: Any) -> list[Any] | None:
+    """The Python objects a numpy array of them holds (None for any other object)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None or type(obj) is not numpy.ndarray or not obj.dtype.hasobject:
+        return None
+    if obj.dtype.names is not None:
+        return None  # a structured array: flagged, not walked
+    return list(obj.ravel(order="K"))
 
 
 def _numeric_array(obj: object) -> bool:

@@ -78,6 +78,7 @@ class _Tracked:
     closure: frozenset[str] = frozenset()  # the chunks of the tree reported for it (host-held)
     quick: str | None = None  # an array's or a pandas value's buffer fingerprint
     token: str | None = None  # its provenance token, once asked for
+    armed: bool = False  # it held a callable a later call of which no guard sees (``reach.py``)
 
     def unchanged(self, value: object) -> bool:
         """Whether ``value`` is the tracked object, provably holding what it held (no encode)."""
@@ -179,6 +180,7 @@ class VariableTracker:
         self._skipped: set[str] = set()  # reached this check, not walked: its recorded ids kept
         self._suspect: set[str] = set()  # changed maybe unseen by the witness: compare in full
         self._touched: dict[int, bool] = {}  # the witness's record, for this check
+        self._armed: set[str] = set()  # the names whose walk this check met such callables
         self._index: dict[int, ImportRef] = {}
         self._index_key: tuple[int, int] | None = None
 
@@ -266,7 +268,8 @@ class VariableTracker:
         for key, grown in reach.witness.touched.items():  # receivers of held methods
             if not grown or touched.get(key, True):
                 touched[key] = grown
-        if anything or reach.witness.anything or codes is None:
+        self._armed = reach.armed
+        if anything or reach.witness.anything or codes is None or self._armed_before(candidates):
             self._suspect = set(self.state)
         self._touched = touched
         found: list[dict[str, Any]] = []
@@ -286,6 +289,19 @@ class VariableTracker:
             {key: grown for key, grown in touched.items() if self.holders((key,)) - checked}
         )
         return found
+
+    def _armed_before(self, candidates: Iterable[str]) -> bool:
+        """Whether a candidate held, when last checked, a callable whose call no guard sees (a
+        bound method, an impure module's function): the block may have called it and dropped
+        it (``box.pop()(1)``), so the walk after it cannot tell what it touched."""
+        for name in candidates:
+            old = self.state.get(name)
+            if old is not None and old.armed:
+                return True
+            module, member = self.imports.get(name, ("builtins", None))
+            if member is not None and module != "builtins" and not pure_member(module, member):
+                return True  # a module's member is named: a module is fetched from by a guard
+        return False
 
     def _candidates(
         self, namespace: dict[str, Any], codes: Sequence[CodeType] | None, reach: Reach
@@ -466,7 +482,7 @@ class VariableTracker:
         """``name`` provably holds what it held: only its index of held objects may change (an
         element swapped for an equal object, which a later change through it concerns)."""
         if ids is None:
-            ids = self._objects_of(value)
+            ids = self._objects_of(value)[0]
         if ids == old.ids:
             return set()
         return self._track(name, replace(old, ids=ids), ids)
@@ -483,7 +499,9 @@ class VariableTracker:
         ``delta``, when known, is ``(added, removed)``: the ids ``ids`` has that the recorded
         value had not, and the reverse (a table that grew by one row costs that row)."""
         if ids is None:
-            ids, delta = self._objects_of(record.value), None
+            (ids, record.armed), delta = self._objects_of(record.value), None
+        else:
+            record.armed = name in self._armed
         record.ids = ids
         old = self.state.get(name)
         before = old.ids if old is not None else frozenset()
@@ -533,10 +551,14 @@ class VariableTracker:
         self._hold(frozenset(), old.closure)
         return others
 
-    def _objects_of(self, value: object) -> frozenset[int]:
+    def _objects_of(self, value: object) -> tuple[frozenset[int], bool]:
+        """The ids of the objects ``value`` is made of; whether it holds a callable the witness
+        must hear of (``reach.Reach.armed``)."""
         if type(value) in _IMMUTABLE:
-            return frozenset()
-        return self._reach().objects_of(value)[0]
+            return frozenset(), False
+        reach = self._reach()
+        ids = reach.objects_of(value)[0]
+        return ids, reach.met > 0
 
     def _reach(self) -> Reach:
         return Reach(
