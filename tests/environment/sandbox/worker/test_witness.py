@@ -110,6 +110,11 @@ ROUTES: dict[str, tuple[list[str], str, set[str]]] = {
         "from heapq import heappop as pop\npop(nums)",
         {"nums"},
     ),
+    "heapq imported, called and dropped in one block": (
+        [BIG],
+        "from heapq import heappop as pop\npop(nums)\ndel pop",
+        {"nums"},
+    ),
     "a module function held in a variable": (
         [BIG, "import heapq\npush = heapq.heappush"],
         "push(nums, -1)",
@@ -236,6 +241,22 @@ def test_a_generator_collected_later_runs_its_finally_and_the_change_is_seen() -
     if "nums" not in changes:
         changes = session.run("len(nums)")
     assert session.live("nums")[-1] == -1
+    assert same(session.stored(changes["nums"]), session.live("nums"))
+
+
+def test_a_generator_finally_calling_an_imported_function_is_seen() -> None:
+    """No guard runs for ``heappush(nums, -1)``, and the block that drops the generator reaches
+    neither ``heappush`` nor ``nums``: the generator's end flags the witness, so ``nums`` is
+    compared in full when next checked."""
+    session = Session()
+    session.run(BIG + "\nfrom heapq import heappush")
+    session.run("def g():\n    try:\n        yield\n    finally:\n        heappush(nums, -1)")
+    session.run("gen = g()\nnext(gen)")
+    session.run("len(nums)")
+    changes = session.run("gen = None")
+    if "nums" not in changes:
+        changes = session.run("len(nums)")
+    assert session.live("nums")[0] == -1
     assert same(session.stored(changes["nums"]), session.live("nums"))
 
 
