@@ -360,9 +360,10 @@ class ModuleTable:
             if level:
                 raise ImportError("relative imports are not allowed in the sandbox")
             namespace = self.get(name)
-            if witness is not None and fromlist:
-                if not all(type(m) is str and pure_member(name, m) for m in fromlist):
-                    witness.flag()
+            if witness is not None and not all(
+                type(m) is str and pure_member(name, m) for m in fromlist or ()
+            ):
+                witness.flag()
             if not fromlist and "." in name:
                 return self.get(name.partition(".")[0])  # ``import a.b`` binds ``a``
             return namespace

@@ -53,6 +53,10 @@ _WRAPPERS: frozenset[type] = frozenset({staticmethod, classmethod, property})
 _DESCRIPTORS: frozenset[type] = frozenset(
     {MethodDescriptorType, WrapperDescriptorType, ClassMethodDescriptorType, MethodWrapperType}
 )
+# Kinds whose code the walk judges (``Reach._code``).
+_CODE_KINDS: frozenset[type] = frozenset(
+    {FunctionType, GeneratorType, BuiltinMethodType, MethodType, *_DESCRIPTORS}
+)
 
 
 class Reach:
@@ -149,25 +153,9 @@ class Reach:
         kind = type(obj)  # by type, never ``__class__``: a hostile object cannot pose as another
         if issubclass(kind, ModuleType | ReadOnlyNamespace):
             return False
-        if kind is FunctionType:
-            scope = obj.__globals__  # type: ignore[attr-defined]
-            if scope is not self.namespace:
-                if scope is not _sandbox_module_globals() and not self.pure(obj):
-                    self._flag()
-                return False  # host code: an extension proxy, a curated function
-            codes.append(obj.__code__)  # type: ignore[attr-defined]
-        elif kind is BuiltinMethodType or kind is MethodType:
-            if not self._method(obj, kind):
+        if kind in _CODE_KINDS:
+            if not self._code(obj, kind, codes):
                 return False
-        elif kind in _DESCRIPTORS:
-            if obj.__objclass__ not in IMMUTABLE:  # type: ignore[attr-defined]
-                self._flag()
-            return False
-        elif kind is GeneratorType:
-            # Its code, even once it ran to its end (its frame, walked below, is then gone).
-            code = obj.gi_code  # type: ignore[attr-defined]
-            if code.co_filename == BLOCK_FILENAME:
-                codes.append(code)
         elif issubclass(kind, type):
             if not self.is_sandbox_class(obj):  # type: ignore[arg-type]
                 return False
@@ -199,6 +187,28 @@ class Reach:
             self._flag()  # a callable object of host code
         level.extend(gc.get_referents(obj))
         return True
+
+    def _code(self, obj: Any, kind: type, codes: list[CodeType]) -> bool:
+        """A function, method or generator met: its sandbox code is queued, a callable whose
+        code no guard watches is told to the witness; whether to walk it."""
+        if kind is FunctionType:
+            scope = obj.__globals__
+            if scope is not self.namespace:
+                if scope is not _sandbox_module_globals() and not self.pure(obj):
+                    self._flag()
+                return False  # host code: an extension proxy, a curated function
+            codes.append(obj.__code__)
+            return True
+        if kind is GeneratorType:
+            # Its code, even once it ran to its end (its frame, walked below, is then gone).
+            if obj.gi_code.co_filename == BLOCK_FILENAME:
+                codes.append(obj.gi_code)
+            return True
+        if kind in _DESCRIPTORS:
+            if obj.__objclass__ not in IMMUTABLE:
+                self._flag()
+            return False
+        return self._method(obj, kind)
 
     def _method(self, obj: Any, kind: type) -> bool:
         """A bound method met: its receiver is touched (a builtin method: ``rows.append``), or

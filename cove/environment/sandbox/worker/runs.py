@@ -14,16 +14,17 @@ After a change (``nums.append(x)``, ``rows[7]["qty"] = 3``), ``encode`` compares
 encodes only the runs whose objects differ; the others keep their chunk, so the new version's
 tree costs what changed. Told what the mutation witness saw (``witness.py``), it compares only
 what may have changed: after an append, the runs from the old end on; when no row was touched,
-the rows' identities, not their cells. The tree it builds is exactly the one ``cove.codec.encode_tree`` builds
-for the value (same runs, same chunks, same root). Anything else is left to the codec.
+the rows' identities, not their cells. The tree it builds is exactly the one
+``cove.codec.encode_tree`` builds for the value (same runs, same chunks, same root). Anything
+else is left to the codec.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain
 from operator import is_
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from cove.codec.chunks import RUN_ITEMS, Tree

@@ -20,7 +20,8 @@ digest is unchanged. A container of scalars or a table whose objects were touche
 the identity of what it holds (``runs.py``), at the level that was touched: a list that only grew,
 its new tail; rows untouched, not their cells; and only the runs that changed are encoded again.
 When the witness could not attribute a change (it was flagged), every such value is compared in
-full the next time it is checked. If the namespace holds a binding no name led to, every name is compared once.
+full the next time it is checked. If the namespace holds a binding no name led to, every name is
+compared once.
 Functions and classes defined at the top level of a block keep the source of their definition and
 what it read (a ``Definition``, see ``provenance.py``; looked up by object, so ``g = f`` keeps
 ``f``'s) and are reported as ``kind="function"``. Values the codec refuses or whose encoding
@@ -561,9 +562,7 @@ class VariableTracker:
         return ids, reach.met > 0
 
     def _reach(self) -> Reach:
-        return Reach(
-            self.namespace, self.builtins, self._is_sandbox_class, self._known, self._pure
-        )
+        return Reach(self.namespace, self.builtins, self._is_sandbox_class, self._known, self._pure)
 
     def _known(self, name: str, value: object) -> frozenset[int] | None:
         """The held objects of a variable that holds no code, without a walk: an immutable

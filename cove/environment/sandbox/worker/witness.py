@@ -149,7 +149,8 @@ class Witness:
                 self.anything = True
             return
         if kind is BuiltinMethodType:
-            self.receiver(value.__self__, value.__name__)
+            method: Any = value
+            self.receiver(method.__self__, method.__name__)
         elif kind is MethodType:
             if not sandbox_function(value.__func__):  # type: ignore[attr-defined]
                 self.anything = True

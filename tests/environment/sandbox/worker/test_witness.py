@@ -189,7 +189,10 @@ ROUTES: dict[str, tuple[list[str], str, set[str]]] = {
         {"nums", "dd"},
     ),
     "a ChainMap writing into the dict it holds": (
-        ["book = {i: i for i in range(600)}", "import collections\ncm = collections.ChainMap(book)"],
+        [
+            "book = {i: i for i in range(600)}",
+            "import collections\ncm = collections.ChainMap(book)",
+        ],
         "cm[-1] = 1",
         {"book", "cm"},
     ),
