@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING, Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
 from cove.environment.sandbox.worker import witness as witness_module
-from cove.environment.sandbox.worker.witness import IMMUTABLE, Witness
+from cove.environment.sandbox.worker.witness import (
+    CONTAINERS,
+    GROWS,
+    IMMUTABLE,
+    PLAIN_VALUES,
+    READS,
+    Witness,
+)
 
 if TYPE_CHECKING:
     from cove.environment.sandbox.worker.data.surface import Surfaces
@@ -196,18 +203,12 @@ class Guards:
 
         What it hands out is told to the witness (``witness.py``): a method fetched from a
         container touches it, a function that may change its arguments flags the block."""
-        value = self._getattr(obj, name, default)
-        if type(obj) not in IMMUTABLE:
-            module = obj.module_name if isinstance(obj, ModuleNamespaceLike) else None
-            self.witness.fetched(obj, value, name, module)
-        return value
-
-    def _getattr(self, obj: object, name: str, default: Any) -> Any:
         try:
             check_attribute(obj, name)
             if self.surfaces is not None:
                 found = self.surfaces.lookup(obj, name)
                 if found is not NOT_LIBRARY:
+                    self._tell(obj, name, found)
                     return found
         except AttributeError:
             if default is not _MISSING:
@@ -216,15 +217,35 @@ class Guards:
         if name in ("now", "today", "utcnow"):
             replacement = self.clock.method(obj, name)
             if replacement is not None:
-                return replacement
+                return replacement  # reads the block clock, changes nothing
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
-        if type(value) in _FORMAT_KINDS:
-            return _safe_formatting(value)
-        if type(value) is types.MethodType and value.__func__ is _ABC_REGISTER:
+        kind = type(value)
+        if kind is types.BuiltinMethodType and value.__self__ is obj and type(obj) in CONTAINERS:
+            # The hot path, ``rows.append(x)``: a method of a list, dict, set or deque.
+            if name not in READS:
+                touched = self.witness.touched
+                if name in GROWS:
+                    touched.setdefault(id(obj), True)
+                else:
+                    touched[id(obj)] = False
+            return value
+        if kind in _FORMAT_KINDS:
+            value = _safe_formatting(value)
+        elif kind is types.MethodType and value.__func__ is _ABC_REGISTER:
             if default is not _MISSING:
                 return default
             raise AttributeError(_ABC_REGISTER_REFUSAL)
+        self._tell(obj, name, value)
         return value
+
+    def _tell(self, obj: object, name: str, value: object) -> None:
+        """Tell the witness ``obj.name`` was handed out as ``value`` (unless nothing it could
+        change: data, a class, a member of an immutable object or of an immutable type)."""
+        kind = type(obj)
+        if type(value) in PLAIN_VALUES or kind in IMMUTABLE or (kind is type and obj in IMMUTABLE):
+            return
+        module = obj.module_name if isinstance(obj, ModuleNamespaceLike) else None
+        self.witness.fetched(obj, value, name, module)
 
     def hasattr(self, obj: object, name: str) -> bool:
         """Guarded ``hasattr``: False for attributes the sandbox may not read."""
@@ -251,8 +272,11 @@ class Guards:
     def write(self, obj: Any) -> Any:
         """The ``_write_`` guard: ``guarded_write`` plus the audited attribute writes of library
         objects (``df.columns = [...]``: ``Surfaces.writable``)."""
+        if type(obj) in _PLAIN_CONTAINERS:  # the hot path: ``d[k] = v``
+            self.witness.touched[id(obj)] = False
+            return obj
         target = guarded_write(obj)
-        self.witness.write_target(obj, type(obj) in _PLAIN_CONTAINERS or self.transparent(obj))
+        self.witness.write_target(obj, self.transparent(obj))
         if type(target) is _ItemWrites and self.surfaces is not None:
             object.__setattr__(target, "_writable", self.surfaces.writable)
         return target
@@ -272,11 +296,14 @@ class Guards:
 
     def inplace(self, op: str, target: Any, value: Any) -> Any:
         """The ``_inplacevar_`` guard: ``x += y`` and friends (a mutable ``x`` is touched)."""
+        function = _INPLACE.get(op)
+        if function is None:
+            raise SyntaxError(f"unsupported augmented assignment {op}")
         if type(target) not in IMMUTABLE:
             self.witness.augmented(
                 op, target, type(target) in _PLAIN_CONTAINERS or self.transparent(target)
             )
-        return inplace_var(op, target, value)
+        return function(target, value)
 
     def augmented_item(self, target: Any, key: Any, op: str, value: Any) -> None:
         """``target[key] op= value`` (``df['x'] += 1``, ``arr[:, 1] += 10``): read, combine,

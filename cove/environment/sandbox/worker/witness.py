@@ -59,18 +59,19 @@ CONTAINERS: frozenset[type] = frozenset(
 )  # fmt: skip
 """Builtin containers whose methods change nothing but the receiver."""
 
-_READS = frozenset(
+READS = frozenset(
     {"copy", "count", "index", "get", "keys", "values", "items", "isdisjoint", "issubset",
      "issuperset", "union", "intersection", "difference", "symmetric_difference", "fromkeys",
      "most_common", "elements", "total"}
 )  # fmt: skip
 """Methods of ``CONTAINERS`` that only read their receiver."""
 
-_GROWS = frozenset({"append", "extend"})
-"""Methods of a list that only add at its end."""
+GROWS = frozenset({"append", "extend"})
+"""Methods of a list (or deque) that only add at its end."""
 
-_DATA: frozenset[type] = IMMUTABLE | {list, dict, set, type}
-"""Kinds of fetched attribute values that call nothing when fetched (not callables, or classes)."""
+PLAIN_VALUES: frozenset[type] = IMMUTABLE | {list, dict, set, type}
+"""Kinds of fetched attribute values that change nothing when called, or cannot be (classes:
+constructors; data)."""
 
 
 def pure_member(module: str, member: str) -> bool:
@@ -145,7 +146,7 @@ class Witness:
             return
         kind = type(value)
         if module is not None:
-            if kind not in _DATA and callable(value) and not pure_member(module, name):
+            if kind not in PLAIN_VALUES and callable(value) and not pure_member(module, name):
                 self.anything = True
             return
         if kind is BuiltinMethodType:
@@ -160,17 +161,17 @@ class Witness:
         elif kind is MethodDescriptorType:
             if value.__objclass__ not in IMMUTABLE:  # type: ignore[attr-defined]
                 self.anything = True
-        elif kind not in _DATA and callable(value):
+        elif kind not in PLAIN_VALUES and callable(value):
             self.anything = True
 
     def receiver(self, receiver: object, name: object) -> None:
         """A builtin method named ``name`` bound to ``receiver`` was fetched (or is held)."""
         kind = type(receiver)
         if kind in CONTAINERS:
-            if name in _READS:
+            if name in READS:
                 return
-            if kind is list and name in _GROWS:
-                self.grew(receiver)
+            if name in GROWS:
+                self.touched.setdefault(id(receiver), True)
             else:
                 self.touched[id(receiver)] = False
         elif kind not in IMMUTABLE and not isinstance(receiver, type):  # a class's: a constructor
