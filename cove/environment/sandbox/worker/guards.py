@@ -34,6 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
+from cove.environment.sandbox.worker import witness as witness_module
+from cove.environment.sandbox.worker.witness import (
+    CONTAINERS,
+    GROWS,
+    IMMUTABLE,
+    PLAIN_VALUES,
+    READS,
+    Witness,
+)
+
 if TYPE_CHECKING:
     from cove.environment.sandbox.worker.data.surface import Surfaces
 
@@ -66,7 +76,7 @@ _SEALED_TYPES: tuple[type, ...] = (
     types.CoroutineType,
     types.AsyncGeneratorType,
 )
-BLOCK_FILENAME = "<block>"
+BLOCK_FILENAME = witness_module.BLOCK_FILENAME
 """The file name of every code object compiled from sandbox code (how tracebacks find them)."""
 
 SANDBOX_MODULE = "sandbox"
@@ -89,6 +99,17 @@ class ReadOnlyNamespace:
     """Marker base for objects the sandbox may read but never write (curated modules)."""
 
     __slots__ = ()
+
+
+class ModuleNamespaceLike(ReadOnlyNamespace):
+    """Marker base for curated module namespaces (``modules.ModuleNamespace``)."""
+
+    __slots__ = ()
+
+    @property
+    def module_name(self) -> str:
+        """The name the sandbox imports this namespace under."""
+        raise NotImplementedError
 
 
 def check_attribute(obj: object, name: str) -> None:
@@ -169,17 +190,25 @@ class Guards:
             None when the libraries are not installed.
     """
 
-    def __init__(self, clock: BlockClock, surfaces: Surfaces | None = None) -> None:
+    def __init__(
+        self, clock: BlockClock, surfaces: Surfaces | None = None, witness: Witness | None = None
+    ) -> None:
         self.clock = clock
         self.surfaces = surfaces
+        self.witness = Witness() if witness is None else witness
+        self._transparent: dict[type, bool] = {}
 
     def getattr(self, obj: object, name: str, default: Any = _MISSING) -> Any:
-        """Guarded ``getattr``: the compiled form of ``obj.name`` and the sandbox's ``getattr``."""
+        """Guarded ``getattr``: the compiled form of ``obj.name`` and the sandbox's ``getattr``.
+
+        What it hands out is told to the witness (``witness.py``): a method fetched from a
+        container touches it, a function that may change its arguments flags the block."""
         try:
             check_attribute(obj, name)
             if self.surfaces is not None:
                 found = self.surfaces.lookup(obj, name)
                 if found is not NOT_LIBRARY:
+                    self._tell(obj, name, found)
                     return found
         except AttributeError:
             if default is not _MISSING:
@@ -188,15 +217,35 @@ class Guards:
         if name in ("now", "today", "utcnow"):
             replacement = self.clock.method(obj, name)
             if replacement is not None:
-                return replacement
+                return replacement  # reads the block clock, changes nothing
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
-        if type(value) in _FORMAT_KINDS:
-            return _safe_formatting(value)
-        if type(value) is types.MethodType and value.__func__ is _ABC_REGISTER:
+        kind = type(value)
+        if kind is types.BuiltinMethodType and value.__self__ is obj and type(obj) in CONTAINERS:
+            # The hot path, ``rows.append(x)``: a method of a list, dict, set or deque.
+            if name not in READS:
+                touched = self.witness.touched
+                if name in GROWS:
+                    touched.setdefault(id(obj), True)
+                else:
+                    touched[id(obj)] = False
+            return value
+        if kind in _FORMAT_KINDS:
+            value = _safe_formatting(value)
+        elif kind is types.MethodType and value.__func__ is _ABC_REGISTER:
             if default is not _MISSING:
                 return default
             raise AttributeError(_ABC_REGISTER_REFUSAL)
+        self._tell(obj, name, value)
         return value
+
+    def _tell(self, obj: object, name: str, value: object) -> None:
+        """Tell the witness ``obj.name`` was handed out as ``value`` (unless nothing it could
+        change: data, a class, a member of an immutable object or of an immutable type)."""
+        kind = type(obj)
+        if type(value) in PLAIN_VALUES or kind in IMMUTABLE or (kind is type and obj in IMMUTABLE):
+            return
+        module = obj.module_name if isinstance(obj, ModuleNamespaceLike) else None
+        self.witness.fetched(obj, value, name, module)
 
     def hasattr(self, obj: object, name: str) -> bool:
         """Guarded ``hasattr``: False for attributes the sandbox may not read."""
@@ -223,21 +272,49 @@ class Guards:
     def write(self, obj: Any) -> Any:
         """The ``_write_`` guard: ``guarded_write`` plus the audited attribute writes of library
         objects (``df.columns = [...]``: ``Surfaces.writable``)."""
+        if type(obj) in _PLAIN_CONTAINERS:  # the hot path: ``d[k] = v``
+            self.witness.touched[id(obj)] = False
+            return obj
         target = guarded_write(obj)
+        self.witness.write_target(obj, self.transparent(obj))
         if type(target) is _ItemWrites and self.surfaces is not None:
             object.__setattr__(target, "_writable", self.surfaces.writable)
         return target
+
+    def transparent(self, obj: object) -> bool:
+        """Whether writing ``obj`` runs only sandbox code or changes only ``obj``: a sandbox
+        function, or an instance of classes made by sandbox code (bar ``object``)."""
+        if type(obj) is types.FunctionType:
+            return True
+        cls = obj if isinstance(obj, type) else type(obj)
+        found = self._transparent.get(cls)
+        if found is None:
+            mro = type.__dict__["__mro__"].__get__(cls)
+            found = all(klass is object or made_by_sandbox(klass) for klass in mro)
+            self._transparent[cls] = found
+        return found
+
+    def inplace(self, op: str, target: Any, value: Any) -> Any:
+        """The ``_inplacevar_`` guard: ``x += y`` and friends (a mutable ``x`` is touched)."""
+        function = _INPLACE.get(op)
+        if function is None:
+            raise SyntaxError(f"unsupported augmented assignment {op}")
+        if type(target) not in IMMUTABLE:
+            self.witness.augmented(
+                op, target, type(target) in _PLAIN_CONTAINERS or self.transparent(target)
+            )
+        return function(target, value)
 
     def augmented_item(self, target: Any, key: Any, op: str, value: Any) -> None:
         """``target[key] op= value`` (``df['x'] += 1``, ``arr[:, 1] += 10``): read, combine,
         write back, each through its guard."""
         current = guarded_getitem(target, key)
-        self.write(target)[key] = inplace_var(op, current, value)
+        self.write(target)[key] = self.inplace(op, current, value)
 
     def augmented_attribute(self, target: Any, name: str, op: str, value: Any) -> None:
         """``target.name op= value``: read and write through the attribute guards."""
         current = self.getattr(target, name)
-        setattr(self.write(target), name, inplace_var(op, current, value))
+        setattr(self.write(target), name, self.inplace(op, current, value))
 
     def build_class(self, function: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
         """``__build_class__`` refusing library bases: subclassing a DataFrame or an array would

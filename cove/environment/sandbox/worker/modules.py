@@ -43,10 +43,11 @@ from typing import Any
 
 from cove.environment.sandbox.worker import wrapped
 from cove.environment.sandbox.worker.data.libraries import LIBRARY_ROOTS
-from cove.environment.sandbox.worker.guards import BlockClock, ReadOnlyNamespace
+from cove.environment.sandbox.worker.guards import BlockClock, ModuleNamespaceLike
+from cove.environment.sandbox.worker.witness import Witness, pure_member
 
 
-class ModuleNamespace(ReadOnlyNamespace):
+class ModuleNamespace(ModuleNamespaceLike):
     """A read-only stand-in for a module: attribute access to selected members only."""
 
     __slots__ = ("_members", "_module_name")
@@ -341,8 +342,13 @@ class ModuleTable:
         """The namespaces imported so far."""
         return dict(self._loaded)
 
-    def importer(self) -> Callable[..., ModuleNamespace]:
-        """The sandbox's ``__import__``."""
+    def importer(self, witness: Witness | None = None) -> Callable[..., ModuleNamespace]:
+        """The sandbox's ``__import__``.
+
+        Args:
+            witness: Told when a ``from`` import binds a member that may change its arguments
+                (its later calls pass no guard; ``witness.py``).
+        """
 
         def sandbox_import(
             name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
@@ -354,6 +360,10 @@ class ModuleTable:
             if level:
                 raise ImportError("relative imports are not allowed in the sandbox")
             namespace = self.get(name)
+            if witness is not None and not all(
+                type(m) is str and pure_member(name, m) for m in fromlist or ()
+            ):
+                witness.flag()
             if not fromlist and "." in name:
                 return self.get(name.partition(".")[0])  # ``import a.b`` binds ``a``
             return namespace

@@ -128,6 +128,44 @@ and records that statement's source for the object (``tracking.VariableTracker.r
 """
 
 
+GENERATOR_END = "_generator_end_"
+"""The builtin a sandbox generator that holds a ``try`` calls when it ends (``witness.flag``).
+
+Its ``finally`` or ``except`` clauses may run when the generator is collected, outside any block
+and any guard: the outermost ``try``/``finally`` the compiler wraps its body in tells the witness
+that something may have changed which no guard saw."""
+
+
+def _mark_generator_ends(tree: ast.AST) -> None:
+    """Wrap the body of every generator function holding a ``try`` in ``try: ... finally:
+    _generator_end_()``."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        own = list(_own_nodes(node))
+        if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in own) and any(
+            isinstance(n, ast.Try | ast.TryStar) for n in own
+        ):
+            end = ast.Expr(ast.Call(ast.Name(GENERATOR_END, ast.Load()), [], []))
+            wrapped = ast.Try(body=node.body, handlers=[], orelse=[], finalbody=[end])
+            ast.copy_location(wrapped, node.body[0])
+            ast.copy_location(end, node.body[-1])
+            node.body = [wrapped]
+
+
+def _own_nodes(function: ast.FunctionDef) -> list[ast.AST]:
+    """The nodes of ``function``'s body outside nested functions, lambdas and classes."""
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
 @dataclass
 class CompiledBlock:
     """A block ready to run: its statements, its trailing expression, and its definitions."""
@@ -221,6 +259,7 @@ def _compile(
         if match:
             raise BlockSyntaxError(match.group(2), int(match.group(1)))
         raise BlockSyntaxError(errors[0], None)
+    _mark_generator_ends(tree)
     if definitions and isinstance(tree, ast.Module):
         # After the policy check, which refuses the hook's name as it must for user code. The
         # transformer keeps the statement structure, so the k-th definition found now is the
@@ -231,6 +270,7 @@ def _compile(
             for index, site in enumerate(hooks):
                 _set_hook(site, index)
             ast.fix_missing_locations(tree)
+    ast.fix_missing_locations(tree)
     # dont_inherit: RestrictedPython's own compile() call would pass on its module's
     # ``from __future__ import annotations`` and turn every annotation into a string.
     return compile(tree, BLOCK_FILENAME, mode, dont_inherit=True)
@@ -349,7 +389,8 @@ def make_builtins(
             "_getiter_": g.guarded_iter,
             "_iter_unpack_sequence_": g.iter_unpack_sequence,
             "_unpack_sequence_": g.unpack_sequence,
-            "_inplacevar_": g.inplace_var,
+            "_inplacevar_": guards.inplace,
+            GENERATOR_END: guards.witness.flag,
             "_apply_": g.apply,
             "_print_": print_factory,
             DEFINE_HOOK: _no_hook,

@@ -12,12 +12,16 @@ same value; comparing them by identity runs at C speed.
 
 After a change (``nums.append(x)``, ``rows[7]["qty"] = 3``), ``encode`` compares run by run and
 encodes only the runs whose objects differ; the others keep their chunk, so the new version's
-tree costs what changed. The tree it builds is exactly the one ``cove.codec.encode_tree`` builds
-for the value (same runs, same chunks, same root). Anything else is left to the codec.
+tree costs what changed. Told what the mutation witness saw (``witness.py``), it compares only
+what may have changed: after an append, the runs from the old end on; when no row was touched,
+the rows' identities, not their cells. The tree it builds is exactly the one
+``cove.codec.encode_tree`` builds for the value (same runs, same chunks, same root). Anything
+else is left to the codec.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain
 from operator import is_
@@ -34,6 +38,11 @@ _SCALARS = frozenset({int, float, complex, str, bytes, bool, type(None)})
 _ROWS = frozenset({dict, list, tuple})
 
 Kind = Literal["list", "dict", "table", "tuple"]
+
+
+Hint = tuple[bool | None, frozenset[int], int]
+"""What the witness saw of a recorded value: its container touched (None: no; True: it only grew
+at its end; False: in any way), the ids of its rows touched, and its recorded length."""
 
 
 @dataclass
@@ -60,15 +69,16 @@ class Runs:
         self.runs = runs
         self.tree = tree
 
-    def holds(self, value: Any) -> bool:
-        """Whether ``value`` (the recorded object) holds the same objects in the same order."""
+    def holds(self, value: Any, hint: Hint | None = None) -> bool:
+        """Whether ``value`` (the recorded object) holds the same objects in the same order
+        (comparing only what ``hint`` says may have changed)."""
         if value is not self.obj or len(value) != self.length:
             return False
         if self.kind == "tuple":
             return True
         views = _views(self.kind, value)
         return all(
-            _same(self.kind, run, views, start)
+            _kept(self.kind, run, views, start, hint)
             for run, start in zip(self.runs, range(0, self.length, RUN_ITEMS), strict=True)
         )
 
@@ -105,11 +115,22 @@ def _table(rows: list[Any], kinds: set[type]) -> bool:
     )
 
 
+def hint_of(previous: Runs, held: frozenset[int], touched: Mapping[int, bool]) -> Hint:
+    """The ``Hint`` for ``previous`` (whose value holds the objects ``held``) from what the
+    witness recorded (``touched``: by id, True when the object only grew)."""
+    top = touched.get(id(previous.obj))
+    rows = frozenset(key for key in touched if key in held and key != id(previous.obj))
+    return top, rows, previous.length
+
+
 def encode(
-    value: Any, kind: Kind, enc: TreeEncoder, previous: Runs | None
+    value: Any, kind: Kind, enc: TreeEncoder, previous: Runs | None, hint: Hint | None = None
 ) -> tuple[Tree, Runs] | None:
     """The tree of ``value`` (of shape ``kind``) and its record, keeping ``previous``'s runs
     where they still hold the same objects and their chunks are known to ``enc``.
+
+    ``hint`` (for ``previous``'s very object) says what may have changed since ``previous``;
+    without it, every run is compared object by object.
 
     Returns None when a changed run no longer has the shape (the caller encodes it whole).
     """
@@ -126,7 +147,7 @@ def encode(
             old = reuse.runs[number] if reuse is not None and number < len(reuse.runs) else None
             if (
                 old is not None
-                and _same(kind, old, views, start)
+                and _kept(kind, old, views, start, hint)
                 and all(map(enc.known, old.sizes))
             ):
                 for name, size in old.sizes.items():
@@ -152,6 +173,29 @@ def _views(kind: Kind, value: Any) -> tuple[list[Any], list[Any] | None]:
     if kind == "dict":
         return list(value), list(value.values())
     return value, None
+
+
+def _kept(
+    kind: Kind,
+    run: _Run,
+    views: tuple[list[Any], list[Any] | None],
+    start: int,
+    hint: Hint | None,
+) -> bool:
+    """Whether the run at ``start`` holds what ``run`` recorded, comparing only what ``hint``
+    says may have changed."""
+    if hint is None:
+        return _same(kind, run, views, start)
+    top, rows, length = hint
+    if top is None or (top is True and start + RUN_ITEMS <= length):
+        # The same items (an untouched container, or a full run before its old end).
+        if not rows or rows.isdisjoint(map(id, views[0][start : start + RUN_ITEMS])):
+            return True  # and none of its rows touched
+        return _same(kind, run, views, start)
+    if kind == "table" and not rows:
+        segment = views[0][start : start + RUN_ITEMS]
+        return len(segment) == len(run.items) and all(map(is_, segment, run.items))
+    return _same(kind, run, views, start)
 
 
 def _same(kind: Kind, run: _Run, views: tuple[list[Any], list[Any] | None], start: int) -> bool:

@@ -36,6 +36,7 @@ from cove.environment.sandbox.worker.policy import (
 from cove.environment.sandbox.worker.provenance import NotRestorable, Provenance
 from cove.environment.sandbox.worker.statements import StatementReads
 from cove.environment.sandbox.worker.tracking import VariableTracker
+from cove.environment.sandbox.worker.witness import Witness
 from cove.errors import CodecError
 
 Frame = dict[str, Any]
@@ -115,10 +116,11 @@ class Runtime:
         self.modules = ModuleTable(
             self.chance, self.clock, self.data.builders() if self.data is not None else None
         )
+        self.witness = Witness()
         self.builtins = make_builtins(
-            Guards(self.clock, self.data.surfaces if self.data is not None else None),
+            Guards(self.clock, self.data.surfaces if self.data is not None else None, self.witness),
             print_factory=self._print_scope,
-            importer=self.modules.importer(),
+            importer=self.modules.importer(self.witness),
             extras={"ExtensionError": ExtensionError, DEFINE_HOOK: self._define_hook},
         )
         self._block_sources: list[str] = []  # of the running block's definitions, in order
@@ -139,6 +141,7 @@ class Runtime:
             modules=self.modules,
             builtins=self.builtins,
             namespace=self.namespace,
+            witness=self.witness,
         )
         self.provenance = Provenance(self.tracker, self.namespace, self.builtins)
 

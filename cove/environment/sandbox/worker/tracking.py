@@ -14,9 +14,14 @@ touched, not what the sandbox holds:
 - when a checked variable changed, every variable sharing an object with its old or new value.
 
 A checked value is the same when it is the same immutable object (an int, a str...), or the same
-container of scalars (or table of them) still holding the very objects recorded at its last encode
-(``runs.py``, which then also re-encodes only the runs that changed), else when its tree's digest
-is unchanged. If the namespace holds a binding no name led to, every name is compared once.
+container of scalars (or table of them) none of whose objects the mutation witness saw touched
+(``witness.py``: no check at all, so ``len(rows)`` costs what reading costs), else when its tree's
+digest is unchanged. A container of scalars or a table whose objects were touched is compared by
+the identity of what it holds (``runs.py``), at the level that was touched: a list that only grew,
+its new tail; rows untouched, not their cells; and only the runs that changed are encoded again.
+When the witness could not attribute a change (it was flagged), every such value is compared in
+full the next time it is checked. If the namespace holds a binding no name led to, every name is
+compared once.
 Functions and classes defined at the top level of a block keep the source of their definition and
 what it read (a ``Definition``, see ``provenance.py``; looked up by object, so ``g = f`` keeps
 ``f``'s) and are reported as ``kind="function"``. Values the codec refuses or whose encoding
@@ -46,6 +51,7 @@ from cove.environment.sandbox.worker import runs
 from cove.environment.sandbox.worker.modules import ModuleTable
 from cove.environment.sandbox.worker.reach import Reach
 from cove.environment.sandbox.worker.runs import Runs
+from cove.environment.sandbox.worker.witness import Witness, pure_member
 
 MAX_DEPTH = 100
 """The deepest nesting of containers a snapshot may hold."""
@@ -73,6 +79,7 @@ class _Tracked:
     closure: frozenset[str] = frozenset()  # the chunks of the tree reported for it (host-held)
     quick: str | None = None  # an array's or a pandas value's buffer fingerprint
     token: str | None = None  # its provenance token, once asked for
+    armed: bool = False  # it held a callable a later call of which no guard sees (``reach.py``)
 
     def unchanged(self, value: object) -> bool:
         """Whether ``value`` is the tracked object, provably holding what it held (no encode)."""
@@ -150,8 +157,10 @@ class VariableTracker:
         modules: ModuleTable,
         builtins: dict[str, Any],
         namespace: dict[str, Any] | None = None,
+        witness: Witness | None = None,
     ):
         self.value_limit = value_limit
+        self.witness = Witness() if witness is None else witness
         self.modules = modules
         self.builtins = builtins
         self.namespace: dict[str, Any] = {} if namespace is None else namespace
@@ -169,6 +178,10 @@ class VariableTracker:
         self._hidden: int | None = None  # names starting with "_"; None: count on the next check
         self._budget = REPORT_BUDGET_BYTES
         self._proven: set[str] = set()  # reached this check, shown unchanged without an encode
+        self._skipped: set[str] = set()  # reached this check, not walked: its recorded ids kept
+        self._suspect: set[str] = set()  # changed maybe unseen by the witness: compare in full
+        self._touched: dict[int, bool] = {}  # the witness's record, for this check
+        self._armed: set[str] = set()  # the names whose walk this check met such callables
         self._index: dict[int, ImportRef] = {}
         self._index_key: tuple[int, int] | None = None
 
@@ -249,8 +262,17 @@ class VariableTracker:
         """
         self.namespace = namespace
         self._proven.clear()
+        self._skipped.clear()
+        touched, anything = self.witness.take()
         reach = self._reach()
         candidates = self._candidates(namespace, codes, reach)
+        for key, grown in reach.witness.touched.items():  # receivers of held methods
+            if not grown or touched.get(key, True):
+                touched[key] = grown
+        self._armed = reach.armed
+        if anything or reach.witness.anything or codes is None or self._armed_before(candidates):
+            self._suspect = set(self.state)
+        self._touched = touched
         found: list[dict[str, Any]] = []
         self._budget = REPORT_BUDGET_BYTES - sum(map(len, self.outbox.values()))
         pending = list(candidates)
@@ -262,7 +284,25 @@ class VariableTracker:
             also = self._check_safely(namespace, name, found, reach.walked.get(name))
             pending.extend(sorted(also - checked))
         self._sweep(namespace, checked, found)
+        # What was touched in values this check did not look at stays for a later one.
+        self._touched = {}
+        self.witness.put_back(
+            {key: grown for key, grown in touched.items() if self.holders((key,)) - checked}
+        )
         return found
+
+    def _armed_before(self, candidates: Iterable[str]) -> bool:
+        """Whether a candidate held, when last checked, a callable whose call no guard sees (a
+        bound method, an impure module's function): the block may have called it and dropped
+        it (``box.pop()(1)``), so the walk after it cannot tell what it touched."""
+        for name in candidates:
+            old = self.state.get(name)
+            if old is not None and old.armed:
+                return True
+            module, member = self.imports.get(name, ("builtins", None))
+            if member is not None and module != "builtins" and not pure_member(module, member):
+                return True  # a module's member is named: a module is fetched from by a guard
+        return False
 
     def _candidates(
         self, namespace: dict[str, Any], codes: Sequence[CodeType] | None, reach: Reach
@@ -276,7 +316,11 @@ class VariableTracker:
             old = self.state.get(name)
             # Other holders of a reached object: shared ones, and any the value newly holds.
             keys = ids & self._owners.shared
-            if old is None or old.value is not reach.namespace.get(name) or ids != old.ids:
+            if (
+                old is None
+                or old.value is not reach.namespace.get(name)
+                or (ids is not old.ids and ids != old.ids)
+            ):
                 keys |= ids - (old.ids if old is not None else frozenset())
             candidates.update(dict.fromkeys(sorted(self._owners.names_for(keys))))
         return candidates
@@ -339,8 +383,10 @@ class VariableTracker:
             self.imports.pop(name, None)
             return self._gone(name, found) if old is not None else set()
         value = namespace[name]
-        if name in self._proven or (old is not None and old.unchanged(value)):
+        if name in self._proven or (old is not None and self._same(name, old, value)):
             return set()  # the same object, provably holding the same: nothing to encode
+        if name in self._skipped:
+            walked = None  # the walk kept its recorded ids: not what it holds now
         if old is None or old.value is not value:
             ref = self._import_ref(value)
             if ref is not None:
@@ -348,6 +394,26 @@ class VariableTracker:
                 return self._gone(name, found) if old is not None else set()
             self.imports.pop(name, None)
         return self._compare(name, value, old, found, walked)
+
+    def _same(self, name: str, old: _Tracked, value: object) -> bool:
+        """Whether ``value`` is ``old``'s object, provably holding what it held: an immutable
+        object; a container of scalars or a table none of whose objects the witness saw touched
+        (or, when the witness was flagged since its last full comparison, holding the very
+        objects it held)."""
+        if value is not old.value:
+            return False
+        if type(value) in _IMMUTABLE:
+            return True
+        if old.runs is None:
+            return False
+        if name in self._suspect:
+            if not old.runs.holds(value):
+                return False
+            self._suspect.discard(name)
+            return True
+        if old.ids.isdisjoint(self._touched):
+            return True
+        return old.runs.holds(value, runs.hint_of(old.runs, old.ids, self._touched))
 
     def _gone(self, name: str, found: list[dict[str, Any]]) -> set[str]:
         """A tracked value is no longer a variable (deleted, or now an import)."""
@@ -367,15 +433,18 @@ class VariableTracker:
         An array or a pandas value is first compared by a hash of its buffers: unchanged, it is
         not encoded at all."""
         ids = walked[1] if walked is not None and walked[0] is value else None
+        delta: tuple[frozenset[int], frozenset[int]] | None = None
         quick = codec.data_fingerprint(value)
         if quick is not None and old is not None and old.value is value and old.quick == quick:
             return self._retrack(name, value, old, ids)
         snapshot, record, tree = self.snapshot(name, value, old)
         record.quick = quick
+        if ids is None and old is not None and record.runs is not None and old.runs is not None:
+            ids, delta = self._held_now(name, value, old, record.runs)
         if old is not None and old.digest == record.digest:
             # Same content (maybe in another object): the host's tree is this tree.
             record.closure, record.token = old.closure, old.token
-            return self._track(name, record, ids)
+            return self._track(name, record, ids, delta)
         if tree is not None:
             fresh = {n: d for n, d in tree.chunks.items() if not self._held(n)}
             self._budget -= len(tree.root) + sum(map(len, fresh.values()))
@@ -385,7 +454,28 @@ class VariableTracker:
                 self.outbox.update(fresh)
                 record.closure = tree.closure
         found.append(snapshot)
-        return self._track(name, record, ids)
+        return self._track(name, record, ids, delta)
+
+    def _held_now(
+        self, name: str, value: object, old: _Tracked, record: Runs
+    ) -> tuple[frozenset[int] | None, tuple[frozenset[int], frozenset[int]] | None]:
+        """The objects ``value`` (still of ``old``'s shape) holds, from ``old``'s and what the
+        witness saw, without a walk, with what was added and removed; ``(None, None)`` when they
+        must be found by a walk."""
+        if value is not old.value or old.runs is None or record.kind != old.runs.kind:
+            return None, None
+        none: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset())
+        if record.kind != "table":
+            return old.ids, none  # the container itself
+        if name in self._suspect:
+            return None, None
+        if id(value) not in self._touched:
+            return old.ids, none  # the very rows it held
+        if self._touched[id(value)]:  # it only grew: its old rows, and the new ones
+            rows: list[Any] = value  # type: ignore[assignment]
+            added = frozenset(map(id, rows[old.runs.length :])) - old.ids
+            return old.ids | added, (added, frozenset())
+        return None, None
 
     def _retrack(
         self, name: str, value: object, old: _Tracked, ids: frozenset[int] | None
@@ -393,25 +483,39 @@ class VariableTracker:
         """``name`` provably holds what it held: only its index of held objects may change (an
         element swapped for an equal object, which a later change through it concerns)."""
         if ids is None:
-            ids = self._objects_of(value)
+            ids = self._objects_of(value)[0]
         if ids == old.ids:
             return set()
         return self._track(name, replace(old, ids=ids), ids)
 
-    def _track(self, name: str, record: _Tracked, ids: frozenset[int] | None = None) -> set[str]:
-        """Record ``name``'s value; the other variables holding objects it held or now holds."""
+    def _track(
+        self,
+        name: str,
+        record: _Tracked,
+        ids: frozenset[int] | None = None,
+        delta: tuple[frozenset[int], frozenset[int]] | None = None,
+    ) -> set[str]:
+        """Record ``name``'s value; the other variables holding objects it held or now holds.
+
+        ``delta``, when known, is ``(added, removed)``: the ids ``ids`` has that the recorded
+        value had not, and the reverse (a table that grew by one row costs that row)."""
         if ids is None:
-            ids = self._objects_of(record.value)
+            (ids, record.armed), delta = self._objects_of(record.value), None
+        else:
+            record.armed = name in self._armed
         record.ids = ids
         old = self.state.get(name)
         before = old.ids if old is not None else frozenset()
+        if old is None or delta is None:
+            delta = (ids - before, before - ids) if ids is not before else (frozenset(),) * 2
+        added, removed = delta
         # Before the index changes: holders of what it shared, and of what it newly holds.
         shared = self._owners.shared  # small: intersections cost its size, not the value's
-        added = ids - before
         others = self._owners.names_for((before & shared) | (ids & shared) | added)
         others.discard(name)
-        self._owners.remove(name, before - ids)  # only the difference: a big value that
+        self._owners.remove(name, removed)  # only the difference: a big value that
         self._owners.add(name, added)  # grew by one row costs one index entry
+        self._suspect.discard(name)
         self._hold(record.closure, old.closure if old is not None else frozenset())
         self.state[name] = record
         return others
@@ -441,27 +545,48 @@ class VariableTracker:
 
     def _untrack(self, name: str) -> set[str]:
         old = self.state.pop(name)
+        self._suspect.discard(name)
         others = self._owners.names_for(old.ids & self._owners.shared)
         others.discard(name)
         self._owners.remove(name, old.ids)
         self._hold(frozenset(), old.closure)
         return others
 
-    def _objects_of(self, value: object) -> frozenset[int]:
+    def _objects_of(self, value: object) -> tuple[frozenset[int], bool]:
+        """The ids of the objects ``value`` is made of; whether it holds a callable the witness
+        must hear of (``reach.Reach.armed``)."""
         if type(value) in _IMMUTABLE:
-            return frozenset()
-        return self._reach().objects_of(value)[0]
+            return frozenset(), False
+        reach = self._reach()
+        ids = reach.objects_of(value)[0]
+        return ids, reach.met > 0
 
     def _reach(self) -> Reach:
-        return Reach(self.namespace, self.builtins, self._is_sandbox_class, self._known)
+        return Reach(self.namespace, self.builtins, self._is_sandbox_class, self._known, self._pure)
 
     def _known(self, name: str, value: object) -> frozenset[int] | None:
-        """The held objects of a variable provably unchanged (no walk, no encode needed)."""
+        """The held objects of a variable that holds no code, without a walk: an immutable
+        object, or the container of scalars (or table) it was (whether it still holds what it
+        held is for the check to say; until then, its ids are the recorded ones)."""
         old = self.state.get(name)
-        if old is None or not old.unchanged(value):
+        if old is None or old.value is not value:
             return None
-        self._proven.add(name)
+        if type(value) in _IMMUTABLE:
+            self._proven.add(name)
+        elif old.runs is not None:
+            self._skipped.add(name)
+        else:
+            return None
         return old.ids
+
+    def _pure(self, value: object) -> bool:
+        """Whether ``value`` is an import binding that never changes its arguments (a builtin,
+        an extension function, a member of a module in ``witness.PURE_MODULES``)."""
+        ref = self._import_ref(value)
+        if ref is None:
+            return False
+        module, member = ref
+        return module == "builtins" or (member is not None and pure_member(module, member))
 
     def adopt(self, name: str, value: object, encoded: str, closure: frozenset[str]) -> None:
         """Take a restored variable as unchanged.
@@ -493,6 +618,7 @@ class VariableTracker:
         self.known.clear()
         self.outbox.clear()
         self._owners.clear()
+        self._suspect.clear()
         self._hidden = None
 
     def encode(self, value: object, limit: int | None = None) -> str:
@@ -515,7 +641,7 @@ class VariableTracker:
         """The wire form of ``value``'s snapshot, its record and its tree (None when opaque)."""
         self.encodes += 1
         try:
-            record, tree = self._encoded(value, old, self._held)
+            record, tree = self._encoded(value, old, self._held, name)
         except MemoryError:
             raise
         except Exception:  # CodecError, or a RecursionError from a hostile structure
@@ -537,7 +663,9 @@ class VariableTracker:
             snapshot["signature"] = snapshot["preview"] = signature_of(name, value)
         return snapshot, record, tree
 
-    def _encoded(self, value: object, old: _Tracked | None, known: Any) -> tuple[_Tracked, Tree]:
+    def _encoded(
+        self, value: object, old: _Tracked | None, known: Any, name: str = ""
+    ) -> tuple[_Tracked, Tree]:
         """``value``'s tree (run by run when it has one of the shapes of ``runs.py``, keeping
         ``old``'s runs that still hold the same objects) and its new record.
 
@@ -549,7 +677,10 @@ class VariableTracker:
         kind = previous.kind if previous is not None else runs.kind_of(value)
         if kind is not None:
             encoder = TreeEncoder(source_of=self.source_of, known=known, **limits)
-            done = runs.encode(value, kind, encoder, previous)
+            hint = None
+            if previous is not None and old is not None and name not in self._suspect:
+                hint = runs.hint_of(previous, old.ids, self._touched)
+            done = runs.encode(value, kind, encoder, previous, hint)
             if done is not None:
                 tree, record = done
                 return _Tracked(value, tree.digest, runs=record), tree
