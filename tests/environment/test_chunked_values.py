@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from cove.config import Settings
-from cove.environment.sandbox.host.pool import WorkerPool
-from cove.persistence.store import Store
 from tests.environment.test_environment import Harness
 from tests.persistence.value_helpers import chunk_bytes
 
@@ -32,18 +29,8 @@ SAME = (
 
 @pytest.fixture
 async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    settings = Settings.load(
-        env={}, data_dir=tmp_path, worker_pool_size=1, sandbox_libraries=False
-    ).sandbox
-    pool = WorkerPool(settings, size=1)
-    await pool.start()
-    try:
-        async with Store.open(tmp_path / "cove.db") as store:
-            h = Harness(settings, pool, store, tmp_path)
-            h.conversation_id = (await store.create_conversation(channel="test")).id
-            yield h
-    finally:
-        await pool.aclose()
+    async with Harness.running(tmp_path, sandbox_libraries=False) as h:
+        yield h
 
 
 async def test_values_of_megabytes_are_versioned_and_come_back_exactly(

@@ -10,9 +10,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cove.config import Settings
-from cove.environment.sandbox.host.pool import WorkerPool
-from cove.persistence.store import Store
 from tests.environment.test_environment import Harness
 
 CSV = "day,region,units\n2024-01-01,north,3\n2024-01-02,south,5\n2024-01-03,north,4\n"
@@ -20,18 +17,8 @@ CSV = "day,region,units\n2024-01-01,north,3\n2024-01-02,south,5\n2024-01-03,nort
 
 @pytest.fixture
 async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    settings = Settings.load(
-        env={}, data_dir=tmp_path, worker_pool_size=1, workspace_quota_mb=1
-    ).sandbox
-    pool = WorkerPool(settings, size=1)
-    await pool.start()
-    try:
-        async with Store.open(tmp_path / "cove.db") as store:
-            h = Harness(settings, pool, store, tmp_path)
-            h.conversation_id = (await store.create_conversation(channel="test")).id
-            yield h
-    finally:
-        await pool.aclose()
+    async with Harness.running(tmp_path, workspace_quota_mb=1) as h:
+        yield h
 
 
 async def test_files_are_read_and_written_by_name_through_the_host(harness: Harness) -> None:

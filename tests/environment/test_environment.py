@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,22 @@ class Harness:
         self.workspace = root / "workspace"
         self.conversation_id = ""
 
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def running(cls, root: Path, **settings: Any) -> AsyncIterator[Harness]:
+        """A harness on a one-worker pool and the store ``root/cove.db``, with a new
+        conversation; ``settings`` are ``Settings.load`` overrides."""
+        sandbox = Settings.load(env={}, data_dir=root, worker_pool_size=1, **settings).sandbox
+        pool = WorkerPool(sandbox, size=1)
+        await pool.start()
+        try:
+            async with Store.open(root / "cove.db") as store:
+                harness = cls(sandbox, pool, store, root)
+                harness.conversation_id = (await store.create_conversation(channel="test")).id
+                yield harness
+        finally:
+            await pool.aclose()
+
     async def open(self, **kwargs: Any) -> Environment:
         kwargs.setdefault("conversation_id", self.conversation_id)
         return await Environment.open(
@@ -94,18 +111,8 @@ class Harness:
 
 @pytest.fixture
 async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    settings = Settings.load(
-        env={}, data_dir=tmp_path, worker_pool_size=1, sandbox_libraries=False
-    ).sandbox
-    pool = WorkerPool(settings, size=1)
-    await pool.start()
-    try:
-        async with Store.open(tmp_path / "cove.db") as store:
-            h = Harness(settings, pool, store, tmp_path)
-            h.conversation_id = (await store.create_conversation(channel="test")).id
-            yield h
-    finally:
-        await pool.aclose()
+    async with Harness.running(tmp_path, sandbox_libraries=False) as h:
+        yield h
 
 
 def versions(writes: Sequence[VarVersion]) -> list[tuple[str, int, str]]:

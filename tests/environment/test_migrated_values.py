@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 
 from cove import codec
-from cove.config import Settings
-from cove.environment.sandbox.host.pool import WorkerPool
 from cove.persistence.migrate import latest_version
 from cove.persistence.store import Store
 from tests.environment.test_environment import Harness
@@ -49,17 +47,12 @@ def db(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def harness(tmp_path: Path, db: Path) -> AsyncIterator[Harness]:
-    settings = Settings.load(env={}, data_dir=tmp_path, worker_pool_size=1).sandbox
-    pool = WorkerPool(settings, size=1)
-    await pool.start()
-    try:
-        async with Store.open(db) as store:
-            h = Harness(settings, pool, store, tmp_path)
-            [main] = [c for c in await store.list_conversations() if c.title == "made by main"]
-            h.conversation_id = main.id
-            yield h
-    finally:
-        await pool.aclose()
+    assert db == tmp_path / "cove.db"  # the harness opens the copy
+    async with Harness.running(tmp_path) as h:
+        listed = await h.store.list_conversations()
+        [main] = [c for c in listed if c.title == "made by main"]
+        h.conversation_id = main.id
+        yield h
 
 
 async def test_the_values_main_wrote_read_as_they_were_written(db: Path) -> None:

@@ -18,8 +18,6 @@ from cove.config import Settings
 from cove.conversation.workspaces import Workspaces
 from cove.environment.extensions.files import write_file
 from cove.environment.extensions.quota import ENTRY_BYTES, MAX_DEPTH, WorkspaceQuota, measure
-from cove.environment.sandbox.host.pool import WorkerPool
-from cove.persistence.store import Store
 from tests.environment.extensions.test_files import make_ctx, workspace
 from tests.environment.test_environment import Harness
 
@@ -36,18 +34,8 @@ def entries_under(root: Path) -> int:
 @pytest.fixture
 async def small(tmp_path: Path) -> AsyncIterator[Harness]:
     """An environment harness whose workspaces hold at most 1 MB."""
-    settings = Settings.load(
-        env={}, data_dir=tmp_path, worker_pool_size=1, workspace_quota_mb=1
-    ).sandbox
-    pool = WorkerPool(settings, size=1)
-    await pool.start()
-    try:
-        async with Store.open(tmp_path / "cove.db") as store:
-            h = Harness(settings, pool, store, tmp_path)
-            h.conversation_id = (await store.create_conversation(channel="test")).id
-            yield h
-    finally:
-        await pool.aclose()
+    async with Harness.running(tmp_path, workspace_quota_mb=1) as h:
+        yield h
 
 
 FLOOD = """
