@@ -104,13 +104,16 @@ def has_refs(text: str) -> bool:
     return bool(refs(text))
 
 
-def closure(roots: Iterable[str], get: ChunkSource) -> dict[str, bytes]:
-    """Every chunk the given roots reach, children after parents, each once.
+def walk(roots: Iterable[str], kids: Callable[[str], Iterable[str]]) -> set[str]:
+    """The names of every chunk the given roots reach; ``kids`` is called once for each, level
+    by level.
+
+    ``kids(name)`` names a chunk's children (it raises what a missing chunk means to its caller).
 
     Raises:
-        CodecError: A chunk is missing, or the tree is nested deeper than ``MAX_LEVELS``.
+        CodecError: The tree is nested deeper than ``MAX_LEVELS``.
     """
-    found: dict[str, bytes] = {}
+    seen: set[str] = set()
     level = [name for root in roots for name in refs(root)]
     depth = 0
     while level:
@@ -119,15 +122,30 @@ def closure(roots: Iterable[str], get: ChunkSource) -> dict[str, bytes]:
             raise CodecError("a chunked value is nested too deeply")
         following: list[str] = []
         for name in level:
-            if name in found:
+            if name in seen:
                 continue
-            try:
-                data = get(name)
-            except KeyError:
-                raise CodecError(f"a chunk of this value is missing: {name}") from None
-            found[name] = data
-            following.extend(refs(data))
+            seen.add(name)
+            following.extend(kids(name))
         level = following
+    return seen
+
+
+def closure(roots: Iterable[str], get: ChunkSource) -> dict[str, bytes]:
+    """Every chunk the given roots reach, children after parents, each once.
+
+    Raises:
+        CodecError: A chunk is missing, or the tree is nested deeper than ``MAX_LEVELS``.
+    """
+    found: dict[str, bytes] = {}
+
+    def kids(name: str) -> list[str]:
+        try:
+            found[name] = get(name)
+        except KeyError:
+            raise CodecError(f"a chunk of this value is missing: {name}") from None
+        return refs(found[name])
+
+    walk(roots, kids)
     return found
 
 

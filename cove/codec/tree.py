@@ -76,7 +76,7 @@ class TreeEncoder(Encoder):
         for surrogates in (False, True):
             self.reset(surrogates)
             try:
-                root = self.root(value)
+                root = self._run(value)  # its chunks recorded in this encoder
                 root.encode("utf-8")
             except UnicodeEncodeError:
                 continue  # a string holds lone surrogates: encode again, tagging such strings
@@ -93,15 +93,6 @@ class TreeEncoder(Encoder):
         self.built.clear()
         self.sizes.clear()
         self._path.clear()
-
-    def root(self, value: object) -> str:
-        """The root text of ``value`` (its chunks recorded in this encoder)."""
-        try:
-            return dumps(self.node(value, 0))
-        except RecursionError as exc:
-            raise ValueTooLarge(
-                "value nested too deeply to encode (Python's recursion limit was reached)"
-            ) from exc
 
     def finish(self, root: str) -> Tree:
         """The ``Tree`` of a root built with this encoder."""

@@ -16,8 +16,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from cove.codec.chunks import MAX_LEVELS, chunk_hash, refs
+from cove.codec.chunks import chunk_hash, refs, walk
 from cove.environment.sandbox.frames import ProtocolError
+from cove.errors import CodecError
 from cove.results import VarVersion
 
 REPORT_LIMIT_BYTES = 640 * 1024 * 1024
@@ -157,21 +158,10 @@ class ChunkBook:
     # -- internals ------------------------------------------------------------------------
 
     def _closure(self, root: str) -> frozenset[str]:
-        reached: set[str] = set()
-        level = refs(root)
-        depth = 0
-        while level:
-            depth += 1
-            if depth > MAX_LEVELS + 2:
-                raise ProtocolError("a value's tree is nested too deeply")
-            following: list[str] = []
-            for name in level:
-                if name in reached:
-                    continue
-                reached.add(name)
-                following.extend(self._kids(name))
-            level = following
-        return frozenset(reached)
+        try:
+            return frozenset(walk([root], self._kids))
+        except CodecError:
+            raise ProtocolError("a value's tree is nested too deeply") from None
 
     def _kids(self, name: str) -> tuple[str, ...]:
         known = self._children.get(name)
