@@ -7,6 +7,8 @@ import random
 from collections.abc import Awaitable
 from typing import Any
 
+import pytest
+
 from cove.conversation.live import LiveCache
 
 
@@ -17,8 +19,11 @@ class Counter:
         self.alive = 0
         self.peak = 0
         self.opened: list[str] = []
+        self.failure: Exception | None = None  # raised by the next opens while set
 
     async def open(self, conversation_id: str) -> Any:
+        if self.failure is not None:
+            raise self.failure
         self.alive += 1
         self.peak = max(self.peak, self.alive)
         self.opened.append(conversation_id)
@@ -177,3 +182,23 @@ async def test_turn_queue_is_fifo_and_survives_a_cancelled_waiter() -> None:
     await asyncio.gather(first, last)
     assert order == ["first", "last"]
     assert not queue.busy
+
+
+async def test_reopen_replaces_the_environment_in_use_and_a_failed_one_leaves_the_cache() -> None:
+    counter = Counter()
+    cache = LiveCache(2, counter.open)
+    async with cache.use("c") as entry:
+        first = entry.env
+        await cache.reopen(entry)
+        assert entry.env is not first and counter.alive == 1  # the old one is closed
+    assert cache.get("c") is entry
+
+    counter.failure = RuntimeError("the worker could not start")
+    async with cache.use("c") as entry:
+        with pytest.raises(RuntimeError, match="could not start"):
+            await cache.reopen(entry)
+    assert cache.get("c") is None and counter.alive == 0  # the next use opens it anew
+    counter.failure = None
+    async with cache.use("c") as entry:
+        assert counter.alive == 1
+    await cache.aclose()
