@@ -28,6 +28,10 @@ REBINDING = (
 )
 
 
+#: A figure's PNG (the route checks the session and the Host before it looks for the figure).
+FIGURE = "/api/conversations/c0ffee/figures/" + "0" * 32
+
+
 async def test_a_request_without_the_session_is_refused_by_default(web: Web) -> None:
     async with web(login=False) as client:
         refused = await client.get("/api/conversations")
@@ -35,6 +39,7 @@ async def test_a_request_without_the_session_is_refused_by_default(web: Web) -> 
         assert "log in with the URL printed at start" in refused.json()["message"]
         assert (await client.get("/")).status_code == 401
         assert (await client.get("/static/app.js")).status_code == 401
+        assert (await client.get(FIGURE)).status_code == 401
         assert (await client.post("/api/conversations", json={})).status_code == 401
         assert (await client.get("/login?token=wrong")).status_code == 401
         assert (await client.get("/login")).status_code == 401
@@ -64,8 +69,9 @@ async def test_host_names_a_rebinding_page_would_send_are_refused(web: Web) -> N
         port = client.base_url.port
         for name in REBINDING:
             for host in (name, f"{name}:{port}"):
-                refused = await client.get("/api/conversations", headers={"host": host})
-                assert refused.status_code == 403, host
+                for path in ("/api/conversations", FIGURE):
+                    refused = await client.get(path, headers={"host": host})
+                    assert refused.status_code == 403, (host, path)
             # Not even the login is served there.
             login = await client.get(f"/login?token={TOKEN}", headers={"host": name})
             assert login.status_code == 403 and "set-cookie" not in login.headers
