@@ -21,9 +21,9 @@ import resource  # at the top: once the worker dropped to nobody, the stdlib may
 import signal
 import sys
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from cove.environment.sandbox.frames import FrameChannel, ProtocolError
+from cove.environment.sandbox.frames import Frame, FrameChannel, ProtocolError
 from cove.environment.sandbox.worker.confine import confine
 from cove.environment.sandbox.worker.lifeline import watch_pipe
 
@@ -105,7 +105,17 @@ def warm_up(*, libraries: bool = True) -> None:
             runtime.modules.get(name)
 
 
-def make_runtime(channel: FrameChannel, config: dict[str, Any]) -> Runtime:
+class Link(Protocol):
+    """Where a runtime sends frames and reads the host's replies (a ``FrameChannel``)."""
+
+    def send(self, message: Frame) -> None:
+        """Send one frame."""
+
+    def receive(self) -> Frame | None:
+        """The next frame; None once the host is gone."""
+
+
+def make_runtime(channel: Link, config: dict[str, Any]) -> Runtime:
     """A fresh sandbox runtime whose extension calls go through ``channel``."""
     from cove.environment.sandbox.worker.runtime import Runtime
 
