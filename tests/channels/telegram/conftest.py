@@ -85,9 +85,10 @@ BotFactory = Callable[..., AbstractAsyncContextManager[Bot]]
 
 @pytest.fixture
 def bot(tmp_path: Path, tg: FakeTelegram) -> BotFactory:
-    """``async with bot(replies or factory, delay_s=.., settings=.., **telegram) as b``.
+    """``async with bot(replies or factory, delay_s=.., settings=.., **changes) as b``.
 
-    ``replies=None`` uses the real OpenAI client against the endpoint ``settings`` names.
+    ``replies=None`` uses the real OpenAI client against the endpoint ``settings`` names. The
+    bot runs with ``telegram`` when given, else ``telegram_for(tg, **changes)``.
     """
 
     @asynccontextmanager
@@ -96,6 +97,7 @@ def bot(tmp_path: Path, tg: FakeTelegram) -> BotFactory:
         *,
         delay_s: float = 0.0,
         settings: Settings | None = None,
+        telegram: TelegramSettings | None = None,
         **changes: Any,
     ) -> AsyncIterator[Bot]:
         factory: LLMFactory | None = None  # None: the real OpenAI client (``settings``' endpoint)
@@ -106,7 +108,7 @@ def bot(tmp_path: Path, tg: FakeTelegram) -> BotFactory:
         async with await Conversations.open(
             settings or settings_for(tmp_path), llm_factory=factory
         ) as convs:
-            channel = TelegramChannel(convs, telegram_for(tg, **changes))
+            channel = TelegramChannel(convs, telegram or telegram_for(tg, **changes))
             await channel.start()
             try:
                 yield Bot(channel, convs, tg)
