@@ -1,4 +1,4 @@
-"""The bot runs as ``settings.telegram`` says, whether the environment or the config file said it."""
+"""The bot runs as ``settings.telegram`` says, from the environment or from a config file."""
 
 from __future__ import annotations
 
