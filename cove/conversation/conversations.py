@@ -22,6 +22,7 @@ from cove.conversation.opener import Opener
 from cove.conversation.recovered import as_listed, as_recovered
 from cove.conversation.stats import ProcessStats
 from cove.conversation.turns import Turns
+from cove.conversation.variables import VariablesAPI
 from cove.conversation.watch.api import WatchAPI
 from cove.conversation.watch.follow import CommitPoller
 from cove.conversation.watch.watching import Tap, Watching
@@ -39,7 +40,6 @@ from cove.persistence.records import (
     ModelOption,
     SearchHit,
     Transcript,
-    VarVersionRecord,
 )
 from cove.persistence.store import Store
 
@@ -59,7 +59,7 @@ def _openai_factory(settings: ModelSettings, model: str) -> LLMClient:
     return OpenAIClient(settings, model=model)
 
 
-class Conversations(WatchAPI):
+class Conversations(WatchAPI, VariablesAPI):
     """Create, drive, inspect, fork, replay and watch conversations. Use ``async with``."""
 
     def __init__(self, settings: Settings, store: Store, pool: WorkerPool, llm_factory: LLMFactory):
@@ -325,6 +325,41 @@ class Conversations(WatchAPI):
         )
         return self._turns.send(request)
 
+    def execute(
+        self,
+        conversation_id: str,
+        code: str,
+        *,
+        timeout_s: float | None = None,
+        owner: str | None = None,
+    ) -> TurnHandle:
+        """Run ``code`` in the conversation's sandbox as a turn of its own, with no model.
+
+        The caller wrote the code (an agent, a script): it runs as the turn's one block and
+        is recorded, queued, watched, cancelled, forked and replayed like any turn (the turn
+        records no model; ``engine/given.py``). The turn ends ``done`` when the block
+        succeeded, ``failed`` with the block's error when it did not.
+
+        Args:
+            conversation_id: The conversation (id or unique prefix).
+            code: The Python source of the block.
+            timeout_s: The block's time limit, clamped to the sandbox's bounds; None: the
+                configured ``block_timeout_s``.
+            owner: The principal the conversation must belong to.
+
+        Raises:
+            CoveError: The code is empty. NotFound, Busy: as for ``send``.
+        """
+        self._check_open()
+        if not code.strip():
+            raise CoveError("the code is empty")
+        if not self.accepting:
+            raise Busy(conversation_id, message="cove is shutting down and takes no new turns")
+        request = TurnRequest(
+            conversation_id, code, owner=owner, no_model=True, timeout_s=timeout_s
+        )
+        return self._turns.send(request)
+
     def check_model(self, model: str | None = None) -> None:
         """Build the client for ``model`` now, so a missing endpoint fails before any turn.
 
@@ -406,21 +441,11 @@ class Conversations(WatchAPI):
         self._check_open()
         return await self._store.system_prompt(digest)
 
-    async def var_history(self, conversation_id: str, name: str) -> builtins.list[VarVersionRecord]:
-        """Every version of one variable, oldest first."""
-        record = await self.get(conversation_id)
-        return await self._store.var_history(record.id, name)
-
     async def history(self, conversation_id: str, *, owner: str | None = None) -> HistoryFigures:
         """What the conversation's values take: its live state and its history, in bytes, with
         its history budget and how many versions the budget thinned."""
         record = await self.get(conversation_id, owner=owner)
         return await self._store.history(record.id)
-
-    async def variables(self, conversation_id: str) -> dict[str, VarVersionRecord]:
-        """The current version of every variable."""
-        record = await self.get(conversation_id)
-        return await self._store.vars_as_of(record.id)
 
     async def search(
         self, text: str, conversation_id: str | None = None, *, owner: str | None = None

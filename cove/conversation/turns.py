@@ -19,6 +19,7 @@ from cove.conversation.watch.hub import ConversationHub
 from cove.conversation.watch.rebuild import keep_note
 from cove.conversation.watch.watching import Watching
 from cove.conversation.workspaces import Workspaces
+from cove.engine.given import NoModel
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnRequest
 from cove.errors import Busy
@@ -116,6 +117,12 @@ class Turns:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    def _client(self, request: TurnRequest) -> LLMClient:
+        """The client of the turn's model; a turn with no model gets one that refuses calls."""
+        if request.no_model:
+            return NoModel()
+        return self.llm(request.model or self.settings.model.name)
+
     async def _run_turn(self, request: TurnRequest, handle: TurnHandle) -> None:
         stream = handle.watcher
         try:
@@ -195,7 +202,7 @@ class Turns:
                 settings=self.settings,
                 store=self.store,
                 env=entry.env,
-                llm=self.llm(request.model or self.settings.model.name),
+                llm=self._client(request),
                 conversation=record,
                 request=request,
                 attachments=saved,

@@ -15,11 +15,13 @@ from cove.config import Settings
 from cove.engine.context import JOURNAL_ITERATIONS, Handover, request_message, system_prompt
 from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs, LiveInputs
+from cove.engine.given import GivenIteration, given_outcome
 from cove.engine.iteration import Iteration, IterationResult, IterationSetup, LoopState
 from cove.engine.journal import Journal
 from cove.engine.llm import LLMClient, WithOptions
 from cove.engine.nudges import NudgeNote, NudgeState, builtin_nudges
 from cove.engine.policy import Ending, Streak, TurnPolicy, observed
+from cove.engine.protocol import CodeBlock
 from cove.environment.environment import Environment
 from cove.errors import CoveError
 from cove.events import Event, Nudge, TurnFinished, TurnStarted
@@ -58,6 +60,10 @@ class TurnRequest:
         model_options: Sent with each of the turn's model calls and recorded with the turn
             (``temperature``, ``max_tokens``, …).
         owner: The principal the conversation must belong to; None: no owner check.
+        no_model: The text is Python code the caller wrote: the turn runs it as its one block
+            and calls no model (``given.py``); the turn records no model.
+        timeout_s: With ``no_model``, the block's time limit (clamped to the sandbox's
+            bounds); None: the configured one.
     """
 
     conversation_id: str
@@ -67,6 +73,8 @@ class TurnRequest:
     max_iterations: int | None = None
     model_options: Mapping[str, ModelOption] = field(default_factory=dict)
     owner: str | None = None
+    no_model: bool = False
+    timeout_s: float | None = None
 
 
 class Query:
@@ -148,11 +156,12 @@ class Query:
         if len(request) > MAX_REQUEST_CHARS:
             raise CoveError(f"the request is longer than {MAX_REQUEST_CHARS:,} characters")
         previous = await self._previous_turn()
-        cost_known = self.settings.model.price_of(self.llm.model) is not None
+        no_model = self.request.no_model
+        cost_known = no_model or self.settings.model.price_of(self.llm.model) is not None
         turn = await self.store.start_turn(
             self.conversation.id,
             request,
-            model=self.llm.model,
+            model=None if no_model else self.llm.model,
             attachments=self.attachments,
             model_options=self.request.model_options,
             cost_known=cost_known,
@@ -183,8 +192,9 @@ class Query:
         end = TurnEnd()
         try:
             await self.env.begin_turn(control)
+            loop = self._given if no_model else self._loop
             try:
-                async for item in self._loop(turn, control, previous):
+                async for item in loop(turn, control, previous):
                     if isinstance(item, TurnEnd):
                         end = item
                     else:
@@ -289,6 +299,32 @@ class Query:
             streak = step.streak
             nudge_state = observed(nudge_state, result, step, signatures)
             control.reasoning = step.reasoning
+
+    async def _given(
+        self, turn: TurnRecord, control: TurnControl, previous: TurnRecord | None
+    ) -> AsyncIterator[Event | TurnEnd]:
+        """The one iteration of a turn with no model (``given.py``); then the ``TurnEnd``."""
+        if self.inputs.stops(turn.position, 0, None):
+            control.cancel_requested.set()  # replay: the record stopped before the block
+        if control.cancel_requested.is_set():
+            yield TurnEnd(TurnOutcome("cancelled"), 0)
+            return
+        setup = IterationSetup(
+            model_settings=self.settings.model,
+            sandbox=self.settings.sandbox,
+            store=self.store,
+            env=self.env,
+            llm=self.llm,
+            control=control,
+            inputs=self.inputs,
+            turn=turn,
+            system_prompt="",
+            handover_message=None,
+        )
+        iteration = GivenIteration(setup, CodeBlock(self.request.text, self.request.timeout_s))
+        async for event in iteration.run():
+            yield event
+        yield TurnEnd(given_outcome(iteration.result), 1)
 
 
 def _ending(ending: Ending, iterations: int, last: IterationResult | None) -> TurnEnd:

@@ -20,9 +20,11 @@ from cove import codec
 from cove.codec import DEFAULT_MAX_DEPTH
 from cove.config import Settings
 from cove.engine.determinism import RecordedInputs
+from cove.engine.given import NoModel, given_block
 from cove.engine.iteration import NOT_RUN_CANCELLED
 from cove.engine.journal import block_ref
 from cove.engine.llm.scripted import RecordedClient
+from cove.engine.protocol import CodeBlock
 from cove.engine.query import Query, TurnRequest
 from cove.environment.environment import Environment
 from cove.environment.sandbox.host.pool import WorkerPool
@@ -102,14 +104,9 @@ async def _replay_turn(
         settings=settings,
         store=store,
         env=env,
-        llm=_recorded_client(turn, iterations),
+        llm=NoModel() if turn.model is None else _recorded_client(turn, iterations),
         conversation=conversation,
-        request=TurnRequest(
-            conversation_id,
-            turn.request,
-            max_iterations=max(len(iterations), 1),
-            model_options=turn.model_options,
-        ),
+        request=_request(conversation_id, turn, iterations),
         inputs=_recorded_inputs(turn, iterations, stop),
         steering={it.position: list(it.steering) for it in iterations if it.steering},
         attachments=turn.attachments,
@@ -127,6 +124,22 @@ async def _replay_turn(
         mismatches=tuple(mismatches),
         recorded_status=turn.status,
         replayed_status=replayed_status,
+    )
+
+
+def _request(
+    conversation_id: str, turn: TurnRecord, iterations: Sequence[IterationRecord]
+) -> TurnRequest:
+    """The turn as it was asked; a turn with no model runs its recorded block again."""
+    if turn.model is None:  # a turn with no model (``given.py``)
+        replies = [it.raw_reply for it in iterations if it.raw_reply is not None]
+        block = given_block(replies[0]) if replies else CodeBlock(turn.request)
+        return TurnRequest(conversation_id, block.code, no_model=True, timeout_s=block.timeout_s)
+    return TurnRequest(
+        conversation_id,
+        turn.request,
+        max_iterations=max(len(iterations), 1),
+        model_options=turn.model_options,
     )
 
 

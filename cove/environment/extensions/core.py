@@ -26,6 +26,7 @@ from cove.environment.extensions.base import (
 from cove.environment.extensions.shape import describe_shape
 from cove.errors import NotFound
 from cove.persistence.records import VarVersionRecord
+from cove.persistence.store import Store
 
 MAX_HISTORY = 50
 MAX_DIFF_LINES = 2_000
@@ -59,7 +60,11 @@ async def _version(ctx: CallContext, function: str, name: str, version: Any) -> 
     try:
         return await ctx.store.var_version(ctx.conversation_id, name, version)
     except NotFound:
-        raise LookupError(f"{function}(): variable {name!r} has no version {version}") from None
+        raise LookupError(_no_version(function, name, version)) from None
+
+
+def _no_version(function: str, name: str, version: int) -> str:
+    return f"{function}(): variable {name!r} has no version {version}"
 
 
 async def var_history(ctx: CallContext, name: str) -> list[dict[str, Any]]:
@@ -124,8 +129,21 @@ async def var_diff(ctx: CallContext, name: str, v1: int, v2: int) -> str:
     read and shown (``diff.py``).
     """
     _check_name("var_diff", name)
-    old = await _version(ctx, "var_diff", name, v1)
-    new = await _version(ctx, "var_diff", name, v2)
+    for version in (v1, v2):
+        _check_int("var_diff", "version", version, 1)
+    try:
+        return await version_diff(ctx.store, ctx.conversation_id, name, v1, v2)
+    except NotFound as exc:
+        raise LookupError(_no_version("var_diff", name, int(exc.key))) from None
+
+
+async def version_diff(store: Store, conversation_id: str, name: str, v1: int, v2: int) -> str:
+    """The text of ``var_diff``: a unified diff between two versions of a variable.
+
+    Raises:
+        NotFound: The conversation has no such version (``key`` is the version number).
+    """
+    old, new = [await _stored(store, conversation_id, name, v) for v in (v1, v2)]
     if old.digest is not None and old.digest == new.digest:
         return f"{name} v{v1} and v{v2} are equal"
     for record in (old, new):
@@ -138,11 +156,11 @@ async def var_diff(ctx: CallContext, name: str, v1: int, v2: int) -> str:
     if runs[0] is not None and runs[1] is not None:
         lines, cut = await diff.runs_diff(
             runs[0], runs[1], (f"{name} v{v1}", f"{name} v{v2}"),
-            ctx.store.chunks, ctx.store.value_chunks, MAX_DIFF_LINES,
+            store.chunks, store.value_chunks, MAX_DIFF_LINES,
         )  # fmt: skip
         text = "\n".join(_bounded(lines))
         return text + (f"\n[diff limited to {MAX_DIFF_LINES:,} lines]" if cut else "")
-    chunks = await ctx.store.value_chunks([r.encoded for r in (old, new) if r.encoded])
+    chunks = await store.value_chunks([r.encoded for r in (old, new) if r.encoded])
     if sum(map(len, chunks.values())) > diff.WHOLE_LIMIT:
         return (
             f"{name} v{v1} and v{v2} differ; they are too large to diff whole "
@@ -150,6 +168,34 @@ async def var_diff(ctx: CallContext, name: str, v1: int, v2: int) -> str:
         )
     # Decoding, pretty-printing and diffing are CPU work: off the event loop.
     return await asyncio.to_thread(_diff, name, v1, v2, old, new, chunks)
+
+
+async def _stored(store: Store, conversation_id: str, name: str, version: int) -> VarVersionRecord:
+    try:
+        return await store.var_version(conversation_id, name, version)
+    except NotFound as exc:
+        message = f"variable {name!r} has no version {version}"
+        raise NotFound("version", str(version), message) from exc
+
+
+async def version_text(store: Store, record: VarVersionRecord) -> str:
+    """A stored version's value in full as text: pretty-printed, a definition's source, a
+    table's rows; a deleted, opaque or thinned version is its preview.
+
+    A value over ``diff.WHOLE_LIMIT`` bytes of chunks is not read: the text says so.
+    """
+    if record.thinned:
+        return f"<{record.type_name}, thinned to keep the history budget: {record.preview}>"
+    if record.kind == "deleted" or record.encoded is None:
+        return "\n".join(_value_lines(record, {}))
+    chunks = await store.value_chunks([record.encoded])
+    if sum(map(len, chunks.values())) > diff.WHOLE_LIMIT:
+        return (
+            f"<{record.type_name}: too large to show whole "
+            f"(over {diff.WHOLE_LIMIT // 1_000_000} MB): {record.preview}>"
+        )
+    # Decoding and pretty-printing are CPU work: off the event loop.
+    return "\n".join(await asyncio.to_thread(_value_lines, record, chunks))
 
 
 def _diff(

@@ -1,0 +1,81 @@
+"""A conversation's variables as channels read them: the current versions, one variable's
+history, a version's value in full and the diff of two versions."""
+
+from __future__ import annotations
+
+import builtins
+from abc import abstractmethod
+from typing import TYPE_CHECKING
+
+from cove.environment.extensions.core import version_diff, version_text
+from cove.errors import NotFound
+from cove.persistence.records import ConversationRecord, VarVersionRecord
+
+if TYPE_CHECKING:
+    from cove.persistence.store import Store
+
+
+class VariablesAPI:
+    """``variables``, ``var_history``, ``var_text`` and ``var_diff``, mixed into
+    ``Conversations``."""
+
+    _store: Store
+
+    @abstractmethod
+    async def get(self, id_or_prefix: str, *, owner: str | None = None) -> ConversationRecord: ...
+
+    async def variables(
+        self, conversation_id: str, *, owner: str | None = None
+    ) -> dict[str, VarVersionRecord]:
+        """The current version of every variable."""
+        record = await self.get(conversation_id, owner=owner)
+        return await self._store.vars_as_of(record.id)
+
+    async def var_history(
+        self, conversation_id: str, name: str, *, owner: str | None = None
+    ) -> builtins.list[VarVersionRecord]:
+        """Every version of one variable, oldest first."""
+        record = await self.get(conversation_id, owner=owner)
+        return await self._store.var_history(record.id, name)
+
+    async def var_text(
+        self,
+        conversation_id: str,
+        name: str,
+        version: int | None = None,
+        *,
+        owner: str | None = None,
+    ) -> tuple[VarVersionRecord, str]:
+        """One version of a variable (the current one by default) and its value in full as
+        text: pretty-printed, a function's source, a table's rows; a deleted, opaque or
+        thinned version reads as its preview.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s), variable or version.
+        """
+        record = await self.get(conversation_id, owner=owner)
+        if version is None:
+            current = (await self._store.vars_as_of(record.id)).get(name)
+            if current is None:
+                message = f"conversation {record.id} has no variable {name!r}"
+                raise NotFound("variable", name, message)
+            stored = current
+        else:
+            try:
+                stored = await self._store.var_version(record.id, name, version)
+            except NotFound as exc:
+                message = f"variable {name!r} has no version {version}"
+                raise NotFound("version", str(version), message) from exc
+        return stored, await version_text(self._store, stored)
+
+    async def var_diff(
+        self, conversation_id: str, name: str, v1: int, v2: int, *, owner: str | None = None
+    ) -> str:
+        """A unified diff between two versions of a variable, as ``var_diff`` gives the model
+        (values in full, one item per line; long lists compared run by run).
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s), or no such version.
+        """
+        record = await self.get(conversation_id, owner=owner)
+        return await version_diff(self._store, record.id, name, v1, v2)
