@@ -100,7 +100,14 @@ def _markdown(transcript: Transcript, figures: FigureLinks | None = None) -> str
 
 
 def _turn_lines(turn: TurnRecord, figures: FigureLinks | None) -> list[str]:
-    lines = [f"## Turn {turn.position} — {turn.status}", "", f"> {turn.request}", ""]
+    lines = [f"## Turn {turn.position} — {turn.status}", ""]
+    if turn.model is not None:
+        lines += [f"> {turn.request}", ""]
+    elif turn.iterations:  # its request is the code of its one block, shown below
+        lines += ["*Code run with no model:*", ""]
+    else:
+        lines += ["*Code run with no model (stopped before it ran):*", "", "```python"]
+        lines += [turn.request, "```", ""]
     for it in turn.iterations:
         lines += _iteration_lines(it, turn.position, figures)
     if turn.answer:

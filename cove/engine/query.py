@@ -175,7 +175,9 @@ class Query:
             conversation_id=self.conversation.id,
             request=request,
             last_answer=previous.answer if previous else None,
-            budget=self.request.max_iterations or self.settings.loop.max_iterations,
+            budget=1
+            if no_model
+            else self.request.max_iterations or self.settings.loop.max_iterations,
             title=self.conversation.title,
         )
         control.scheduled_steering = {k: list(v) for k, v in self._steering.items()}

@@ -11,19 +11,24 @@ from typing import Any
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.mcp import require_mcp
 from cove.errors import ConfigError
 
 
 @command(
     "serve",
-    short_help="Run the web and/or Telegram channels as one service.",
+    short_help="Run the web, Telegram and/or MCP channels as one service.",
     epilog=examples(
         "cove serve                         the web channel on 127.0.0.1:8000",
         "cove serve --web --telegram --port 9000 --log-format json",
+        "cove serve --web --mcp             the web, and MCP clients at /mcp",
     ),
 )
 @click.option("--web", is_flag=True, help="Serve the web channel (the default).")
 @click.option("--telegram", is_flag=True, help="Run the Telegram bot.")
+@click.option(
+    "--mcp", is_flag=True, help="Serve MCP over streamable HTTP at /mcp (behind the login)."
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(
     "--port",
@@ -60,6 +65,7 @@ from cove.errors import ConfigError
 def serve_command(
     web: bool,
     telegram: bool,
+    mcp: bool,
     host: str,
     port: int,
     allow_hosts: tuple[str, ...],
@@ -67,28 +73,31 @@ def serve_command(
     log_level: str,
     log_format: str,
 ) -> int:
-    """Run the web and/or Telegram channels as one service, with health, metrics and logs.
+    """Run the web, Telegram and/or MCP channels as one service, with health, metrics, logs.
 
     The web needs a login on every address: the URL printed at start carries a new token, or
     set COVE_WEB_TOKEN (required off loopback; a configured token is never printed). Scripts
-    send Authorization: Bearer <token>. /healthz, /readyz and /metrics need no login; /readyz
-    gives its details to logged-in callers only.
+    and MCP clients (--mcp: at /mcp) send Authorization: Bearer <token>. /healthz, /readyz
+    and /metrics need no login; /readyz gives its details to logged-in callers only.
     """
     from cove.channels.serve import ServeOptions, Service
     from cove.channels.serve.logs import configure_logging
 
     settings = load_settings()
-    web = web or not telegram
+    web = web or not (telegram or mcp)
+    if mcp:
+        require_mcp("cove serve --mcp")
     json_lines = {"auto": None, "json": True, "text": False}[log_format]
     configure_logging(log_level, json_lines=json_lines)
     options = ServeOptions(
         web=web,
         telegram=telegram,
+        mcp=mcp,
         host=host,
         port=port,
         grace_s=settings.serve.shutdown_grace_s if grace is None else max(0.0, grace),
         allow_hosts=allow_hosts,
-        **_token(settings.web.token, host, web),
+        **_token(settings.web.token, host, web or mcp),
     )
     code: int = asyncio.run(Service(settings, options).run())
     return code
@@ -119,7 +128,7 @@ def _token(configured: str | None, host: str, web: bool) -> dict[str, Any]:
         return {"token": configured, "token_configured": True}
     if web and not is_loopback(host):
         raise ConfigError(
-            f"serving the web on {host} needs a login token: set COVE_WEB_TOKEN "
+            f"serving HTTP on {host} needs a login token: set COVE_WEB_TOKEN "
             "(16 characters or more)",
             setting="web_token",
         )

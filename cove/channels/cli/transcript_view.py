@@ -72,7 +72,7 @@ def _turn(
         else "cost unknown (model not in the price table)"
     )
     tokens = f"{turn.usage.tokens_in:,} in + {turn.usage.tokens_out:,} out tokens"
-    usage = f"{tokens} · {cost} · model {turn.model}"
+    usage = f"{tokens} · {cost} · " + (f"model {turn.model}" if turn.model else "no model")
     if turn.model_options:
         usage += " · " + ", ".join(f"{k}={v}" for k, v in turn.model_options.items())
     console.print(line((usage, "dim")))

@@ -10,14 +10,14 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Mount
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cove.channels.serve import ops
@@ -103,24 +103,33 @@ class Access:
     allow_hosts: tuple[str, ...] = ()
 
 
-def build_app(state: ops.OpsState, web: Starlette | None, access: Access) -> Starlette:
-    """The service's app: operations endpoints, then the web channel (if any) at ``/``.
+def build_app(
+    state: ops.OpsState,
+    web: Starlette | None,
+    access: Access,
+    exact: Mapping[str, Starlette] | None = None,
+) -> Starlette:
+    """The service's app: operations endpoints, the ``exact`` apps at their paths (MCP at
+    ``/mcp``), then the web channel (if any) at ``/``.
 
     One ``Guard`` stands in front of all of it (the operations endpoints are its public paths,
-    ``/readyz`` tells its details to logged-in callers only); anything mounted here later is
-    behind the same login. A mounted app's lifespan does not run by itself, so this app's
-    lifespan runs the web's.
+    ``/readyz`` tells its details to logged-in callers only); anything mounted here is behind
+    the same login. A mounted app's lifespan does not run by itself, so this app's lifespan
+    runs theirs.
     """
+    served = dict(exact or {})
+    mounted = [*served.values(), *([web] if web is not None else [])]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if web is None:
-            yield
-            return
-        async with web.router.lifespan_context(web):
+        async with contextlib.AsyncExitStack() as stack:
+            for sub in mounted:
+                await stack.enter_async_context(sub.router.lifespan_context(sub))
             yield
 
     routes: list[BaseRoute] = list(ops.ROUTES)
+    # An app at an exact path sees the whole path (``/mcp``), as it would served alone.
+    routes += [Route(path, endpoint=sub) for path, sub in served.items()]
     if web is not None:
         routes.append(Mount("/", app=web))
     app = Starlette(

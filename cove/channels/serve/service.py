@@ -52,6 +52,8 @@ class ServeOptions:
 
     web: bool = True
     telegram: bool = False
+    #: Serve MCP over streamable HTTP at ``/mcp`` (``cove.channels.mcp``), behind the login.
+    mcp: bool = False
     host: str = "127.0.0.1"
     port: int = 8000
     grace_s: float = DEFAULT_GRACE_S
@@ -109,12 +111,16 @@ class Service:
     async def _serve(self, convs: Conversations, sock: socket.socket) -> None:
         metrics = ServeMetrics(convs)
         convs.observe(metrics.observe)
-        chosen = (("web", self.options.web), ("telegram", self.options.telegram))
+        chosen = (
+            ("web", self.options.web),
+            ("telegram", self.options.telegram),
+            ("mcp", self.options.mcp),
+        )
         names = tuple(name for name, on in chosen if on)
         ops = OpsState(metrics=metrics, readiness=Readiness(self.settings), channels=names)
         web = self._web(convs)
         access = Access(self.options.token, self.options.host, self.options.allow_hosts)
-        http = HttpServer(build_app(ops, web, access), sock)
+        http = HttpServer(build_app(ops, web, access, self._mcp(convs)), sock)
         channels: list[Channel] = [http]
         if self.options.telegram:
             channels.append(telegram_channel(convs, self.settings, metrics))
@@ -139,11 +145,19 @@ class Service:
 
         return create_app(self.settings, convs=convs)
 
+    def _mcp(self, convs: Conversations) -> dict[str, Starlette]:
+        if not self.options.mcp:
+            return {}
+        from cove.channels.mcp.http import PATH, mcp_app
+
+        return {PATH: mcp_app(convs)}
+
     def _announce(self, http: HttpServer) -> None:
-        """The address on stderr once the socket listens; with the web, how to log in.
+        """The address on stderr once the socket listens; with the web, how to log in; with
+        MCP, its URL and the header its clients send.
 
         A configured token is never printed (it may reach a log collector); a new one is, in
-        the login URL, as it is the only way in.
+        the login URL and the MCP line, as it is the only way in.
         """
         if not self.options.web:
             line = login_url(self.options.host, http.port, None)
@@ -153,6 +167,11 @@ class Service:
         else:
             line = login_url(self.options.host, http.port, self.options.token)
         print(f"cove serve: {line}", file=sys.stderr, flush=True)
+        if self.options.mcp:
+            url = login_url(self.options.host, http.port, None)
+            shown = "<COVE_WEB_TOKEN>" if self.options.token_configured else self.options.token
+            line = f"MCP at {url}mcp (Authorization: Bearer {shown})"
+            print(f"cove serve: {line}", file=sys.stderr, flush=True)
         log.info("serving", extra={"fields": {"port": http.port, "grace_s": self.options.grace_s}})
 
     async def _drain(self, convs: Conversations, metrics: ServeMetrics) -> None:

@@ -180,7 +180,10 @@ def _iteration_events(
 
 def iteration_budget(iteration: IterationRecord) -> int | None:
     """The turn's iteration budget as the iteration saw it (its ``IterationStarted.budget``),
-    read from the header of its context message; None when the header is missing."""
+    read from the header of its context message (a turn with no model sent none: its one
+    iteration had a budget of 1); None when the header is missing."""
+    if not iteration.context_message and not iteration.request_message:
+        return 1
     header = _HEADER.match(iteration.context_message)
     return int(header[1]) if header else None
 
