@@ -9,10 +9,23 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,data]'
+	$(PY) -m pip install --quiet -e '.[dev,data,mcp]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# The official MCP Inspector (npm, pinned by its lock file), whose command-line mode the MCP
+# tests drive: installed here, never while tests run. Without npm its tests skip, saying so.
+INSPECTOR_DIR := tests/channels/mcp/inspector
+INSPECTOR     := $(INSPECTOR_DIR)/node_modules/.installed
+
+$(INSPECTOR): $(INSPECTOR_DIR)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $(INSPECTOR_DIR) --no-audit --no-fund --ignore-scripts --loglevel=error \
+			&& touch $@; \
+	else \
+		echo "npm is not installed: the MCP Inspector tests will be skipped"; \
+	fi
+
+install: $(STAMP) $(INSPECTOR)
 
 # Chat with a model when an endpoint is configured; otherwise the offline demo.
 run: $(STAMP)
@@ -24,7 +37,7 @@ run: $(STAMP)
 	fi
 
 # Four test processes: most tests wait on subprocesses, browsers and terminals, not on a CPU.
-test: $(STAMP)
+test: $(STAMP) $(INSPECTOR)
 	$(PY) -m pytest -q -n 4
 
 check: $(STAMP)

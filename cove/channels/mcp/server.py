@@ -4,6 +4,8 @@ official SDK's ``MCPServer``. The transports (stdio, streamable HTTP) are in ``s
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -47,17 +49,23 @@ def build_server(convs: Conversations) -> MCPServer[Any]:
         NAME, instructions=INSTRUCTIONS, version=_version(), website_url=None
     )
     turns, reads = TurnTools(convs), ReadTools(convs)
-    server.add_tool(turns.run_python, title="Run Python", annotations=_RUNS)
-    server.add_tool(turns.ask_cove, title="Ask cove", annotations=_RUNS)
-    server.add_tool(reads.list_conversations, title="List conversations", annotations=_READ_ONLY)
-    server.add_tool(reads.list_variables, title="List variables", annotations=_READ_ONLY)
-    server.add_tool(reads.variable_versions, title="Variable versions", annotations=_READ_ONLY)
-    server.add_tool(reads.diff_variable, title="Diff two versions", annotations=_READ_ONLY)
-    server.add_tool(reads.search, title="Search", annotations=_READ_ONLY)
     fork = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-    server.add_tool(reads.fork_conversation, title="Fork a conversation", annotations=fork)
+    tools: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
+        (turns.run_python, "Run Python", _RUNS),
+        (turns.ask_cove, "Ask cove", _RUNS),
+        (reads.list_conversations, "List conversations", _READ_ONLY),
+        (reads.list_variables, "List variables", _READ_ONLY),
+        (reads.variable_versions, "Variable versions", _READ_ONLY),
+        (reads.diff_variable, "Diff two versions", _READ_ONLY),
+        (reads.search, "Search", _READ_ONLY),
+        (reads.fork_conversation, "Fork a conversation", fork),
+    ]
+    for fn, title, hints in tools:
+        description = inspect.cleandoc(fn.__doc__ or "")
+        server.add_tool(fn, title=title, description=description, annotations=hints)
     resources = Resources(convs)
     for uri, reader, mime_type in LISTING:
         read = getattr(resources, reader)
-        server.resource(uri, name=reader, description=read.__doc__, mime_type=mime_type)(read)
+        description = inspect.cleandoc(read.__doc__ or "")
+        server.resource(uri, name=reader, description=description, mime_type=mime_type)(read)
     return server
