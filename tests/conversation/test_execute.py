@@ -175,3 +175,25 @@ async def test_a_second_call_waits_for_the_running_turn(tmp_path: Path) -> None:
         one, two = await asyncio.gather(events_of(first), events_of(second))
         assert [e.position for e in one + two if isinstance(e, TurnStarted)] == [1, 2]
         assert block_of(two).block.result_preview == "2"
+
+
+async def test_another_process_rebuilds_the_turn_as_it_ran(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    async with Conversations.open(settings) as convs:
+        conv = await convs.create()
+        live = await events_of(convs.execute(conv.id, "a = 1\na + 1"))
+    async with (
+        Conversations.open(settings, read_only=True) as other,
+        other.watch(conv.id, after=0) as watched,
+    ):
+        rebuilt: list[Event] = []
+        async for event in watched:
+            rebuilt.append(event)
+            if isinstance(event, TurnFinished):
+                break
+    started = [e for e in rebuilt if isinstance(e, IterationStarted)]
+    assert [e.budget for e in started] == [1]  # as the live turn said: one iteration, no model
+    assert [e.budget for e in live if isinstance(e, IterationStarted)] == [1]
+    replied = [e for e in rebuilt if isinstance(e, ModelReply)]
+    assert [e.code for e in replied] == [("a = 1\na + 1",)]
+    assert block_of(rebuilt).block.result_preview == "2"
