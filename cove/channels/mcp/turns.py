@@ -76,8 +76,9 @@ class TurnTools:
         version of every variable is kept. Each call is recorded as a turn of the
         conversation: people can watch it live in cove's other channels. No model is
         involved: you write the code. The sandbox has no network and no file system beyond
-        the conversation's workspace (read_file, write_file, list_files). An error leaves
-        the sandbox and its variables as they were.
+        the conversation's workspace (read_file, write_file, list_files). An error does not
+        break it: variables keep what the block did before the error, and a block stopped at
+        its time limit (or cancelled) leaves them as they were before it.
         """
         if not code.strip():
             raise CoveError("the code is empty")
