@@ -18,7 +18,8 @@ Each channel maps ``CoveError`` to its surface in one place.
     │   └── ValueTooLarge    too large or too deeply nested for a snapshot
     ├── SandboxError         the sandbox worker failed (start-up, crash, protocol)
     ├── ModelError           the model endpoint failed or answered unusably
-    └── ListenError          a server cannot listen on its address (port in use, …)
+    ├── ListenError          a server cannot listen on its address (port in use, …)
+    └── MissingExtra         a command needs an install extra that is not installed
 """
 
 from __future__ import annotations
@@ -128,3 +129,16 @@ class ListenError(CoveError):
         super().__init__(f"cannot listen on {shown}:{port}: {reason}")
         self.host = host
         self.port = port
+
+
+class MissingExtra(CoveError):
+    """Raised when a command needs an optional part of cove (an install extra, such as
+    ``cove[web]``) whose packages are not installed; the message names the ``pip install``."""
+
+    def __init__(self, what: str, extra: str, missing: Sequence[str]) -> None:
+        super().__init__(
+            f"{what} needs the {extra} extra: pip install 'cove[{extra}]' "
+            f"(cannot import: {', '.join(missing)})"
+        )
+        self.extra = extra
+        self.missing = list(missing)

@@ -1,4 +1,4 @@
-"""No import cycle in ``cove/``: every module can be read, and imported, before the ones that use it.
+"""No import cycle in ``cove/``: each module can be read, and imported, before those using it.
 
 The graph is read from the source, and counts every import statement wherever it stands (in a
 function, under ``if TYPE_CHECKING:``): a cycle hidden from the interpreter is still two modules

@@ -236,7 +236,7 @@ def _read_npy(raw: bytes) -> Any:
         import numpy
         from numpy.lib import format as npy
     except ImportError as exc:
-        raise CodecError("this value needs numpy, which is not installed") from exc
+        raise CodecError("this value needs numpy: pip install 'cove[data]'") from exc
     array = npy.read_array(io.BytesIO(raw), allow_pickle=False)
     if type(array) is not numpy.ndarray:
         raise ValueError("not an array")
@@ -270,7 +270,7 @@ def _pandas() -> Any:
     try:
         import pandas
     except ImportError as exc:
-        raise CodecError("this value needs pandas, which is not installed") from exc
+        raise CodecError("this value needs pandas: pip install 'cove[data]'") from exc
     return pandas
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.extras import require
 from cove.channels.cli.web import configured_token
 from cove.errors import ConfigError
 
@@ -76,6 +77,7 @@ def serve_command(
     send Authorization: Bearer <token>. /healthz, /readyz and /metrics need no login; /readyz
     gives its details to logged-in callers only.
     """
+    require("serve", "cove serve")
     from cove.channels.serve import ServeOptions, Service
     from cove.channels.serve.logs import configure_logging
 
@@ -104,7 +106,7 @@ def serve_command(
 @click.argument("path")
 def backup_command(path: str) -> int:
     """Copy the live database consistently to PATH (a new file; it must not exist)."""
-    from cove.channels.serve.backup import run_backup
+    from cove.channels.backup import run_backup
 
     code: int = asyncio.run(run_backup(load_settings(), path))
     return code

@@ -8,6 +8,7 @@ import os
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.extras import require
 
 
 @command(
@@ -42,6 +43,7 @@ def telegram_command(
     Only the users and chats on the allow-list are answered: a user id in private chats, a
     group only when the group's chat id is listed. An empty list refuses everyone.
     """
+    require("telegram", "cove telegram")
     from cove.channels.telegram import TelegramOptions, run_bot
     from cove.channels.telegram.standalone import configure_logging
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.extras import require
 from cove.errors import ConfigError
 
 TOKEN_ENV = "COVE_WEB_TOKEN"
@@ -44,6 +45,7 @@ def web_command(host: str, port: int, allow_hosts: tuple[str, ...], open_page: b
     gives the browser a session cookie; --open does that for you. Scripts send the header
     Authorization: Bearer <token>.
     """
+    require("web", "cove web")
     return _serve(host, port, allow_hosts, open_page)
 
 
@@ -62,8 +64,8 @@ def configured_token(env: Mapping[str, str]) -> str | None:
 def _serve(host: str, port: int, allow_hosts: tuple[str, ...], open_page: bool) -> int:
     import uvicorn
 
-    from cove.channels.serve.http import listen
     from cove.channels.web import create_app
+    from cove.channels.web.listen import listen
     from cove.channels.web.security import Guard, login_url, new_token
 
     settings = load_settings()
