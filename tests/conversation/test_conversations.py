@@ -139,6 +139,7 @@ def isolated_reply(messages: Sequence[Mapping[str, str]]) -> str:
     return reply([f"{setup}seen.append({turn})\nowner = 'c{conv}'"], "{{owner}} {{seen}}")
 
 
+@pytest.mark.slow
 async def test_fifty_conversations_three_turns_concurrently(tmp_path: Path) -> None:
     count = 50
     factory = scripted_factory([isolated_reply] * (count * 3))

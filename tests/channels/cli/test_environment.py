@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
+
 
 def test_a_mistyped_variable_is_warned_once_and_fails_the_doctor(tmp_path: Path) -> None:
     env = {

@@ -181,6 +181,7 @@ def test_a_stored_array_read_without_numpy_names_the_data_extra(base_python: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_run_inspect_and_replay_work_on_the_base_install(base_python: Path, tmp_path: Path) -> None:
     with FakeOpenAI() as server:
         env = environment(tmp_path, server)

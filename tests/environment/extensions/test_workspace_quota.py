@@ -51,6 +51,7 @@ except ExtensionError as exc:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("what", "path"),
     [("directories", "'d' + str(i) + '/x'"), ("empty files", "'e' + str(i)")],
@@ -72,6 +73,7 @@ async def test_a_flood_of_small_entries_stops_at_the_quota(
     await env.aclose()
 
 
+@pytest.mark.slow
 async def test_a_deep_path_is_refused_before_anything_is_made(small: Harness) -> None:
     env = await small.open()
     ran = await small.turn(
