@@ -81,6 +81,10 @@ class Busy(CoveError):
         self.owner = owner
 
 
+class QuotaExceeded(CoveError):
+    """Raised when files would take a conversation's workspace past its quota or entry limit."""
+
+
 class StoreError(CoveError):
     """Raised when the database cannot be opened, migrated, read or written."""
 
