@@ -39,7 +39,15 @@ class CoveError(Exception):
 
 
 class ConfigError(CoveError):
-    """Raised when settings, flags or environment variables are invalid."""
+    """Raised when settings, flags or environment variables are invalid.
+
+    ``setting`` is the flat key of the one setting at fault, when there is one: the loader
+    adds where its value came from (an environment variable, a config file) to the message.
+    """
+
+    def __init__(self, message: str, *, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
 
 
 class NotFound(CoveError):
@@ -72,6 +80,10 @@ class Busy(CoveError):
         )
         self.conversation_id = conversation_id
         self.owner = owner
+
+
+class QuotaExceeded(CoveError):
+    """Raised when files would take a conversation's workspace past its quota or entry limit."""
 
 
 class StoreError(CoveError):

@@ -194,7 +194,7 @@ def test_sections_group_the_settings_and_route_flat_keys() -> None:
     assert settings.model.name == "m"
     assert settings.sandbox == SandboxSettings(worker_pool_size=0)
     assert settings.replace(lease_ttl_s=5).store.lease_ttl_s == 5.0
-    assert settings.replace(shutdown_grace_s=1).channels.shutdown_grace_s == 1.0
+    assert settings.replace(shutdown_grace_s=1).serve.shutdown_grace_s == 1.0
 
 
 def test_toml_tables_per_section_and_flat_keys_both_work(tmp_path: Path) -> None:
@@ -208,8 +208,8 @@ def test_toml_tables_per_section_and_flat_keys_both_work(tmp_path: Path) -> None
     assert (settings.model.name, settings.loop.max_iterations) == ("tabled", 4)
     assert settings.loop.error_budget == 3
     assert settings.model.price_of("m") == Price(1.0, 2.0)
-    assert settings.channels.telegram_allow == ("@ann", "42")
-    assert settings.channels.telegram_webhook_url == "https://x/hook"
+    assert settings.telegram.allow == ("@ann", "42")
+    assert settings.telegram.webhook_url == "https://x/hook"
 
 
 @pytest.mark.parametrize(
@@ -227,7 +227,7 @@ def test_toml_tables_per_section_and_flat_keys_both_work(tmp_path: Path) -> None
 def test_toml_tables_are_checked_key_by_key(tmp_path: Path, toml: str, message: str) -> None:
     path = write_toml(tmp_path, toml)
     if not message:
-        assert Settings.load(env={}, toml_path=path).channels.telegram_allow == ("@ann",)
+        assert Settings.load(env={}, toml_path=path).telegram.allow == ("@ann",)
         return
     with pytest.raises(ConfigError) as caught:
         Settings.load(env={}, toml_path=path)
@@ -243,15 +243,11 @@ def test_environment_reads_tuples_optionals_and_channel_settings() -> None:
         "COVE_TELEGRAM_TOKEN": "123:secret-token",
     }
     settings = Settings.load(env=env)
-    channels = settings.channels
-    assert channels.telegram_allow == ("@ann", "42")
-    assert channels.telegram_api_url == "http://127.0.0.1:8081/bot"
-    assert (channels.shutdown_grace_s, channels.web_upload_limit_bytes) == (2.5, 1000)
+    assert settings.telegram.allow == ("@ann", "42")
+    assert settings.telegram.api_url == "http://127.0.0.1:8081/bot"
+    assert (settings.serve.shutdown_grace_s, settings.web.upload_limit_bytes) == (2.5, 1000)
     assert "secret-token" not in repr(settings)
-    assert (
-        Settings.load(env={"COVE_WEB_UPLOAD_LIMIT_BYTES": ""}).channels.web_upload_limit_bytes
-        is None
-    )
+    assert Settings.load(env={"COVE_WEB_UPLOAD_LIMIT_BYTES": ""}).web.upload_limit_bytes is None
     with pytest.raises(ConfigError, match=r"web_upload_limit_bytes expects int \| None"):
         Settings.load(env={"COVE_WEB_UPLOAD_LIMIT_BYTES": "big"})
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cove.config.keys import Key
 from cove.config.sections import Price
 from cove.errors import ConfigError
 
@@ -27,19 +28,24 @@ def describe(hint: Any) -> str:
     return str(hint).replace("typing.", "").replace("collections.abc.", "")
 
 
-def coerce(key: str, hint: Any, value: Any) -> Any:
-    """``value`` as the type ``hint`` of setting ``key``.
+def coerce(key: Key, value: Any, source: str | None = None) -> Any:
+    """``value`` as the type of setting ``key``; ``source`` says where it came from.
 
     Text is parsed (numbers, booleans such as ``yes``/``off``, comma-separated tuples); other
     values must already have the type (an int is accepted for a float).
 
     Raises:
-        ConfigError: The value cannot be read as that type.
+        ConfigError: The value cannot be read as that type. It names the setting and the
+            source, and quotes the value unless the setting is a secret.
     """
     try:
-        return _coerce(hint, value)
+        return _coerce(key.hint, value)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"setting {key} expects {describe(hint)}, got {value!r}") from exc
+        got = "" if key.secret else f", got {value!r}"
+        where = f" ({source})" if source else ""
+        raise ConfigError(
+            f"setting {key.flat} expects {describe(key.hint)}{got}{where}", setting=key.flat
+        ) from exc
 
 
 def _coerce(hint: Any, value: Any) -> Any:

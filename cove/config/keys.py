@@ -7,32 +7,36 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from cove.config.sections import (
-    FLAT_KEY,
-    ChannelSettings,
-    LoopSettings,
-    ModelSettings,
-    SandboxSettings,
-    StoreSettings,
-)
+from cove.config.channel_sections import ServeSettings, TelegramSettings, TuiSettings, WebSettings
+from cove.config.checks import flat_key
+from cove.config.sections import LoopSettings, ModelSettings, SandboxSettings, StoreSettings
 
 SECTIONS: dict[str, type] = {
     "model": ModelSettings,
     "loop": LoopSettings,
     "sandbox": SandboxSettings,
     "store": StoreSettings,
-    "channels": ChannelSettings,
+    "web": WebSettings,
+    "telegram": TelegramSettings,
+    "serve": ServeSettings,
+    "tui": TuiSettings,
+}
+#: Older TOML files have one ``[channels]`` table holding the channels' flat keys.
+LEGACY_TABLES: dict[str, frozenset[str]] = {
+    "channels": frozenset({"web", "telegram", "serve", "tui"}),
 }
 
 
 @dataclass(frozen=True)
 class Key:
-    """Where one flat key lives: its section, its field name there, and its type."""
+    """Where one flat key lives: its section, its field name there, its type, and whether its
+    value is a secret (hidden from ``repr``, never quoted in an error)."""
 
     flat: str
     section: str
     field: str
     hint: Any
+    secret: bool = False
 
 
 def _keys() -> dict[str, Key]:
@@ -40,10 +44,10 @@ def _keys() -> dict[str, Key]:
     for section, cls in SECTIONS.items():
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
-            flat = f.metadata.get(FLAT_KEY, f.name)
+            flat = flat_key(cls, f.name)
             if flat in keys:
                 raise RuntimeError(f"setting {flat} is defined twice")
-            keys[flat] = Key(flat, section, f.name, hints[f.name])
+            keys[flat] = Key(flat, section, f.name, hints[f.name], secret=not f.repr)
     return keys
 
 

@@ -1,8 +1,9 @@
-"""The five sections of the settings, one frozen dataclass each, validated on construction.
+"""The core's four sections of the settings, one frozen dataclass each, validated on construction.
 
 Every field has a *flat key*, unique across sections: its own name, except ``ModelSettings.name``
-whose flat key is ``model``. Flat keys are what the environment (``COVE_<FLAT KEY>``), flat TOML
-keys and ``Settings.replace``/``Settings.load`` overrides use; the sections route them.
+whose flat key is ``model`` (the channels' sections, in ``channel_sections.py``, prefix theirs).
+Flat keys are what the environment (``COVE_<FLAT KEY>``), flat TOML keys and
+``Settings.replace``/``Settings.load`` overrides use; the sections route them.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from pathlib import Path
 
 import platformdirs
 
-from cove.errors import ConfigError
+from cove.config.checks import FLAT_KEY, invalid, not_negative, positive
 
 MEMORY_DB = ":memory:"
-FLAT_KEY = "flat_key"  # field metadata: the flat key when it is not the field's name
 
 
 def default_data_dir() -> Path:
@@ -48,19 +48,6 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 
 
-def _positive(section: object, *names: str) -> None:
-    for name in names:
-        value = getattr(section, name)
-        if value <= 0:
-            raise ConfigError(f"setting {name} must be positive, got {value}")
-
-
-def _not_negative(section: object, *names: str) -> None:
-    for name in names:
-        if getattr(section, name) < 0:
-            raise ConfigError(f"setting {name} must not be negative")
-
-
 @dataclass(frozen=True)
 class ModelSettings:
     """The model endpoint: which model, where, with which key, how patiently, at what price.
@@ -81,8 +68,8 @@ class ModelSettings:
     prices: Mapping[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def __post_init__(self) -> None:
-        _positive(self, "request_timeout_s")
-        _not_negative(self, "max_retries", "retry_base_delay_s")
+        positive(self, "request_timeout_s")
+        not_negative(self, "max_retries", "retry_base_delay_s")
 
     def price_of(self, model: str) -> Price | None:
         """The price entry for ``model``, or None when the model is unknown."""
@@ -102,8 +89,8 @@ class LoopSettings:
     subquery_max_per_turn: int = 64
 
     def __post_init__(self) -> None:
-        _positive(self, "max_iterations", "error_budget", "subquery_concurrency")
-        _not_negative(
+        positive(self, "max_iterations", "error_budget", "subquery_concurrency")
+        not_negative(
             self,
             "max_extra_iterations_per_call",
             "max_extra_iterations_total",
@@ -143,7 +130,7 @@ class SandboxSettings:
     max_live_environments: int = 32  # conversations kept open with a worker each
 
     def __post_init__(self) -> None:
-        _positive(
+        positive(
             self,
             "block_timeout_s",
             "worker_memory_mb",
@@ -154,9 +141,9 @@ class SandboxSettings:
             "workspace_max_entries",
             "max_live_environments",
         )
-        _not_negative(self, "worker_pool_size")
+        not_negative(self, "worker_pool_size")
         if self.block_timeout_min_s > self.block_timeout_max_s:
-            raise ConfigError("block_timeout_min_s must not exceed block_timeout_max_s")
+            raise invalid(self, "block_timeout_min_s", "must not exceed block_timeout_max_s")
 
 
 @dataclass(frozen=True)
@@ -176,7 +163,7 @@ class StoreSettings:
     history_budget_mb: int = 1024
 
     def __post_init__(self) -> None:
-        _positive(self, "lease_ttl_s", "history_budget_mb")
+        positive(self, "lease_ttl_s", "history_budget_mb")
 
     @property
     def database(self) -> str:
@@ -215,23 +202,3 @@ class StoreSettings:
         if db.absolute() == (self.data_dir / "cove.db").absolute():
             return default
         return db.with_name(f"{db.stem}.figures")
-
-
-@dataclass(frozen=True)
-class ChannelSettings:
-    """What the channels (web, Telegram, the server) need beyond the conversation layer."""
-
-    web_upload_limit_bytes: int | None = None  # None: the sandbox's max_file_read_bytes
-    telegram_token: str | None = field(default=None, repr=False)
-    telegram_api_url: str = "https://api.telegram.org/bot"  # the token follows this base
-    telegram_allow: tuple[str, ...] = ()  # user ids or @usernames allowed to talk; () = nobody
-    telegram_webhook_url: str | None = None  # None: long polling
-    shutdown_grace_s: float = 30.0  # how long a shutdown waits for running turns
-    # A command that opens an image file (its path is added as the last argument), e.g.
-    # "xdg-open": the TUI opens a figure with it after writing the file. None: files only.
-    figure_viewer: str | None = None
-
-    def __post_init__(self) -> None:
-        _not_negative(self, "shutdown_grace_s")
-        if self.web_upload_limit_bytes is not None:
-            _positive(self, "web_upload_limit_bytes")

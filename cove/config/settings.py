@@ -1,9 +1,10 @@
-"""``Settings``: the five sections together, built once at start-up and passed down.
+"""``Settings``: the sections together, built once at start-up and passed down.
 
 Sources, lowest precedence first: defaults < TOML file < environment < explicit overrides (CLI
 flags). Nothing here reads the environment at import time; ``Settings.load`` is handed the
 mapping (only the default data directory comes from ``platformdirs``, which looks at the
-process's own ``HOME``/``XDG_DATA_HOME``).
+process's own ``HOME``/``XDG_DATA_HOME``). A bad value's error names the setting and where the
+value came from (the environment variable, the config file and its table).
 """
 
 from __future__ import annotations
@@ -15,17 +16,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cove.config.channel_sections import (
+    ServeSettings,
+    TelegramSettings,
+    TuiSettings,
+    WebSettings,
+)
 from cove.config.coerce import coerce
 from cove.config.keys import KEYS
 from cove.config.sections import (
-    ChannelSettings,
     LoopSettings,
     ModelSettings,
     SandboxSettings,
     StoreSettings,
     default_data_dir,
 )
-from cove.config.sources import from_env, read_toml
+from cove.config.sources import Given, from_env, read_toml
 from cove.errors import ConfigError
 
 
@@ -33,15 +39,18 @@ from cove.errors import ConfigError
 class Settings:
     """Every tunable of cove, in sections. Build with ``Settings.load``; it is frozen.
 
-    Each part of the core takes only the section it needs (the worker pool a
-    ``SandboxSettings``, the model client a ``ModelSettings``, ...).
+    Each part takes only the section it needs (the worker pool a ``SandboxSettings``, the model
+    client a ``ModelSettings``, the Telegram bot a ``TelegramSettings``, ...).
     """
 
     model: ModelSettings = field(default_factory=ModelSettings)
     loop: LoopSettings = field(default_factory=LoopSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
-    channels: ChannelSettings = field(default_factory=ChannelSettings)
+    web: WebSettings = field(default_factory=WebSettings)
+    telegram: TelegramSettings = field(default_factory=TelegramSettings)
+    serve: ServeSettings = field(default_factory=ServeSettings)
+    tui: TuiSettings = field(default_factory=TuiSettings)
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied, given by flat key (``max_iterations=3``, ``model=...``).
@@ -49,18 +58,7 @@ class Settings:
         Raises:
             ConfigError: On an unknown key, a value of the wrong type or an invalid value.
         """
-        unknown = sorted(set(changes) - KEYS.keys())
-        if unknown:
-            raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
-        by_section: dict[str, dict[str, Any]] = {}
-        for flat, value in changes.items():
-            key = KEYS[flat]
-            by_section.setdefault(key.section, {})[key.field] = coerce(flat, key.hint, value)
-        sections = {
-            name: dataclasses.replace(getattr(self, name), **fields)
-            for name, fields in by_section.items()
-        }
-        return dataclasses.replace(self, **sections)
+        return self._with({flat: Given(value) for flat, value in changes.items()})
 
     @classmethod
     def load(
@@ -80,17 +78,45 @@ class Settings:
             **overrides: Explicit values by flat key (CLI flags); ``None`` values are ignored.
 
         Raises:
-            ConfigError: On an unknown key, a value of the wrong type or an invalid value.
+            ConfigError: On an unknown key, a value of the wrong type or an invalid value; it
+                names the setting and, for a value from a file or the environment, where.
         """
         env = os.environ if env is None else env
         given = {k: v for k, v in overrides.items() if v is not None}
-        values: dict[str, Any] = {}
+        values: dict[str, Given] = {}
         path = Path(toml_path) if toml_path else _default_toml(env, given.get("data_dir"))
         if path is not None:
             values.update(read_toml(path))
         values.update(from_env(env))
-        values.update(given)
-        return cls().replace(**values)
+        values.update({flat: Given(value) for flat, value in given.items()})
+        return cls()._with(values)
+
+    def _with(self, values: Mapping[str, Given]) -> Settings:
+        unknown = sorted(set(values) - KEYS.keys())
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+        by_section: dict[str, dict[str, Any]] = {}
+        for flat, given in values.items():
+            key = KEYS[flat]
+            by_section.setdefault(key.section, {})[key.field] = coerce(
+                key, given.value, given.source
+            )
+        try:
+            sections = {
+                name: dataclasses.replace(getattr(self, name), **fields)
+                for name, fields in by_section.items()
+            }
+        except ConfigError as exc:
+            source = _source(values, exc.setting)
+            if source is None:
+                raise
+            raise ConfigError(f"{exc.message} ({source})", setting=exc.setting) from None
+        return dataclasses.replace(self, **sections)
+
+
+def _source(values: Mapping[str, Given], flat: str | None) -> str | None:
+    given = values.get(flat) if flat is not None else None
+    return None if given is None else given.source
 
 
 def _default_toml(env: Mapping[str, str], data_dir: Any) -> Path | None:

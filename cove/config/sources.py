@@ -1,20 +1,23 @@
-"""Reading settings from the environment and from a TOML file, as flat keys.
+"""Reading settings from the environment and from a TOML file, as flat keys with their source.
 
 Environment: ``COVE_<FLAT KEY>`` for every setting but ``prices``, plus the aliases ``COVE_DB``,
-``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``. TOML: one table per section (``[model]``,
-``[loop]``, ``[sandbox]``, ``[store]``, ``[channels]``); flat keys at the top level are accepted
-too, as older files have them. Unknown TOML keys are refused; unknown ``COVE_*`` variables are
-listed by ``unknown_env_vars``.
+``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and ``TELEGRAM_BOT_TOKEN`` (a ``COVE_*`` name outranks
+its alias). TOML: one table per section (``[model]``, ``[loop]``, ``[sandbox]``, ``[store]``,
+``[web]``, ``[telegram]``, ``[serve]``, ``[tui]``); flat keys at the top level, and the
+channels' flat keys in one ``[channels]`` table, are accepted too, as older files have them.
+Unknown TOML keys are refused; unknown ``COVE_*`` variables are listed by ``unknown_env_vars``.
+Each value keeps where it came from, for the error a bad one gets.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cove.config.keys import KEYS, SECTIONS, key_in_section
+from cove.config.keys import KEYS, LEGACY_TABLES, SECTIONS, Key, key_in_section
 from cove.config.sections import Price
 from cove.errors import ConfigError
 
@@ -22,10 +25,19 @@ ENV_ALIASES = {
     "COVE_DB": "db_path",
     "OPENAI_BASE_URL": "base_url",
     "OPENAI_API_KEY": "api_key",
+    "TELEGRAM_BOT_TOKEN": "telegram_token",
 }
 NOT_FROM_ENV = frozenset({"prices"})
-# COVE_* names read elsewhere: the config file's path, the web login token, a TUI test switch.
-OTHER_ENV = frozenset({"COVE_CONFIG", "COVE_WEB_TOKEN", "COVE_TUI_SCRIPTED_REPLIES"})
+# COVE_* names read elsewhere: the config file's path, a TUI test switch.
+OTHER_ENV = frozenset({"COVE_CONFIG", "COVE_TUI_SCRIPTED_REPLIES"})
+
+
+@dataclass(frozen=True)
+class Given:
+    """One setting's value and where it came from (None: handed over by the program)."""
+
+    value: Any
+    source: str | None = None
 
 
 def env_name(flat: str) -> str:
@@ -36,13 +48,13 @@ def env_name(flat: str) -> str:
 ENV_NAMES = {env_name(flat): flat for flat in KEYS if flat not in NOT_FROM_ENV}
 
 
-def from_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The settings ``env`` gives, as flat key -> text."""
-    values: dict[str, str] = {}
-    for name, raw in env.items():
-        flat = ENV_ALIASES.get(name) or ENV_NAMES.get(name)
-        if flat is not None:
-            values[flat] = raw
+def from_env(env: Mapping[str, str]) -> dict[str, Given]:
+    """The settings ``env`` gives, as flat key -> text and the variable it came from."""
+    values: dict[str, Given] = {}
+    for names in (ENV_ALIASES, ENV_NAMES):  # the COVE_* names last: they outrank the aliases
+        for name, flat in names.items():
+            if name in env:
+                values[flat] = Given(env[name], f"environment variable {name}")
     return values
 
 
@@ -52,8 +64,8 @@ def unknown_env_vars(env: Mapping[str, str]) -> list[str]:
     return sorted(name for name in env if name.startswith("COVE_") and name not in known)
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """The settings of a TOML file as flat key -> value.
+def read_toml(path: Path) -> dict[str, Given]:
+    """The settings of a TOML file as flat key -> value and where in the file it is.
 
     Raises:
         ConfigError: The file cannot be read or parsed, names an unknown setting, gives one
@@ -63,31 +75,41 @@ def read_toml(path: Path) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-    values: dict[str, Any] = {}
+    values: dict[str, Given] = {}
     unknown: list[str] = []
     for name, value in data.items():
-        if name in SECTIONS and isinstance(value, dict):
+        if (name in SECTIONS or name in LEGACY_TABLES) and isinstance(value, dict):
             for inner, item in value.items():
-                key = key_in_section(name, inner)
+                key = _table_key(name, inner)
                 if key is None:
                     unknown.append(f"{name}.{inner}")
                 else:
-                    _put(values, key.flat, item, path)
+                    _put(values, key.flat, Given(item, f"config file {path}, [{name}] {inner}"))
         elif name in KEYS:
-            _put(values, name, value, path)
+            _put(values, name, Given(value, f"config file {path}"))
         else:
             unknown.append(name)
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
     if "prices" in values:
-        values["prices"] = _prices(path, values["prices"])
+        values["prices"] = Given(_prices(path, values["prices"].value), values["prices"].source)
     return values
 
 
-def _put(values: dict[str, Any], flat: str, value: Any, path: Path) -> None:
+def _table_key(table: str, name: str) -> Key | None:
+    if table in SECTIONS:
+        return key_in_section(table, name)
+    key = KEYS.get(name)  # an older [channels] table: the channels' flat keys
+    return key if key is not None and key.section in LEGACY_TABLES[table] else None
+
+
+def _put(values: dict[str, Given], flat: str, given: Given) -> None:
     if flat in values:
-        raise ConfigError(f"{path}: setting {flat} is given twice (at the top and in its table)")
-    values[flat] = value
+        raise ConfigError(
+            f"setting {flat} is given twice ({values[flat].source}; {given.source})",
+            setting=flat,
+        )
+    values[flat] = given
 
 
 def _prices(path: Path, table: Any) -> dict[str, Price]:

@@ -6,14 +6,12 @@ The logic lives in ``cove.channels.serve``; this module only parses arguments.
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
 from cove.channels.cli.extras import require
-from cove.channels.cli.web import configured_token
 from cove.errors import ConfigError
 
 
@@ -90,9 +88,9 @@ def serve_command(
         telegram=telegram,
         host=host,
         port=port,
-        grace_s=settings.channels.shutdown_grace_s if grace is None else max(0.0, grace),
+        grace_s=settings.serve.shutdown_grace_s if grace is None else max(0.0, grace),
         allow_hosts=allow_hosts,
-        **_token(host, web),
+        **_token(settings.web.token, host, web),
     )
     code: int = asyncio.run(Service(settings, options).run())
     return code
@@ -112,18 +110,19 @@ def backup_command(path: str) -> int:
     return code
 
 
-def _token(host: str, web: bool) -> dict[str, Any]:
-    """``COVE_WEB_TOKEN`` (never printed), else a new token printed in the login URL; off
-    loopback the web needs a configured one (a service must not print a made-up secret there).
+def _token(configured: str | None, host: str, web: bool) -> dict[str, Any]:
+    """The configured ``web_token`` (``COVE_WEB_TOKEN``, never printed), else a new token
+    printed in the login URL; off loopback the web needs a configured one (a service must not
+    print a made-up secret there).
     """
     from cove.channels.web.security import is_loopback, new_token
 
-    configured = configured_token(dict(os.environ))
     if configured is not None:
         return {"token": configured, "token_configured": True}
     if web and not is_loopback(host):
         raise ConfigError(
             f"serving the web on {host} needs a login token: set COVE_WEB_TOKEN "
-            "(16 characters or more)"
+            "(16 characters or more)",
+            setting="web_token",
         )
     return {"token": new_token(), "token_configured": False}

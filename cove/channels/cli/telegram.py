@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import os
 
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
 from cove.channels.cli.extras import require
+from cove.errors import ConfigError
 
 
 @command(
@@ -30,13 +30,13 @@ from cove.channels.cli.extras import require
 )
 @click.option(
     "--webhook-listen",
-    default="127.0.0.1:8443",
-    show_default=True,
+    default=None,
     metavar="HOST:PORT",
-    help="Where the webhook server binds.",
+    help="Where the webhook server binds (default $COVE_TELEGRAM_WEBHOOK_HOST and "
+    "$COVE_TELEGRAM_WEBHOOK_PORT, else 127.0.0.1:8443).",
 )
 def telegram_command(
-    api_url: str | None, allow: str | None, webhook_url: str | None, webhook_listen: str
+    api_url: str | None, allow: str | None, webhook_url: str | None, webhook_listen: str | None
 ) -> int:
     """Run the Telegram bot: each chat owns a sandboxed conversation.
 
@@ -44,20 +44,30 @@ def telegram_command(
     group only when the group's chat id is listed. An empty list refuses everyone.
     """
     require("telegram", "cove telegram")
-    from cove.channels.telegram import TelegramOptions, run_bot
+    from cove.channels.telegram import run_bot
+    from cove.channels.telegram.secret import bot_token
     from cove.channels.telegram.standalone import configure_logging
 
-    settings = load_settings()
-    host, _, port = webhook_listen.rpartition(":")
-    options = TelegramOptions.load(
-        settings,
-        os.environ,
-        api_url=api_url,
-        allow=allow,
-        webhook_url=webhook_url,
-        webhook_host=host or "127.0.0.1",
-        webhook_port=int(port) if port.isdigit() else 8443,
+    settings = load_settings(
+        telegram_api_url=api_url,
+        telegram_allow=allow,
+        telegram_webhook_url=webhook_url,
+        **_listen(webhook_listen),
     )
-    configure_logging(options.token)
-    code: int = asyncio.run(run_bot(settings, options))
+    configure_logging(bot_token(settings.telegram))
+    code: int = asyncio.run(run_bot(settings))
     return code
+
+
+def _listen(given: str | None) -> dict[str, str | None]:
+    """``--webhook-listen HOST:PORT`` as the settings it overrides (none when not given).
+
+    Raises:
+        ConfigError: Not HOST:PORT.
+    """
+    if given is None:
+        return {}
+    host, _, port = given.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"--webhook-listen expects HOST:PORT, got {given!r}")
+    return {"telegram_webhook_host": host, "telegram_webhook_port": port}

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import webbrowser
-from collections.abc import Mapping
 
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
 from cove.channels.cli.extras import require
-from cove.errors import ConfigError
-
-TOKEN_ENV = "COVE_WEB_TOKEN"
 
 
 @command(
@@ -49,18 +44,6 @@ def web_command(host: str, port: int, allow_hosts: tuple[str, ...], open_page: b
     return _serve(host, port, allow_hosts, open_page)
 
 
-def configured_token(env: Mapping[str, str]) -> str | None:
-    """``COVE_WEB_TOKEN`` when set (checked), else None.
-
-    Raises:
-        ConfigError: The token is shorter than 16 characters.
-    """
-    given = env.get(TOKEN_ENV) or None
-    if given is not None and len(given) < 16:
-        raise ConfigError(f"{TOKEN_ENV} must be at least 16 characters")
-    return given
-
-
 def _serve(host: str, port: int, allow_hosts: tuple[str, ...], open_page: bool) -> int:
     import uvicorn
 
@@ -69,7 +52,7 @@ def _serve(host: str, port: int, allow_hosts: tuple[str, ...], open_page: bool) 
     from cove.channels.web.security import Guard, login_url, new_token
 
     settings = load_settings()
-    token = configured_token(os.environ) or new_token()
+    token = settings.web.token or new_token()
     sock = listen(host, port)  # before anything is printed: a busy port is one error line
     url = login_url(host, port, token)
     print(f"cove web: {url}", file=sys.stderr, flush=True)

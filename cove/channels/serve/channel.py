@@ -8,7 +8,6 @@ one channel runs shows live in another through ``watch``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Protocol
 
@@ -31,15 +30,15 @@ class Channel(Protocol):
 
 def telegram_channel(convs: Conversations, settings: Settings, metrics: ServeMetrics) -> Channel:
     """The Telegram channel over the service's ``Conversations``, configured as ``cove
-    telegram`` is (the token from ``TELEGRAM_BOT_TOKEN``, the rest from the settings), with its
+    telegram`` is (``settings.telegram``: the token from ``TELEGRAM_BOT_TOKEN``), with its
     updates and failed Bot API calls counted in the service's metrics.
 
     Raises:
-        ConfigError: The Telegram channel is not configured (no token, a bad allow-list).
+        ConfigError: The Telegram channel has no bot token.
     """
-    from cove.channels.telegram import TelegramChannel, TelegramOptions
+    from cove.channels.telegram import TelegramChannel
 
-    channel = TelegramChannel(convs, TelegramOptions.load(settings, os.environ))
+    channel = TelegramChannel(convs, settings.telegram)
     channel.observe_updates(
         on_update=metrics.telegram_updates.inc, on_api_error=_api_error(metrics)
     )

@@ -32,18 +32,16 @@ from telegram.ext import (
 
 from cove.channels.telegram.commands import COMMANDS, Commands
 from cove.channels.telegram.handlers import Core
+from cove.channels.telegram.limiter import Limiter
 from cove.channels.telegram.logs import Redaction, quiet_http_logs
-from cove.channels.telegram.options import TelegramOptions
 from cove.channels.telegram.outbox import Outbox
 from cove.channels.telegram.roster import allow_warnings
+from cove.channels.telegram.secret import Secret, bot_token
+from cove.config import TelegramSettings
 from cove.conversation import Conversations
 from cove.errors import ConfigError, CoveError
 
 log = logging.getLogger("cove.telegram")
-
-# python-telegram-bot's documented opt-in to time periods as ``timedelta`` (the coming default);
-# without it every flood-control error also raises a deprecation warning.
-os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 #: The update kinds the bot asks Telegram for.
 UPDATES = ["message"]
@@ -54,18 +52,25 @@ class TelegramChannel:
 
     name = "telegram"
 
-    def __init__(self, convs: Conversations, options: TelegramOptions) -> None:
+    def __init__(self, convs: Conversations, settings: TelegramSettings) -> None:
+        """Build the bot (nothing connects before ``start``).
+
+        Raises:
+            ConfigError: No bot token is configured.
+        """
         self.convs = convs
-        self.options = options
-        self.app: Application = _build(options)  # type: ignore[type-arg]
-        self.outbox = Outbox(self.app.bot, options.global_rate)
-        self.core = Core(convs, self.outbox, options)
+        self.settings = settings
+        token = bot_token(settings)
+        limiter = Limiter(settings)
+        self.app: Application = _build(settings, token, limiter)  # type: ignore[type-arg]
+        self.outbox = Outbox(self.app.bot, limiter)
+        self.core = Core(convs, self.outbox, settings)
         self._webhook: asyncio.Task[None] | None = None
         self._webhook_server: uvicorn.Server | None = None
         self._sockets: list[socket.socket] = []
         self.webhook_port = 0  # the port the webhook listens on, once started
         self._started = False
-        self._redaction = Redaction(options.token)
+        self._redaction = Redaction(token)
         _register(self.app, self.core)
 
     async def start(self) -> None:
@@ -76,7 +81,7 @@ class TelegramChannel:
         """
         quiet_http_logs()
         self._redaction.install()
-        for warning in allow_warnings(self.options.allow, self.options.allow_usernames):
+        for warning in allow_warnings(self.core.allow, self.core.allow_usernames):
             log.warning(warning)
         try:
             await self._initialize()
@@ -98,7 +103,7 @@ class TelegramChannel:
             ) from None
         except TelegramError as exc:
             raise CoveError(
-                f"cannot reach the Bot API at {self.options.api_url}: {exc.message}"
+                f"cannot reach the Bot API at {self.settings.api_root}: {exc.message}"
             ) from None
         me = self.app.bot
         self.core.username = me.username or ""
@@ -109,12 +114,12 @@ class TelegramChannel:
         )
         await self.app.start()
         self._started = True
-        if self.options.webhook_url:
+        if self.settings.webhook_url:
             await self._start_webhook()
         else:
             assert self.app.updater is not None
             await self.app.updater.start_polling(
-                timeout=dt.timedelta(seconds=self.options.poll_timeout_s),
+                timeout=dt.timedelta(seconds=self.settings.poll_timeout_s),
                 allowed_updates=UPDATES,
             )
         log.info("Telegram bot @%s is running", self.core.username)
@@ -140,14 +145,16 @@ class TelegramChannel:
     async def _start_webhook(self) -> None:
         from cove.channels.telegram.webhook import webhook_app
 
-        secret = secrets.token_urlsafe(32)
-        path = urlsplit(self.options.webhook_url).path or "/"
+        hook = self.settings.webhook_url
+        assert hook is not None
+        secret = self.settings.webhook_secret or secrets.token_urlsafe(32)
+        path = urlsplit(hook).path or "/"
+        host, port = self.settings.webhook_host, self.settings.webhook_port
         try:
-            sock = socket.create_server((self.options.webhook_host, self.options.webhook_port))
+            sock = socket.create_server((host, port))
         except OSError as exc:
             raise ConfigError(
-                f"cannot listen for the webhook on {self.options.webhook_host}:"
-                f"{self.options.webhook_port}: {exc.strerror}"
+                f"cannot listen for the webhook on {host}:{port}: {exc.strerror}"
             ) from exc
         config = uvicorn.Config(
             webhook_app(self.app, path, secret), log_level="warning", lifespan="off"
@@ -163,9 +170,7 @@ class TelegramChannel:
         self.webhook_port = sock.getsockname()[1]
         bot = self.app.bot
         await self.outbox.call(
-            lambda: bot.set_webhook(
-                self.options.webhook_url, secret_token=secret, allowed_updates=UPDATES
-            ),
+            lambda: bot.set_webhook(hook, secret_token=secret, allowed_updates=UPDATES),
             method="setWebhook",
         )
 
@@ -201,22 +206,35 @@ class TelegramChannel:
 
     @property
     def api_calls(self) -> int:
-        """Bot API calls the outbox made so far (for measurements)."""
-        return self.outbox.calls
+        """Bot API calls made so far, repeats included (for measurements)."""
+        return self.outbox.limiter.calls
 
 
-def _build(options: TelegramOptions) -> Application:  # type: ignore[type-arg]
+def _build(settings: TelegramSettings, token: Secret, limiter: Limiter) -> Application:  # type: ignore[type-arg]
+    _prefer_timedeltas()
+    root = settings.api_root
     return (
         ApplicationBuilder()
-        .token(options.token.reveal())
-        .base_url(options.base_url)
-        .base_file_url(options.base_file_url)
+        .token(token.reveal())
+        .base_url(f"{root}/bot")  # python-telegram-bot appends the token to both
+        .base_file_url(f"{root}/file/bot")
+        .rate_limiter(limiter)
         .connection_pool_size(128)
         .pool_timeout(30.0)
-        .get_updates_read_timeout(options.poll_timeout_s + 10)
+        .get_updates_read_timeout(settings.poll_timeout_s + 10)
         .job_queue(None)
         .build()
     )
+
+
+def _prefer_timedeltas() -> None:
+    """Take python-telegram-bot's opt-in to time periods as ``timedelta`` (its coming default).
+
+    The library reads it from the process environment whenever it builds a ``RetryAfter``;
+    without it, every flood-control answer also raises a deprecation warning. A value the user
+    set is kept.
+    """
+    os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 
 def _register(app: Application, core: Core) -> None:  # type: ignore[type-arg]

@@ -10,10 +10,10 @@ from typing import Any
 from telegram import Message, Update
 from telegram.ext import ContextTypes
 
-from cove.channels.telegram.options import TelegramOptions
 from cove.channels.telegram.outbox import ChatRef, Outbox
 from cove.channels.telegram.roster import Roster, chat_of, is_allowed
 from cove.channels.telegram.turns import TurnView, safe_name
+from cove.config import TelegramSettings
 from cove.conversation import Conversations
 from cove.errors import CoveError
 
@@ -30,10 +30,11 @@ Command = Callable[[ChatRef, list[str]], Awaitable[None]]
 class Core:
     """The state every handler shares: conversations, the outbox, the roster, running tasks."""
 
-    def __init__(self, convs: Conversations, outbox: Outbox, options: TelegramOptions) -> None:
+    def __init__(self, convs: Conversations, outbox: Outbox, settings: TelegramSettings) -> None:
         self.convs = convs
         self.outbox = outbox
-        self.options = options
+        self.settings = settings
+        self.allow, self.allow_usernames = settings.allowed()
         self.roster = Roster(convs)
         self.username = ""  # the bot's @username, known once it started
         self.bot_id = 0
@@ -55,7 +56,7 @@ class Core:
 
     async def admitted(self, update: Update) -> bool:
         """True for allowed senders; a stranger gets one polite refusal per chat, and a log line."""
-        if is_allowed(update, self.options.allow, self.options.allow_usernames):
+        if is_allowed(update, self.allow, self.allow_usernames):
             return True
         chat = update.effective_chat
         user = update.effective_user
@@ -123,7 +124,7 @@ class Core:
             chat,
             handle,
             self.convs.workspace(cid),
-            self.options.group_edit_interval_s if chat.group else self.options.edit_interval_s,
+            self.settings.group_edit_interval_s if chat.group else self.settings.edit_interval_s,
             fetch=lambda digest: self.convs.figure(cid, digest),
         )
         try:
@@ -145,12 +146,12 @@ class Core:
             name = f"photo_{safe_name(item.file_unique_id)}.jpg"
         else:
             return []
-        limit = self.options.max_file_bytes
+        limit = self.settings.max_file_bytes
         if item.file_size is not None and item.file_size > limit:
             raise CoveError(f"the file {name} is over the {limit // (1024 * 1024)} MB limit")
         file = await self.outbox.call(item.get_file, method="getFile")
         download = file.download_as_bytearray
-        data = bytes(await self.outbox.call(download, method="download", paced=False))
+        data = bytes(await self.outbox.call(download, method="download"))
         if len(data) > limit:
             raise CoveError(f"the file {name} is over the {limit // (1024 * 1024)} MB limit")
         return [(name, data)]

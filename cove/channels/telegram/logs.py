@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from cove.channels.telegram.options import Secret
+from cove.channels.telegram.secret import Secret
 
 
 class Redact(logging.Filter):

@@ -1,20 +1,17 @@
 """Everything the bot says goes through ``Outbox``: paced, retried, formatted with a fallback.
 
-- Flood control: a ``RetryAfter`` (HTTP 429) waits the time Telegram asks for, then sends
-  again; nothing is dropped.
+- Pace and flood control: the bot's ``Limiter`` (python-telegram-bot's ``AIORateLimiter``)
+  spaces the calls under Telegram's limits and waits out a ``RetryAfter`` (HTTP 429) before
+  sending again; nothing is dropped.
 - Network errors and time-outs are retried with back-off a few times.
 - Formatting: an answer is rendered to Telegram HTML; when Telegram refuses it ("can't parse
   entities") the same piece is sent again as plain text.
-- Pace: calls are spaced to stay under Telegram's overall limit (about 30 messages a second).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import datetime as dt
 import logging
-import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -23,13 +20,13 @@ from telegram import Bot, InputFile, LinkPreviewOptions, Message
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TimedOut
 
+from cove.channels.telegram.limiter import Limiter
 from cove.channels.telegram.markup import split_text, to_html
 
 log = logging.getLogger("cove.telegram")
 T = TypeVar("T")
 
 NETWORK_ATTEMPTS = 5
-FLOOD_ATTEMPTS = 10
 MAX_TEXT = 4096
 NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
@@ -53,96 +50,52 @@ class ChatRef:
         return f"telegram:{self.key}"
 
 
-class Pace:
-    """A token bucket: at most ``rate`` calls a second on average, ``burst`` at once.
-
-    Callers take turns under a lock and the clock is read after every wait, so a busy event
-    loop that wakes late never releases a pile of calls together.
-    """
-
-    def __init__(self, rate: float, burst: int = 3) -> None:
-        self.rate = rate
-        self.burst = float(burst)
-        self._tokens = float(burst)
-        self._at = 0.0
-        self._lock = asyncio.Lock()
-
-    async def wait(self) -> None:
-        """Return when the next call may go."""
-        loop = asyncio.get_running_loop()
-        async with self._lock:
-            while True:
-                now = loop.time()
-                self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
-                self._at = now
-                if self._tokens >= 1.0:
-                    self._tokens -= 1.0
-                    return
-                await asyncio.sleep((1.0 - self._tokens) / self.rate)
-
-
-def retry_seconds(exc: RetryAfter) -> float:
-    """The wait Telegram asked for, in seconds (an int or a timedelta, by library version)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        value = exc.retry_after
-    return value.total_seconds() if isinstance(value, dt.timedelta) else float(value)
-
-
 def _unparsable(exc: BadRequest) -> bool:
     return "can't parse entities" in exc.message.lower() or "parse" in exc.message.lower()
 
 
 class Outbox:
-    """Sends, edits, chat actions, photos and documents for one bot."""
+    """Sends, edits, chat actions, photos and documents for one bot.
 
-    def __init__(self, bot: Bot, rate: float) -> None:
+    ``limiter`` is the one the bot was built with: the outbox reads its counts and has it report
+    flood-control answers through ``on_error`` as well.
+    """
+
+    def __init__(self, bot: Bot, limiter: Limiter) -> None:
         self.bot = bot
-        self.pace = Pace(rate)
-        self.calls = 0  # Bot API calls made (attempts included)
-        self.flood_waits = 0
+        self.limiter = limiter
         self.on_error: Callable[[str], object] | None = None  # told each failed call's method
-        #: When recent paced calls went out (loop time), for measurements.
-        self.sent_at: collections.deque[float] = collections.deque(maxlen=10_000)
+        limiter.on_flood = self._failed
 
-    async def call(
-        self, make: Callable[[], Awaitable[T]], *, method: str = "other", paced: bool = True
-    ) -> T:
-        """Run one Bot API call, honouring ``RetryAfter`` and retrying network errors.
+    @property
+    def flood_waits(self) -> int:
+        """How often Telegram answered with flood control (each waited out, then sent again)."""
+        return self.limiter.flood_waits
+
+    def _failed(self, method: str) -> None:
+        if self.on_error is not None:
+            self.on_error(method)
+
+    async def call(self, make: Callable[[], Awaitable[T]], *, method: str = "other") -> T:
+        """Run one Bot API call (paced, flood control waited out), retrying network errors.
 
         Raises:
             BadRequest / Forbidden: Telegram refused the call for good.
+            RetryAfter: Still under flood control after the limiter's retries.
             NetworkError: Still failing after the retries.
         """
-        tries = {"network": 0, "flood": 0}
+        attempt = 0
         while True:
-            if paced:
-                await self.pace.wait()
-                self.sent_at.append(asyncio.get_running_loop().time())
-            self.calls += 1
+            attempt += 1
             try:
                 return await make()
             except Exception as exc:
-                if self.on_error is not None:
-                    self.on_error(method)
-                delay = self._retry_delay(exc, tries)
-                if delay is None:
+                if not isinstance(exc, RetryAfter):  # the limiter reported those already
+                    self._failed(method)
+                if not _retryable(exc) or attempt >= NETWORK_ATTEMPTS:
                     raise
-            await asyncio.sleep(delay)
-
-    def _retry_delay(self, exc: Exception, tries: dict[str, int]) -> float | None:
-        """How long to wait before trying again; None: give up (re-raise)."""
-        if isinstance(exc, RetryAfter):
-            tries["flood"] += 1
-            self.flood_waits += 1
-            return retry_seconds(exc) if tries["flood"] < FLOOD_ATTEMPTS else None
-        if isinstance(exc, BadRequest) or not isinstance(exc, (TimedOut, NetworkError)):
-            return None
-        tries["network"] += 1
-        if tries["network"] >= NETWORK_ATTEMPTS:
-            return None
-        log.warning("Bot API call failed (%s); retrying", type(exc).__name__)
-        return float(0.5 * 2 ** (tries["network"] - 1))
+                log.warning("Bot API call failed (%s); retrying", type(exc).__name__)
+            await asyncio.sleep(0.5 * 2 ** (attempt - 1))
 
     async def say(self, chat: ChatRef, html: str, plain: str | None = None) -> Message:
         """Send one message of ready HTML; ``plain`` (or the HTML as text) if it is refused."""
@@ -186,7 +139,6 @@ class Outbox:
                 chat.chat_id, ChatAction.TYPING, message_thread_id=chat.thread_id
             ),
             method="sendChatAction",
-            paced=False,
         )
 
     async def document(
@@ -228,3 +180,8 @@ class Outbox:
             ),
             method="sendMessage",
         )
+
+
+def _retryable(exc: Exception) -> bool:
+    """A network error or a time-out (a ``BadRequest`` is a ``NetworkError`` too, but final)."""
+    return isinstance(exc, (TimedOut, NetworkError)) and not isinstance(exc, BadRequest)

@@ -10,7 +10,7 @@ import sys
 
 from cove.channels.telegram.channel import TelegramChannel
 from cove.channels.telegram.logs import Redact
-from cove.channels.telegram.options import Secret, TelegramOptions
+from cove.channels.telegram.secret import Secret
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
 
@@ -28,7 +28,6 @@ def configure_logging(token: Secret, level: int = logging.INFO) -> logging.Handl
 
 async def run_bot(
     settings: Settings,
-    options: TelegramOptions,
     *,
     llm_factory: LLMFactory | None = None,
     stop: asyncio.Event | None = None,
@@ -36,7 +35,8 @@ async def run_bot(
     """Run the bot until SIGINT/SIGTERM (or ``stop`` is set); returns the exit code.
 
     Raises:
-        CoveError: No model endpoint, an unusable database, or the Bot API refused to start.
+        CoveError: No model endpoint, no bot token, an unusable database, or the Bot API
+            refused to start.
     """
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -48,11 +48,11 @@ async def run_bot(
     try:
         async with await Conversations.open(settings, llm_factory=llm_factory) as convs:
             convs.check_model()
-            channel = TelegramChannel(convs, options)
+            channel = TelegramChannel(convs, settings.telegram)
             await channel.start()
+            mode = "webhook" if settings.telegram.webhook_url else "long polling"
             print(
-                f"cove telegram: @{channel.core.username} is running "
-                f"({'webhook' if options.webhook_url else 'long polling'}); Ctrl-C stops it",
+                f"cove telegram: @{channel.core.username} is running ({mode}); Ctrl-C stops it",
                 file=sys.stderr,
                 flush=True,
             )

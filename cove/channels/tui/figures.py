@@ -36,7 +36,7 @@ async def open_figures(
     saved = await save_figures(app.convs, app.current, found)
     view.figures_saved({(s.turn, s.iteration, s.block, s.figure.position): s.path for s in saved})
     app.notify("\n".join(f"figure saved: {clean(str(s.path))}" for s in saved), timeout=15)
-    viewer = app.convs.settings.channels.figure_viewer
+    viewer = app.convs.settings.tui.figure_viewer
     if viewer:
         opened = [await _start(shlex.split(viewer), figure.path) for figure in saved]
         await asyncio.gather(*(process.wait() for process in opened))

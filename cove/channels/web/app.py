@@ -104,11 +104,7 @@ def create_app(
             ``max_file_read_bytes`` (the sandbox refuses to read larger files anyway).
     """
 
-    limit = (
-        upload_limit
-        or settings.channels.web_upload_limit_bytes
-        or settings.sandbox.max_file_read_bytes
-    )
+    limit = upload_limit or settings.web.upload_limit_bytes or settings.sandbox.max_file_read_bytes
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

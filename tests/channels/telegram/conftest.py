@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from cove.channels.telegram import TelegramChannel, TelegramOptions
-from cove.channels.telegram.options import Secret
-from cove.config import Settings
+from cove.channels.telegram import TelegramChannel
+from cove.config import Settings, TelegramSettings
 from cove.conversation import Conversations, LLMFactory, scripted_factory
 from cove.engine.llm import Completion
 from cove.engine.llm.scripted import ScriptedClient
@@ -23,6 +22,7 @@ from tests.scripted import settings_for
 ALLOWED = 1001  # a user id (and private chat id) on the allow-list
 OTHER = 1002  # a second allowed user
 GROUP = -100500  # an allowed group chat
+ALLOW = (str(ALLOWED), str(OTHER), str(GROUP))  # the allow-list the bot starts with
 
 
 @dataclass
@@ -34,19 +34,20 @@ class Bot:
     tg: FakeTelegram
 
 
-def options_for(tg: FakeTelegram, **changes: Any) -> TelegramOptions:
-    """Options aimed at the fake server, with fast polling and no pacing to speak of."""
+def telegram_for(tg: FakeTelegram, **changes: Any) -> TelegramSettings:
+    """Telegram settings aimed at the fake server, with fast polling and no pacing to speak of."""
     values: dict[str, Any] = {
-        "token": Secret(tg.token),
+        "token": tg.token,
         "api_url": tg.api_url,
-        "allow": frozenset({ALLOWED, OTHER, GROUP}),
+        "allow": ALLOW,
         "poll_timeout_s": 1.0,
         "edit_interval_s": 0.05,
         "group_edit_interval_s": 0.05,
-        "global_rate": 1000.0,
+        "rate_per_s": 1000.0,
+        "group_rate_per_min": 60_000.0,
         **changes,
     }
-    return TelegramOptions(**values)
+    return TelegramSettings(**values)
 
 
 @pytest.fixture
@@ -84,9 +85,10 @@ BotFactory = Callable[..., AbstractAsyncContextManager[Bot]]
 
 @pytest.fixture
 def bot(tmp_path: Path, tg: FakeTelegram) -> BotFactory:
-    """``async with bot(replies or factory, delay_s=.., settings=.., **options) as b``.
+    """``async with bot(replies or factory, delay_s=.., settings=.., **changes) as b``.
 
-    ``replies=None`` uses the real OpenAI client against the endpoint ``settings`` names.
+    ``replies=None`` uses the real OpenAI client against the endpoint ``settings`` names. The
+    bot runs with ``telegram`` when given, else ``telegram_for(tg, **changes)``.
     """
 
     @asynccontextmanager
@@ -95,6 +97,7 @@ def bot(tmp_path: Path, tg: FakeTelegram) -> BotFactory:
         *,
         delay_s: float = 0.0,
         settings: Settings | None = None,
+        telegram: TelegramSettings | None = None,
         **changes: Any,
     ) -> AsyncIterator[Bot]:
         factory: LLMFactory | None = None  # None: the real OpenAI client (``settings``' endpoint)
@@ -105,7 +108,7 @@ def bot(tmp_path: Path, tg: FakeTelegram) -> BotFactory:
         async with await Conversations.open(
             settings or settings_for(tmp_path), llm_factory=factory
         ) as convs:
-            channel = TelegramChannel(convs, options_for(tg, **changes))
+            channel = TelegramChannel(convs, telegram or telegram_for(tg, **changes))
             await channel.start()
             try:
                 yield Bot(channel, convs, tg)

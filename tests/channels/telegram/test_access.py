@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from tests.channels.telegram.conftest import ALLOWED, GROUP, BotFactory
+from tests.channels.telegram.conftest import ALLOW, ALLOWED, GROUP, BotFactory
 from tests.fakes.telegram_server import BOT_USERNAME, FakeTelegram
 
 UNLISTED_GROUP = -100777  # a group the bot was added to, not on the allow-list
@@ -47,7 +47,7 @@ async def test_username_entries_are_warned_about_at_start(
     bot: BotFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="cove.telegram"):
-        async with bot([], allow_usernames=frozenset({"alice"})):
+        async with bot([], allow=(*ALLOW, "@alice")):
             pass
     warning = next(r.getMessage() for r in caplog.records if "@alice" in r.getMessage())
     assert "whoever holds" in warning and "user id" in warning

@@ -87,7 +87,7 @@ async def test_an_empty_allow_list_refuses_everyone_and_says_so(
     bot: BotFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="cove.telegram"):
-        async with bot([], allow=frozenset()) as b:
+        async with bot([], allow=()) as b:
             assert "allow-list is empty" in caplog.text
             b.tg.send_text(ALLOWED, "hello?")
             await b.tg.wait_for(lambda: has_text(b.tg, ALLOWED, "only talks to"))

@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cove.channels.cli.web import configured_token
 from cove.channels.web import create_app
 from cove.channels.web.security import host_name, is_loopback
+from cove.config import Settings
 from cove.errors import ConfigError
 from tests.channels.web.conftest import Web
 from tests.channels.web.serve import BEARER, TOKEN, served
@@ -151,8 +151,13 @@ async def test_security_headers_and_no_api_key_in_pages(web: Web) -> None:
 
 
 def test_a_configured_token_must_be_long_enough() -> None:
+    def configured_token(env: dict[str, str]) -> str | None:
+        return Settings.load(env=env).web.token
+
     assert configured_token({}) is None
     assert configured_token({"COVE_WEB_TOKEN": ""}) is None
     assert configured_token({"COVE_WEB_TOKEN": TOKEN}) == TOKEN
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError) as caught:
         configured_token({"COVE_WEB_TOKEN": "short"})
+    assert "web_token must be at least 16 characters" in str(caught.value)
+    assert "(environment variable COVE_WEB_TOKEN)" in str(caught.value)

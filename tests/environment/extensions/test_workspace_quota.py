@@ -126,7 +126,7 @@ async def test_changes_made_by_others_are_noticed(workspace: Path, tmp_path: Pat
     await write_file(ctx, "notes.txt", "x")
     before = quota.usage()
     # An attachment lands in the workspace, as a channel saves it.
-    workspaces = Workspaces(workspace.parent)
+    workspaces = Workspaces(workspace.parent, ctx.settings)
     await workspaces.save_attachments(workspace.name, [("data.csv", b"x" * 600 * KB)])
     assert quota.usage().bytes >= before.bytes + 600 * KB
     with pytest.raises(OSError, match="quota"):

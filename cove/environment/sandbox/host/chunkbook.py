@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from cove.codec.chunks import chunk_hash, refs, walk
+from cove.codec.chunks import MAX_LEVELS, chunk_hash, refs, walk
 from cove.environment.sandbox.frames import ProtocolError
 from cove.errors import CodecError
 from cove.results import VarVersion
@@ -25,20 +25,31 @@ REPORT_LIMIT_BYTES = 640 * 1024 * 1024
 """The most chunk data one block's reply may bring (the worker stops at 512 MiB)."""
 
 _NAME = re.compile(r"[0-9a-f]{32}")
+_MAX_HEIGHT = MAX_LEVELS + 2  # the most levels of chunks below a root, as the codec reads them
 
 
 class ChunkBook:
-    """The chunks reached by a client's live snapshots, counted per variable."""
+    """The chunks reached by a client's live snapshots, counted by reference.
+
+    A held chunk counts one reference per variable whose root names it and one per held chunk
+    that names it; it is dropped when the count reaches zero, releasing its children in turn.
+    Chunks are named by their hash, so the references form no cycle, and a new version costs
+    what it changed: the chunks it shares with the version it replaces are counted, not walked.
+    """
 
     def __init__(self) -> None:
         self._data: dict[str, bytes] = {}
         self._children: dict[str, tuple[str, ...]] = {}
-        self._held: dict[str, int] = {}  # how many variables' trees reach each chunk
-        self._closures: dict[str, frozenset[str]] = {}  # each variable's tree, as chunk names
+        self._heights: dict[
+            str, int
+        ] = {}  # levels of the tree below each held chunk, itself included
+        self._held: dict[str, int] = {}  # references to each held chunk
+        self._roots: dict[str, tuple[str, ...]] = {}  # the chunks each variable's root names
         self._incoming: dict[str, bytes] = {}  # what the running block's reply brought
         self._incoming_kids: dict[str, tuple[str, ...]] = {}
+        self._incoming_heights: dict[str, int] = {}
         self._incoming_bytes = 0
-        self._pending: dict[str, frozenset[str]] = {}  # closures of the reply's changes
+        self._pending: dict[str, tuple[str, ...]] = {}  # roots of the reply's changes
 
     def __len__(self) -> int:
         return len(self._data)
@@ -47,6 +58,7 @@ class ChunkBook:
         """A block starts: forget what an earlier reply brought."""
         self._incoming = {}
         self._incoming_kids = {}
+        self._incoming_heights = {}
         self._incoming_bytes = 0
         self._pending = {}
 
@@ -81,57 +93,60 @@ class ChunkBook:
         client; those it holds are not repeated).
 
         Raises:
-            ProtocolError: A tree names a chunk that is neither held nor received.
+            ProtocolError: A tree names a chunk that is neither held nor received, or is nested
+                more deeply than a value may be.
         """
         attached: list[VarVersion] = []
         for change in changes:
             if change.kind == "deleted" or change.encoded is None:
                 attached.append(change)
                 continue
-            reached = self._closure(change.encoded)
-            self._pending[change.name] = reached
-            new = tuple((n, d) for n, d in self._incoming.items() if n in reached)
-            attached.append(replace(change, chunks=new))
+            new = self._reach_new(change.encoded)
+            self._pending[change.name] = tuple(dict.fromkeys(refs(change.encoded)))
+            chunks = tuple((n, d) for n, d in self._incoming.items() if n in new)
+            attached.append(replace(change, chunks=chunks))
         return tuple(attached)
 
     def apply(self, changes: Sequence[VarVersion]) -> None:
         """The changes were applied: hold their trees' chunks, release the trees they replace."""
-        before = {c.name: self._closures.get(c.name, frozenset()) for c in changes}
+        before = [self._roots.get(c.name, ()) for c in changes]
         for change in changes:
-            reached = self._pending.get(change.name, frozenset())
+            top = self._pending.get(change.name, ())
             if change.kind == "deleted" or change.encoded is None:
-                reached = frozenset()
-            self._hold(reached)
-            self._closures[change.name] = reached
-        for closure in before.values():
-            self._release(closure)
+                top = ()
+            self._hold(top)
+            self._roots[change.name] = top
+        for top in before:
+            self._release(top)
         self._pending = {}
 
     def reset(
         self, snapshots: Sequence[VarVersion], chunks: Mapping[str, bytes]
     ) -> list[VarVersion]:
-        """Hold exactly what ``snapshots`` reach in ``chunks`` (a restore from the store)."""
-        self._data.clear()
-        self._children.clear()
-        self._held.clear()
-        self._closures.clear()
+        """Hold exactly what ``snapshots`` reach in ``chunks`` (a restore from the store).
+
+        A snapshot whose tree misses a chunk holds nothing: the worker reports it lost.
+        """
+        for table in (self._data, self._children, self._heights, self._held, self._roots):
+            table.clear()
         self.begin()
         self._incoming = dict(chunks)
         for snapshot in snapshots:
-            reached: frozenset[str] = frozenset()
+            top: tuple[str, ...] = ()
             if snapshot.encoded is not None:
                 try:
-                    reached = self._closure(snapshot.encoded)
-                except ProtocolError:  # a chunk is missing: the worker reports it lost
-                    reached = frozenset(n for n in refs(snapshot.encoded) if n in chunks)
-            self._hold(reached)
-            self._closures[snapshot.name] = reached
+                    self._reach_new(snapshot.encoded)
+                    top = tuple(dict.fromkeys(refs(snapshot.encoded)))
+                except ProtocolError:
+                    pass
+            self._hold(top)
+            self._roots[snapshot.name] = top
         self.begin()
         return list(snapshots)
 
     def drop(self, name: str) -> None:
         """Variable ``name`` is gone: release its tree."""
-        self._release(self._closures.pop(name, frozenset()))
+        self._release(self._roots.pop(name, ()))
 
     def frames(self, limit: int) -> Iterator[list[list[str]]]:
         """Every held chunk as ``[name, base64]`` pairs, in batches of about ``limit`` bytes."""
@@ -149,7 +164,14 @@ class ChunkBook:
     def text_of(self, snapshot: VarVersion) -> str:
         """A snapshot's root and the text of every chunk it reaches (to look for definitions)."""
         pieces = [snapshot.encoded or ""]
-        for name in self._closures.get(snapshot.name, frozenset()):
+        reached: set[str] = set()
+        stack = list(self._roots.get(snapshot.name, ()))
+        while stack:
+            name = stack.pop()
+            if name not in reached:
+                reached.add(name)
+                stack.extend(self._children.get(name, ()))
+        for name in reached:
             data = self._data.get(name, b"")
             if data[:1] != b"\x00":
                 pieces.append(data.decode("utf-8", "replace"))
@@ -157,11 +179,44 @@ class ChunkBook:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _closure(self, root: str) -> frozenset[str]:
+    def _reach_new(self, root: str) -> set[str]:
+        """The chunks ``root`` reaches that are not held yet, each measured.
+
+        Raises:
+            ProtocolError: One is neither held nor received, or the tree is too deep.
+        """
         try:
-            return frozenset(walk([root], self._kids))
+            reached = walk([root], lambda name: () if name in self._held else self._kids(name))
         except CodecError:
             raise ProtocolError("a value's tree is nested too deeply") from None
+        new = {name for name in reached if name not in self._held}
+        for name in new:
+            self._measure(name)
+        return new
+
+    def _measure(self, name: str) -> None:
+        """Record the height of the tree below ``name`` (after its children's)."""
+        stack = [(name, 1)]
+        while stack:
+            current, depth = stack[-1]
+            if current in self._heights or current in self._incoming_heights:
+                stack.pop()
+                continue
+            kids = self._kids(current)
+            todo = [k for k in kids if k not in self._heights and k not in self._incoming_heights]
+            if todo:
+                if depth >= _MAX_HEIGHT:
+                    raise ProtocolError("a value's tree is nested too deeply")
+                stack.extend((k, depth + 1) for k in todo)
+                continue
+            self._incoming_heights[current] = 1 + max(map(self._height, kids), default=0)
+            if self._incoming_heights[current] > _MAX_HEIGHT:
+                raise ProtocolError("a value's tree is nested too deeply")
+            stack.pop()
+
+    def _height(self, name: str) -> int:
+        known = self._heights.get(name)
+        return self._incoming_heights[name] if known is None else known
 
     def _kids(self, name: str) -> tuple[str, ...]:
         known = self._children.get(name)
@@ -176,20 +231,26 @@ class ChunkBook:
         self._incoming_kids[name] = kids
         return kids
 
-    def _hold(self, reached: frozenset[str]) -> None:
-        for name in reached:
+    def _hold(self, top: tuple[str, ...]) -> None:
+        stack = list(top)
+        while stack:
+            name = stack.pop()
             count = self._held.get(name, 0)
-            if count == 0 and name not in self._data:
-                self._data[name] = self._incoming[name]
-                self._children[name] = self._kids(name)
             self._held[name] = count + 1
+            if count == 0:
+                self._data[name] = self._incoming[name]
+                self._children[name] = kids = self._kids(name)
+                self._heights[name] = self._incoming_heights[name]
+                stack.extend(kids)
 
-    def _release(self, reached: frozenset[str]) -> None:
-        for name in reached:
+    def _release(self, top: tuple[str, ...]) -> None:
+        stack = list(top)
+        while stack:
+            name = stack.pop()
             left = self._held[name] - 1
             if left:
                 self._held[name] = left
-            else:
-                del self._held[name]
-                self._data.pop(name, None)
-                self._children.pop(name, None)
+                continue
+            del self._held[name]
+            del self._data[name], self._heights[name]
+            stack.extend(self._children.pop(name))

@@ -25,9 +25,9 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from cove.environment.sandbox.frames import FrameChannel, ProtocolError
+from cove.environment.sandbox.frames import Frame, FrameChannel, ProtocolError
 from cove.environment.sandbox.worker.confine import Confinement, confine
 from cove.environment.sandbox.worker.lifeline import watch_pipe
 
@@ -92,11 +92,9 @@ def apply_limits(config: dict[str, Any], *, forking: bool = False) -> None:
 
 def warm_up(*, libraries: bool = True) -> None:
     """Import lazily loaded pieces before the limits and the new root shut them out: the
-    runtime, the standard library's, and the data libraries (``data/libraries.py``) when they
-    are installed."""
+    standard library's, and the data libraries (``data/libraries.py``) when they are installed."""
     import datetime
 
-    import cove.environment.sandbox.worker.runtime  # noqa: F401 - every worker needs it
     from cove.environment.sandbox.worker.data import libraries as data_libraries
 
     datetime.datetime.strptime("2000-01-01", "%Y-%m-%d")
@@ -111,7 +109,17 @@ def warm_up(*, libraries: bool = True) -> None:
             runtime.modules.get(name)
 
 
-def make_runtime(channel: FrameChannel, config: dict[str, Any]) -> Runtime:
+class Link(Protocol):
+    """Where a runtime sends frames and reads the host's replies (a ``FrameChannel``)."""
+
+    def send(self, message: Frame) -> None:
+        """Send one frame."""
+
+    def receive(self) -> Frame | None:
+        """The next frame; None once the host is gone."""
+
+
+def make_runtime(channel: Link, config: dict[str, Any]) -> Runtime:
     """A fresh sandbox runtime whose extension calls go through ``channel``."""
     from cove.environment.sandbox.worker.runtime import Runtime
 
@@ -138,10 +146,12 @@ class Steps:
     Attributes:
         settle: Leaves the worker with the frame channel on its descriptors and no other
             descriptor open (but those ``confine`` still needs); returns the channel.
+        runtime: The worker's runtime, talking through the channel it is given.
         confine: Confines the worker; returns the confinement it achieved.
     """
 
     settle: Callable[[], FrameChannel]
+    runtime: Callable[[FrameChannel], Runtime]
     confine: Callable[[], Confinement]
 
 
@@ -155,10 +165,11 @@ def start(channel: FrameChannel, config: dict[str, Any], steps: Steps) -> int:
     2. ``steps.settle``: nothing open but the channel, before any confinement (no descriptor
        of the host's may reach sandbox code). Cold, the imports and warm-up come first; a forked
        worker has them from the zygote, and takes a session of its own.
-    3. ``steps.confine``: cold, the whole of ``confine.py``; forked, ``seal`` only (the zygote
+    3. ``steps.runtime``: before confinement, while whatever making it reads is in reach. Cold,
+       it is made now; a forked worker's was made by the zygote and gets the channel here.
+    4. ``steps.confine``: cold, the whole of ``confine.py``; forked, ``seal`` only (the zygote
        prepared the rest). Either way: namespaces, root, no_new_privs, then the worker's own
        ids, then the death signal, Landlock and seccomp.
-    4. The runtime, built confined (everything it imports was imported before).
     5. The lifeline thread: after seccomp (a thread is filtered only if made after it), before
        the process limit.
     6. The resource limits: after confinement (with RLIMIT_NPROC already 0, older kernels refuse
@@ -170,8 +181,8 @@ def start(channel: FrameChannel, config: dict[str, Any], steps: Steps) -> int:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         channel = steps.settle()
+        runtime = steps.runtime(channel)
         confinement = steps.confine()
-        runtime = make_runtime(channel, config)
         watch_pipe(channel.read_fd)
         apply_limits(config)
     except BaseException:
@@ -198,7 +209,9 @@ def main() -> int:
     def confine_whole() -> Confinement:
         return confine(bool(config.get("confine", True)), parent=int(config["owner"]))
 
-    return start(channel, config, Steps(settle, confine_whole))
+    return start(
+        channel, config, Steps(settle, lambda ready: make_runtime(ready, config), confine_whole)
+    )
 
 
 def serve(

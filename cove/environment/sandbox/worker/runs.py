@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain
-from operator import is_
+from operator import attrgetter, is_
 from typing import Any, Literal
 
 from cove.codec.chunks import RUN_ITEMS, Tree
@@ -141,9 +141,10 @@ def encode(
         return tree, Runs(kind, value, short, tree)
     reuse = previous if previous is not None and previous.kind == kind else None
     enc.enter(value, 0)
-    built: list[_Run] = []
+    built = _kept_prefix(reuse, enc, hint)
     try:
-        for number, start in enumerate(range(0, len(value), RUN_ITEMS)):
+        for start in range(len(built) * RUN_ITEMS, len(value), RUN_ITEMS):
+            number = start // RUN_ITEMS
             old = reuse.runs[number] if reuse is not None and number < len(reuse.runs) else None
             if (
                 old is not None
@@ -166,6 +167,26 @@ def encode(
     root = dumps({"dict": node} if kind == "dict" else node)
     tree = enc.finish(root)
     return tree, Runs(kind, value, built, tree)
+
+
+def _kept_prefix(reuse: Runs | None, enc: TreeEncoder, hint: Hint | None) -> list[_Run]:
+    """The leading runs of ``reuse`` that ``hint`` proves unchanged (an untouched container, or
+    the full runs before the end of one that only grew, none of its rows touched), kept in one
+    step when ``enc`` knows all their chunks; else none (the caller compares run by run)."""
+    if reuse is None or hint is None or hint[1] or hint[0] is False:
+        return []
+    top, _, length = hint
+    count = len(reuse.runs) if top is None else min(len(reuse.runs), length // RUN_ITEMS)
+    prefix = reuse.runs[:count]
+    per_run = list(map(attrgetter("sizes"), prefix))  # C-speed: a long value has many runs
+    sizes = dict(chain.from_iterable(map(dict.items, per_run)))
+    if not all(map(enc.known, sizes)):
+        return []
+    enc.sizes.update(sizes)
+    if enc.log is not None:
+        enc.log.extend(chain.from_iterable(per_run))
+    enc.charge(sum(map(sum, map(dict.values, per_run))))
+    return prefix
 
 
 def _views(kind: Kind, value: Any) -> tuple[list[Any], list[Any] | None]:

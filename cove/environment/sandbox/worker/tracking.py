@@ -525,9 +525,9 @@ class VariableTracker:
         if closure is before:
             return
         known = self.known
-        for name in closure:
+        for name in closure - before:  # what both trees reach keeps its count
             known[name] = known.get(name, 0) + 1
-        for name in before:
+        for name in before - closure:
             left = known[name] - 1
             if left:
                 known[name] = left

@@ -1,13 +1,15 @@
 """The zygote: ``python -m cove.environment.sandbox.worker.zygote CONFIG_JSON``, a worker unborn.
 
-It does everything a worker does before serving its first frame — imports, warm-up, the shared
-part of confinement (``confine.prepare``: a root of its own and no network, no_new_privs, the
-Landlock ruleset and the seccomp program built once), the resource limits that suit a long-lived
-forking process — but never runs sandbox code. As root it stays root, to give each worker a user
-of its own (``uids.py``); each forked worker then seals itself (``confine.seal``: its own IPC
-namespace and ids, no capability, Landlock, seccomp) before it serves, from ``/``. The
-zygote forks one worker per request of the host, so a worker costs a fork instead of an
-interpreter start. Every worker is forked from the pristine zygote, never from
+It does everything a worker does before serving its first frame — imports, warm-up, making the
+sandbox runtime (each worker gets its own copy, untouched), the shared part of confinement
+(``confine.prepare``: a root of its own and no network, no_new_privs, the Landlock ruleset and
+the seccomp program built once), the resource limits that suit a long-lived forking process — but
+never runs sandbox code. Its memory is then folded into huge pages (``hugepages.py``), so a fork
+copies few page-table entries. As root it stays root, to give each worker a user of its own
+(``uids.py``); each forked worker then seals itself (``confine.seal``: its own IPC namespace and
+ids, no capability, Landlock, seccomp) before it serves, from ``/``. The zygote forks one worker
+per request of the host, so a worker costs a fork instead of an interpreter start. Every worker
+is forked from the pristine zygote, never from
 another worker: nothing a worker changes can reach the next one.
 
 The control channel is a ``SOCK_SEQPACKET`` Unix socket on the zygote's descriptor 0, one JSON
@@ -36,9 +38,9 @@ import signal
 import socket
 import sys
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cove.environment.sandbox.frames import FrameChannel
+from cove.environment.sandbox.frames import Frame, FrameChannel
 from cove.environment.sandbox.worker.confine import (
     Confinement,
     Preparation,
@@ -46,15 +48,20 @@ from cove.environment.sandbox.worker.confine import (
     prepare,
     seal,
 )
+from cove.environment.sandbox.worker.hugepages import collapse
 from cove.environment.sandbox.worker.lifeline import die_with_parent
 from cove.environment.sandbox.worker.main import (
     Steps,
     apply_limits,
     close_other_descriptors,
+    make_runtime,
     start,
     warm_up,
 )
 from cove.environment.sandbox.worker.uids import UidPool
+
+if TYPE_CHECKING:
+    from cove.environment.sandbox.worker.runtime import Runtime
 
 _MESSAGE_BYTES = 64 * 1024
 
@@ -77,7 +84,12 @@ def main() -> int:
     os.close(null)
     try:
         config = json.loads(sys.argv[1])
+        import cove.environment.sandbox.worker.runtime  # noqa: F401 - every worker needs it: import once
+
         warm_up(libraries=bool(config.get("libraries", True)))
+        pending = PendingChannel()
+        runtime = make_runtime(pending, config)  # made once, before any fork, never used here
+        collapse()  # a fork copies one page-table entry per 2 MiB of it, not per 4 KiB
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         # SIGCHLD only wakes the loop (through the pipe); the reaping happens there.
         wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -108,7 +120,7 @@ def main() -> int:
                 return 0  # the host is done with us
             request = json.loads(data)
             if request.get("op") == "fork" and len(fds) == 1:
-                fork_worker(control, config, preparation, fds[0], uids)
+                fork_worker(control, (config, runtime, pending), preparation, fds[0], uids)
             else:
                 send(control, {"op": "error", "error": f"bad request {request.get('op')!r}"})
             for fd in fds:
@@ -132,7 +144,7 @@ def reap(control: socket.socket, uids: UidPool | None) -> None:
 
 def fork_worker(
     control: socket.socket,
-    config: dict[str, Any],
+    made: tuple[dict[str, Any], Runtime, PendingChannel],
     preparation: Preparation,
     cwd: int,
     uids: UidPool | None,
@@ -141,6 +153,8 @@ def fork_worker(
 
     The host opens the directory: as with a cold start, the worker needs the right to enter it,
     not to reach it from ``/`` (the workspace may sit below a directory closed to nobody).
+    ``made`` is the configuration, the runtime the zygote made for its workers and the channel
+    that runtime talks through once a worker owns it.
     """
     try:
         to_worker = os.pipe()
@@ -161,7 +175,7 @@ def fork_worker(
         code = 1
         try:
             channel = FrameChannel(to_worker[0], from_worker[1])
-            code = become_worker(channel, config, preparation, cwd, (zygote, uid))
+            code = become_worker(channel, made, preparation, cwd, (zygote, uid))
         finally:
             os._exit(code)  # never back into the zygote's loop
     if uids is not None and uid is not None:
@@ -183,23 +197,25 @@ def fork_worker(
 
 def become_worker(
     channel: FrameChannel,
-    config: dict[str, Any],
+    made: tuple[dict[str, Any], Runtime, PendingChannel],
     preparation: Preparation,
     cwd: int,
     identity: tuple[int, int | None],
 ) -> int:
     """In the forked child: leave the zygote behind and serve as a worker; the exit code.
 
-    The worker's start is ``main.start``'s, with the two steps of a forked worker: settling
-    takes a session of its own (the host kills the group, never the zygote), undoes the
-    zygote's SIGCHLD handling and closes the zygote's descriptors; confining is ``seal`` (the
-    zygote did ``prepare``), then the move into the directory opened as ``cwd`` when the worker
-    is not confined (a confined worker stays in ``/``).
+    The worker's start is ``main.start``'s, with the steps of a forked worker: settling takes a
+    session of its own (the host kills the group, never the zygote), undoes the zygote's SIGCHLD
+    handling and closes the zygote's descriptors; the runtime is the one the zygote made
+    (``made``: the configuration, that runtime and the channel it talks through), given this
+    worker's channel; confining is ``seal`` (the zygote did ``prepare``), then the move into the
+    directory opened as ``cwd`` when the worker is not confined (a confined worker stays in ``/``).
 
     ``identity`` is the zygote's pid (the worker dies with it, which dies with the host:
     ``lifeline.py``) and the worker's own user id on a root host.
     """
     zygote, uid = identity
+    config, runtime, pending = made
 
     def settle() -> FrameChannel:
         os.setsid()
@@ -209,6 +225,10 @@ def become_worker(
         close_other_descriptors(keep)
         return settle_channel(channel)
 
+    def attach(ready: FrameChannel) -> Runtime:
+        pending.channel = ready  # the runtime made in the zygote is this worker's alone now
+        return runtime
+
     def seal_prepared() -> Confinement:
         confinement = seal(preparation, parent=zygote, uid=uid)
         if not confinement.enabled:
@@ -216,7 +236,31 @@ def become_worker(
         os.close(cwd)
         return confinement
 
-    return start(channel, config, Steps(settle, seal_prepared))
+    return start(channel, config, Steps(settle, attach, seal_prepared))
+
+
+class PendingChannel:
+    """The channel of a runtime made in the zygote: the forked worker's, once there is one.
+
+    Making the runtime (its curated modules, the data libraries' surfaces) costs milliseconds;
+    made once before any fork, every worker gets its own copy of a runtime that never ran.
+    """
+
+    def __init__(self) -> None:
+        self.channel: FrameChannel | None = None
+
+    def send(self, message: Frame) -> None:
+        """Send through the worker's channel."""
+        self._attached().send(message)
+
+    def receive(self) -> Frame | None:
+        """Read from the worker's channel."""
+        return self._attached().receive()
+
+    def _attached(self) -> FrameChannel:
+        if self.channel is None:
+            raise RuntimeError("the zygote's runtime has no worker to talk for")
+        return self.channel
 
 
 def settle_channel(channel: FrameChannel) -> FrameChannel:

@@ -24,8 +24,10 @@ from cove.environment.sandbox.host.pool import WorkerPool
 from cove.results import VarVersion
 from tests.environment.conftest import Extensions, ok, run
 
+# The runtime was made in the zygote, whose objects are frozen (out of gc.get_objects' sight).
 FIND_RUNTIME = (
-    "import gc\nruntime = next(o for o in gc.get_objects() if type(o).__name__ == 'Runtime')\n"
+    "import gc\ngc.unfreeze()\n"
+    "runtime = next(o for o in gc.get_objects() if type(o).__name__ == 'Runtime')\n"
 )
 
 

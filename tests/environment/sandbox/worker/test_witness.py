@@ -302,6 +302,26 @@ def test_appends_and_cell_writes_over_many_blocks_stay_exact() -> None:
             assert not changes
 
 
+def test_a_long_list_kept_run_by_run_has_exactly_the_tree_the_codec_builds() -> None:
+    session = Session()
+    session.run("nums = list(range(3_000))\nbook = {i: i for i in range(3_000)}")
+    steps = [
+        "nums.append(-1)",
+        "nums.extend(range(300))",
+        "nums[7] = -7",
+        "nums.pop()",
+        "book[5] = -5",
+        "book[-1] = 0",
+        "nums.insert(0, 1)",
+        "nums.append(nums.pop(0))",
+    ]
+    for code in steps * 3:
+        for name, change in session.run(code).items():
+            tree = codec.encode_tree(session.live(name), max_bytes=1 << 30, max_depth=100)
+            assert change["encoded"] == tree.root, (code, name)
+            assert same(session.stored(change), session.live(name)), (code, name)
+
+
 DATA_ROUTES: dict[str, tuple[list[str], str, set[str]]] = {
     "an array augmented": (["import numpy as np\na = np.arange(600)"], "a += 1", {"a"}),
     "an array item": (["import numpy as np\na = np.arange(600)"], "a[0] = -5", {"a"}),
