@@ -11,6 +11,7 @@ Each channel maps ``CoveError`` to its surface in one place.
     ├── NotFound             unknown conversation / turn / variable id
     │   └── AmbiguousId      an id prefix that matches several conversations
     ├── Busy                 the conversation is driven by another turn or process
+    ├── QuotaExceeded        files would take a workspace past its quota
     ├── StoreError           the database cannot be opened, migrated or written
     │   ├── NotADatabase     the file is not a SQLite database (it is never modified)
     │   └── SchemaTooNew     the database was written by a newer cove
