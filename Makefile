@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,data,mcp]'
+	$(PY) -m pip install --quiet -e '.[dev,all]'
 	touch $(STAMP)
 
 # The official MCP Inspector (npm, pinned by its lock file), whose command-line mode the MCP

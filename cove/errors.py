@@ -11,6 +11,7 @@ Each channel maps ``CoveError`` to its surface in one place.
     ├── NotFound             unknown conversation / turn / variable id
     │   └── AmbiguousId      an id prefix that matches several conversations
     ├── Busy                 the conversation is driven by another turn or process
+    ├── QuotaExceeded        files would take a workspace past its quota
     ├── StoreError           the database cannot be opened, migrated or written
     │   ├── NotADatabase     the file is not a SQLite database (it is never modified)
     │   └── SchemaTooNew     the database was written by a newer cove
@@ -18,7 +19,8 @@ Each channel maps ``CoveError`` to its surface in one place.
     │   └── ValueTooLarge    too large or too deeply nested for a snapshot
     ├── SandboxError         the sandbox worker failed (start-up, crash, protocol)
     ├── ModelError           the model endpoint failed or answered unusably
-    └── ListenError          a server cannot listen on its address (port in use, …)
+    ├── ListenError          a server cannot listen on its address (port in use, …)
+    └── MissingExtra         a command needs an install extra that is not installed
 """
 
 from __future__ import annotations
@@ -81,6 +83,10 @@ class Busy(CoveError):
         self.owner = owner
 
 
+class QuotaExceeded(CoveError):
+    """Raised when files would take a conversation's workspace past its quota or entry limit."""
+
+
 class StoreError(CoveError):
     """Raised when the database cannot be opened, migrated, read or written."""
 
@@ -136,3 +142,16 @@ class ListenError(CoveError):
         super().__init__(f"cannot listen on {shown}:{port}: {reason}")
         self.host = host
         self.port = port
+
+
+class MissingExtra(CoveError):
+    """Raised when a command needs an optional part of cove (an install extra, such as
+    ``cove[web]``) whose packages are not installed; the message names the ``pip install``."""
+
+    def __init__(self, what: str, extra: str, missing: Sequence[str]) -> None:
+        super().__init__(
+            f"{what} needs the {extra} extra: pip install 'cove[{extra}]' "
+            f"(cannot import: {', '.join(missing)})"
+        )
+        self.extra = extra
+        self.missing = list(missing)

@@ -39,15 +39,10 @@ import hashlib
 import io
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cove.codec.nodes import Json, NodeReader, NodeWriter
 from cove.errors import CodecError
-
-if TYPE_CHECKING:
-    from cove.codec.decoder import Decoder
-    from cove.codec.encoder import Encoder
-
-Json = Any
 
 _ROOTS = ("numpy", "pandas")
 TAGS = (
@@ -78,7 +73,7 @@ def is_data(value: object) -> bool:
 # -- encoding ---------------------------------------------------------------------------------
 
 
-def encode(enc: Encoder, value: Any, depth: int) -> Json:
+def encode(enc: NodeWriter, value: Any, depth: int) -> Json:
     """The tree of a numpy or pandas value.
 
     Raises:
@@ -109,7 +104,7 @@ def encode(enc: Encoder, value: Any, depth: int) -> Json:
     raise CodecError(f"cannot encode a value of type {type(value).__qualname__}")
 
 
-def _npy(enc: Encoder, tag: str, array: Any) -> Json:
+def _npy(enc: NodeWriter, tag: str, array: Any) -> Json:
     """``{tag: base64}`` of the array's ``.npy`` file: the header ``numpy.lib.format`` writes
     (version 1.0), then the data in C order (Fortran order for a Fortran-contiguous array).
 
@@ -130,7 +125,7 @@ def _npy(enc: Encoder, tag: str, array: Any) -> Json:
     return enc.binary(tag, header.getvalue(), memoryview(flat))  # type: ignore[arg-type]
 
 
-def _array(enc: Encoder, array: Any, depth: int) -> Json:
+def _array(enc: NodeWriter, array: Any, depth: int) -> Json:
     if not array.dtype.hasobject:
         if array.dtype.names is not None or array.dtype.kind == "V":
             raise CodecError(f"cannot encode an array of structured dtype {array.dtype}")
@@ -143,7 +138,7 @@ def _array(enc: Encoder, array: Any, depth: int) -> Json:
     return enc.tag("ndarray_objects", [list(array.shape), items])
 
 
-def _column(enc: Encoder, values: Any, depth: int) -> Json:
+def _column(enc: NodeWriter, values: Any, depth: int) -> Json:
     """A pandas array (one column, an index's values)."""
     import numpy
     import pandas
@@ -171,7 +166,7 @@ def _column(enc: Encoder, values: Any, depth: int) -> Json:
     raise CodecError(f"cannot encode a pandas column of dtype {dtype}")
 
 
-def _index(enc: Encoder, index: Any, depth: int) -> Json:
+def _index(enc: NodeWriter, index: Any, depth: int) -> Json:
     import pandas
 
     name = enc.node(index.name, depth) if not isinstance(index, pandas.MultiIndex) else None
@@ -192,7 +187,7 @@ def _index(enc: Encoder, index: Any, depth: int) -> Json:
     return enc.tag("index", payload)
 
 
-def _frame(enc: Encoder, frame: Any, depth: int) -> Json:
+def _frame(enc: NodeWriter, frame: Any, depth: int) -> Json:
     inner = enc.enter(frame, depth)
     columns = [_column(enc, frame.iloc[:, position].array, inner)
                for position in range(frame.shape[1])]  # fmt: skip
@@ -206,7 +201,7 @@ def _frame(enc: Encoder, frame: Any, depth: int) -> Json:
 # -- decoding ---------------------------------------------------------------------------------
 
 
-def decoders() -> dict[str, Callable[[Decoder, Json, int], Any]]:
+def decoders() -> dict[str, Callable[[NodeReader, Json, int], Any]]:
     """The decoder's handlers of this module's tags."""
     return {
         "ndarray": lambda dec, p, d: _read_npy(dec.binary(p)),
@@ -241,14 +236,14 @@ def _read_npy(raw: bytes) -> Any:
         import numpy
         from numpy.lib import format as npy
     except ImportError as exc:
-        raise CodecError("this value needs numpy, which is not installed") from exc
+        raise CodecError("this value needs numpy: pip install 'cove[data]'") from exc
     array = npy.read_array(io.BytesIO(raw), allow_pickle=False)
     if type(array) is not numpy.ndarray:
         raise ValueError("not an array")
     return array if array.flags.writeable else array.copy()
 
 
-def _array_node(dec: Decoder, tree: Json, depth: int) -> Any:
+def _array_node(dec: NodeReader, tree: Json, depth: int) -> Any:
     import numpy
 
     value = dec.node(tree, depth)
@@ -257,7 +252,7 @@ def _array_node(dec: Decoder, tree: Json, depth: int) -> Any:
     return value
 
 
-def _objects(dec: Decoder, payload: Json, depth: int) -> Any:
+def _objects(dec: NodeReader, payload: Json, depth: int) -> Any:
     import numpy
 
     shape, items = _items(payload, 2)
@@ -275,11 +270,11 @@ def _pandas() -> Any:
     try:
         import pandas
     except ImportError as exc:
-        raise CodecError("this value needs pandas, which is not installed") from exc
+        raise CodecError("this value needs pandas: pip install 'cove[data]'") from exc
     return pandas
 
 
-def _column_values(dec: Decoder, tree: Json, depth: int) -> Any:
+def _column_values(dec: NodeReader, tree: Json, depth: int) -> Any:
     pandas = _pandas()
     value = dec.node(tree, depth)
     import numpy
@@ -289,7 +284,7 @@ def _column_values(dec: Decoder, tree: Json, depth: int) -> Any:
     raise TypeError(f"expected a column, got {type(value).__name__}")
 
 
-def _series(dec: Decoder, payload: Json, depth: int) -> Any:
+def _series(dec: NodeReader, payload: Json, depth: int) -> Any:
     pandas = _pandas()
     values, index, name = _items(payload, 3)
     return pandas.Series(
@@ -300,7 +295,7 @@ def _series(dec: Decoder, payload: Json, depth: int) -> Any:
     )
 
 
-def _dataframe(dec: Decoder, payload: Json, depth: int) -> Any:
+def _dataframe(dec: NodeReader, payload: Json, depth: int) -> Any:
     pandas = _pandas()
     columns, index, data = _items(payload, 3)
     labels = _index_node(dec, columns, depth)
@@ -315,7 +310,7 @@ def _dataframe(dec: Decoder, payload: Json, depth: int) -> Any:
     return frame
 
 
-def _index_node(dec: Decoder, tree: Json, depth: int) -> Any:
+def _index_node(dec: NodeReader, tree: Json, depth: int) -> Any:
     pandas = _pandas()
     value = dec.node(tree, depth)
     if not isinstance(value, pandas.Index):
@@ -323,7 +318,7 @@ def _index_node(dec: Decoder, tree: Json, depth: int) -> Any:
     return value
 
 
-def _plain_index(dec: Decoder, payload: Json, depth: int) -> Any:
+def _plain_index(dec: NodeReader, payload: Json, depth: int) -> Any:
     pandas = _pandas()
     if type(payload) is not list or len(payload) not in (2, 3):
         raise TypeError(f"expected [values, name(, freq)], got {payload!r:.80}")
@@ -334,14 +329,14 @@ def _plain_index(dec: Decoder, payload: Json, depth: int) -> Any:
     return pandas.Index(values, name=name, copy=False)
 
 
-def _range_index(dec: Decoder, payload: Json, depth: int) -> Any:
+def _range_index(dec: NodeReader, payload: Json, depth: int) -> Any:
     start, stop, step, name = _items(payload, 4)
     if not all(type(n) is int for n in (start, stop, step)):
         raise TypeError("range bounds must be integers")
     return _pandas().RangeIndex(start, stop, step, name=dec.node(name, depth))
 
 
-def _multi_index(dec: Decoder, payload: Json, depth: int) -> Any:
+def _multi_index(dec: NodeReader, payload: Json, depth: int) -> Any:
     levels, codes, names = _items(payload, 3)
     if type(levels) is not list or type(codes) is not list or type(names) is not list:
         raise TypeError("malformed multi-index")
@@ -353,13 +348,13 @@ def _multi_index(dec: Decoder, payload: Json, depth: int) -> Any:
     )
 
 
-def _categorical(dec: Decoder, payload: Json, depth: int) -> Any:
+def _categorical(dec: NodeReader, payload: Json, depth: int) -> Any:
     codes, categories, ordered = _items(payload, 3)
     dtype = _pandas().CategoricalDtype(_index_node(dec, categories, depth), ordered=bool(ordered))
     return _pandas().Categorical.from_codes(_array_node(dec, codes, depth), dtype=dtype)
 
 
-def _datetimetz(dec: Decoder, payload: Json, depth: int) -> Any:
+def _datetimetz(dec: NodeReader, payload: Json, depth: int) -> Any:
     pandas = _pandas()
     values, unit, tz = _items(payload, 3)
     dtype = pandas.DatetimeTZDtype(unit=_text(unit), tz=_text(tz))
@@ -370,7 +365,7 @@ def _datetimetz(dec: Decoder, payload: Json, depth: int) -> Any:
     return naive.tz_localize("UTC").tz_convert(dtype.tz)
 
 
-def _masked(dec: Decoder, payload: Json, depth: int) -> Any:
+def _masked(dec: NodeReader, payload: Json, depth: int) -> Any:
     pandas = _pandas()
     name, data, mask = _items(payload, 3)
     dtype = pandas.api.types.pandas_dtype(_text(name))
@@ -380,7 +375,7 @@ def _masked(dec: Decoder, payload: Json, depth: int) -> Any:
     return kind(_array_node(dec, data, depth), _array_node(dec, mask, depth))
 
 
-def _strings(dec: Decoder, payload: Json, depth: int) -> Any:
+def _strings(dec: NodeReader, payload: Json, depth: int) -> Any:
     pandas = _pandas()
     storage, na, items = _items(payload, 3)
     if storage != "python" or na not in ("NA", "nan"):

@@ -18,10 +18,9 @@ from zoneinfo import ZoneInfo
 
 from cove.codec import arrays
 from cove.codec.chunks import BINARY, MAX_LEVELS, ChunkSource
+from cove.codec.nodes import Json
 from cove.codec.shapes import BUILTIN_TYPES, Definition, MakeDefinition, Opaque
 from cove.errors import CodecError, ValueTooLarge
-
-Json = Any
 
 # What a malformed payload makes the constructors raise (binascii.Error is a ValueError,
 # decimal.InvalidOperation and ZeroDivisionError are ArithmeticErrors; a zone name that is a

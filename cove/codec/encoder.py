@@ -20,6 +20,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from cove.codec import arrays
+from cove.codec.nodes import Json
 from cove.codec.shapes import (
     BUILTIN_TYPE_NAMES,
     Definition,
@@ -29,8 +30,6 @@ from cove.codec.shapes import (
     dumps,
 )
 from cove.errors import CodecError, ValueTooLarge
-
-Json = Any  # None | bool | int | float | str | list[Json] | dict[str, Json]
 
 _SAFE_INT = 2**53  # beyond this, JSON readers other than Python lose precision
 _JSON_SCALARS = frozenset({int, float, str, bool, type(None)})

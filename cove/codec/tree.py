@@ -30,10 +30,10 @@ from cove.codec.chunks import (
     text_hash,
 )
 from cove.codec.encoder import Encoder
+from cove.codec.nodes import Json
 from cove.codec.shapes import SourceOf, dumps
 from cove.errors import CodecError, ValueTooLarge
 
-Json = Any
 Known = Callable[[str], bool]
 """Whether the caller already holds a chunk (so its data need not be built)."""
 

@@ -10,7 +10,7 @@ reaches them only through the public methods (``stats``, ``observe``, ``workspac
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -72,7 +72,7 @@ class Conversations(WatchAPI, VariablesAPI):
         self._live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
         self._pool_started = False
         self._closed = False
-        self._workspaces = Workspaces(settings.store.workspaces)
+        self._workspaces = Workspaces(settings.store.workspaces, settings.sandbox)
         self._watching = Watching(store, CommitPoller(store.path))
         self._turns = Turns(
             settings, store, self._live, self._watching, self._workspaces, self._llm, self.owner
@@ -111,6 +111,21 @@ class Conversations(WatchAPI, VariablesAPI):
     def workspace(self, conversation_id: str) -> Path:
         """The directory of a conversation's files (it may not exist yet)."""
         return self._workspaces.path(conversation_id)
+
+    async def receive_file(
+        self, conversation_id: str, name: str, chunks: AsyncIterable[bytes]
+    ) -> int:
+        """Stream a file into a conversation's workspace as ``name`` (an upload); its size.
+
+        Nothing is left behind when it is refused or the stream breaks.
+
+        Raises:
+            NotFound: No such conversation.
+            CoveError: ``name`` is not a plain visible file name, or names a directory or link.
+            QuotaExceeded: The file would take the workspace past its quota.
+        """
+        record = await self.get(conversation_id)
+        return await self._workspaces.receive(record.id, name, chunks)
 
     @property
     def accepting(self) -> bool:

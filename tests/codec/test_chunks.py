@@ -61,6 +61,7 @@ big_values = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(big_values)
 def test_a_tree_round_trips_exactly(value: Any) -> None:
@@ -114,6 +115,7 @@ def test_one_changed_element_of_a_million_adds_little() -> None:
     assert decoded(after, before) == numbers
 
 
+@pytest.mark.slow
 def test_rows_appended_to_a_table_add_a_run() -> None:
     rows = [{"id": n, "name": f"item {n}", "price": n * 1.5} for n in range(50_000)]
     before = tree_of(rows)

@@ -165,12 +165,14 @@ ROUND_TRIP = settings(max_examples=150, deadline=None, suppress_health_check=[He
 # Round-trips and determinism.
 
 
+@pytest.mark.slow
 @ROUND_TRIP
 @given(values)
 def test_every_supported_value_round_trips_exactly(value: Any) -> None:
     assert same(value, decode(encode(value)))
 
 
+@pytest.mark.slow
 @ROUND_TRIP
 @given(values)
 def test_encoding_is_deterministic(value: Any) -> None:
@@ -179,6 +181,7 @@ def test_encoding_is_deterministic(value: Any) -> None:
     assert fingerprint(encode(decode(text))) == fingerprint(text)
 
 
+@pytest.mark.slow
 @ROUND_TRIP
 @given(values)
 def test_the_size_limit_is_exact(value: Any) -> None:
@@ -390,6 +393,7 @@ def test_too_large_values_name_the_limit() -> None:
         encode(2 ** (10**7), max_bytes=1_000)
 
 
+@pytest.mark.slow
 def test_huge_values_fail_fast_without_building_the_text() -> None:
     """These would take hours and gigabytes if the size were only checked at the end."""
     row = [0] * 1_000
@@ -588,6 +592,7 @@ def test_arbitrary_text_decodes_or_raises_codec_error(text: str) -> None:
 # Previews, sizes and fingerprints.
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(values, st.integers(min_value=1, max_value=120))
 def test_preview_is_one_bounded_line(value: Any, limit: int) -> None:

@@ -26,6 +26,8 @@ from tests.conversation.watch.test_watch_processes import (
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # sandbox workers started per test
+
 #: A block that says it runs (a workspace file), then spins until it is stopped.
 SPIN = reply(
     [{"code": "write_file('running', 'yes')\nwhile True:\n    pass", "timeout_s": 600}]  # type: ignore[list-item]

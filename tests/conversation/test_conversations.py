@@ -7,7 +7,7 @@ import contextlib
 import re
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,7 @@ def isolated_reply(messages: Sequence[Mapping[str, str]]) -> str:
     return reply([f"{setup}seen.append({turn})\nowner = 'c{conv}'"], "{{owner}} {{seen}}")
 
 
+@pytest.mark.slow
 async def test_fifty_conversations_three_turns_concurrently(tmp_path: Path) -> None:
     count = 50
     factory = scripted_factory([isolated_reply] * (count * 3))
@@ -237,6 +238,43 @@ async def test_a_refused_attachment_name_writes_none_of_the_files(tmp_path: Path
         with pytest.raises(CoveError, match="not allowed"):
             await run(convs, conv.id, "read it", attachments=files)
         assert list((tmp_path / "workspaces" / conv.id).iterdir()) == []
+
+
+async def test_attachments_past_the_workspace_quota_are_refused_whole(tmp_path: Path) -> None:
+    factory = scripted_factory([reply(["x = 2"], "small")])  # the refused turn never runs
+    settings = settings_for(tmp_path, workspace_quota_mb=1)
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create()
+        files = [("a.csv", b"a" * 600_000), ("b.csv", b"b" * 600_000)]  # each fits, not both
+        with pytest.raises(CoveError, match="quota of 1 MB would be exceeded"):
+            await run(convs, conv.id, "read them", attachments=files)
+        assert list((tmp_path / "workspaces" / conv.id).iterdir()) == []
+        events = await run(convs, conv.id, "one", attachments=files[:1])
+        assert final(events).answer == "small"  # the conversation goes on
+
+
+async def test_a_broken_upload_stream_leaves_nothing(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    async with await Conversations.open(settings) as convs:
+        conv = await convs.create()
+
+        async def breaks() -> AsyncIterator[bytes]:
+            yield b"x" * 1000
+            raise ConnectionError("the client went away")
+
+        with pytest.raises(ConnectionError):
+            await convs.receive_file(conv.id, "data.csv", breaks())
+        with pytest.raises(CoveError, match="not allowed"):
+            await convs.receive_file(conv.id, "../escape.csv", breaks())
+        with pytest.raises(NotFound):
+            await convs.receive_file("nope", "data.csv", breaks())
+
+        async def whole() -> AsyncIterator[bytes]:
+            yield b"a,b\n"
+
+        assert await convs.receive_file(conv.id, "data.csv", whole()) == 4
+    assert [p.name for p in (tmp_path / "workspaces" / conv.id).iterdir()] == ["data.csv"]
+    assert list((tmp_path / "workspaces" / ".incoming").iterdir()) == []
 
 
 async def test_a_live_lease_in_another_process_means_busy(tmp_path: Path) -> None:

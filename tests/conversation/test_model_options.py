@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cove.config import Settings
 from cove.conversation import Conversations
 from cove.events import TurnFinished
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # sandbox workers started per test
 
 
 async def test_model_options_are_sent_with_each_call_and_recorded_with_the_turn(

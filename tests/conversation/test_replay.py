@@ -7,9 +7,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
 from cove.events import BlockStarted, ReplayFinished, ReplayTurnChecked
+
+pytestmark = pytest.mark.slow  # sandbox workers started per test
 
 TURN_ONE = [
     {

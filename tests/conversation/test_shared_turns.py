@@ -16,6 +16,8 @@ from tests.conversation.watch.test_watch_processes import env_for, local_setting
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # sandbox workers started per test
+
 
 @pytest.fixture
 async def server() -> AsyncIterator[FakeOpenAI]:

@@ -6,10 +6,14 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import pytest
+
 from cove.config import Settings
 from cove.engine.budgets import CONTEXT_CHARS, PROMPT_CHARS
 from cove.engine.llm.scripted import ScriptedClient
 from tests.engine.harness import engine_stack
+
+pytestmark = pytest.mark.slow  # sandbox workers started per test
 
 ITERATIONS = 200
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -343,6 +344,7 @@ def synthetic_prompt(iteration: int) -> int:
     return total
 
 
+@pytest.mark.slow
 def test_prompt_of_iteration_200_is_bounded_and_does_not_grow() -> None:
     sizes = {n: synthetic_prompt(n) for n in range(1, 201)}
     assert max(sizes.values()) <= b.PROMPT_CHARS

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cove.config import Price, Settings
 from cove.engine.llm.openai import OpenAIClient
 from cove.events import (
@@ -20,6 +22,8 @@ from cove.events import (
 )
 from tests.engine.harness import engine_stack
 from tests.fakes.openai_server import FakeOpenAI, Fault
+
+pytestmark = pytest.mark.slow  # sandbox workers started per test
 
 
 def reply(code: list[Any] | str | None = None, answer: str | None = None, **extra: Any) -> str:

@@ -12,6 +12,8 @@ import pytest
 from tests.environment.test_environment import Harness
 from tests.persistence.value_helpers import chunk_bytes
 
+pytestmark = pytest.mark.slow  # sandbox workers started per test
+
 BIG = (
     "big = list(range(300_000))\n"
     "text = 'ab' * 600_000 + 'é'\n"

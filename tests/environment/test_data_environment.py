@@ -12,6 +12,8 @@ import pytest
 
 from tests.environment.test_environment import Harness
 
+pytestmark = pytest.mark.slow  # sandbox workers started per test
+
 CSV = "day,region,units\n2024-01-01,north,3\n2024-01-02,south,5\n2024-01-03,north,4\n"
 
 

@@ -18,6 +18,8 @@ from tests.environment.test_environment import Harness
 from tests.persistence.store_helpers import raw
 from tests.persistence.value_helpers import check_value_store, chunk_bytes
 
+pytestmark = pytest.mark.slow  # sandbox workers started per test
+
 MADE_BY_MAIN = Path(__file__).parents[1] / "persistence" / "fixtures" / "main-0015.db"
 
 

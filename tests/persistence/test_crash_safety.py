@@ -22,8 +22,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from cove.persistence.store import Store
 from tests.persistence.store_helpers import raw
+
+pytestmark = pytest.mark.slow  # sandbox workers started per test
 
 WORKER = Path(__file__).with_name("store_worker.py")
 KILLS = 24

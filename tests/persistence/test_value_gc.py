@@ -11,9 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from cove.persistence.store import Store
 from tests.persistence.store_helpers import raw
 from tests.persistence.value_helpers import check_value_store, value_of, version, write_turn
+
+pytestmark = pytest.mark.slow  # sandbox workers started per test
 
 WORKER = Path(__file__).with_name("value_gc_worker.py")
 SHARED = list(range(100_000))

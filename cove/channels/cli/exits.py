@@ -3,7 +3,8 @@
 ====  =====================================================================
 0     the turn is done / the command succeeded / a replay matched
 1     the turn failed (model endpoint, infrastructure) or an unexpected error
-2     bad usage (unknown command, bad flag, bad configuration, ambiguous id prefix)
+2     bad usage (unknown command, bad flag, bad configuration, ambiguous id prefix, a channel
+      whose install extra is missing)
 3     the turn ran out of iterations (``max_iterations``)
 4     the turn hit its consecutive-error budget (``error_budget``)
 5     the turn was cancelled
@@ -23,6 +24,7 @@ from cove.errors import (
     ConfigError,
     CoveError,
     ListenError,
+    MissingExtra,
     NotFound,
     StoreError,
 )
@@ -33,7 +35,7 @@ EXIT_BUSY, EXIT_NOT_FOUND, EXIT_DIVERGED, EXIT_STORE = 6, 7, 8, 9
 EXIT_CANNOT_LISTEN = 10
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 done, 1 failed, 2 bad usage or ambiguous id, 3 max iterations, "
+    "Exit codes: 0 done, 1 failed, 2 bad usage, ambiguous id or missing extra, 3 max iterations, "
     "4 error budget, 5 cancelled, 6 busy, 7 not found, 8 replay diverged, 9 database unusable, "
     "10 cannot listen (port in use)."
 )
@@ -50,7 +52,7 @@ STATUS_EXIT = {
 
 def exit_code_for(exc: CoveError) -> int:
     """The exit code for an error (the one mapping of ``CoveError`` to this surface)."""
-    if isinstance(exc, (ConfigError, AmbiguousId)):
+    if isinstance(exc, (ConfigError, AmbiguousId, MissingExtra)):
         return EXIT_USAGE  # an ambiguous prefix is a usage problem: the message lists candidates
     if isinstance(exc, Busy):
         return EXIT_BUSY

@@ -4,20 +4,9 @@ assistants, IDE agents) start local servers. The server is ``cove.channels.mcp``
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 
 from cove.channels.cli.base import command, examples, load_settings
-from cove.errors import ConfigError
-
-
-def require_mcp(what: str) -> None:
-    """Make sure the ``mcp`` extra is installed before ``what`` imports the MCP channel.
-
-    Raises:
-        ConfigError: The MCP SDK is not installed (exit 2, naming the ``pip install``).
-    """
-    if importlib.util.find_spec("mcp") is None:
-        raise ConfigError(f"{what} needs the mcp extra: pip install 'cove[mcp]'")
+from cove.channels.cli.extras import require
 
 
 @command(
@@ -38,7 +27,7 @@ def mcp_command() -> int:
     mcp): watch it live with cove watch, cove tui or the web. Logs go to stderr. Over HTTP,
     the same server is at /mcp of cove serve --mcp.
     """
-    require_mcp("cove mcp")
+    require("mcp", "cove mcp")
     from cove.channels.mcp.stdio import quiet_logging, serve_stdio
 
     settings = load_settings()

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
-from cove.channels.cli.mcp import require_mcp
+from cove.channels.cli.extras import require
 from cove.errors import ConfigError
 
 
@@ -80,13 +80,14 @@ def serve_command(
     and MCP clients (--mcp: at /mcp) send Authorization: Bearer <token>. /healthz, /readyz
     and /metrics need no login; /readyz gives its details to logged-in callers only.
     """
+    require("serve", "cove serve")
     from cove.channels.serve import ServeOptions, Service
     from cove.channels.serve.logs import configure_logging
 
     settings = load_settings()
     web = web or not (telegram or mcp)
     if mcp:
-        require_mcp("cove serve --mcp")
+        require("mcp", "cove serve --mcp")
     json_lines = {"auto": None, "json": True, "text": False}[log_format]
     configure_logging(log_level, json_lines=json_lines)
     options = ServeOptions(
@@ -111,7 +112,7 @@ def serve_command(
 @click.argument("path")
 def backup_command(path: str) -> int:
     """Copy the live database consistently to PATH (a new file; it must not exist)."""
-    from cove.channels.serve.backup import run_backup
+    from cove.channels.backup import run_backup
 
     code: int = asyncio.run(run_backup(load_settings(), path))
     return code

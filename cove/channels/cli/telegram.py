@@ -7,6 +7,7 @@ import asyncio
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.extras import require
 from cove.errors import ConfigError
 
 
@@ -42,6 +43,7 @@ def telegram_command(
     Only the users and chats on the allow-list are answered: a user id in private chats, a
     group only when the group's chat id is listed. An empty list refuses everyone.
     """
+    require("telegram", "cove telegram")
     from cove.channels.telegram import run_bot
     from cove.channels.telegram.secret import bot_token
     from cove.channels.telegram.standalone import configure_logging

@@ -14,6 +14,7 @@ import os
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.extras import require
 from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
 
@@ -28,6 +29,7 @@ SCRIPTED_ENV = "COVE_TUI_SCRIPTED_REPLIES"
 @click.argument("conversation_id", metavar="[ID]", required=False)
 def tui_command(conversation_id: str | None) -> int:
     """The terminal UI: conversations, live iterations and variables side by side."""
+    require("tui", "cove tui")
     return asyncio.run(_tui(load_settings(), conversation_id))
 
 

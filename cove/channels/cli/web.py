@@ -10,6 +10,7 @@ import webbrowser
 import click
 
 from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.extras import require
 
 
 @command(
@@ -39,14 +40,15 @@ def web_command(host: str, port: int, allow_hosts: tuple[str, ...], open_page: b
     gives the browser a session cookie; --open does that for you. Scripts send the header
     Authorization: Bearer <token>.
     """
+    require("web", "cove web")
     return _serve(host, port, allow_hosts, open_page)
 
 
 def _serve(host: str, port: int, allow_hosts: tuple[str, ...], open_page: bool) -> int:
     import uvicorn
 
-    from cove.channels.serve.http import listen
     from cove.channels.web import create_app
+    from cove.channels.web.listen import listen
     from cove.channels.web.security import Guard, login_url, new_token
 
     settings = load_settings()

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from starlette.applications import Starlette
 
 from cove.channels.serve.channel import Channel, telegram_channel
-from cove.channels.serve.http import Access, HttpServer, build_app, listen
+from cove.channels.serve.http import Access, HttpServer, build_app
 from cove.channels.serve.metrics import ServeMetrics
 from cove.channels.serve.ops import OpsState
+from cove.channels.web.listen import listen
 from cove.channels.web.security import login_url, new_token
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory

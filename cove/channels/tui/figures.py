@@ -1,4 +1,5 @@
-"""Figures in the terminal UI: a placeholder line per figure under its block, which ``o`` opens.
+"""Figures in the terminal UI: a placeholder line per figure under its block (drawn by the
+iteration widget, ``widgets/iteration.py``), which ``o`` opens.
 
 Opening a figure writes its PNG where ``cove run`` writes it (``channels/figures.py``) and names
 the path, in a notification and on the figure's line; with ``figure_viewer`` configured (a
@@ -14,32 +15,16 @@ from __future__ import annotations
 import asyncio
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from rich.text import Text
 
 from cove.channels.figures import FigureRef, save_figures
-from cove.channels.tui.format import clean, cut
+from cove.channels.tui.format import clean
+from cove.channels.tui.host import AppHost
+from cove.channels.tui.widgets.iteration import IterationView
 from cove.results import BlockFigure
-
-if TYPE_CHECKING:
-    from cove.channels.tui.app import CoveApp
-    from cove.channels.tui.widgets.iteration import IterationView
-
-
-def figure_line(figure: BlockFigure, path: Path | None) -> Text:
-    """A figure's placeholder: ``▣ figure 1 · title · 500×300 px``, then its file or ``o``."""
-    title = f" · {cut(figure.title, 200)}" if figure.title else ""
-    where = f" · {clean(str(path))}" if path is not None else " · o opens it"
-    return Text.assemble(
-        ("▣ ", "magenta"),
-        (f"figure {figure.position + 1}{title} · {figure.width}×{figure.height} px", "magenta"),
-        (where, "dim"),
-    )
 
 
 async def open_figures(
-    app: CoveApp, view: IterationView, found: list[tuple[FigureRef, BlockFigure]]
+    app: AppHost, view: IterationView, found: list[tuple[FigureRef, BlockFigure]]
 ) -> None:
     """Write the figures to files, name the paths, and open them with the configured viewer.
 

@@ -1,7 +1,7 @@
-"""``AppHost``: what the bindings' actions and the command palette use of the app.
+"""``AppHost``: what the bindings' actions, the command palette and figures use of the app.
 
-``CoveApp`` extends it. ``actions`` and ``palette`` take an ``AppHost``, so neither imports the
-app that imports them: the TUI's modules import one another without a cycle.
+``CoveApp`` extends it. ``actions``, ``palette`` and ``figures`` take an ``AppHost``, so none
+imports the app that imports them: the TUI's modules import one another without a cycle.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """JSON API: a conversation's workspace files (upload, list, download).
 
-Uploads stream to a hidden temporary file and are renamed into place only when complete and
-under the limit, so a refused upload leaves nothing behind. Downloads are always attachments
+Uploads stream through the conversation layer (``Conversations.receive_file``): staged outside
+the workspace and renamed into place only when complete, under the upload limit and admitted by
+the workspace quota, so a refused upload leaves nothing behind. Downloads are always attachments
 (the sandbox wrote them: never rendered by the browser) and never follow a symbolic link.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import stat
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from starlette.requests import Request
@@ -25,7 +25,7 @@ MAX_LISTED = 1000
 
 
 def _workspace(request: Request, cid: str) -> Path:
-    return web(request).settings.store.workspaces / cid
+    return web(request).convs.workspace(cid)
 
 
 def _checked_name(name: str) -> str:
@@ -54,30 +54,21 @@ def _inside(workspace: Path, relative: str) -> Path:
 
 async def upload(request: Request) -> Response:
     state = web(request)
-    record = await state.convs.get(request.path_params["cid"])
     name = _checked_name(request.path_params["name"])
     limit = state.upload_limit
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"the file is over the upload limit of {limit:,} bytes")
-    workspace = _workspace(request, record.id)
-    workspace.mkdir(parents=True, exist_ok=True)
-    partial = workspace / f".upload-{secrets.token_hex(8)}"
-    size = 0
-    try:
-        with partial.open("wb") as out:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limit:
-                    raise TooLarge(f"the file is over the upload limit of {limit:,} bytes")
-                out.write(chunk)
-        target = workspace / name
-        if target.is_symlink() or target.is_dir():
-            raise BadInput(f"{name!r} exists and is not a regular file")
-        os.replace(partial, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            partial.unlink()
+
+    async def within_limit() -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise TooLarge(f"the file is over the upload limit of {limit:,} bytes")
+            yield chunk
+
+    size = await state.convs.receive_file(request.path_params["cid"], name, within_limit())
     return JSONResponse({"name": name, "size": size}, status_code=201)
 
 

@@ -8,7 +8,15 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from cove.errors import Busy, ConfigError, CoveError, NotFound, SandboxError, StoreError
+from cove.errors import (
+    Busy,
+    ConfigError,
+    CoveError,
+    NotFound,
+    QuotaExceeded,
+    SandboxError,
+    StoreError,
+)
 
 
 class BadInput(CoveError):
@@ -27,7 +35,7 @@ def status_of(exc: Exception) -> int:
         return 404
     if isinstance(exc, Busy):
         return 409
-    if isinstance(exc, TooLarge):
+    if isinstance(exc, TooLarge | QuotaExceeded):
         return 413
     if isinstance(exc, (StoreError, SandboxError, ConfigError)):
         return 503  # the server cannot serve it now; the request itself was fine

@@ -9,7 +9,8 @@ too. A workspace holds at most ``settings.workspace_max_entries`` entries in at 
 updated by each write made through it (``writing``: plan, check, write, charge what the write
 really took). Cove also writes into a workspace elsewhere — channels save attachments and uploads
 there, always as new names in the workspace's own directory (``Workspaces.save_attachments``
-replaces a file by renaming a new one over it) — so before each write the workspace directory is
+replaces a file by renaming a new one over it, after ``writing_all`` admitted them all) — so
+before each write the workspace directory is
 looked at (one ``stat``): when its modification time, change time, link count or identity moved
 since the quota last wrote, the usage is measured again. A change that lands in the same clock
 tick as one of the quota's own writes can go unnoticed until the next one.
@@ -21,7 +22,7 @@ import contextlib
 import os
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -146,7 +147,7 @@ class WorkspaceQuota:
         with self._lock:
             usage = self._current()
             plan = self._plan(target)
-            self._admit(function, usage, plan, size)
+            self._admit(f"{function}()", usage, [(plan, size)])
             try:
                 yield
             except BaseException:
@@ -155,6 +156,22 @@ class WorkspaceQuota:
             made = self._made(plan, target)
             self._usage = usage.minus(plan.replaced).plus(made)
             self._seen = _evidence(self.root)
+
+    @contextlib.contextmanager
+    def writing_all(self, who: str, files: Sequence[tuple[Path, int]]) -> Iterator[None]:
+        """Admit writing every ``(target, size)`` of ``files`` at once, or none of them; the body
+        writes them (the usage is measured again afterwards).
+
+        Raises:
+            OSError: Together they would take the workspace past its quota or entry limit.
+        """
+        with self._lock:
+            usage = self._current()
+            self._admit(who, usage, [(self._plan(target), size) for target, size in files])
+            try:
+                yield
+            finally:
+                self._usage = None
 
     def _current(self) -> Usage:
         seen = _evidence(self.root)
@@ -178,18 +195,21 @@ class WorkspaceQuota:
             replaced = Usage(charge(info), 1)
         return WritePlan(tuple(reversed(missing)), replaced)
 
-    def _admit(self, function: str, usage: Usage, plan: WritePlan, size: int) -> None:
-        directories = len(plan.directories) * (_BLOCK + ENTRY_BYTES)
-        file = -(-size // _BLOCK) * _BLOCK + ENTRY_BYTES
-        needed = Usage(directories + file, len(plan.directories) + 1).minus(plan.replaced)
+    def _admit(self, who: str, usage: Usage, writes: list[tuple[WritePlan, int]]) -> None:
+        needed = NOTHING
+        for plan, size in writes:
+            directories = len(plan.directories) * (_BLOCK + ENTRY_BYTES)
+            file = -(-size // _BLOCK) * _BLOCK + ENTRY_BYTES
+            needed = needed.plus(Usage(directories + file, len(plan.directories) + 1))
+            needed = needed.minus(plan.replaced)
         if usage.entries + needed.entries > self.max_entries:
             raise OSError(
-                f"{function}(): the workspace may hold at most {self.max_entries:,} files and "
+                f"{who}: the workspace may hold at most {self.max_entries:,} files and "
                 f"directories ({usage.entries:,} now); write into fewer, larger files"
             )
         if usage.bytes + needed.bytes > self.quota_bytes:
             raise OSError(
-                f"{function}(): the workspace quota of {self.quota_mb} MB would be exceeded "
+                f"{who}: the workspace quota of {self.quota_mb} MB would be exceeded "
                 f"({usage.bytes:,} bytes used by {usage.entries:,} entries, {needed.bytes:,} "
                 f"more needed; every file and directory counts its disk blocks plus "
                 f"{ENTRY_BYTES:,} bytes); write fewer or smaller files"

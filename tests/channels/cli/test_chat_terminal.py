@@ -15,6 +15,8 @@ from tests.channels.cli.helpers import environment, wait_until
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # cove in tmux
+
 SOCKET = f"cove-chat-test-{os.getpid()}"  # a private tmux server: no other session is touched
 SESSION = "chat"
 SPIN = reply([{"code": "while True:\n    pass", "timeout_s": 60}])  # type: ignore[list-item]

@@ -19,6 +19,8 @@ from tests.channels.data_story import ANALYSIS, CHART, MANAGERS, SALES, expected
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
+
 
 @pytest.fixture(autouse=True)
 def with_libraries(cli: Cove) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.channels.cli.helpers import CoveProcess
+
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
 
 
 def test_a_mistyped_variable_is_warned_once_and_fails_the_doctor(proc_cli: CoveProcess) -> None:

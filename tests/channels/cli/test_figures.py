@@ -16,6 +16,8 @@ from tests.channels.cli.helpers import Cove, CoveProcess
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
+
 SQUARES = "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.title('squares')"
 
 

@@ -9,9 +9,13 @@ import signal
 import subprocess
 from typing import Any
 
+import pytest
+
 from tests.channels.cli.helpers import Cove, CoveProcess, wait_for_requests
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
 
 REQUEST = "Compute the squares of the numbers from one to forty and tell me their sum, please"
 

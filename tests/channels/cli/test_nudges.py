@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.channels.cli.helpers import Cove, CoveProcess
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
 
 TITLE_NUDGE = "The conversation has no title yet"
 

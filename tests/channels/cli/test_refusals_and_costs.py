@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.channels.cli.helpers import Cove, CoveProcess
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
@@ -38,6 +40,7 @@ def test_show_and_export_give_the_reason_an_answer_was_refused(
     assert exported["turns"][0]["iterations"][0]["refusal"].startswith(REFUSED)
 
 
+@pytest.mark.slow
 def test_watch_shows_the_reason_an_answer_was_refused(
     cli: Cove, proc_cli: CoveProcess, server: FakeOpenAI
 ) -> None:

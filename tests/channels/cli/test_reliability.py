@@ -23,6 +23,8 @@ from tests.channels.cli.test_signals import SPIN
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
+
 
 def no_traceback(result: subprocess.CompletedProcess[str] | Result) -> None:
     assert "Traceback" not in result.stdout + result.stderr, result.stderr

@@ -9,10 +9,14 @@ import os
 import signal
 from typing import Any
 
+import pytest
+
 from tests.channels.cli.helpers import CoveProcess, wait_for_requests
 from tests.channels.cli.test_reliability import no_traceback, wait_for_block
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
 
 #: Spins until stopped; a replay that runs it again waits its whole minute and then diverges.
 SPIN: dict[str, Any] = {"code": "while True:\n    pass", "timeout_s": 60}

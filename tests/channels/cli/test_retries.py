@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.channels.cli.helpers import Cove, CoveProcess
 from tests.channels.cli.terminal import on_terminal
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
 
 
 def test_run_events_and_chat_say_the_endpoint_is_retried(cli: Cove, server: FakeOpenAI) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.channels.cli.helpers import Cove
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
@@ -27,6 +29,7 @@ def test_run_prints_the_answer_on_stdout_and_the_id_and_how_to_continue_on_stder
     assert quiet.stdout == "Now 60.\n" and quiet.stderr == ""
 
 
+@pytest.mark.slow
 def test_dash_c_continues_the_most_recent_conversation_or_a_given_one(
     cli: Cove, server: FakeOpenAI
 ) -> None:
@@ -84,6 +87,7 @@ def test_run_dash_reads_the_whole_request_from_stdin(cli: Cove, server: FakeOpen
     assert empty.exit_code == 2 and "the request is empty" in empty.stderr
 
 
+@pytest.mark.slow
 def test_run_json_numbers_the_turn_by_position_and_events_stream_json_lines(
     cli: Cove, server: FakeOpenAI
 ) -> None:
@@ -200,6 +204,7 @@ def test_bad_model_options_are_usage_errors_before_anything_runs(
     assert not cli.db.exists()
 
 
+@pytest.mark.slow
 def test_every_ending_names_its_real_reason_on_stdout_and_stderr(
     cli: Cove, server: FakeOpenAI
 ) -> None:

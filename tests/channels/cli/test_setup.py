@@ -53,6 +53,7 @@ def test_models_without_an_endpoint_says_how_to_configure_one(tmp_path: Path) ->
     assert result.exit_code == 2 and "OPENAI_API_KEY" in result.stderr
 
 
+@pytest.mark.slow
 def test_doctor_reports_each_check_and_warns_about_an_unlisted_model(
     cli: Cove, server: FakeOpenAI
 ) -> None:

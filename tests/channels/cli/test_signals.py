@@ -10,9 +10,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.channels.cli.helpers import CoveProcess, hold_conversation, read_events_until
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
 
 SPIN = reply([{"code": "while True:\n    pass", "timeout_s": 60}])  # type: ignore[list-item]
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.channels.cli.helpers import CoveProcess
 from tests.channels.cli.terminal import on_terminal
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # cove processes on a pseudo-terminal
 
 # A clipboard write (OSC 52), a window title (OSC 0), clear screen (CSI 2J), a C1 CSI.
 HOSTILE = "\x1b]52;c;ZWNobyBvd25lZA==\x07\x1b]0;owned\x07\x1b[2J\x9b31m"

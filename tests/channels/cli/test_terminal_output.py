@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.channels.cli.helpers import CoveProcess
 from tests.channels.cli.terminal import on_terminal
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # cove processes on a pseudo-terminal
 
 
 def test_on_a_terminal_run_shows_progress_on_stderr_and_list_draws_a_table(

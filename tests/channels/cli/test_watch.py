@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import signal
 
+import pytest
+
 from tests.channels.cli.helpers import Cove, CoveProcess, read_events_until
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # cove processes, each with its sandbox workers
 
 
 def test_watch_events_name_turns_by_position(

@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cove.conversation import Conversations, scripted_factory
 from tests.scripted import reply, settings_for
+
+pytestmark = pytest.mark.slow  # cove serve and cove processes
 
 CONVERSATIONS = 3
 BACKUPS = 3

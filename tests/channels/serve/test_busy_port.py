@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # cove serve and cove processes
+
 EXIT_CANNOT_LISTEN = 10
 
 

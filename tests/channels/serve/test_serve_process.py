@@ -22,6 +22,8 @@ from tests.channels.serve.process import FAKE_KEY, ServeProcess, serve_env
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # cove serve and cove processes
+
 GRACE_S = 1.0
 SECRET_REQUEST = "what is six times seven, privately"
 

@@ -21,6 +21,8 @@ from tests.fakes import telegram_server
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # cove serve and cove processes
+
 CHAT = 4242
 GRACE_S = 1.0
 

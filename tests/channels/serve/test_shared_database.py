@@ -22,6 +22,8 @@ from tests.channels.serve.process import ServeProcess, serve_env
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # cove serve and cove processes
+
 TURNS_EACH = 3
 EXIT_BUSY = 6
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from tests.channels.data_story import (
     CHART_REQUEST,
     CHART_TITLE,
@@ -21,6 +23,8 @@ from tests.channels.telegram.conftest import ALLOWED, BotFactory
 from tests.channels.telegram.test_bot import has_text
 from tests.fakes.telegram_server import FakeTelegram
 from tests.scripted import reply, settings_for
+
+pytestmark = pytest.mark.slow  # sandbox workers started per test
 
 
 def sent_after(tg: FakeTelegram, method: str, text: str) -> bool:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cove.config import Settings
 from tests.channels.cli.helpers import wait_for_requests
 from tests.channels.telegram.conftest import ALLOWED, BotFactory, GatedModel
@@ -17,6 +19,8 @@ from tests.conftest import FAKE_API_KEY
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.fakes.telegram_server import FakeTelegram
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # cove telegram and cove processes
 
 
 def cove_env(tmp_path: Path, server: FakeOpenAI, **extra: str) -> dict[str, str]:

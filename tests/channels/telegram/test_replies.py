@@ -7,6 +7,8 @@ import re
 import threading
 from typing import Any
 
+import pytest
+
 from cove.config import Settings
 from tests.channels.telegram.conftest import ALLOWED, GROUP, BotFactory
 from tests.fakes.openai_server import FakeOpenAI, Fault
@@ -71,6 +73,7 @@ async def test_status_names_the_conversation_by_its_first_request(bot: BotFactor
         assert "(none yet)" not in status and "last turn: done" in status
 
 
+@pytest.mark.slow
 async def test_the_status_message_says_when_the_endpoint_is_retried(
     bot: BotFactory, fake_openai: FakeOpenAI, openai_settings: Settings
 ) -> None:

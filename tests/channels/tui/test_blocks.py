@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Static
 
 from cove.channels.tui import CoveApp
@@ -17,6 +18,8 @@ from cove.conversation import Conversations, scripted_factory
 from tests.channels.tui.helpers import SIZE, last_turn_done, shown_text, turns, until
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply, settings_for
+
+pytestmark = pytest.mark.slow  # an app driving real turns in sandbox workers
 
 HOSTILE = (
     "[bold red]loud[/] [link=http://example.invalid]x[/link] [/] "

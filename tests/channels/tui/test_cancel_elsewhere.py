@@ -18,6 +18,8 @@ from tests.channels.tui.helpers import SIZE, last_turn_done, turns, until
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply, settings_for
 
+pytestmark = pytest.mark.slow  # an app driving real turns in sandbox workers
+
 
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
+
 from cove.channels.tui import CoveApp
 from cove.channels.tui.widgets.prompt import PromptArea
 from cove.conversation import Conversations, scripted_factory
@@ -22,6 +24,7 @@ def dead_port() -> int:
     return port  # closed again: nothing listens there
 
 
+@pytest.mark.slow
 async def test_a_busy_conversation_is_a_notification(tmp_path: Path) -> None:
     # The other process's turn spins until it is cancelled (its block's limit is far beyond the
     # test, however loaded the machine): the send below meets it running.

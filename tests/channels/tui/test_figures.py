@@ -11,6 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input
 
 from cove.channels.tui import CoveApp
@@ -29,6 +30,8 @@ from tests.channels.data_story import (
 from tests.channels.tui.helpers import last_turn_done, shown_text, turns, until
 from tests.channels.tui.test_panels import palette
 from tests.scripted import reply, settings_for
+
+pytestmark = pytest.mark.slow  # an app driving real turns in sandbox workers
 
 PLACEHOLDER = "▣ figure 1 · Units per month · 500×300 px"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, Markdown, OptionList, Static
 
 from cove.channels.tui import CoveApp
@@ -19,6 +20,8 @@ from cove.conversation import Conversations, scripted_factory
 from tests.channels.tui.helpers import SIZE, last_turn_done, turns, type_text, until
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import settings_for
+
+pytestmark = pytest.mark.slow  # an app driving real turns in sandbox workers
 
 REPLIES = [
     json.dumps({"thinking": "t", "code": ["total = 1"], "answer": "{{total}}"}),

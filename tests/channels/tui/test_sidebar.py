@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input
 
 from cove.channels.tui import CoveApp
@@ -12,6 +13,8 @@ from cove.channels.tui.widgets.sidebar import ConversationOptions
 from cove.conversation import Conversations, scripted_factory
 from tests.channels.tui.helpers import SIZE, type_text, until
 from tests.scripted import settings_for
+
+pytestmark = pytest.mark.slow  # an app driving real turns in sandbox workers
 
 
 async def test_filter_as_you_type(tmp_path: Path) -> None:

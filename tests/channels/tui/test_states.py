@@ -8,6 +8,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cove.channels.tui import CoveApp
 from cove.channels.tui.widgets.prompt import PromptArea
 from cove.channels.tui.widgets.sidebar import ConversationOptions
@@ -17,6 +19,8 @@ from cove.errors import ModelError
 from tests.channels.tui.helpers import SIZE, last_turn_done, shown_text, turns, until
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply, settings_for
+
+pytestmark = pytest.mark.slow  # an app driving real turns in sandbox workers
 
 REQUEST = "Compute the squares of the numbers from one to forty and add them up"
 

@@ -15,6 +15,8 @@ import pytest
 
 from cove.channels.cli.tui import SCRIPTED_ENV
 
+pytestmark = pytest.mark.slow  # cove in tmux
+
 TMUX = shutil.which("tmux")
 
 

@@ -11,12 +11,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from cove.channels.web import create_app
 from cove.conversation import scripted_factory
 from tests.channels.web.serve import login, served
 from tests.channels.web.test_api_turns import send_and_finish
 from tests.scripted import reply, settings_for
+
+pytestmark = pytest.mark.slow  # real turns in sandbox workers behind a server
 
 PLOT = "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.title('squares')"
 FRAME = "import pandas as pd\npd.DataFrame({'region': ['north', 'east'], 'units': [7, 2]})"

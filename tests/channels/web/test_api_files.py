@@ -83,3 +83,20 @@ async def test_the_upload_limit_comes_from_the_settings(tmp_path: Path) -> None:
         over = await client.put(f"/api/conversations/{cid}/files/eleven.txt", content=b"x" * 11)
         assert over.status_code == 413 and "10 bytes" in over.json()["message"]
     assert sorted(p.name for p in (settings.store.workspaces / cid).iterdir()) == ["ten.txt"]
+
+
+async def test_an_upload_past_the_workspace_quota_is_413_and_leaves_nothing(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, workspace_quota_mb=1)
+    async with served(create_app(settings)) as url, httpx.AsyncClient(base_url=url) as client:
+        await login(client)
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        first = await client.put(f"/api/conversations/{cid}/files/a.bin", content=b"a" * 600_000)
+        assert first.status_code == 201
+        second = await client.put(f"/api/conversations/{cid}/files/b.bin", content=b"b" * 600_000)
+        assert second.status_code == 413
+        assert "quota of 1 MB would be exceeded" in second.json()["message"]
+        again = await client.put(f"/api/conversations/{cid}/files/a.bin", content=b"c" * 700_000)
+        assert again.status_code == 201  # replacing a file counts only the difference
+    workspaces = settings.store.workspaces
+    assert sorted(p.name for p in (workspaces / cid).iterdir()) == ["a.bin"]
+    assert list((workspaces / ".incoming").iterdir()) == []  # nothing staged is left

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.channels.web import ui
 from tests.channels.web.browser import HOSTILE, Gate, Site, answer, login, send
@@ -15,6 +16,8 @@ from tests.channels.web.proxy import CuttableProxy
 from tests.channels.web.serve import BEARER
 from tests.conftest import FAKE_API_KEY
 from tests.fakes.openai_server import FakeOpenAI, Fault
+
+pytestmark = pytest.mark.slow  # a real Chromium per test
 
 
 def test_send_streams_iterations_and_renders_the_answer(site: Site, page: Any) -> None:

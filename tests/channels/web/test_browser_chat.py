@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from cove.channels.web import create_app
 from cove.config import Settings
 from tests.channels.web.browser import Gate, Site, answer, send
 from tests.channels.web.serve import BEARER, served_in_thread
 from tests.fakes.openai_server import FakeOpenAI
+
+pytestmark = pytest.mark.slow  # a real Chromium per test
 
 
 def code(source: str, timeout_s: float) -> str:

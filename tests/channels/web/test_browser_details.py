@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.channels.web.browser import Site, answer, send
 from tests.channels.web.serve import BEARER
 from tests.channels.web.ui import answer as answer_dialog
 from tests.channels.web.ui import confirm, dialog, dismiss, failed_responses
+
+pytestmark = pytest.mark.slow  # a real Chromium per test
 
 PHONE = {"width": 390, "height": 844}
 

@@ -9,8 +9,12 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from tests.channels.web.browser import Gate, Site, answer
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # a real Chromium per test
 
 #: Records every label the Stop button shows, so a short-lived one is not missed.
 WATCH_STOP_LABEL = """() => {

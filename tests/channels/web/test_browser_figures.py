@@ -14,6 +14,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.channels.data_story import (
     ANALYSIS,
     ANSWER,
@@ -30,6 +32,8 @@ from tests.channels.web.browser import Gate, Site, send
 from tests.channels.web.test_browser_elsewhere import run_elsewhere
 from tests.channels.web.test_screenshots import DESKTOP, save, titled
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # a real Chromium per test
 
 TALL = {"width": 1200, "height": 1040}
 LOADED = "(img) => img.complete && img.naturalWidth"

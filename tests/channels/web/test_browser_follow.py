@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.channels.web.browser import Gate, Site, answer, send
 from tests.channels.web.ui import end_in_view, next_frames, scroll_top, wait_end_in_view
+
+pytestmark = pytest.mark.slow  # a real Chromium per test
 
 DESKTOP = {"width": 1000, "height": 600}
 

@@ -8,10 +8,13 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.channels.web.browser import Gate, Site, answer, send
 from tests.channels.web.serve import BEARER
 from tests.fakes.openai_server import Fault
+
+pytestmark = pytest.mark.slow  # a real Chromium per test
 
 REQUEST = "Compute the squares of the numbers from one to forty and tell me their sum, please"
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.channels.web.browser import Site, answer, send
+
+pytestmark = pytest.mark.slow  # a real Chromium per test
 
 PRIMES = "primes = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29]"
 COLLATZ = (

@@ -9,8 +9,11 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.channels.web.process import LOGIN_URL, free_port, start, stop
+
+pytestmark = pytest.mark.slow  # real turns in sandbox workers behind a server
 
 REBINDING = ("127.0.0.1.evil.example", "127.evil.example", "localhost.evil.example")
 

@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.channels.web.browser import Gate, Site, answer, send
 from tests.channels.web.serve import BEARER
 from tests.channels.web.ui import end_in_view, next_frames
 from tests.fakes.openai_server import Fault
+
+pytestmark = pytest.mark.slow  # a real Chromium per test
 
 DESKTOP = {"width": 1200, "height": 820}
 PHONE = {"width": 390, "height": 844}

@@ -30,6 +30,8 @@ from tests.conversation.watch.watch_helpers import durable
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # sandbox workers started per test
+
 FAKE_KEY = "sk-watch-test-NEVER-PRINTED-555"
 
 

@@ -51,6 +51,7 @@ except ExtensionError as exc:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("what", "path"),
     [("directories", "'d' + str(i) + '/x'"), ("empty files", "'e' + str(i)")],
@@ -72,6 +73,7 @@ async def test_a_flood_of_small_entries_stops_at_the_quota(
     await env.aclose()
 
 
+@pytest.mark.slow
 async def test_a_deep_path_is_refused_before_anything_is_made(small: Harness) -> None:
     env = await small.open()
     ran = await small.turn(
@@ -124,7 +126,7 @@ async def test_changes_made_by_others_are_noticed(workspace: Path, tmp_path: Pat
     await write_file(ctx, "notes.txt", "x")
     before = quota.usage()
     # An attachment lands in the workspace, as a channel saves it.
-    workspaces = Workspaces(workspace.parent)
+    workspaces = Workspaces(workspace.parent, ctx.settings)
     await workspaces.save_attachments(workspace.name, [("data.csv", b"x" * 600 * KB)])
     assert quota.usage().bytes >= before.bytes + 600 * KB
     with pytest.raises(OSError, match="quota"):

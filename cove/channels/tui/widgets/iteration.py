@@ -28,7 +28,6 @@ from textual.message import Message
 from textual.widget import Widget
 
 from cove.channels.figures import FigureRef
-from cove.channels.tui.figures import figure_line
 from cove.channels.tui.format import clean, cut, duration, one_line
 from cove.results import BlockFigure, BlockResult, VarVersion
 
@@ -48,6 +47,17 @@ def code_piece(code: str) -> Text:
     text = Syntax(source, "python", theme="ansi_dark", word_wrap=True).highlight(source)
     text.rstrip()
     return text
+
+
+def figure_line(figure: BlockFigure, path: Path | None) -> Text:
+    """A figure's placeholder: ``▣ figure 1 · title · 500×300 px``, then its file or ``o``."""
+    title = f" · {cut(figure.title, 200)}" if figure.title else ""
+    where = f" · {clean(str(path))}" if path is not None else " · o opens it"
+    return Text.assemble(
+        ("▣ ", "magenta"),
+        (f"figure {figure.position + 1}{title} · {figure.width}×{figure.height} px", "magenta"),
+        (where, "dim"),
+    )
 
 
 @dataclass

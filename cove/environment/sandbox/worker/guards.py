@@ -30,11 +30,12 @@ import types
 import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
 from cove.environment.sandbox.worker import witness as witness_module
+from cove.environment.sandbox.worker.data.surface import NOT_LIBRARY, Surfaces
 from cove.environment.sandbox.worker.witness import (
     CONTAINERS,
     GROWS,
@@ -43,9 +44,6 @@ from cove.environment.sandbox.worker.witness import (
     READS,
     Witness,
 )
-
-if TYPE_CHECKING:
-    from cove.environment.sandbox.worker.data.surface import Surfaces
 
 DENIED_ATTRIBUTES = frozenset(
     {
@@ -84,15 +82,6 @@ SANDBOX_MODULE = "sandbox"
 
 _GENERATOR_ATTRIBUTES = frozenset({"send", "throw", "close"})
 _MISSING: Any = object()
-
-
-class _NotLibrary:
-    """What ``Surfaces.lookup`` answers for objects no library made (the ordinary guard applies)."""
-
-    __slots__ = ()
-
-
-NOT_LIBRARY: Any = _NotLibrary()
 
 
 class ReadOnlyNamespace:

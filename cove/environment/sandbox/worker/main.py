@@ -1,14 +1,16 @@
 """The sandbox worker process: ``python -m cove.environment.sandbox.worker.main CONFIG_JSON``.
 
-Start-up order matters. The two pipe ends are first moved to private descriptors and 0/1/2 are
-pointed at /dev/null, so nothing printed by any means can reach the frame channel. Then the heavy
-imports run, every other descriptor is closed, the worker confines itself (``confine.py``: a
-root of its own, no network, its own IPC namespace and user, Landlock, seccomp, the death signal
-— as far as the host allows), starts the
-thread that ends it when the host's pipe closes (``lifeline.py``) and applies the resource limits
-(address space, CPU seconds, file size, open files, no core dumps, no child processes). Only then
-does the worker announce ``{"op": "ready"}`` with the confinement it achieved and serve requests,
-one at a time, until the host closes the pipe.
+Start-up order matters, and a worker started cold here and one forked by the zygote
+(``zygote.py``) go through the same sequence, ``start``; what differs between them is passed to
+it as two steps. Cold, the two pipe ends are first moved to private descriptors and 0/1/2 are
+pointed at /dev/null, so nothing printed by any means can reach the frame channel; then the
+heavy imports run and every other descriptor is closed (``settle``), and the worker confines
+itself whole (``confine.py``: a root of its own, no network, its own IPC namespace and user,
+Landlock, seccomp, the death signal — as far as the host allows). Then, as every worker does, it
+builds its runtime, starts the thread that ends it when the host's pipe closes (``lifeline.py``)
+and applies the resource limits (address space, CPU seconds, file size, open files, no core
+dumps, no child processes). Only then does the worker announce ``{"op": "ready"}`` with the
+confinement it achieved and serve requests, one at a time, until the host closes the pipe.
 
 The host starts the worker in its own session with an empty environment (see ``process.py``).
 """
@@ -21,10 +23,12 @@ import resource  # at the top: once the worker dropped to nobody, the stdlib may
 import signal
 import sys
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cove.environment.sandbox.frames import Frame, FrameChannel, ProtocolError
-from cove.environment.sandbox.worker.confine import confine
+from cove.environment.sandbox.worker.confine import Confinement, confine
 from cove.environment.sandbox.worker.lifeline import watch_pipe
 
 _MAX_FD = 1 << 30  # above any descriptor: closerange closes up to it in one system call
@@ -135,25 +139,79 @@ def make_runtime(channel: Link, config: dict[str, Any]) -> Runtime:
     )
 
 
-def main() -> int:
-    """Run the worker; returns the process exit code."""
-    channel = claim_channel()
+@dataclass(frozen=True)
+class Steps:
+    """What differs between a cold-started and a forked worker's start (``start``).
+
+    Attributes:
+        settle: Leaves the worker with the frame channel on its descriptors and no other
+            descriptor open (but those ``confine`` still needs); returns the channel.
+        runtime: The worker's runtime, talking through the channel it is given.
+        confine: Confines the worker; returns the confinement it achieved.
+    """
+
+    settle: Callable[[], FrameChannel]
+    runtime: Callable[[FrameChannel], Runtime]
+    confine: Callable[[], Confinement]
+
+
+def start(channel: FrameChannel, config: dict[str, Any], steps: Steps) -> int:
+    """Take a worker from its first instruction to serving; returns its exit code.
+
+    The one start-up sequence of every worker, cold-started (``main``) or forked (``zygote.py``),
+    in an order each step needs:
+
+    1. SIGINT ignored: an interrupt between blocks must not end the worker.
+    2. ``steps.settle``: nothing open but the channel, before any confinement (no descriptor
+       of the host's may reach sandbox code). Cold, the imports and warm-up come first; a forked
+       worker has them from the zygote, and takes a session of its own.
+    3. ``steps.runtime``: before confinement, while whatever making it reads is in reach. Cold,
+       it is made now; a forked worker's was made by the zygote and gets the channel here.
+    4. ``steps.confine``: cold, the whole of ``confine.py``; forked, ``seal`` only (the zygote
+       prepared the rest). Either way: namespaces, root, no_new_privs, then the worker's own
+       ids, then the death signal, Landlock and seccomp.
+    5. The lifeline thread: after seccomp (a thread is filtered only if made after it), before
+       the process limit.
+    6. The resource limits: after confinement (with RLIMIT_NPROC already 0, older kernels refuse
+       the change of user).
+    7. ``ready`` with the confinement, then requests until the host closes the pipe.
+
+    A failure anywhere before ``ready`` is reported in a ``fatal`` frame.
+    """
     try:
-        config = json.loads(sys.argv[1])
-        warm_up(libraries=bool(config.get("libraries", True)))
-        runtime = make_runtime(channel, config)
-        # Its own session keeps terminal Ctrl-C away; an interrupt between blocks must not end it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})
-        # Before the limits: with RLIMIT_NPROC already 0, older kernels refuse the setuid.
-        confinement = confine(bool(config.get("confine", True)), parent=int(config["owner"]))
-        watch_pipe(channel.read_fd)  # a thread: after seccomp (it inherits it), before NPROC 0
+        channel = steps.settle()
+        runtime = steps.runtime(channel)
+        confinement = steps.confine()
+        watch_pipe(channel.read_fd)
         apply_limits(config)
     except BaseException:
         channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
         return 1
     channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
     return serve(channel, runtime, config, fixed_directory=confinement.enabled)
+
+
+def main() -> int:
+    """Run the worker, started cold; returns the process exit code."""
+    channel = claim_channel()
+    try:
+        config: dict[str, Any] = json.loads(sys.argv[1])
+    except BaseException:
+        channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
+        return 1
+
+    def settle() -> FrameChannel:
+        warm_up(libraries=bool(config.get("libraries", True)))
+        close_other_descriptors({0, 1, 2, channel.read_fd, channel.write_fd})
+        return channel
+
+    def confine_whole() -> Confinement:
+        return confine(bool(config.get("confine", True)), parent=int(config["owner"]))
+
+    return start(
+        channel, config, Steps(settle, lambda ready: make_runtime(ready, config), confine_whole)
+    )
 
 
 def serve(

@@ -42,18 +42,20 @@ from typing import TYPE_CHECKING, Any
 
 from cove.environment.sandbox.frames import Frame, FrameChannel
 from cove.environment.sandbox.worker.confine import (
+    Confinement,
     Preparation,
     preload_codecs,
     prepare,
     seal,
 )
 from cove.environment.sandbox.worker.hugepages import collapse
-from cove.environment.sandbox.worker.lifeline import die_with_parent, watch_pipe
+from cove.environment.sandbox.worker.lifeline import die_with_parent
 from cove.environment.sandbox.worker.main import (
+    Steps,
     apply_limits,
     close_other_descriptors,
     make_runtime,
-    serve,
+    start,
     warm_up,
 )
 from cove.environment.sandbox.worker.uids import UidPool
@@ -202,30 +204,39 @@ def become_worker(
 ) -> int:
     """In the forked child: leave the zygote behind and serve as a worker; the exit code.
 
+    The worker's start is ``main.start``'s, with the steps of a forked worker: settling takes a
+    session of its own (the host kills the group, never the zygote), undoes the zygote's SIGCHLD
+    handling and closes the zygote's descriptors; the runtime is the one the zygote made
+    (``made``: the configuration, that runtime and the channel it talks through), given this
+    worker's channel; confining is ``seal`` (the zygote did ``prepare``), then the move into the
+    directory opened as ``cwd`` when the worker is not confined (a confined worker stays in ``/``).
+
     ``identity`` is the zygote's pid (the worker dies with it, which dies with the host:
     ``lifeline.py``) and the worker's own user id on a root host.
     """
     zygote, uid = identity
     config, runtime, pending = made
-    try:
-        os.setsid()  # its own session and process group: the host kills the group, never us
+
+    def settle() -> FrameChannel:
+        os.setsid()
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         keep = {0, 1, 2, channel.read_fd, channel.write_fd, cwd} | preparation.keep_fds()
         close_other_descriptors(keep)
-        channel = settle_channel(channel)
+        return settle_channel(channel)
+
+    def attach(ready: FrameChannel) -> Runtime:
+        pending.channel = ready  # the runtime made in the zygote is this worker's alone now
+        return runtime
+
+    def seal_prepared() -> Confinement:
         confinement = seal(preparation, parent=zygote, uid=uid)
-        if not confinement.enabled:  # a confined worker needs no file: it stays in "/"
+        if not confinement.enabled:
             os.fchdir(cwd)
         os.close(cwd)
-        pending.channel = channel  # the runtime made in the zygote is this worker's alone now
-        watch_pipe(channel.read_fd)  # a thread: after seccomp (it inherits it), before NPROC 0
-        apply_limits(config)
-    except BaseException:
-        channel.send({"op": "fatal", "error": traceback.format_exc(limit=5)})
-        return 1
-    channel.send({"op": "ready", "pid": os.getpid(), "confinement": confinement.as_frame()})
-    return serve(channel, runtime, config, fixed_directory=confinement.enabled)
+        return confinement
+
+    return start(channel, config, Steps(settle, attach, seal_prepared))
 
 
 class PendingChannel:

@@ -215,6 +215,7 @@ async def test_a_missing_workspace_fails_like_a_cold_start(
         await zygote.aclose()
 
 
+@pytest.mark.slow
 async def test_the_switch_off_means_cold_starts(tmp_path: Path) -> None:
     settings = Settings.load(env={}, data_dir=tmp_path, sandbox_fork_server=False).sandbox
     pool = WorkerPool(settings, size=1)
@@ -287,6 +288,7 @@ def wait_gone(pids: list[int]) -> list[int]:
             os.close(fd)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", ["fork", "cold", "fork-unconfined", "cold-unconfined"])
 def test_killing_the_owner_mid_block_kills_its_worker_and_zygote(
     tmp_path: Path, start: str

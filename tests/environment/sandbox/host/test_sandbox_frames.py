@@ -65,6 +65,7 @@ def test_exit_descriptions() -> None:
     assert describe_exit(None) == "still running"
 
 
+@pytest.mark.slow
 async def test_a_worker_answers_garbage_with_an_error_and_exits(tmp_path: Path) -> None:
     worker = await WorkerProcess.start(
         Settings.load(env={}, data_dir=tmp_path).sandbox, cwd=tmp_path

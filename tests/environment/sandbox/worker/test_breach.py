@@ -40,6 +40,8 @@ from cove.environment.sandbox.worker.confine import LAYERS
 from cove.persistence.store import Store
 from tests.environment.conftest import Extensions
 
+pytestmark = pytest.mark.slow  # sandbox workers started per test
+
 ROOT = os.geteuid() == 0
 CHECKOUT = Path(cove.__file__).parents[1]
 HOST_SECRET = "cove-host-secret-in-memory-and-environ"

@@ -104,6 +104,7 @@ async def test_the_report_matches_what_the_host_sees(client: SandboxClient) -> N
         assert confinement.notes == ()  # nothing failed on the way
 
 
+@pytest.mark.slow
 async def test_confinement_can_be_switched_off(tmp_path: Path) -> None:
     settings = Settings.load(env={}, data_dir=tmp_path, sandbox_confine=False).sandbox
     workers = WorkerPool(settings, size=0)

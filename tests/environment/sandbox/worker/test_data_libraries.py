@@ -16,6 +16,8 @@ from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.runtime import Runtime
 from tests.environment.conftest import ok, read_proc, run, with_libraries
 
+pytestmark = pytest.mark.slow  # sandbox workers started per test
+
 
 @pytest.fixture
 def sandbox_settings(tmp_path: Path) -> SandboxSettings:

@@ -18,6 +18,8 @@ from cove.config import SandboxSettings
 from cove.environment.sandbox.host.client import SandboxClient
 from tests.environment.conftest import ok, read_proc, run, with_libraries
 
+pytestmark = pytest.mark.slow  # sandbox workers started per test
+
 
 @pytest.fixture
 def sandbox_settings(tmp_path: Path) -> SandboxSettings:

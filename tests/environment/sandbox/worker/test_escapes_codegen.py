@@ -299,6 +299,7 @@ def test_payload_reaches_nothing_real(name: str) -> None:
     assert vars(sys.modules["sandbox"])["__builtins__"] is runtime.builtins
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(PAYLOADS))
 async def test_payload_in_a_worker_leaves_it_intact(name: str, client: SandboxClient) -> None:
     code, must_fail = PAYLOADS[name]

@@ -180,6 +180,7 @@ def test_the_attack_fails_in_the_runtime(name: str, attack_dir: Path, tmp_path: 
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ATTACKS))
 async def test_the_attack_fails_in_a_confined_worker(
     name: str, client: SandboxClient, attack_dir: Path, tmp_path: Path

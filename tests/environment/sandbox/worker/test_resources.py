@@ -92,6 +92,7 @@ async def test_a_bounded_output_flood_is_capped(client: SandboxClient) -> None:
     assert outcome.result.stdout.endswith("[… output cut at 500 chars]\n")
 
 
+@pytest.mark.slow
 async def test_the_cpu_limit_kills_the_worker_and_state_survives(tmp_path: Path) -> None:
     settings = Settings.load(env={}, data_dir=tmp_path, worker_cpu_s=1).sandbox
     workers = WorkerPool(settings, size=0)

@@ -15,13 +15,13 @@ from cove.environment.sandbox.worker.data import methods
 from cove.environment.sandbox.worker.data.files import WorkspaceFiles
 from cove.environment.sandbox.worker.data.libraries import LIBRARY_ROOTS, Libraries
 from cove.environment.sandbox.worker.data.surface import (
+    NOT_LIBRARY,
     Surface,
     Surfaces,
     Wrapped,
     keep,
     remove,
 )
-from cove.environment.sandbox.worker.guards import NOT_LIBRARY
 
 FRAME_KEPT = keep(
     "computes on the frame's own data and returns new objects or views; mutators change only "

@@ -22,8 +22,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cove.environment.sandbox.worker.guards import NOT_LIBRARY
-
 LIBRARY_REMOVED: dict[str, str] = {
     "to_pickle": "runs pickle",
     "to_sql": "a database connection",
@@ -54,6 +52,16 @@ LIBRARY_REMOVED: dict[str, str] = {
     "waitforbuttonpress": "waits for input",
 }
 """Attribute names refused on every library object, and why."""
+
+
+class _NotLibrary:
+    """What ``Surfaces.lookup`` answers for objects no library made (the ordinary guard applies)."""
+
+    __slots__ = ()
+
+
+NOT_LIBRARY: Any = _NotLibrary()
+
 
 Verdict = tuple[str, str]
 """``(kept | wrapped | removed, why)``."""
