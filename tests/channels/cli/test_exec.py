@@ -7,6 +7,8 @@ import json
 import signal
 from pathlib import Path
 
+import pytest
+
 from tests.channels.cli.helpers import Cove, CoveProcess
 
 
@@ -50,6 +52,7 @@ def test_a_failing_block_exits_1_with_its_error_on_stderr_and_json(tmp_path: Pat
     assert cli("exec", "0" * 32, "1").exit_code == 7  # no such conversation
 
 
+@pytest.mark.slow  # cove processes
 def test_ctrl_c_cancels_the_running_block(tmp_path: Path) -> None:
     proc_cli = CoveProcess(tmp_path, None)
     proc_cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "600"

@@ -17,6 +17,8 @@ from tests.channels.serve.process import ServeProcess
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
+pytestmark = pytest.mark.slow  # cove serve processes
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,

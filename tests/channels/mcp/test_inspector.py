@@ -20,6 +20,8 @@ import pytest
 from tests.channels.mcp.helpers import TOKEN, mcp_env
 from tests.channels.serve.process import ServeProcess
 
+pytestmark = pytest.mark.slow  # Node.js processes and cove servers
+
 INSPECTOR = Path(__file__).parent / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
 COVE = Path(sys.executable).parent / "cove"
 

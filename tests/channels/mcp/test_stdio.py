@@ -7,12 +7,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from cove.config import Settings
 from cove.conversation import Conversations
 from cove.events import BlockStarted, TurnFinished
 from tests.channels.mcp.helpers import Spinning, data, mcp_env, run, stdio, text, until
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
+
+pytestmark = pytest.mark.slow  # cove mcp processes, each with its sandbox workers
 
 
 async def test_state_is_kept_across_calls_and_a_restart_of_the_server(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import base64
 import json
 from pathlib import Path
 
+import pytest
 from mcp import Client
 from mcp.types import ImageContent
 
@@ -191,6 +192,7 @@ async def test_ask_cove_without_an_endpoint_says_what_to_configure(tmp_path: Pat
         assert await convs.list() == []  # nothing was created for a call that could not run
 
 
+@pytest.mark.slow  # a zygote with the data libraries
 async def test_figures_come_back_as_images_and_as_resources(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, sandbox_libraries=True)
     async with Conversations.open(settings) as convs, Client(build_server(convs)) as client:
