@@ -5,6 +5,11 @@ and restarts, errors, a cancelled call, two clients at once, another process wat
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +17,7 @@ import pytest
 from cove.config import Settings
 from cove.conversation import Conversations
 from cove.events import BlockStarted, TurnFinished
-from tests.channels.mcp.helpers import Spinning, data, mcp_env, run, stdio, text, until
+from tests.channels.mcp.helpers import SPIN, Spinning, data, mcp_env, run, stdio, text, until
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
 
@@ -94,3 +99,42 @@ async def test_ask_cove_over_stdio_reports_each_iteration(tmp_path: Path) -> Non
             "iteration 1 of 10",
             "iteration 2 of 10",
         ]
+
+
+def test_sigterm_mid_call_records_the_turn_cancelled_and_exits_0(tmp_path: Path) -> None:
+    """What a client's shutdown does (it closes stdin or terminates the server)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cove", "mcp"],
+        env=mcp_env(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(message: dict[str, object]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        proc.stdin.flush()
+
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }
+    send({"id": 1, "method": "initialize", "params": hello})
+    assert json.loads(proc.stdout.readline())["result"]["serverInfo"]["name"] == "cove"
+    send({"method": "notifications/initialized"})
+    spin = {"code": SPIN.replace("spins += 1", "pass"), "timeout_s": 600}
+    call = {"name": "run_python", "arguments": spin, "_meta": {"progressToken": 1}}
+    send({"id": 2, "method": "tools/call", "params": call})
+    for line in proc.stdout:  # the block runs once the server says so
+        if "running block" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    with sqlite3.connect(tmp_path / "cove.db") as db:
+        assert db.execute("SELECT position, status FROM turn").fetchall() == [(1, "cancelled")]
