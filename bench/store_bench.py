@@ -71,9 +71,7 @@ def _iteration(n: int) -> IterationWrite:
     )
     return IterationWrite(
         status="ok",
-        raw_reply=REPLY,
-        thinking="sum the prices",
-        usage=Usage(900, 60),
+        reply=ReplyWrite(raw_reply=REPLY, thinking="sum the prices", usage=Usage(900, 60)),
         blocks=_blocks(n),
         var_versions=versions,
     )
@@ -99,7 +97,7 @@ async def bench_store(path: Path, count: int) -> float:
                 iteration_id,
                 ReplyWrite(
                     raw_reply=REPLY,
-                    thinking=result.thinking,
+                    thinking="sum the prices",
                     usage=Usage(900, 60),
                     planned_blocks=tuple(b.code for b in result.blocks),
                 ),
@@ -109,7 +107,7 @@ async def bench_store(path: Path, count: int) -> float:
                 await store.record_block(iteration_id, block, versions)
             await store.finish_iteration(
                 iteration_id,
-                IterationWrite(status="ok", raw_reply=None, usage=Usage(900, 60)),
+                IterationWrite(status="ok"),
             )
         elapsed = time.perf_counter() - started
     return count / elapsed

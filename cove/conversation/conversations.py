@@ -18,7 +18,6 @@ from cove.config import ModelSettings, Settings
 from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
-from cove.conversation.opener import Opener
 from cove.conversation.recovered import as_listed, as_recovered
 from cove.conversation.stats import ProcessStats
 from cove.conversation.turns import Turns
@@ -34,6 +33,7 @@ from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event
 from cove.persistence.history import HistoryFigures
+from cove.persistence.opener import Opener
 from cove.persistence.records import (
     ConversationRecord,
     ModelOption,

@@ -122,6 +122,11 @@ def iteration(
 ) -> IterationRecord:
     """Build an ``IterationRecord`` from an ``iteration`` row."""
     return IterationRecord(
+        raw_reply=row["raw_reply"],
+        thinking=row["thinking"],
+        usage=usage(row),
+        llm_ms=row["llm_ms"],
+        planned_blocks=tuple(json.loads(row["planned_blocks"] or "[]")),
         id=row["id"],
         turn_id=row["turn_id"],
         position=row["position"],
@@ -129,18 +134,13 @@ def iteration(
         system_prompt_hash=row["system_prompt_hash"],
         context_message=row["context_message"],
         request_message=row["request_message"],
-        raw_reply=row["raw_reply"],
-        thinking=row["thinking"],
         parse_error=row["parse_error"],
-        usage=usage(row),
-        llm_ms=row["llm_ms"],
         duration_ms=row["duration_ms"],
         seed=row["seed"],
         started_at=row["started_at"],
         blocks=blocks,
         subqueries=subqueries,
         steering=steering,
-        planned_blocks=tuple(json.loads(row["planned_blocks"] or "[]")),
         refusal=row["refusal"],
     )
 

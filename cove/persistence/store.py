@@ -23,9 +23,9 @@ from cove.errors import CoveError, StoreError
 from cove.persistence import cancels, history, leases, notes, reads, values, writes
 from cove.persistence.checkpoint import Checkpointer
 from cove.persistence.connection import WriteLockBusy, without_waiting
-from cove.persistence.dbthread import DbThread
 from cove.persistence.fence import current_fence
 from cove.persistence.history import HistoryFigures
+from cove.persistence.opener import Opener
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
@@ -41,6 +41,7 @@ from cove.persistence.records import (
     TurnRecord,
     VarVersionRecord,
 )
+from cove.persistence.store_open import DatabaseOpening, Opened
 from cove.results import BlockResult, TurnOutcome, VarVersion
 
 #: Write units up to this many bytes may run on the event loop's thread (see ``Store._write``).
@@ -62,20 +63,18 @@ class Store:
     Times are seconds since the epoch from ``clock`` (a seam for lease-expiry tests).
     """
 
-    def __init__(self, thread: DbThread, path: str, clock: Clock) -> None:
-        self._thread = thread
-        self._path = path
+    def __init__(self, opened: Opened, clock: Clock, history_budget: int) -> None:
+        self._thread = opened.thread
+        self._path = opened.path
         self._clock = clock
         self._closed = False
-        self._schema_version = 0
-        self._created = False
-        self._read_only = False
+        self._schema_version = opened.schema_version
+        self._created = opened.created
+        self._read_only = opened.read_only
         self._writes = 0
         self._checkpointer: Checkpointer | None = None
-        self._file: str | None = (
-            None  # the file written, when it is one (not memory, not read-only)
-        )
-        self.history_budget = DEFAULT_HISTORY_BUDGET
+        self._file = opened.file
+        self.history_budget = history_budget
 
     @staticmethod
     def open(
@@ -84,7 +83,7 @@ class Store:
         clock: Clock = time.time,
         read_only: bool = False,
         history_budget: int = DEFAULT_HISTORY_BUDGET,
-    ) -> StoreOpener:
+    ) -> Opener[Store]:
         """Open (creating and migrating if needed) the database at ``path``.
 
         Args:
@@ -97,7 +96,7 @@ class Store:
                 live state (``history.py``); older versions are thinned past it.
 
         Returns:
-            An awaitable that is also an async context manager closing the store on exit.
+            ``await`` it for the store, or ``async with`` it to have the store closed on exit.
 
         Raises:
             NotADatabase: the path is a directory, not SQLite, or another application's
@@ -105,7 +104,12 @@ class Store:
             SchemaTooNew: the database was written by a newer cove (it is not modified).
             StoreError: the database cannot be opened or migrated.
         """
-        return StoreOpener(os.fspath(path), clock, read_only, history_budget)
+        opening = DatabaseOpening(os.fspath(path), clock, read_only)
+
+        async def open_() -> Store:
+            return Store(await opening.open(), clock, history_budget)
+
+        return Opener(open_, Store.aclose)
 
     @property
     def path(self) -> str:
@@ -480,7 +484,7 @@ class Store:
             NotFound: unknown iteration.
             Busy: the iteration or its turn is no longer running.
         """
-        size = len(reply.raw_reply) + sum(len(code) for code in reply.planned_blocks)
+        size = len(reply.raw_reply or "") + sum(len(code) for code in reply.planned_blocks)
         await self._write(size, writes.record_reply, iteration_id, reply, current_fence())
 
     async def record_block(
@@ -526,7 +530,8 @@ class Store:
             StoreError: the write is inconsistent (e.g. a variable version names a block the
                 iteration does not have, or a version number is reused); nothing is written.
         """
-        size = sum(_block_size(b) for b in result.blocks) + len(result.raw_reply or "")
+        reply = result.reply.raw_reply if result.reply is not None else None
+        size = sum(_block_size(b) for b in result.blocks) + len(reply or "")
         size += sum(_version_size(v) for v in result.var_versions)
         due = await self._write(
             size,
@@ -734,7 +739,3 @@ def _version_size(version: VarVersion) -> int:
 
 def _block_size(block: BlockResult) -> int:
     return len(block.code) + len(block.result_encoded or "") + len(block.stdout) + len(block.stderr)
-
-
-# At the end: the opener builds Stores, so it imports this module (``Store.open`` returns one).
-from cove.persistence.store_open import StoreOpener  # noqa: E402

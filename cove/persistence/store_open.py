@@ -1,12 +1,11 @@
-"""Opening a ``Store``: what ``Store.open`` returns (awaitable and async context manager)."""
+"""Opening the database a ``Store`` runs on: refusals, creation, upgrade and read-only opens."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Generator
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any
 
 from cove.errors import CoveError, NotADatabase, SchemaTooNew, StoreError
 from cove.persistence.access import unreadable, unwritable
@@ -20,20 +19,30 @@ from cove.persistence.opening import (
     open_for_reading,
     open_for_writing,
 )
-from cove.persistence.store import Clock, Store
 
 
-class StoreOpener:
-    """What ``Store.open`` returns: ``await`` it, or use it with ``async with``."""
+@dataclass
+class Opened:
+    """An open database: its thread and what ``Store`` says about it."""
 
-    def __init__(self, path: str, clock: Clock, read_only: bool, history_budget: int) -> None:
+    thread: DbThread
+    path: str
+    schema_version: int
+    read_only: bool
+    file: str | None  # the file written, when it is one (not memory, not read-only)
+    created: bool = False
+
+
+class DatabaseOpening:
+    """Opens the database at ``path`` as ``Store.open`` asks."""
+
+    def __init__(self, path: str, clock: Callable[[], float], read_only: bool) -> None:
         self._path = path
         self._clock = clock
         self._read_only = read_only
-        self._history_budget = history_budget
-        self._store: Store | None = None
 
-    async def _open(self) -> Store:
+    async def open(self) -> Opened:
+        """Open the database; see ``Store.open`` for what is refused."""
         path = self._path
         try:
             kind = classify(path)
@@ -53,7 +62,7 @@ class StoreOpener:
                     store = await self._start(path, read_only=False)
                 except StoreError as exc:
                     raise SchemaTooOld(path, too_old.found) from exc
-                await store.aclose()
+                await store.thread.close()
                 return await self._start(path, read_only=True)
         if target != MEMORY:
             # A first run points at a data directory that may not exist yet; the directory is
@@ -72,11 +81,11 @@ class StoreOpener:
             if denied is None or isinstance(exc, (NotADatabase, SchemaTooNew)):
                 raise
             raise denied from exc
-        store._path = path
-        store._created = kind in (PathKind.MISSING, PathKind.EMPTY) and target != MEMORY
+        store.path = path
+        store.created = kind in (PathKind.MISSING, PathKind.EMPTY) and target != MEMORY
         return store
 
-    async def _start(self, target: str, *, read_only: bool) -> Store:
+    async def _start(self, target: str, *, read_only: bool) -> Opened:
         version = latest_version()
         now = self._clock()
 
@@ -97,25 +106,5 @@ class StoreOpener:
             ):
                 raise StoreError(f"database error in {target}: {exc}") from exc
             raise StoreError(f"cannot open database {target}: {exc}") from exc
-        store = Store(thread, target, self._clock)
-        store.history_budget = self._history_budget
-        store._schema_version = version
-        store._read_only = read_only
-        store._file = None if read_only or target == MEMORY else target
-        return store
-
-    def __await__(self) -> Generator[Any, None, Store]:
-        return self._open().__await__()
-
-    async def __aenter__(self) -> Store:
-        self._store = await self._open()
-        return self._store
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._store is not None:
-            await self._store.aclose()
+        file = None if read_only or target == MEMORY else target
+        return Opened(thread, target, version, read_only, file)

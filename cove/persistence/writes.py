@@ -198,20 +198,24 @@ def record_reply(
     """Record the model's reply the moment it arrives, before any of its blocks runs."""
     with immediate(conn):
         _running_iteration(conn, iteration_id, fence)
-        conn.execute(
-            "UPDATE iteration SET raw_reply = ?, thinking = ?, tokens_in = ?, tokens_out = ?,"
-            " cost_usd = ?, llm_ms = ?, planned_blocks = ? WHERE id = ?",
-            (
-                reply.raw_reply,
-                reply.thinking,
-                reply.usage.tokens_in,
-                reply.usage.tokens_out,
-                reply.usage.cost_usd,
-                reply.llm_ms,
-                json.dumps(list(reply.planned_blocks)),
-                iteration_id,
-            ),
-        )
+        _write_reply(conn, iteration_id, reply)
+
+
+def _write_reply(conn: sqlite3.Connection, iteration_id: int, reply: ReplyWrite) -> None:
+    conn.execute(
+        "UPDATE iteration SET raw_reply = ?, thinking = ?, tokens_in = ?, tokens_out = ?,"
+        " cost_usd = ?, llm_ms = ?, planned_blocks = ? WHERE id = ?",
+        (
+            reply.raw_reply,
+            reply.thinking,
+            reply.usage.tokens_in,
+            reply.usage.tokens_out,
+            reply.usage.cost_usd,
+            reply.llm_ms,
+            json.dumps(list(reply.planned_blocks)),
+            iteration_id,
+        ),
+    )
 
 
 def record_block(
@@ -281,25 +285,14 @@ def finish_iteration(
 
 
 def _close_iteration(conn: sqlite3.Connection, iteration_id: int, result: IterationWrite) -> None:
-    """Set a finished iteration's status, reply and usage (a reply left None keeps the one
-    ``record_reply`` recorded)."""
+    """Set a finished iteration's status and duration; its reply only when ``record_reply``
+    did not record one (``result.reply``)."""
+    if result.reply is not None:
+        _write_reply(conn, iteration_id, result.reply)
     conn.execute(
-        "UPDATE iteration SET status = ?, raw_reply = coalesce(?, raw_reply),"
-        " thinking = coalesce(?, thinking), parse_error = ?, refusal = ?, tokens_in = ?,"
-        " tokens_out = ?, cost_usd = ?, llm_ms = ?, duration_ms = ? WHERE id = ?",
-        (
-            result.status,
-            result.raw_reply,
-            result.thinking,
-            result.parse_error,
-            result.refusal,
-            result.usage.tokens_in,
-            result.usage.tokens_out,
-            result.usage.cost_usd,
-            result.llm_ms,
-            result.duration_ms,
-            iteration_id,
-        ),
+        "UPDATE iteration SET status = ?, parse_error = ?, refusal = ?, duration_ms = ?"
+        " WHERE id = ?",
+        (result.status, result.parse_error, result.refusal, result.duration_ms, iteration_id),
     )
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cove.persistence.store import Store, StoreOpener
+from cove.persistence.opener import Opener
+from cove.persistence.store import Store
 from tests.persistence.store_helpers import FakeClock
 
 
@@ -22,12 +23,12 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def open_store(db_path: Path, clock: FakeClock) -> Callable[[], StoreOpener]:
+def open_store(db_path: Path, clock: FakeClock) -> Callable[[], Opener[Store]]:
     """Factory: another ``Store`` on the same file and clock (like a second process)."""
     return lambda: Store.open(db_path, clock=clock)
 
 
 @pytest.fixture
-async def store(open_store: Callable[[], StoreOpener]) -> AsyncIterator[Store]:
+async def store(open_store: Callable[[], Opener[Store]]) -> AsyncIterator[Store]:
     async with open_store() as opened:
         yield opened

@@ -10,7 +10,8 @@ import pytest
 
 from cove.errors import Busy
 from cove.persistence.fence import Fence, fenced
-from cove.persistence.store import Store, StoreOpener
+from cove.persistence.opener import Opener
+from cove.persistence.store import Store
 from cove.results import BlockResult, TurnOutcome
 from tests.persistence.store_helpers import FakeClock, count
 
@@ -55,7 +56,7 @@ async def test_writes_under_the_current_epoch_land(store: Store) -> None:
 
 
 async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing(
-    store: Store, open_store: Callable[[], StoreOpener], clock: FakeClock, db_path: object
+    store: Store, open_store: Callable[[], Opener[Store]], clock: FakeClock, db_path: object
 ) -> None:
     conversation = await store.create_conversation(channel="cli")
     stale = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", TTL))
@@ -116,7 +117,7 @@ async def _in_flight_across(
 
 
 async def test_a_write_in_flight_when_another_process_takes_over_does_not_land(
-    store: Store, open_store: Callable[[], StoreOpener], clock: FakeClock, db_path: object
+    store: Store, open_store: Callable[[], Opener[Store]], clock: FakeClock, db_path: object
 ) -> None:
     conversation = await store.create_conversation(channel="cli")
     fence = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", TTL))
