@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,data]'
+	$(PY) -m pip install --quiet -e '.[dev,data,postgres]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -22,7 +22,6 @@ from cove.conversation.recovered import as_listed, as_recovered
 from cove.conversation.stats import ProcessStats
 from cove.conversation.turns import Turns
 from cove.conversation.watch.api import WatchAPI
-from cove.conversation.watch.follow import CommitPoller
 from cove.conversation.watch.watching import Tap, Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
@@ -73,14 +72,14 @@ class Conversations(WatchAPI):
         self._pool_started = False
         self._closed = False
         self._workspaces = Workspaces(settings.store.workspaces)
-        self._watching = Watching(store, CommitPoller(store.path))
+        self._watching = Watching(store, store.commits)
         self._turns = Turns(
             settings, store, self._live, self._watching, self._workspaces, self._llm, self.owner
         )
 
     @property
     def database_path(self) -> str:
-        """The database file."""
+        """The database: its file, or its URL without the password."""
         return self._store.path
 
     @property

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 
 import pytest
@@ -97,21 +96,18 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
 async def _in_flight_across(
     store: Store, takeover: Callable[[], object], fence: Fence, conversation_id: str
 ) -> asyncio.Task[object]:
-    """Issue a ``start_turn`` under ``fence`` while the store's thread is held, run
+    """Issue a ``start_turn`` under ``fence`` while the store's connection is held, run
     ``takeover`` (an awaitable factory) meanwhile, then let the write execute."""
-    gate = threading.Event()
-    # The store's own database thread is kept busy, so the write waits in its queue exactly
-    # as a write does behind a slow unit; the fence is captured when the write is issued.
-    held = asyncio.ensure_future(store._thread.call(lambda conn: gate.wait(10)))
-    with fenced(fence):
-        write: asyncio.Task[object] = asyncio.ensure_future(
-            store.start_turn(conversation_id, "issued before the takeover")
-        )
-    await asyncio.sleep(0)  # let the write reach the thread's queue
-    assert not write.done()
-    await takeover()  # type: ignore[misc]
-    gate.set()
-    await held
+    # The store's one connection is held, so the write waits for it exactly as a write does
+    # behind a slow unit; the fence is captured when the write is issued.
+    async with store._db.reading():  # type: ignore[attr-defined]
+        with fenced(fence):
+            write: asyncio.Task[object] = asyncio.ensure_future(
+                store.start_turn(conversation_id, "issued before the takeover")
+            )
+        await asyncio.sleep(0)  # let the write start waiting for the connection
+        assert not write.done()
+        await takeover()  # type: ignore[misc]
     await asyncio.gather(write, return_exceptions=True)
     return write
 

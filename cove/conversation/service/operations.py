@@ -17,7 +17,8 @@ from pathlib import Path
 from cove.config import Settings
 from cove.conversation.service.health import Check, check_endpoint, check_sandbox
 from cove.errors import CoveError
-from cove.persistence.maintenance import BackupReport, backup, probe_writable
+from cove.persistence.locations import backup, probe_writable, shown
+from cove.persistence.maintenance import BackupReport
 
 __all__ = ["BackupReport", "Readiness", "ReadinessReport", "backup_database"]
 
@@ -75,9 +76,9 @@ class Readiness:
         return await _guarded("database", self._probe_database())
 
     async def _probe_database(self) -> Check:
-        path = self.settings.store.database
-        await asyncio.to_thread(probe_writable, path)
-        return Check("database", True, f"{path} is writable")
+        location = self.settings.store.database
+        await probe_writable(location)
+        return Check("database", True, f"{shown(location)} is writable")
 
 
 async def _guarded(name: str, check: Awaitable[Check]) -> Check:
@@ -96,4 +97,4 @@ async def backup_database(settings: Settings, target: str | Path) -> BackupRepor
         CoveError: ``target`` exists or is the database. StoreError: no database, not cove's,
             or the copy failed its integrity check.
     """
-    return await asyncio.to_thread(backup, settings.store.database, str(target))
+    return await backup(settings.store.database, str(target))
