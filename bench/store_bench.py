@@ -19,13 +19,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from cove.persistence.records import IterationWrite, ReplyWrite
-from cove.persistence.store import Store
-from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cove.persistence.records import IterationWrite, ReplyWrite  # noqa: E402
+from cove.persistence.store import Store  # noqa: E402
+from cove.results import BlockResult, TurnOutcome, Usage, VarVersion  # noqa: E402
+from tests.postgres_server import PostgresServer  # noqa: E402
 
 SYSTEM_PROMPT = "You answer by writing Python code. " * 200
 CONTEXT = "[iteration 3/10]\n<journal>\n" + "i2.0 total = sum(prices)\n-> 1234\n" * 60
@@ -118,13 +123,26 @@ async def concurrent_turns_per_s(store: Store, turns: int) -> float:
     return CONVERSATIONS * turns / (time.perf_counter() - started)
 
 
+async def read_ms(store: Store, count: int = 300) -> float:
+    """The p50 of a one-statement read (``get_conversation``): the floor of a round trip."""
+    conversation = await store.create_conversation(channel="bench")
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        await store.get_conversation(conversation.id)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
 async def measure(location: str, count: int) -> None:
     async with Store.open(location) as store:
+        floor = await read_ms(store)
         times = await per_iteration_ms(store, count)
         rate = await concurrent_turns_per_s(store, max(1, count // 50))
     p50 = statistics.median(times)
     p90 = statistics.quantiles(times, n=10)[-1]
     print(f"backend: {store.kind}")
+    print(f"one-statement read (a round trip to the database): p50 {floor:.3f} ms")
     print(
         f"store cost per iteration (6 write units: start, reply, 3 blocks, finish), "
         f"{count} iterations: p50 {p50:.2f} ms, p90 {p90:.2f} ms"
@@ -141,13 +159,15 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=500)
     parser.add_argument("--db", help="a SQLite path or postgresql:// URL (default: a temp file)")
     parser.add_argument("--postgres", action="store_true", help="start a private PostgreSQL 15")
+    parser.add_argument(
+        "--no-fsync", action="store_true", help="that server without fsync (as the tests run it)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         if args.postgres:
-            from tests.postgres_server import PostgresServer
-
-            with PostgresServer(Path(folder) / "pg") as server:
-                asyncio.run(measure(server.url("bench"), args.iterations))
+            # Durable as SQLite is (fsync on), unlike the tests' server.
+            with PostgresServer(fsync=not args.no_fsync) as server:
+                asyncio.run(measure(server.database(), args.iterations))
             return
         asyncio.run(measure(args.db or str(Path(folder) / "bench.db"), args.iterations))
 

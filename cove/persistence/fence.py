@@ -1,6 +1,6 @@
 """Fencing tokens: the lease epoch every write of a turn carries.
 
-A process that takes a conversation's lease gets its epoch (``leases.acquire``), which grows
+A process that takes a conversation's lease gets its epoch (``leases.acquire_lease``), which grows
 with every new holder. The conversation layer runs the turn inside ``fenced(Fence(...))``; each
 turn write captures the current fence when it is issued (on the caller's task, before the
 first statement) and checks it inside its own transaction. A write issued

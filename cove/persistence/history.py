@@ -19,7 +19,7 @@ large value each block cannot fill the disk: what it keeps is its live state and
 
 The check is cheap to trigger: ``conversation.value_bytes`` counts the chunk bytes the
 conversation's versions added; once it grew by the budget since the last check
-(``history_mark``), the next write runs ``keep_budget``, which measures exactly (the chunk trees
+(``history_mark``), the next write runs ``keep_history``, which measures exactly (the chunk trees
 walked in SQL) and resets both figures.
 """
 

@@ -297,7 +297,7 @@ async def vars_as_of(
         query = f"""
             {cte}, ranked AS (
                 SELECT {rows.VAR_COLUMNS}, t.position AS tp, i.position AS ip,
-                       b.position AS bp,
+                       b.position AS bp, v.id AS vid,
                        row_number() OVER (
                            PARTITION BY v.name
                            ORDER BY t.position DESC, i.position DESC, b.position DESC,
@@ -306,7 +306,7 @@ async def vars_as_of(
                 {rows.VAR_FROM} {_VISIBLE_TURNS}
             )
             SELECT * FROM (SELECT * FROM ranked WHERE recency = 1) latest{deleted}
-            ORDER BY tp, ip, bp, version
+            ORDER BY tp, ip, bp, version, vid
         """
         return {
             row["name"]: await rows.var_version(db, row) for row in await db.rows(query, params)
@@ -488,7 +488,7 @@ async def conversation_scan(call: Call, since: float) -> ConversationScan:
         changed = tuple(
             rows.conversation(row)
             for row in await db.rows(
-                rows.CONVERSATION_SELECT + " WHERE c.updated_at >= ? ORDER BY c.updated_at",
+                rows.CONVERSATION_SELECT + " WHERE c.updated_at >= ? ORDER BY c.updated_at, c.id",
                 (since,),
             )
         )

@@ -54,8 +54,9 @@ VAR_COLUMNS = (
     " v.digest, v.thinned, v.type_name, v.preview, v.size, t.position AS turn_position,"
     " i.position AS iteration_position, b.position AS block_position, v.created_at"
 )
-# Ordering by where a version was written, not by its number, keeps forks and restores honest.
-VAR_ORDER = "t.position, i.position, b.position, v.version"
+# Ordering by where a version was written, not by its number, keeps forks and restores honest;
+# versions one block wrote come in the order it wrote them (their ids), on either backend.
+VAR_ORDER = "t.position, i.position, b.position, v.version, v.id"
 
 
 def _text(inline: str | None, data: bytes | None) -> str | None:

@@ -17,6 +17,7 @@ from cove.channels.cli import (  # noqa: F401
     doctor,
     inspect,
     manage,
+    migrate,
     models,
     run,
     serve,

@@ -137,7 +137,7 @@ async def _demo(settings: Settings) -> int:
         conv = await convs.create(channel="demo")
         console.print(
             f"[bold]cove demo[/bold] — conversation {conv.id}\n"
-            f"[dim]database: {escape(settings.store.database)}[/dim]\n"
+            f"[dim]database: {escape(convs.database_path)}[/dim]\n"
         )
         for request, _ in TURNS:
             if not await _turn(console, convs, conv.id, request):

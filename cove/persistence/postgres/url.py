@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 #: The URL schemes that name a PostgreSQL database.
 SCHEMES = ("postgresql://", "postgres://")
@@ -31,4 +31,5 @@ def redacted(url: str) -> str:
         for item in parts.query.split("&")
         if item
     )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    shown = f"{parts.scheme}://{netloc}{parts.path}"  # urlunsplit drops an empty host's //
+    return shown + (f"?{query}" if query else "") + (f"#{parts.fragment}" if parts.fragment else "")

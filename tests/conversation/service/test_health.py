@@ -13,6 +13,8 @@ from cove.conversation.service.health import confinement_items, run_checks
 from cove.environment.sandbox.host.pool import unconfined_warning
 from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 
+ONE_BACKEND = True  # the sandbox's checks: no database involved (tests/conversation/conftest.py)
+
 
 async def sandbox_check_items(settings: Settings) -> tuple[str, ...]:
     [check] = [c for c in await run_checks(settings) if c.name == "sandbox"]
