@@ -14,6 +14,8 @@ from cove.persistence.sql import Sql
 
 # Stands for "no limit" in a chain segment; larger than any turn position.
 UNLIMITED = 1 << 62
+#: Joins ``turn t`` to a ``chain_cte``: the turns the conversation sees.
+VISIBLE_TURNS = "JOIN chain ON t.conversation_id = chain.cid AND t.position <= chain.lim"
 
 
 async def chain(db: Sql, conversation_id: str) -> list[tuple[str, int]]:

@@ -1,4 +1,5 @@
-"""The read side of the store: each public function is one store method, on a read connection.
+"""The read side of the store: each public function is one store method, on a read connection
+(variables are ``variables.py``, search ``search.py``, a turn's start ``recent.py``).
 
 Every function here is fork-aware where it takes a conversation id: a fork sees its parent's
 turns (and everything written in them) up to ``fork_turn``, then its own.
@@ -7,29 +8,23 @@ turns (and everything written in them) up to ``fork_turn``, then its own.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Literal, cast
+from typing import Any
 
 from cove.errors import AmbiguousId, NotFound
 from cove.persistence import rows
-from cove.persistence.chain import chain, chain_cte
+from cove.persistence.chain import VISIBLE_TURNS, chain_cte
 from cove.persistence.database import Call
 from cove.persistence.notes import read_notes
 from cove.persistence.records import (
-    LABEL_CHARS,
     BlockRecord,
     ConversationRecord,
     ConversationScan,
-    SearchHit,
     SubqueryRecord,
     Transcript,
     TurnNote,
     TurnRecord,
-    VarVersionRecord,
-    conversation_label,
 )
 from cove.persistence.sql import Sql
-
-_VISIBLE_TURNS = "JOIN chain ON t.conversation_id = chain.cid AND t.position <= chain.lim"
 
 
 async def conversation(db: Sql, conversation_id: str) -> ConversationRecord:
@@ -147,7 +142,7 @@ async def turns(call: Call, conversation_id: str) -> list[TurnRecord]:
     """The turns a conversation sees in order (for a fork, the parent's come first)."""
     async with call.reading() as db:
         cte, params = await chain_cte(db, conversation_id)
-        query = f"{cte} SELECT {rows.TURN_COLUMNS} FROM turn t {_VISIBLE_TURNS} ORDER BY t.position"
+        query = f"{cte} SELECT {rows.TURN_COLUMNS} FROM turn t {VISIBLE_TURNS} ORDER BY t.position"
         return [rows.turn(row) for row in await db.rows(query, params)]
 
 
@@ -169,7 +164,7 @@ async def _transcript(db: Sql, conversation_id: str, turn: int | None) -> Transc
     if turn is not None:
         only = " AND t.position = ?"
         params = [*params, turn]
-    visible = f"JOIN turn t ON t.id = i.turn_id {_VISIBLE_TURNS}{only}"
+    visible = f"JOIN turn t ON t.id = i.turn_id {VISIBLE_TURNS}{only}"
 
     blocks: defaultdict[int, list[BlockRecord]] = defaultdict(list)
     for row in await db.rows(
@@ -208,7 +203,7 @@ async def _transcript(db: Sql, conversation_id: str, turn: int | None) -> Transc
     turn_records = tuple(
         rows.turn(row, tuple(iterations[row["id"]]))
         for row in await db.rows(
-            f"{cte} SELECT {rows.TURN_COLUMNS} FROM turn t {_VISIBLE_TURNS}{only}"
+            f"{cte} SELECT {rows.TURN_COLUMNS} FROM turn t {VISIBLE_TURNS}{only}"
             " ORDER BY t.position",
             params,
         )
@@ -217,7 +212,7 @@ async def _transcript(db: Sql, conversation_id: str, turn: int | None) -> Transc
         [
             await rows.var_version(db, row)
             for row in await db.rows(
-                f"{cte} SELECT {rows.VAR_COLUMNS} {rows.VAR_FROM} {_VISIBLE_TURNS}{only}"
+                f"{cte} SELECT {rows.VAR_COLUMNS} {rows.VAR_FROM} {VISIBLE_TURNS}{only}"
                 f" ORDER BY {rows.VAR_ORDER}",
                 params,
             )
@@ -230,7 +225,7 @@ async def _transcript(db: Sql, conversation_id: str, turn: int | None) -> Transc
 async def _notes(db: Sql, cte: str, params: list[Any], only: str) -> tuple[TurnNote, ...]:
     query = (
         f"{cte} SELECT n.*, t.position FROM turn_note n JOIN turn t ON t.id = n.turn_id"
-        f" {_VISIBLE_TURNS}{only} ORDER BY t.position, n.seq"
+        f" {VISIBLE_TURNS}{only} ORDER BY t.position, n.seq"
     )
     return await read_notes(db, query, params)
 
@@ -248,7 +243,7 @@ async def recent_blocks(
         query = (
             f"{cte} SELECT t.position AS turn_position, i.position AS iteration_position,"
             f" {rows.BLOCK_COLUMNS} FROM block b JOIN iteration i ON i.id = b.iteration_id"
-            f" JOIN turn t ON t.id = i.turn_id {_VISIBLE_TURNS} {rows.BLOCK_BLOB_JOIN}"
+            f" JOIN turn t ON t.id = i.turn_id {VISIBLE_TURNS} {rows.BLOCK_BLOB_JOIN}"
             " ORDER BY t.position DESC, i.position DESC, b.position DESC LIMIT ?"
         )
         found = [
@@ -257,159 +252,6 @@ async def recent_blocks(
         ]
     found.reverse()
     return found
-
-
-async def var_history(call: Call, conversation_id: str, name: str) -> list[VarVersionRecord]:
-    """Every version of a variable the conversation sees, oldest first.
-
-    Raises:
-        NotFound: the conversation is unknown or the name never existed in it.
-    """
-    async with call.reading() as db:
-        cte, params = await chain_cte(db, conversation_id)
-        query = (
-            f"{cte} SELECT {rows.VAR_COLUMNS} {rows.VAR_FROM} {_VISIBLE_TURNS}"
-            f" WHERE v.name = ? ORDER BY {rows.VAR_ORDER}"
-        )
-        found = [await rows.var_version(db, row) for row in await db.rows(query, [*params, name])]
-    if not found:
-        raise NotFound("variable", name)
-    return found
-
-
-async def vars_as_of(
-    call: Call, conversation_id: str, turn: int | None = None, *, include_deleted: bool = False
-) -> dict[str, VarVersionRecord]:
-    """The latest version of each variable at or before turn position ``turn``.
-
-    Args:
-        call: the call.
-        conversation_id: the conversation (a fork sees its parent up to the fork point).
-        turn: the last turn position to consider; None means now.
-        include_deleted: keep names whose latest version is a deletion.
-
-    Returns:
-        Name -> version, in the order the versions were written.
-    """
-    deleted = "" if include_deleted else " WHERE kind != 'deleted'"
-    async with call.reading() as db:
-        cte, params = await chain_cte(db, conversation_id, upto=turn)
-        query = f"""
-            {cte}, ranked AS (
-                SELECT {rows.VAR_COLUMNS}, t.position AS tp, i.position AS ip,
-                       b.position AS bp, v.id AS vid,
-                       row_number() OVER (
-                           PARTITION BY v.name
-                           ORDER BY t.position DESC, i.position DESC, b.position DESC,
-                                    v.version DESC
-                       ) AS recency
-                {rows.VAR_FROM} {_VISIBLE_TURNS}
-            )
-            SELECT * FROM (SELECT * FROM ranked WHERE recency = 1) latest{deleted}
-            ORDER BY tp, ip, bp, version, vid
-        """
-        return {
-            row["name"]: await rows.var_version(db, row) for row in await db.rows(query, params)
-        }
-
-
-async def var_version(
-    call: Call, conversation_id: str, name: str, version: int
-) -> VarVersionRecord:
-    """One version of a variable the conversation sees (the nearest conversation in the fork
-    chain wins). Raises ``NotFound``."""
-    async with call.reading() as db:
-        cte, params = await chain_cte(db, conversation_id)
-        query = (
-            f"{cte} SELECT {rows.VAR_COLUMNS} {rows.VAR_FROM} {_VISIBLE_TURNS}"
-            " WHERE v.name = ? AND v.version = ? ORDER BY chain.depth LIMIT 1"
-        )
-        row = await db.row(query, [*params, name, version])
-        if row is None:
-            raise NotFound("variable version", f"{name} v{version}")
-        return await rows.var_version(db, row)
-
-
-async def search(
-    call: Call,
-    text: str,
-    *,
-    conversation_id: str | None = None,
-    limit: int = 20,
-    owner: str | None = None,
-) -> list[SearchHit]:
-    """Full-text search over requests, answers and code; words match literally.
-
-    Args:
-        call: the call.
-        text: the words to find (all must occur); search syntax in it has no effect.
-        conversation_id: search only what this conversation sees (fork-aware).
-        limit: at most this many hits, best first.
-        owner: only hits in this owner's conversations.
-    """
-    words = text.split()
-    if not words:
-        return []
-    async with call.reading() as db:
-        cte, params = "", list[Any]()
-        scope = ""
-        if conversation_id is not None:
-            cte, params = await chain_cte(db, conversation_id)
-            scope = _VISIBLE_TURNS
-        if owner is not None:
-            scope += " JOIN conversation owned ON owned.id = t.conversation_id AND owned.owner = ?"
-            params = [*params, owner]
-        label = (
-            f"(SELECT substr(f.request, 1, {LABEL_CHARS * 4}) FROM turn f"
-            " WHERE f.conversation_id = t.conversation_id ORDER BY f.position LIMIT 1)"
-        )
-        query, tail = db.dialect.search_query(cte, scope, label)
-        found = await db.rows(query, [*params, *db.dialect.search_params(words), limit, *tail])
-    hits = []
-    for row in found:
-        plain, matches = _unmark(db.dialect.marked(row[4], words))
-        hits.append(
-            SearchHit(
-                conversation_id=row[0],
-                turn_id=row[1],
-                turn_position=row[2],
-                kind=cast(Literal["request", "answer", "code"], row[3]),
-                snippet=_bracketed(plain, matches),
-                text=plain,
-                matches=matches,
-                label=conversation_label(row[5], row[6]),
-            )
-        )
-    return hits
-
-
-# Match markers: control characters that requests, answers and code practically never hold.
-_MATCH_START, _MATCH_END = "\x02", "\x03"
-
-
-def _unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """A snippet marked with STX/ETX around each match: the plain text and the match offsets."""
-    text: list[str] = []
-    matches: list[tuple[int, int]] = []
-    length, start = 0, 0
-    for char in marked:
-        if char == _MATCH_START:
-            start = length
-        elif char == _MATCH_END:
-            matches.append((start, length))
-        else:
-            text.append(char)
-            length += 1
-    return "".join(text), tuple(matches)
-
-
-def _bracketed(text: str, matches: tuple[tuple[int, int], ...]) -> str:
-    out, last = [], 0
-    for start, end in matches:
-        out += [text[last:start], "[", text[start:end], "]"]
-        last = end
-    out.append(text[last:])
-    return "".join(out)
 
 
 async def figure(call: Call, conversation_id: str, digest: str) -> bytes:
@@ -425,7 +267,7 @@ async def figure(call: Call, conversation_id: str, digest: str) -> bytes:
         data = await db.value(
             f"{cte} SELECT bl.data FROM block_figure f JOIN blob bl ON bl.hash = f.digest"
             " JOIN block b ON b.id = f.block_id JOIN iteration i ON i.id = b.iteration_id"
-            f" JOIN turn t ON t.id = i.turn_id {_VISIBLE_TURNS} WHERE f.digest = ? LIMIT 1",
+            f" JOIN turn t ON t.id = i.turn_id {VISIBLE_TURNS} WHERE f.digest = ? LIMIT 1",
             [*params, digest],
         )
     if data is None:
@@ -465,7 +307,7 @@ async def transcript_since(call: Call, conversation_id: str, position: int) -> T
         positions = [
             row[0]
             for row in await db.rows(
-                f"{cte} SELECT t.position FROM turn t {_VISIBLE_TURNS} WHERE t.position >= ?"
+                f"{cte} SELECT t.position FROM turn t {VISIBLE_TURNS} WHERE t.position >= ?"
                 " ORDER BY t.position",
                 [*params, position],
             )
@@ -541,75 +383,3 @@ async def change_marker(call: Call, conversation_id: str) -> tuple[Any, ...]:
     if row is None:
         raise NotFound("conversation", conversation_id)
     return tuple(row)
-
-
-# -- bounded reads for a turn's start: their cost does not grow with the conversation ----------
-
-
-async def last_turn(call: Call, conversation_id: str) -> TurnRecord | None:
-    """The latest turn the conversation sees, or None (one indexed lookup per fork level).
-
-    Raises:
-        NotFound: unknown conversation.
-    """
-    async with call.reading() as db:
-        for cid, limit in await chain(db, conversation_id):
-            row = await db.row(
-                f"SELECT {rows.TURN_COLUMNS} FROM turn t WHERE t.conversation_id = ?"
-                " AND t.position <= ? ORDER BY t.position DESC LIMIT 1",
-                (cid, limit),
-            )
-            if row is not None:
-                return rows.turn(row)
-    return None
-
-
-async def last_thinking(call: Call, turn_id: int) -> str | None:
-    """The thinking of the turn's last iteration that recorded any, or None."""
-    async with call.reading() as db:
-        thinking = await db.value(
-            "SELECT thinking FROM iteration WHERE turn_id = ? AND thinking IS NOT NULL"
-            " AND thinking <> '' ORDER BY position DESC LIMIT 1",
-            (turn_id,),
-        )
-    return None if thinking is None else str(thinking)
-
-
-async def last_blocks(
-    call: Call, conversation_id: str, limit: int
-) -> list[tuple[int, int, BlockRecord]]:
-    """The last ``limit`` blocks of the last ``limit`` turns, oldest first (fork-aware).
-
-    Like ``recent_blocks``, but read turn by turn from the newest, so the cost follows ``limit``,
-    not the conversation's length: blocks older than the ``limit`` latest turns are not looked for.
-
-    Returns:
-        ``(turn position, iteration position, block)`` tuples.
-
-    Raises:
-        NotFound: unknown conversation.
-    """
-    found: list[tuple[int, int, BlockRecord]] = []
-    turns_left = limit
-    async with call.reading() as db:
-        for cid, lim in await chain(db, conversation_id):
-            if len(found) >= limit or turns_left <= 0:
-                break
-            newest = await db.rows(
-                "SELECT id, position FROM turn WHERE conversation_id = ? AND position <= ?"
-                " ORDER BY position DESC LIMIT ?",
-                (cid, lim, turns_left),
-            )
-            for turn_id, position in newest:
-                turns_left -= 1
-                for row in await db.rows(
-                    f"SELECT i.position AS iteration_position, {rows.BLOCK_COLUMNS} FROM block b"
-                    f" JOIN iteration i ON i.id = b.iteration_id {rows.BLOCK_BLOB_JOIN}"
-                    " WHERE i.turn_id = ? ORDER BY i.position DESC, b.position DESC LIMIT ?",
-                    (turn_id, limit - len(found)),
-                ):
-                    found.append((position, row["iteration_position"], rows.block(row)))
-                if len(found) >= limit:
-                    break
-    found.reverse()
-    return found

@@ -24,8 +24,19 @@ from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from cove.errors import CoveError, StoreError
-from cove.persistence import cancels, iterations, leases, notes, reads, values, writes
+from cove.persistence import (
+    cancels,
+    iterations,
+    leases,
+    notes,
+    reads,
+    recent,
+    values,
+    variables,
+    writes,
+)
 from cove.persistence import history as thinning
+from cove.persistence import search as full_text
 from cove.persistence.database import Call, Commits, Database
 from cove.persistence.fence import current_fence
 from cove.persistence.locations import open_database
@@ -255,9 +266,9 @@ class Store:
     figure = _reads(reads.figure)
 
     # --- variables, values and search ----------------------------------------------------
-    var_history = _reads(reads.var_history)
-    vars_as_of = _reads(reads.vars_as_of)
-    var_version = _reads(reads.var_version)
+    var_history = _reads(variables.var_history)
+    vars_as_of = _reads(variables.vars_as_of)
+    var_version = _reads(variables.var_version)
     value_chunks = _reads(values.value_chunks)
     chunks = _reads(values.chunks)
     history = _reads(thinning.history)
@@ -265,9 +276,9 @@ class Store:
     largest_values = _reads(thinning.largest_values)
     keep_history = _writes(thinning.keep_history)
     collect_values = _writes(values.collect_values)
-    search = _reads(reads.search)
+    search = _reads(full_text.search)
 
     # --- bounded reads for a turn's start ------------------------------------------------
-    last_turn = _reads(reads.last_turn)
-    last_thinking = _reads(reads.last_thinking)
-    last_blocks = _reads(reads.last_blocks)
+    last_turn = _reads(recent.last_turn)
+    last_thinking = _reads(recent.last_thinking)
+    last_blocks = _reads(recent.last_blocks)

@@ -16,8 +16,10 @@ import pytest
 from cove.errors import NotADatabase, SchemaTooNew, StoreError
 from cove.persistence.migrate import latest_version
 from cove.persistence.postgres.url import redacted
+from cove.persistence.records import IterationWrite
 from cove.persistence.store import Store
-from tests.persistence.store_helpers import add_turn
+from cove.results import BlockResult, TurnOutcome
+from tests.persistence.store_helpers import SYSTEM_PROMPT, add_turn
 from tests.postgres_server import PostgresServer
 
 SECRET = "s3cret-DO-NOT-LEAK"
@@ -128,3 +130,18 @@ async def test_a_commit_of_another_node_wakes_a_follower(url: str) -> None:
                 await there.set_title(conversation.id, f"title {version}")
                 version = await here.commits.wait(seen, timeout_s=5)
         assert version > seen
+
+
+async def test_a_nul_a_block_printed_is_kept_as_a_replacement_character(url: str) -> None:
+    async with Store.open(url) as store:
+        conversation = await store.create_conversation(channel="cli")
+        turn = await store.start_turn(conversation.id, "print a NUL")
+        iteration = await store.start_iteration(
+            turn.id, 0, system_prompt=SYSTEM_PROMPT, request_message="r", context_message="c"
+        )
+        block = BlockResult(position=0, code="print('a\\x00b')", ok=True, stdout="a\x00b\n")
+        await store.record_block(iteration, block)
+        await store.finish_iteration(iteration, IterationWrite(status="ok"))
+        await store.finish_turn(turn.id, TurnOutcome("done", answer="printed"))
+        [recorded] = (await store.transcript(conversation.id)).turns[0].iterations[0].blocks
+    assert recorded.stdout == "a\ufffdb\n"

@@ -23,11 +23,18 @@ from cove.persistence.sql import Row
 #: The value store's advisory lock key ("cove" + "vals" in ASCII).
 VALUES_LOCK = 0x636F76657661
 _READS = ("SELECT", "WITH")
+_NOTIFY_AND_COMMIT = "SELECT pg_notify('cove_commit', nextval('cove_commit')::text); COMMIT"
 
 
 def _param(value: Any) -> Any:
     # Flags are integer columns on both backends; asyncpg wants an int there, not a bool.
-    return int(value) if isinstance(value, bool) else value
+    if isinstance(value, bool):
+        return int(value)
+    # PostgreSQL's text cannot hold NUL, which a sandbox may well print: it is kept as U+FFFD
+    # rather than refusing the whole unit (encoded values escape it, so they never have one).
+    if isinstance(value, str) and "\x00" in value:
+        return value.replace("\x00", "\ufffd")
+    return value
 
 
 def _params(params: Sequence[Any]) -> list[Any]:
