@@ -1,4 +1,5 @@
-"""A private PostgreSQL 15 server for tests and benches: ``initdb`` into a temporary folder.
+"""A private PostgreSQL server (15 here) for tests and benches: ``initdb`` into a temporary
+folder.
 
 The server listens on a Unix socket in its own folder only (no TCP port, nothing to collide
 with). PostgreSQL refuses to run as root, so when tests run as root the server runs as
@@ -19,7 +20,19 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
 
-BIN = Path(os.environ.get("COVE_PG_BIN", "/usr/lib/postgresql/15/bin"))
+def _bin() -> Path:
+    """Where ``initdb`` and ``pg_ctl`` are: ``$COVE_PG_BIN``, else Debian's newest PostgreSQL
+    (15 on this project's machines)."""
+    if "COVE_PG_BIN" in os.environ:
+        return Path(os.environ["COVE_PG_BIN"])
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+BIN = _bin()
 #: Who runs the server when the tests run as root.
 SERVER_USER = "nobody"
 SUPERUSER = "cove"
