@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
 
+
 def _bin() -> Path:
     """Where ``initdb`` and ``pg_ctl`` are: ``$COVE_PG_BIN``, else Debian's newest PostgreSQL
     (15 on this project's machines)."""
