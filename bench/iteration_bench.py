@@ -47,6 +47,7 @@ from cove.events import BlockFinished, IterationStarted, TurnFinished
 from cove.persistence.records import (
     ConversationRecord,
     IterationWrite,
+    ReplyWrite,
 )
 from cove.persistence.store import Store
 from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
@@ -178,8 +179,7 @@ async def breakdown(store: Store, env: Environment, conversation_id: str) -> dic
             iteration_id,
             IterationWrite(
                 status="ok",
-                raw_reply=reply,
-                thinking=f"step {k}",
+                reply=ReplyWrite(raw_reply=reply, thinking=f"step {k}"),
                 blocks=(BlockResult(position=0, code=code, ok=True, duration_ms=0.3),),
                 var_versions=(
                     VarVersion(
@@ -250,8 +250,10 @@ async def fill_turns(store: Store, conversation_id: str, count: int) -> None:
             iteration_id,
             IterationWrite(
                 status="ok",
-                raw_reply=json.dumps(replies(1)[0]),
-                thinking=f"thinking about question {k} " * 10,
+                reply=ReplyWrite(
+                    raw_reply=json.dumps(replies(1)[0]),
+                    thinking=f"thinking about question {k} " * 10,
+                ),
                 blocks=tuple(
                     BlockResult(position=p, code=f"v{k}_{p} = {k}", ok=True, duration_ms=0.3)
                     for p in range(6)

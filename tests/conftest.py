@@ -9,6 +9,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from cove.config import Settings
+
+# ``backend`` and ``database``: tests that run on SQLite and on PostgreSQL (tests/backends.py).
+from tests.backends import backend, database, database_for, postgres_server
 from tests.fakes.openai_server import FakeOpenAI
 
 # Tests assert behaviour, never speed: on a loaded machine a slow example is not a failure.
@@ -16,6 +19,8 @@ settings.register_profile(
     "cove", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 settings.load_profile("cove")
+
+__all__ = ["backend", "database", "postgres_server"]
 
 # Recognisable so tests can assert it never shows up where it must not.
 FAKE_API_KEY = "sk-cove-test-DO-NOT-LEAK-4242"
@@ -34,6 +39,7 @@ def openai_settings(fake_openai: FakeOpenAI, tmp_path: Path) -> Settings:
     return Settings.load(
         env={},
         data_dir=tmp_path,
+        db_path=database_for(tmp_path, ""),
         base_url=fake_openai.base_url,
         api_key=FAKE_API_KEY,
         model="fake-model",

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cove.config import Settings
+from tests.backends import database_for
 
 
 def settings_for(tmp_path: Path, **changes: Any) -> Settings:
@@ -16,7 +17,10 @@ def settings_for(tmp_path: Path, **changes: Any) -> Settings:
     The sandbox's data libraries are off unless asked for (``sandbox_libraries=True``): loading
     them costs every zygote a second or more, which tests of other layers do not need.
     """
-    defaults = {"worker_pool_size": 1, "sandbox_libraries": False}
+    defaults: dict[str, Any] = {"worker_pool_size": 1, "sandbox_libraries": False}
+    database = database_for(tmp_path)
+    if database is not None:  # the test runs on PostgreSQL (tests/backends.py)
+        defaults["db_path"] = database
     return Settings.load(env={}, data_dir=tmp_path, **{**defaults, **changes})
 
 

@@ -155,7 +155,8 @@ class StoreSettings:
     """
 
     data_dir: Path = field(default_factory=default_data_dir)
-    db_path: str = ""  # "" means data_dir / "cove.db"; ":memory:" for tests
+    # "" means data_dir / "cove.db"; ":memory:" for tests; a postgresql:// URL for PostgreSQL
+    db_path: str = ""
     workspaces_dir: str = ""  # "" means beside the database (see the class docstring)
     lease_ttl_s: float = 30.0  # how long a conversation's lease lasts without renewal
     # What one conversation's past versions may keep beyond its live state; past it, its oldest
@@ -167,38 +168,42 @@ class StoreSettings:
 
     @property
     def database(self) -> str:
-        """The database path actually used."""
+        """The database actually used: a SQLite path, or a PostgreSQL URL."""
         return self.db_path or str(self.data_dir / "cove.db")
+
+    @property
+    def _beside_file(self) -> bool:
+        """Whether the database is a file other than the default one (its workspaces and
+        figures then live beside it); not for the default, in-memory or PostgreSQL ones."""
+        if not self.db_path or self.db_path == MEMORY_DB or "://" in self.db_path:
+            return False
+        db = Path(self.db_path).expanduser()
+        return db.absolute() != (self.data_dir / "cove.db").absolute()
 
     @property
     def workspaces(self) -> Path:
         """The directory holding one workspace directory per conversation.
 
         ``workspaces_dir`` when given; else ``<data_dir>/workspaces`` for the default database
-        (and for an in-memory one); else ``<db dir>/<db stem>.workspaces`` beside the database.
+        (and for an in-memory or PostgreSQL one); else ``<db dir>/<db stem>.workspaces`` beside
+        the database.
         """
         if self.workspaces_dir:
             return Path(self.workspaces_dir).expanduser()
-        default = self.data_dir / "workspaces"
-        if not self.db_path or self.db_path == MEMORY_DB:
-            return default
+        if not self._beside_file:
+            return self.data_dir / "workspaces"
         db = Path(self.db_path).expanduser()
-        if db.absolute() == (self.data_dir / "cove.db").absolute():
-            return default
         return db.with_name(f"{db.stem}.workspaces")
 
     @property
     def figures(self) -> Path:
         """Where the CLI writes the figures it shows (one directory per conversation).
 
-        ``<data_dir>/figures`` for the default database (and an in-memory one); else
-        ``<db dir>/<db stem>.figures`` beside the database. The figures themselves live in the
-        database; these files are copies made for a terminal to open.
+        ``<data_dir>/figures`` for the default database (and an in-memory or PostgreSQL one);
+        else ``<db dir>/<db stem>.figures`` beside the database. The figures themselves live in
+        the database; these files are copies made for a terminal to open.
         """
-        default = self.data_dir / "figures"
-        if not self.db_path or self.db_path == MEMORY_DB:
-            return default
+        if not self._beside_file:
+            return self.data_dir / "figures"
         db = Path(self.db_path).expanduser()
-        if db.absolute() == (self.data_dir / "cove.db").absolute():
-            return default
         return db.with_name(f"{db.stem}.figures")

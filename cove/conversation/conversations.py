@@ -18,13 +18,11 @@ from cove.config import ModelSettings, Settings
 from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
-from cove.conversation.opener import Opener
 from cove.conversation.recovered import as_listed, as_recovered
 from cove.conversation.stats import ProcessStats
 from cove.conversation.turns import Turns
 from cove.conversation.variables import VariablesAPI
 from cove.conversation.watch.api import WatchAPI
-from cove.conversation.watch.follow import CommitPoller
 from cove.conversation.watch.watching import Tap, Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
@@ -35,6 +33,7 @@ from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event
 from cove.persistence.history import HistoryFigures
+from cove.persistence.opener import Opener
 from cove.persistence.records import (
     ConversationRecord,
     ModelOption,
@@ -73,14 +72,14 @@ class Conversations(WatchAPI, VariablesAPI):
         self._pool_started = False
         self._closed = False
         self._workspaces = Workspaces(settings.store.workspaces, settings.sandbox)
-        self._watching = Watching(store, CommitPoller(store.path))
+        self._watching = Watching(store, store.commits)
         self._turns = Turns(
             settings, store, self._live, self._watching, self._workspaces, self._llm, self.owner
         )
 
     @property
     def database_path(self) -> str:
-        """The database file."""
+        """The database: its file, or its URL without the password."""
         return self._store.path
 
     @property

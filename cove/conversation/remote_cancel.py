@@ -2,7 +2,7 @@
 
 ``Conversations.cancel`` of a turn that another process runs records a cancel request in the
 store (``Store.request_cancel``). The process holding the lease watches for one while its turn
-runs: after every commit the process's ``CommitPoller`` sees (a request is a commit from another
+runs: after every commit the store's ``commits`` tell of (a request is a commit from another
 connection), and at least every ``CHECK_EVERY_S`` in case a poll was missed, it looks for a
 request for its running turn — one indexed read — and cancels the turn exactly as a local cancel
 does. The request is deleted with the turn's end (``finish_turn``).
@@ -15,9 +15,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from cove.conversation.watch.follow import CommitPoller
 from cove.errors import CoveError
-from cove.persistence.connection import MEMORY
+from cove.persistence.database import Commits
 from cove.persistence.store import Store
 
 #: The longest a request waits when no commit wakes the check (commits normally do at once).
@@ -29,7 +28,7 @@ log = logging.getLogger(__name__)
 @contextlib.asynccontextmanager
 async def obeying_cancel_requests(
     store: Store,
-    poller: CommitPoller,
+    poller: Commits,
     conversation_id: str,
     cancel: Callable[[], Awaitable[None]],
 ) -> AsyncIterator[None]:
@@ -41,7 +40,7 @@ async def obeying_cancel_requests(
         conversation_id: The conversation whose running turn the body drives.
         cancel: Cancels the turn (the same call a local cancel makes).
     """
-    if store.path == MEMORY:  # a private database: no other process can ask
+    if not store.shared:  # a private database: no other process can ask
         yield
         return
     task = asyncio.create_task(_watch(store, poller, conversation_id, cancel))
@@ -55,7 +54,7 @@ async def obeying_cancel_requests(
 
 async def _watch(
     store: Store,
-    poller: CommitPoller,
+    poller: Commits,
     conversation_id: str,
     cancel: Callable[[], Awaitable[None]],
 ) -> None:

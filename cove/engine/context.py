@@ -263,7 +263,7 @@ def _var_index(entries: Sequence[VarEntry], total: int) -> str:
     open_tag, close_tag = "<var_index>\n", "\n</var_index>"
     if not entries:
         return open_tag + "(no variables yet)" + close_tag
-    ordered = sorted(entries, key=lambda e: (-e.updated_seq, e.name))
+    ordered = sorted(entries, key=lambda e: (-e.updated_seq, e.var.name))
     room = b.VAR_INDEX_CHARS - len(open_tag) - len(close_tag) - _OMITTED_RESERVE
     lines: list[str] = []
     used = 0
@@ -281,14 +281,15 @@ def _var_index(entries: Sequence[VarEntry], total: int) -> str:
 
 
 def _var_line(entry: VarEntry) -> str:
-    name = cut(entry.name, b.VAR_NAME_CHARS, "")
-    head = f"{name} v{entry.version}"
-    if entry.kind == "function" and entry.signature:
-        return f"{head} function {_one_line(entry.signature, b.VAR_SIGNATURE_CHARS)}"
-    type_name = cut(entry.type_name, b.VAR_TYPE_CHARS, "")
-    size = "" if entry.size is None else f"({entry.size:,} {_unit(entry.type_name)})"
-    line = f"{head} {type_name}{size} = {_one_line(entry.preview, b.VAR_PREVIEW_CHARS)}"
-    if entry.kind == "opaque":
+    var = entry.var
+    name = cut(var.name, b.VAR_NAME_CHARS, "")
+    head = f"{name} v{var.version}"
+    if var.kind == "function" and var.signature:
+        return f"{head} function {_one_line(var.signature, b.VAR_SIGNATURE_CHARS)}"
+    type_name = cut(var.type_name, b.VAR_TYPE_CHARS, "")
+    size = "" if var.size is None else f"({var.size:,} {_unit(var.type_name)})"
+    line = f"{head} {type_name}{size} = {_one_line(var.preview, b.VAR_PREVIEW_CHARS)}"
+    if var.kind == "opaque":
         line += " [opaque: not saved, lost if the sandbox restarts]"
     return line
 

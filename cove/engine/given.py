@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 
 from cove.engine.iteration import (
     BlockDone,
-    Called,
     Iteration,
     IterationResult,
     IterationSetup,
@@ -33,8 +32,8 @@ from cove.engine.llm import CallKind, Completion, DeltaSink, Message, Reasoning,
 from cove.engine.protocol import CodeBlock, Reply, parse_reply
 from cove.errors import CoveError, ModelError
 from cove.events import Event, IterationStarted
-from cove.persistence.records import ModelOption
-from cove.results import TurnOutcome, Usage
+from cove.persistence.records import ModelOption, ReplyWrite
+from cove.results import TurnOutcome
 
 #: What ``llm_query`` says inside a turn that has no model.
 NO_MODEL_ERROR = (
@@ -112,8 +111,7 @@ class GivenIteration(Iteration):
         yield IterationStarted(turn_id=s.turn.id, iteration=self.number, budget=control.budget)
         reply = Reply(thinking="", blocks=(self.block,))
         text = given_reply(self.block.code, self.block.timeout_s)
-        called = Called(Completion(text, Usage(), model="", duration_ms=0.0), Usage())
-        await self._record_reply(prompt, called, reply)
+        await self._record_reply(prompt, ReplyWrite(raw_reply=text), reply)
         yield self._reply_event(reply=reply)
         done: list[BlockDone] = []
         async for item in self._run_blocks(reply.blocks, prompt):
@@ -121,7 +119,7 @@ class GivenIteration(Iteration):
                 done.append(item)
             else:
                 yield item
-        self.result = await self._commit(prompt, called, reply, done)
+        self.result = await self._commit(prompt, reply, done)
         for event in control.take_events():
             yield event
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from cove.config import ModelSettings, SandboxSettings
@@ -43,7 +43,7 @@ from cove.events import (
 )
 from cove.persistence.records import IterationWrite, ReplyWrite, TurnRecord
 from cove.persistence.store import Store
-from cove.results import BlockResult, Usage, VarVersion
+from cove.results import BlockResult, VarVersion
 
 IterationOutcome = Literal["ok", "error", "parse_error", "cancelled", "failed"]
 #: The error of a block a cancellation kept from running.
@@ -115,14 +115,6 @@ class BlockDone:
     recorded: bool
 
 
-@dataclass(frozen=True)
-class Called:
-    """The model's completion and what it used, priced."""
-
-    completion: Completion
-    usage: Usage  # the completion's, priced
-
-
 class Iteration:
     """One LLM round-trip; iterate ``run()`` for events, then read ``result``."""
 
@@ -154,14 +146,14 @@ class Iteration:
         except (ModelError, asyncio.CancelledError) as exc:
             self.result = await self._call_failed(prompt, exc)
             return
-        called = self._called()
+        answered = self._answered()
         try:
-            reply = parse_reply(called.completion.text)
+            reply = parse_reply(answered.raw_reply or "")
         except ReplyParseError as exc:
             yield self._reply_event(parse_error=str(exc))
-            self.result = await self._unreadable(prompt, called, exc)
+            self.result = await self._unreadable(prompt, answered, exc)
             return
-        await self._record_reply(prompt, called, reply)
+        await self._record_reply(prompt, answered, reply)
         yield self._reply_event(reply=reply)
         if reply.title and control.title is None:
             await control.set_title(reply.title)
@@ -173,7 +165,7 @@ class Iteration:
                 done.append(item)
             else:
                 yield item
-        self.result = await self._commit(prompt, called, reply, done)
+        self.result = await self._commit(prompt, reply, done)
         if self.result.refusal is not None:
             yield AnswerRefused(
                 turn_id=s.turn.id, iteration=self.number, reason=self.result.refusal
@@ -237,11 +229,16 @@ class Iteration:
                 return f"[{entry.ref}] {figure.describe()}", png
         return None
 
-    def _called(self) -> Called:
-        """The finished call's completion, its cost added to the turn's usage."""
+    def _answered(self) -> ReplyWrite:
+        """The finished call's reply as the store keeps it, its cost added to the turn's usage
+        (its thinking and planned blocks are added once it is parsed)."""
         assert self.llm_task is not None
         completion = self.llm_task.result()
-        return Called(completion, self.setup.control.count(completion))
+        return ReplyWrite(
+            raw_reply=completion.text,
+            usage=self.setup.control.count(completion),
+            llm_ms=completion.duration_ms,
+        )
 
     async def _call_failed(
         self, prompt: Prompt, exc: ModelError | asyncio.CancelledError
@@ -254,7 +251,6 @@ class Iteration:
             prompt.iteration_id,
             IterationWrite(
                 status="cancelled" if cancelled else "error",
-                raw_reply=None,
                 parse_error=None if cancelled else str(exc),
                 duration_ms=self._ms(),
             ),
@@ -281,19 +277,13 @@ class Iteration:
         )
 
     async def _unreadable(
-        self, prompt: Prompt, called: Called, exc: ReplyParseError
+        self, prompt: Prompt, answered: ReplyWrite, exc: ReplyParseError
     ) -> IterationResult:
-        """Close an iteration whose reply could not be parsed."""
-        completion = called.completion
+        """Close an iteration whose reply could not be parsed (the reply is recorded with it)."""
         await self.setup.store.finish_iteration(
             prompt.iteration_id,
             IterationWrite(
-                status="parse_error",
-                raw_reply=completion.text,
-                parse_error=str(exc),
-                usage=called.usage,
-                llm_ms=completion.duration_ms,
-                duration_ms=self._ms(),
+                status="parse_error", parse_error=str(exc), duration_ms=self._ms(), reply=answered
             ),
         )
         unreadable = BlockResult(position=0, code="(unreadable reply)", ok=False, error=str(exc))
@@ -304,16 +294,13 @@ class Iteration:
             parse_problem=exc.problem,
         )
 
-    async def _record_reply(self, prompt: Prompt, called: Called, reply: Reply) -> None:
-        """Record the reply as soon as it arrives, with the blocks it plans to run."""
-        completion = called.completion
+    async def _record_reply(self, prompt: Prompt, answered: ReplyWrite, reply: Reply) -> None:
+        """Record the reply as soon as it arrives, with its thinking and the blocks it plans."""
         await self.setup.store.record_reply(
             prompt.iteration_id,
-            ReplyWrite(
-                raw_reply=completion.text,
+            replace(
+                answered,
                 thinking=reply.thinking,
-                usage=called.usage,
-                llm_ms=completion.duration_ms,
                 planned_blocks=tuple(b.code for b in reply.blocks),
             ),
         )
@@ -333,10 +320,11 @@ class Iteration:
             return None, exc.reason
 
     async def _commit(
-        self, prompt: Prompt, called: Called, reply: Reply, done: Sequence[BlockDone]
+        self, prompt: Prompt, reply: Reply, done: Sequence[BlockDone]
     ) -> IterationResult:
-        """Decide the answer and the status, and close the iteration with what is unrecorded."""
-        s, completion = self.setup, called.completion
+        """Decide the answer and the status, and close the iteration with what is unrecorded
+        (the reply was recorded on arrival)."""
+        s = self.setup
         results = [d.outcome.result for d in done]
         answer, refusal = self._answer(reply, results)
         status = _status(s.control.cancel_requested.is_set(), results, refusal)
@@ -344,10 +332,6 @@ class Iteration:
             prompt.iteration_id,
             IterationWrite(
                 status=status,
-                raw_reply=completion.text,
-                thinking=reply.thinking,
-                usage=called.usage,
-                llm_ms=completion.duration_ms,
                 duration_ms=self._ms(),
                 blocks=tuple(d.outcome.result for d in done if not d.recorded),
                 subqueries=s.control.take_subqueries(),

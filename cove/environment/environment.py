@@ -232,7 +232,7 @@ class Environment:
             restart_reason = outcome.restart.reason
             for name in outcome.restart.lost:
                 entry = self.var_index.get(name)
-                lost[name] = entry.type_name if entry else "unknown"
+                lost[name] = entry.var.type_name if entry else "unknown"
         for name, type_name in lost.items():
             if name not in changes or changes[name].kind == "deleted":
                 changes[name] = VarVersion(
@@ -255,7 +255,7 @@ class Environment:
                 # The worker reports a deletion bare; the history reads better with the type.
                 snap = replace(
                     snap,
-                    type_name=snap.type_name or (entry.type_name if entry else ""),
+                    type_name=snap.type_name or (entry.var.type_name if entry else ""),
                     preview=snap.preview or "deleted",
                 )
             version = self.var_index.next_version(snap.name)

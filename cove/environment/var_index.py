@@ -6,7 +6,7 @@ included), so a new version continues where the store's numbering left off.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 
 from cove.results import VarVersion
@@ -16,16 +16,14 @@ from cove.results import VarVersion
 class VarEntry:
     """One current variable as the model sees it in ``<var_index>``.
 
-    ``updated_seq`` orders entries: larger means written more recently.
+    Attributes:
+        var: Its latest version, as the environment numbered it, without its value (the index
+            shows name, version, kind, type, size, preview and signature; the value lives in
+            the sandbox and the store).
+        updated_seq: Orders entries: larger means written more recently.
     """
 
-    name: str
-    version: int
-    kind: str  # value | function | opaque
-    type_name: str
-    size: int | None
-    preview: str
-    signature: str | None = None
+    var: VarVersion
     updated_seq: int = 0
 
 
@@ -66,48 +64,19 @@ class VarIndex:
         return self.latest_version(name) + 1
 
     def add(self, version: VarVersion) -> None:
-        """Take note of a written version (see ``record``)."""
-        self.record(
-            version.name,
-            version.version,
-            version.kind,
-            version.type_name,
-            version.preview,
-            version.size,
-            version.signature,
-        )
-
-    def record(
-        self,
-        name: str,
-        version: int,
-        kind: str,
-        type_name: str,
-        preview: str,
-        size: int | None = None,
-        signature: str | None = None,
-    ) -> None:
         """Take note of a written version; a ``deleted`` one removes the entry.
 
         Versions older than the latest known one only advance the numbering, never the entry.
         """
-        if version < self._latest.get(name, 0):
+        name = version.name
+        if version.version < self._latest.get(name, 0):
             return
-        self._latest[name] = version
+        self._latest[name] = version.version
         self._entries.pop(name, None)
-        if kind == "deleted":
+        if version.kind == "deleted":
             return
         self._seq += 1
-        self._entries[name] = VarEntry(
-            name=name,
-            version=version,
-            kind=kind,
-            type_name=type_name,
-            size=size,
-            preview=preview,
-            signature=signature,
-            updated_seq=self._seq,
-        )
+        self._entries[name] = VarEntry(replace(version, encoded=None, chunks=()), self._seq)
 
     def reserve(self, name: str, version: int) -> None:
         """Advance the numbering of ``name`` to at least ``version`` without touching entries."""

@@ -10,10 +10,9 @@ names a turn, never a conversation, so it can never stop a later turn.
 
 from __future__ import annotations
 
-import sqlite3
-
 from cove.errors import NotFound
-from cove.persistence.connection import immediate
+from cove.persistence.database import Call
+from cove.persistence.sql import Sql
 
 _RUNNING = (
     "SELECT id FROM turn WHERE conversation_id = ? AND status = 'running'"
@@ -21,41 +20,40 @@ _RUNNING = (
 )
 
 
-def request(
-    conn: sqlite3.Connection, now: float, conversation_id: str, requested_by: str
-) -> int | None:
-    """Ask the conversation's running turn to stop; its id, or None when no turn runs.
+async def request_cancel(call: Call, conversation_id: str, requested_by: str) -> int | None:
+    """Ask the process running the conversation's turn to stop it.
+
+    Idempotent: a turn keeps the first request. Returns the running turn's id, or None when no
+    turn runs (nothing is recorded then).
 
     Raises:
         NotFound: unknown conversation.
     """
-    with immediate(conn):
-        if (
-            conn.execute("SELECT 1 FROM conversation WHERE id = ?", (conversation_id,)).fetchone()
-            is None
-        ):
+    async with call.writing() as db:
+        if await db.row("SELECT 1 FROM conversation WHERE id = ?", (conversation_id,)) is None:
             raise NotFound("conversation", conversation_id)
-        row = conn.execute(_RUNNING, (conversation_id,)).fetchone()
-        if row is None:
+        turn_id = await db.value(_RUNNING, (conversation_id,))
+        if turn_id is None:
             return None
-        conn.execute(
-            "INSERT OR IGNORE INTO cancel_request (turn_id, requested_by, requested_at)"
-            " VALUES (?, ?, ?)",
-            (row[0], requested_by, now),
+        await db.run(
+            "INSERT INTO cancel_request (turn_id, requested_by, requested_at)"
+            " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            (turn_id, requested_by, call.now),
         )
-        return int(row[0])
+        return int(turn_id)
 
 
-def pending(conn: sqlite3.Connection, conversation_id: str) -> str | None:
+async def cancel_requested(call: Call, conversation_id: str) -> str | None:
     """Who asked the conversation's running turn to stop, or None when nobody did."""
-    row = conn.execute(
-        "SELECT r.requested_by FROM turn t JOIN cancel_request r ON r.turn_id = t.id"
-        " WHERE t.conversation_id = ? AND t.status = 'running'",
-        (conversation_id,),
-    ).fetchone()
-    return None if row is None else str(row[0])
+    async with call.reading() as db:
+        asker = await db.value(
+            "SELECT r.requested_by FROM turn t JOIN cancel_request r ON r.turn_id = t.id"
+            " WHERE t.conversation_id = ? AND t.status = 'running'",
+            (conversation_id,),
+        )
+    return None if asker is None else str(asker)
 
 
-def clear(conn: sqlite3.Connection, turns: str, params: list[object]) -> None:
+async def clear(db: Sql, turns: str, params: list[object]) -> None:
     """Delete the requests of the selected turns (``turns`` selects turn ids); inside a write."""
-    conn.execute(f"DELETE FROM cancel_request WHERE turn_id IN ({turns})", params)
+    await db.run(f"DELETE FROM cancel_request WHERE turn_id IN ({turns})", params)

@@ -7,16 +7,18 @@ Reads express this as a small ``chain(cid, lim, depth)`` CTE joined against ``tu
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from cove.errors import NotFound
+from cove.persistence.sql import Sql
 
 # Stands for "no limit" in a chain segment; larger than any turn position.
 UNLIMITED = 1 << 62
+#: Joins ``turn t`` to a ``chain_cte``: the turns the conversation sees.
+VISIBLE_TURNS = "JOIN chain ON t.conversation_id = chain.cid AND t.position <= chain.lim"
 
 
-def chain(conn: sqlite3.Connection, conversation_id: str) -> list[tuple[str, int]]:
+async def chain(db: Sql, conversation_id: str) -> list[tuple[str, int]]:
     """Return ``[(conversation id, last visible turn position)]``, the conversation first.
 
     Raises:
@@ -26,9 +28,7 @@ def chain(conn: sqlite3.Connection, conversation_id: str) -> list[tuple[str, int
     limit = UNLIMITED
     current: str | None = conversation_id
     while current is not None:
-        row = conn.execute(
-            "SELECT parent_id, fork_turn FROM conversation WHERE id = ?", (current,)
-        ).fetchone()
+        row = await db.row("SELECT parent_id, fork_turn FROM conversation WHERE id = ?", (current,))
         if row is None:
             raise NotFound("conversation", current)
         segments.append((current, limit))
@@ -38,41 +38,41 @@ def chain(conn: sqlite3.Connection, conversation_id: str) -> list[tuple[str, int
     return segments
 
 
-def chain_cte(
-    conn: sqlite3.Connection, conversation_id: str, upto: int | None = None
+async def chain_cte(
+    db: Sql, conversation_id: str, upto: int | None = None
 ) -> tuple[str, list[Any]]:
     """Build ``WITH chain(cid, lim, depth) AS (VALUES ...)`` for a conversation's fork chain.
 
     Args:
-        conn: the connection.
+        db: the connection.
         conversation_id: the conversation whose view is wanted.
         upto: cap every segment at this turn position (``None`` = everything visible).
 
     Returns:
         The CTE text (ending without a trailing comma) and its parameters.
     """
-    segments = chain(conn, conversation_id)
-    rows = ", ".join("(?, ?, ?)" for _ in segments)
+    segments = await chain(db, conversation_id)
+    rows = ", ".join(db.dialect.chain_row() for _ in segments)
     params: list[Any] = []
     for depth, (cid, limit) in enumerate(segments):
         params += [cid, limit if upto is None else min(limit, upto), depth]
     return f"WITH chain(cid, lim, depth) AS (VALUES {rows})", params
 
 
-def last_position(conn: sqlite3.Connection, conversation_id: str) -> int:
+async def last_position(db: Sql, conversation_id: str) -> int:
     """The highest turn position a conversation sees (0 before its first turn).
 
     Raises:
         NotFound: the conversation does not exist.
     """
-    row = conn.execute(
+    row = await db.row(
         "SELECT c.fork_turn, (SELECT max(position) FROM turn WHERE conversation_id = c.id)"
         " FROM conversation c WHERE c.id = ?",
         (conversation_id,),
-    ).fetchone()
+    )
     if row is None:
         raise NotFound("conversation", conversation_id)
-    fork_turn, own = row
+    fork_turn, own = row[0], row[1]
     if own is not None:
         return int(own)
     return int(fork_turn or 0)

@@ -1,29 +1,21 @@
-"""Opening the SQLite file and running write units as ``BEGIN IMMEDIATE`` transactions.
+"""Opening a SQLite file: the header check, private modes, pragmas and the WAL switch.
 
-Everything here is synchronous and runs on the store's connection thread.
+Everything here is synchronous: it runs on the connection's own thread while it opens.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 from cove.errors import NotADatabase
-
-T = TypeVar("T")
 
 MEMORY = ":memory:"
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 5000
-# Encoded values larger than this many bytes go to the blob table instead of inline.
-INLINE_LIMIT = 4096
 
 
 def check_header(path: str) -> None:
@@ -70,28 +62,24 @@ def create_private(path: str) -> None:
                 os.chmod(name, info.st_mode & 0o700)
 
 
-class WriteLockBusy(sqlite3.OperationalError):
-    """``BEGIN IMMEDIATE`` found the write lock taken for longer than the busy timeout.
-
-    Raised before the transaction began, so nothing was written: the unit may be retried.
-    """
-
-
-def without_waiting(conn: sqlite3.Connection, fn: Callable[..., T], *args: object) -> T:
-    """Run ``fn(conn, *args)`` with no busy wait: a held write lock raises ``WriteLockBusy``."""
-    conn.execute("PRAGMA busy_timeout = 0")
-    try:
-        return fn(conn, *args)
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-
-
 def configure(conn: sqlite3.Connection) -> None:
     """Apply cove's per-connection pragmas and row factory."""
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.row_factory = sqlite3.Row
+
+
+def connect_writer(path: str) -> sqlite3.Connection:
+    """``connect`` for the store's writing connection of a database ``open_for_writing``
+    prepared: it never checkpoints (checkpoints run on a connection of their own)."""
+    conn = connect(path)
+    try:
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -133,60 +121,3 @@ def enable_wal(conn: sqlite3.Connection, path: str) -> None:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
-
-
-@contextmanager
-def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """Run the body as one ``BEGIN IMMEDIATE`` transaction; roll back on any exception.
-
-    IMMEDIATE takes the write lock up front, so a concurrent writer waits (``busy_timeout``)
-    at BEGIN instead of failing half-way through with a lock upgrade error.
-    """
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            raise WriteLockBusy(str(exc)) from exc
-        raise
-    try:
-        yield conn
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def put_blob(conn: sqlite3.Connection, data: bytes) -> str:
-    """Store ``data`` once by content and return its sha256 hex hash."""
-    digest = hashlib.sha256(data).hexdigest()
-    conn.execute("INSERT OR IGNORE INTO blob (hash, data) VALUES (?, ?)", (digest, data))
-    return digest
-
-
-def put_encoded(conn: sqlite3.Connection, encoded: str | None) -> tuple[str | None, str | None]:
-    """Split an encoded value into (inline text, blob hash); exactly one is set unless None."""
-    if encoded is None:
-        return None, None
-    data = encoded.encode()
-    if len(data) <= INLINE_LIMIT:
-        return encoded, None
-    return None, put_blob(conn, data)
-
-
-def collect_blobs(conn: sqlite3.Connection, hashes: set[str]) -> int:
-    """Delete the given blobs that nothing references any more; return how many went."""
-    removed = 0
-    for digest in hashes:
-        cursor = conn.execute(
-            """
-            DELETE FROM blob WHERE hash = ?1
-              AND NOT EXISTS (SELECT 1 FROM iteration WHERE system_prompt_hash = ?1)
-              AND NOT EXISTS (SELECT 1 FROM block WHERE result_blob = ?1)
-              AND NOT EXISTS (SELECT 1 FROM var_version WHERE encoded_blob = ?1)
-              AND NOT EXISTS (SELECT 1 FROM block_figure WHERE digest = ?1)
-            """,
-            (digest,),
-        )
-        removed += cursor.rowcount
-    return removed

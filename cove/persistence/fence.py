@@ -1,9 +1,9 @@
 """Fencing tokens: the lease epoch every write of a turn carries.
 
-A process that takes a conversation's lease gets its epoch (``leases.acquire``), which grows
+A process that takes a conversation's lease gets its epoch (``leases.acquire_lease``), which grows
 with every new holder. The conversation layer runs the turn inside ``fenced(Fence(...))``; each
 turn write captures the current fence when it is issued (on the caller's task, before the
-hand-off to the database thread) and checks it inside its own transaction. A write issued
+first statement) and checks it inside its own transaction. A write issued
 under an epoch that a takeover has since replaced is refused with ``Busy`` and writes nothing,
 however long it waited in a queue. Writes made outside a fence (inspection, replay's scratch
 database, tests of the store alone) are not checked.
@@ -12,12 +12,12 @@ database, tests of the store alone) are not checked.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
 from cove.errors import Busy, NotFound
+from cove.persistence.sql import Sql
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,12 @@ def fenced(fence: Fence) -> Iterator[Fence]:
         _current.reset(token)
 
 
-def check_fence(conn: sqlite3.Connection, fence: Fence | None, conversation_id: str) -> None:
+async def check_fence(db: Sql, fence: Fence | None, conversation_id: str) -> None:
     """Refuse a write to ``conversation_id`` made under a lease that is no longer current.
 
     Runs inside the write's transaction, so no takeover can come between the check and the
-    write. A fence naming another conversation does not apply.
+    write (on PostgreSQL the row stays locked until it commits). A fence naming another
+    conversation does not apply.
 
     Raises:
         Busy: The lease now has another epoch or holder (the write must not land).
@@ -60,12 +61,20 @@ def check_fence(conn: sqlite3.Connection, fence: Fence | None, conversation_id: 
     """
     if fence is None or fence.conversation_id != conversation_id:
         return
-    row = conn.execute(
-        "SELECT lease_owner, lease_epoch FROM conversation WHERE id = ?", (conversation_id,)
-    ).fetchone()
+    row = await db.row(
+        "SELECT lease_owner, lease_epoch FROM conversation WHERE id = ?" + db.dialect.lock(),
+        (conversation_id,),
+    )
     if row is None:
         raise NotFound("conversation", conversation_id)
-    holder, epoch = row
+    refuse_stale(fence, conversation_id, row[0], row[1])
+
+
+def refuse_stale(fence: Fence | None, conversation_id: str, holder: str | None, epoch: int) -> None:
+    """Raise ``Busy`` when ``fence`` applies to the conversation and its lease, now held by
+    ``holder`` at ``epoch``, is no longer the fence's."""
+    if fence is None or fence.conversation_id != conversation_id:
+        return
     if holder != fence.owner or epoch != fence.epoch:
         raise Busy(
             conversation_id,

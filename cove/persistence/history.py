@@ -19,23 +19,23 @@ large value each block cannot fill the disk: what it keeps is its live state and
 
 The check is cheap to trigger: ``conversation.value_bytes`` counts the chunk bytes the
 conversation's versions added; once it grew by the budget since the last check
-(``history_mark``), the next write runs ``keep_budget``, which measures exactly (the chunk trees
+(``history_mark``), the next write runs ``keep_history``, which measures exactly (the chunk trees
 walked in SQL) and resets both figures.
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cove.codec import DEFAULT_MAX_DEPTH, decode, encode_tree
 from cove.codec.chunks import refs, text_hash
 from cove.errors import CodecError
+from cove.persistence.blobs import collect_blobs
 from cove.persistence.chain import chain_cte
-from cove.persistence.connection import collect_blobs, immediate
-from cove.persistence.values import release_roots
+from cove.persistence.database import Call
+from cove.persistence.sql import Sql
+from cove.persistence.values import collect_values, release_roots
 
 KEEP_FRACTION = 0.75
 """Thinning stops once the history is at most this fraction of the budget."""
@@ -70,71 +70,72 @@ class _Row:
     turn_last: bool = False
 
 
-def due(conn: sqlite3.Connection, conversation_id: str, budget: int) -> bool:
-    """Whether the conversation's versions added ``budget`` bytes since the last check."""
-    row = conn.execute(
-        "SELECT value_bytes - history_mark FROM conversation WHERE id = ?", (conversation_id,)
-    ).fetchone()
-    return row is not None and int(row[0]) > budget
-
-
-def largest(conn: sqlite3.Connection, limit: int) -> list[str]:
-    """The conversations whose versions added the most chunk bytes, largest first."""
-    return [
-        str(row[0])
-        for row in conn.execute(
+async def largest_values(call: Call, limit: int) -> list[str]:
+    """The conversations whose versions added the most value bytes, largest first."""
+    async with call.reading() as db:
+        rows = await db.rows(
             "SELECT id FROM conversation WHERE value_bytes > 0 ORDER BY value_bytes DESC LIMIT ?",
             (limit,),
         )
-    ]
+    return [str(row[0]) for row in rows]
 
 
-def measure(conn: sqlite3.Connection, conversation_id: str, budget: int) -> HistoryFigures:
-    """The exact figures of a conversation (walks its versions' chunk trees)."""
-    live = _live_ids(conn, conversation_id)
-    history = _history_ids(conn, conversation_id, live)
-    counts = conn.execute(
-        "SELECT count(*), coalesce(sum(thinned), 0) FROM var_version WHERE conversation_id = ?",
-        (conversation_id,),
-    ).fetchone()
-    return HistoryFigures(
-        live_bytes=_bytes(conn, live, []),
-        history_bytes=_bytes(conn, history, live),
-        budget_bytes=budget,
-        versions=int(counts[0]),
-        thinned=int(counts[1]),
-    )
+async def history(call: Call, conversation_id: str) -> HistoryFigures:
+    """A conversation's live and history bytes, its budget and its thinned versions (the exact
+    figures: its versions' chunk trees are walked).
 
-
-def keep_budget(conn: sqlite3.Connection, conversation_id: str, budget: int) -> int:
-    """Thin the conversation's oldest versions while its history exceeds the budget (see the
-    module docstring), each batch in a transaction of its own; how many were thinned.
-
-    The caller collects the chunks this releases (``values.collect``).
+    Raises:
+        NotFound: unknown conversation.
     """
-    live = _live_ids(conn, conversation_id)
-    history = _bytes(conn, _history_ids(conn, conversation_id, live), live)
-    thinned = 0
-    if history > budget:
-        target = int(budget * KEEP_FRACTION)
-        for tier in _tiers(conn, conversation_id, set(live)):
-            while tier and history > target:
-                batch, tier = tier[: max(1, len(tier) // 4)], tier[max(1, len(tier) // 4) :]
-                _thin(conn, batch)
-                thinned += len(batch)
-                history = _bytes(conn, _history_ids(conn, conversation_id, live), live)
-    live_bytes = _bytes(conn, live, [])
-    with immediate(conn):
-        conn.execute(
-            "UPDATE conversation SET value_bytes = ?, history_mark = ? WHERE id = ?",
-            (live_bytes + history, live_bytes, conversation_id),
+    async with call.reading() as db:
+        live = await _live_ids(db, conversation_id)  # NotFound for an unknown conversation
+        past = await _history_ids(db, conversation_id, live)
+        counts = await db.row(
+            "SELECT count(*), coalesce(sum(thinned), 0) FROM var_version WHERE conversation_id = ?",
+            (conversation_id,),
         )
+        assert counts is not None
+        return HistoryFigures(
+            live_bytes=await _bytes(db, live, []),
+            history_bytes=await _bytes(db, past, live),
+            budget_bytes=call.history_budget,
+            versions=int(counts[0]),
+            thinned=int(counts[1]),
+        )
+
+
+async def keep_history(call: Call, conversation_id: str) -> int:
+    """Thin the conversation's oldest versions while its history exceeds the budget (see the
+    module docstring), each batch in a transaction of its own, then collect what that
+    released; how many versions were thinned."""
+    budget = call.history_budget
+    async with call.reading() as db:
+        live = await _live_ids(db, conversation_id)
+        past = await _bytes(db, await _history_ids(db, conversation_id, live), live)
+        tiers = await _tiers(db, conversation_id, set(live)) if past > budget else []
+    thinned = 0
+    target = int(budget * KEEP_FRACTION)
+    for tier in tiers:
+        while tier and past > target:
+            batch, tier = tier[: max(1, len(tier) // 4)], tier[max(1, len(tier) // 4) :]
+            async with call.writing() as db:
+                await _thin(db, batch)
+            thinned += len(batch)
+            async with call.reading() as db:
+                past = await _bytes(db, await _history_ids(db, conversation_id, live), live)
+    async with call.writing() as db:
+        live_bytes = await _bytes(db, live, [])
+        await db.run(
+            "UPDATE conversation SET value_bytes = ?, history_mark = ? WHERE id = ?",
+            (live_bytes + past, live_bytes, conversation_id),
+        )
+    await collect_values(call)
     return thinned
 
 
-def _live_ids(conn: sqlite3.Connection, conversation_id: str) -> list[int]:
+async def _live_ids(db: Sql, conversation_id: str) -> list[int]:
     """The row ids of the latest version of each name the conversation sees."""
-    cte, params = chain_cte(conn, conversation_id)
+    cte, params = await chain_cte(db, conversation_id)
     query = f"""
         {cte}, ranked AS (
             SELECT v.id, row_number() OVER (
@@ -147,67 +148,65 @@ def _live_ids(conn: sqlite3.Connection, conversation_id: str) -> list[int]:
         )
         SELECT id FROM ranked WHERE recency = 1
     """
-    return [int(row[0]) for row in conn.execute(query, params)]
+    return [int(row[0]) for row in await db.rows(query, params)]
 
 
-def _history_ids(conn: sqlite3.Connection, conversation_id: str, live: Sequence[int]) -> list[int]:
+async def _history_ids(db: Sql, conversation_id: str, live: Sequence[int]) -> list[int]:
     """The conversation's own versions that are not live and hold a value stored apart (in
     chunks, or in a blob before chunks): an inline value is part of its row, not history."""
     keep = set(live)
-    return [
-        int(row[0])
-        for row in conn.execute(
-            "SELECT id FROM var_version WHERE conversation_id = ? AND thinned = 0"
-            " AND (encoded_blob IS NOT NULL OR root_chunk IS NOT NULL)",
-            (conversation_id,),
-        )
-        if int(row[0]) not in keep
-    ]
+    rows = await db.rows(
+        "SELECT id FROM var_version WHERE conversation_id = ? AND thinned = 0"
+        " AND (encoded_blob IS NOT NULL OR root_chunk IS NOT NULL)",
+        (conversation_id,),
+    )
+    return [int(row[0]) for row in rows if int(row[0]) not in keep]
 
 
-def _bytes(conn: sqlite3.Connection, ids: Sequence[int], beyond: Sequence[int]) -> int:
+async def _bytes(db: Sql, ids: Sequence[int], beyond: Sequence[int]) -> int:
     """What versions ``ids`` reach (chunks, blobs, inline roots) that versions ``beyond`` do not."""
     if not ids:
         return 0
-    chosen, other = json.dumps(list(ids)), json.dumps(list(beyond))
+    dialect = db.dialect
+    chosen, other = dialect.id_list(ids), dialect.id_list(beyond)
     walk = """
         SELECT root_chunk FROM var_version
-        WHERE root_chunk IS NOT NULL AND id IN (SELECT value FROM json_each(?{n}))
+        WHERE root_chunk IS NOT NULL AND id IN ({ids})
         UNION SELECT j.value FROM {name} JOIN value_chunk c ON c.id = {name}.id,
-        json_each(c.children) j
+        {children} j
     """
-    chunks = conn.execute(
+    mine = walk.format(ids=dialect.ids("?1"), name="mine", children=dialect.children("c"))
+    theirs = walk.format(ids=dialect.ids("?2"), name="theirs", children=dialect.children("c"))
+    chunks = await db.value(
         f"""
-        WITH RECURSIVE mine(id) AS ({walk.format(n=1, name="mine")}),
-        theirs(id) AS ({walk.format(n=2, name="theirs")})
+        WITH RECURSIVE mine(id) AS ({mine}), theirs(id) AS ({theirs})
         SELECT coalesce(sum(length(data)), 0) FROM value_chunk
         WHERE id IN (SELECT id FROM mine EXCEPT SELECT id FROM theirs)
         """,
         (chosen, other),
-    ).fetchone()[0]
-    blobs = conn.execute(
-        """
+    )
+    blobs = await db.value(
+        f"""
         SELECT coalesce(sum(length(data)), 0) FROM blob WHERE hash IN (
-            SELECT encoded_blob FROM var_version WHERE id IN (SELECT value FROM json_each(?1))
-            EXCEPT SELECT encoded_blob FROM var_version
-            WHERE id IN (SELECT value FROM json_each(?2))
+            SELECT encoded_blob FROM var_version WHERE id IN ({dialect.ids("?1")})
+            EXCEPT SELECT encoded_blob FROM var_version WHERE id IN ({dialect.ids("?2")})
         )
         """,
         (chosen, other),
-    ).fetchone()[0]
-    inline = conn.execute(
+    )
+    inline = await db.value(
         "SELECT coalesce(sum(length(encoded)), 0) FROM var_version"
-        " WHERE id IN (SELECT value FROM json_each(?))",
+        f" WHERE id IN ({dialect.ids('?')})",
         (chosen,),
-    ).fetchone()[0]
+    )
     return int(chunks) + int(blobs) + int(inline)
 
 
-def _tiers(conn: sqlite3.Connection, conversation_id: str, live: set[int]) -> list[list[int]]:
+async def _tiers(db: Sql, conversation_id: str, live: set[int]) -> list[list[int]]:
     """The versions that may be thinned, in the three tiers of the module docstring, oldest
     first in each."""
-    rows = _own_rows(conn, conversation_id)
-    protected = live | _fork_points(conn, conversation_id, rows)
+    rows = await _own_rows(db, conversation_id)
+    protected = live | await _fork_points(db, conversation_id, rows)
     tiers: list[list[int]] = [[], [], []]
     for row in rows:
         if row.id in protected:
@@ -216,12 +215,12 @@ def _tiers(conn: sqlite3.Connection, conversation_id: str, live: set[int]) -> li
     return tiers
 
 
-def _own_rows(conn: sqlite3.Connection, conversation_id: str) -> list[_Row]:
+async def _own_rows(db: Sql, conversation_id: str) -> list[_Row]:
     """The conversation's own value versions holding a value, oldest first, with their flags
     (first of their variable, last of their variable in their turn)."""
     found = [
         _Row(int(r[0]), str(r[1]), int(r[2]), int(r[3]), bool(r[4]))
-        for r in conn.execute(
+        for r in await db.rows(
             """
             SELECT v.id, v.name, t.position, v.version,
                    v.version = (SELECT min(w.version) FROM var_version w
@@ -245,14 +244,14 @@ def _own_rows(conn: sqlite3.Connection, conversation_id: str) -> list[_Row]:
     ]
 
 
-def _fork_points(conn: sqlite3.Connection, conversation_id: str, rows: list[_Row]) -> set[int]:
+async def _fork_points(db: Sql, conversation_id: str, rows: list[_Row]) -> set[int]:
     """The versions forks of the conversation (at any depth) see as live at their fork point."""
     limits: set[int] = set()
     level = [(conversation_id, 1 << 62)]
     while level:
         following = []
         for parent, limit in level:
-            for child, turn in conn.execute(
+            for child, turn in await db.rows(
                 "SELECT id, fork_turn FROM conversation WHERE parent_id = ?", (parent,)
             ):
                 seen = min(limit, int(turn))
@@ -269,37 +268,35 @@ def _fork_points(conn: sqlite3.Connection, conversation_id: str, rows: list[_Row
     return protected
 
 
-def _thin(conn: sqlite3.Connection, ids: list[int]) -> None:
-    """Drop the values of versions ``ids`` (one transaction): their roots are released, their
+async def _thin(db: Sql, ids: list[int]) -> None:
+    """Drop the values of versions ``ids`` (inside a write): their roots are released, their
     blobs collected when nothing else uses them, their digests kept."""
-    chosen = json.dumps(ids)
-    with immediate(conn):
-        for row_id, encoded, blob in conn.execute(
-            "SELECT v.id, v.encoded, b.data FROM var_version v"
-            " LEFT JOIN blob b ON b.hash = v.encoded_blob"
-            " WHERE v.digest IS NULL AND v.id IN (SELECT value FROM json_each(?))",
-            (chosen,),
-        ).fetchall():
-            text = encoded if blob is None else bytes(blob).decode("utf-8", "surrogatepass")
-            if text is not None:
-                conn.execute(
-                    "UPDATE var_version SET digest = ? WHERE id = ?", (_digest(text), row_id)
-                )
-        blobs = {
-            str(row[0])
-            for row in conn.execute(
-                "SELECT encoded_blob FROM var_version WHERE encoded_blob IS NOT NULL"
-                " AND id IN (SELECT value FROM json_each(?))",
-                (chosen,),
-            )
-        }
-        release_roots(conn, "v.id IN (SELECT value FROM json_each(?))", [chosen])
-        conn.execute(
-            "UPDATE var_version SET encoded = NULL, encoded_blob = NULL, root_chunk = NULL,"
-            " thinned = 1 WHERE id IN (SELECT value FROM json_each(?))",
+    dialect = db.dialect
+    chosen, among = dialect.id_list(ids), dialect.ids("?")
+    for row_id, encoded, blob in await db.rows(
+        "SELECT v.id, v.encoded, b.data FROM var_version v"
+        " LEFT JOIN blob b ON b.hash = v.encoded_blob"
+        f" WHERE v.digest IS NULL AND v.id IN ({among})",
+        (chosen,),
+    ):
+        text = encoded if blob is None else bytes(blob).decode("utf-8", "surrogatepass")
+        if text is not None:
+            await db.run("UPDATE var_version SET digest = ? WHERE id = ?", (_digest(text), row_id))
+    blobs = {
+        str(row[0])
+        for row in await db.rows(
+            "SELECT encoded_blob FROM var_version WHERE encoded_blob IS NOT NULL"
+            f" AND id IN ({among})",
             (chosen,),
         )
-        collect_blobs(conn, blobs)
+    }
+    await release_roots(db, f"v.id IN ({among})", [chosen])
+    await db.run(
+        "UPDATE var_version SET encoded = NULL, encoded_blob = NULL, root_chunk = NULL,"
+        f" thinned = 1 WHERE id IN ({among})",
+        (chosen,),
+    )
+    await collect_blobs(db, blobs)
 
 
 def _digest(text: str) -> str:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 from cove.errors import SchemaTooNew, StoreError
-from cove.persistence.connection import immediate
 
 _FILE_NAME = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
@@ -55,20 +55,23 @@ def split_statements(script: str) -> tuple[str, ...]:
 
 
 @cache
-def migrations() -> tuple[Migration, ...]:
-    """Return the packaged migrations in order.
+def migrations(kind: str = "sqlite") -> tuple[Migration, ...]:
+    """Return the packaged migrations of a backend (``sqlite`` or ``postgres``) in order.
 
     Raises:
         StoreError: two files share a number.
     """
     found: list[Migration] = []
     folder = resources.files("cove.persistence").joinpath("migrations")
+    if kind != "sqlite":
+        folder = folder.joinpath(kind)
     for entry in folder.iterdir():
         match = _FILE_NAME.match(entry.name)
         if match is None:
             continue
         script = entry.read_text(encoding="utf-8")
-        found.append(Migration(int(match[1]), match[2], split_statements(script)))
+        statements = split_statements(script) if kind == "sqlite" else (script,)
+        found.append(Migration(int(match[1]), match[2], statements))
     found.sort(key=lambda migration: migration.version)
     versions = [migration.version for migration in found]
     if len(set(versions)) != len(versions) or (versions and versions[0] < 1):
@@ -77,9 +80,26 @@ def migrations() -> tuple[Migration, ...]:
 
 
 def latest_version() -> int:
-    """The schema version this code writes (the highest migration number)."""
+    """The schema version this code writes (the highest migration number).
+
+    Both backends share the numbering: PostgreSQL's first migration is the schema SQLite's
+    migrations had built by then, and later ones come in pairs.
+    """
     known = migrations()
     return known[-1].version if known else 0
+
+
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One ``BEGIN IMMEDIATE`` transaction, rolled back on any exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _applied(conn: sqlite3.Connection) -> set[int]:
@@ -127,7 +147,7 @@ def migrate(
     known = migrations()
     supported = latest_version()
     while True:
-        with immediate(conn):
+        with _immediate(conn):
             applied = _applied(conn)
             current = max(applied, default=0)
             if current > supported:

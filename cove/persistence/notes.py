@@ -8,18 +8,17 @@ published under.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from cove.errors import NotFound
-from cove.persistence.connection import immediate
+from cove.persistence.database import Call
 from cove.persistence.records import NoteKind, TurnNote
+from cove.persistence.sql import Sql
 
 
-def add_note(
-    conn: sqlite3.Connection,
-    now: float,
+async def add_note(
+    call: Call,
     turn_id: int,
     seq: int,
     kind: NoteKind,
@@ -29,15 +28,21 @@ def add_note(
     nudge_kind: str | None = None,
     retry: tuple[int, int] | None = None,
 ) -> None:
-    """Record one note of turn ``turn_id`` (a note already kept under ``seq`` stays as it is)."""
+    """Keep a nudge, sandbox restart or endpoint retry turn ``turn_id`` showed, under its
+    published seq (``nudge_kind`` for nudges, ``retry`` = (attempt, of) for retries); a note
+    already kept under ``seq`` stays as it is.
+
+    Raises:
+        NotFound: unknown turn.
+    """
     attempt, budget = retry if retry is not None else (None, None)
-    with immediate(conn):
-        if conn.execute("SELECT 1 FROM turn WHERE id = ?", (turn_id,)).fetchone() is None:
+    async with call.writing() as db:
+        if await db.row("SELECT 1 FROM turn WHERE id = ?", (turn_id,)) is None:
             raise NotFound("turn", str(turn_id))
-        conn.execute(
-            "INSERT OR IGNORE INTO turn_note (turn_id, seq, kind, text, restored, lost,"
+        await db.run(
+            "INSERT INTO turn_note (turn_id, seq, kind, text, restored, lost,"
             " nudge_kind, retry_attempt, retry_budget, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (
                 turn_id,
                 seq,
@@ -48,12 +53,12 @@ def add_note(
                 nudge_kind,
                 attempt,
                 budget,
-                now,
+                call.now,
             ),
         )
 
 
-def read_notes(conn: sqlite3.Connection, query: str, params: Sequence[Any]) -> tuple[TurnNote, ...]:
+async def read_notes(db: Sql, query: str, params: Sequence[Any]) -> tuple[TurnNote, ...]:
     """The notes ``query`` selects (``n.*`` of turn_note and ``t.position`` of its turn)."""
     return tuple(
         TurnNote(
@@ -67,7 +72,7 @@ def read_notes(conn: sqlite3.Connection, query: str, params: Sequence[Any]) -> t
             nudge_kind=row["nudge_kind"],
             retry=_retry(row["retry_attempt"], row["retry_budget"]),
         )
-        for row in conn.execute(query, params)
+        for row in await db.rows(query, params)
     )
 
 

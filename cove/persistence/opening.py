@@ -6,7 +6,7 @@ application's SQLite database). cove tags its databases with ``PRAGMA applicatio
 made before the tag existed are recognised by their migration table and tagged by the next
 migration. Read-only opens never write: no WAL switch, no migration, no crash recovery.
 
-Everything here is synchronous and runs on the store's database thread.
+Everything here is synchronous: it runs on the connection's own thread while it opens.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 from cove.errors import NotADatabase, StoreError
-from cove.persistence import leases, values
 from cove.persistence.connection import MEMORY, check_header, configure, enable_wal
 from cove.persistence.migrate import check_supported, latest_version, migrate
 
@@ -80,15 +79,15 @@ def tag(conn: sqlite3.Connection) -> None:
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
-def open_for_writing(path: str, now: float) -> tuple[sqlite3.Connection, int]:
-    """Open, check, tag, migrate and recover ``path``; return the connection and its version.
+def open_for_writing(path: str) -> tuple[sqlite3.Connection, int]:
+    """Open, check, tag and migrate ``path``; return the connection and its version.
+
+    Crash recovery runs once it is open (``Store.open``).
 
     Raises:
         NotADatabase, SchemaTooNew: the database is refused; it is not modified.
         sqlite3.Error: the file cannot be opened or written.
     """
-    # Not bound to one thread: the store runs short writes on the event loop's thread while its
-    # database thread is idle (never both at once).
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         configure(conn)
@@ -97,10 +96,8 @@ def open_for_writing(path: str, now: float) -> tuple[sqlite3.Connection, int]:
         check_supported(conn, path)
         enable_wal(conn, path)
         version = migrate(conn, path, before_commit=tag)
-        leases.recover(conn, now)
-        values.collect(conn)  # what a collection cut short by a crash left
-        # Checkpoints (which fsync) are run by the store on its own thread, never inside a
-        # commit that may run on the event loop's thread.
+        # Checkpoints (which copy pages and fsync) run on a connection of their own beside the
+        # writes, never inside a write unit's commit (``sqlite.py``).
         conn.execute("PRAGMA wal_autocheckpoint = 0")
     except BaseException:
         conn.close()
@@ -108,10 +105,25 @@ def open_for_writing(path: str, now: float) -> tuple[sqlite3.Connection, int]:
     return conn, version
 
 
-def _connect_read_only(path: str, *, immutable: bool) -> sqlite3.Connection:
+def read_only_uri(path: str, *, immutable: bool) -> str:
+    """The URI that opens ``path`` for reading only (``immutable``: as a file nobody writes)."""
     uri = f"file:{quote(str(Path(path).absolute()))}?mode=ro"
-    if immutable:
-        uri += "&immutable=1"
+    return uri + "&immutable=1" if immutable else uri
+
+
+def connect_uri(uri: str) -> sqlite3.Connection:
+    """A configured connection to a ``file:`` URI (a read-only one: ``open_for_reading``)."""
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        configure(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _connect_read_only(path: str, *, immutable: bool) -> tuple[sqlite3.Connection, str]:
+    uri = read_only_uri(path, immutable=immutable)
     conn = sqlite3.connect(uri, uri=True, isolation_level=None)
     try:
         configure(conn)
@@ -119,24 +131,27 @@ def _connect_read_only(path: str, *, immutable: bool) -> sqlite3.Connection:
     except BaseException:
         conn.close()
         raise
-    return conn
+    return conn, uri
 
 
-def open_for_reading(path: str) -> sqlite3.Connection:
+def open_for_reading(path: str) -> tuple[sqlite3.Connection, str]:
     """Open an existing cove database without writing anything to it.
 
     A WAL database in a directory nobody may write to cannot get the shared-memory file SQLite
     reads it with; it is then opened as immutable, which is sound because nothing can write it
     there either (a WAL writer needs that same file).
 
+    Returns:
+        The connection and the URI it was opened with (to open it so again).
+
     Raises:
         NotADatabase, SchemaTooNew: refused. SchemaTooOld: it must be upgraded first.
         sqlite3.Error: the file cannot be read.
     """
     try:
-        conn = _connect_read_only(path, immutable=False)
+        conn, uri = _connect_read_only(path, immutable=False)
     except sqlite3.OperationalError:
-        conn = _connect_read_only(path, immutable=True)
+        conn, uri = _connect_read_only(path, immutable=True)
     try:
         identify(conn, path)
         found = check_supported(conn, path)
@@ -145,7 +160,7 @@ def open_for_reading(path: str) -> sqlite3.Connection:
     except BaseException:
         conn.close()
         raise
-    return conn
+    return conn, uri
 
 
 class SchemaTooOld(StoreError):

@@ -81,9 +81,14 @@ class SubqueryWrite:
 
 @dataclass(frozen=True)
 class ReplyWrite:
-    """The model's reply to an iteration, recorded as soon as it arrives (``record_reply``)."""
+    """The model's reply to an iteration, recorded as soon as it arrives (``record_reply``).
 
-    raw_reply: str
+    ``IterationRecord`` extends it, as ``BlockRecord`` extends ``BlockResult``: the reply's
+    fields are declared here once. ``raw_reply`` is None only in the record of an iteration
+    whose model call never answered.
+    """
+
+    raw_reply: str | None
     thinking: str | None = None
     usage: Usage = field(default=Usage(), metadata=FLAT)
     llm_ms: float = 0.0
@@ -95,21 +100,19 @@ class IterationWrite:
     """How an iteration ended; committed in one transaction by ``finish_iteration``.
 
     ``blocks``, ``var_versions`` and ``subqueries`` are what was not recorded yet (blocks
-    recorded as they finished are not repeated). ``raw_reply`` and ``thinking`` left None keep
-    what ``record_reply`` recorded.
+    recorded as they finished are not repeated). ``reply`` is the model's reply when it was not
+    recorded on arrival (one that could not be parsed); None leaves what ``record_reply``
+    stored, or no reply at all when the model call failed.
     """
 
     status: IterationStatus
-    raw_reply: str | None
-    thinking: str | None = None
     parse_error: str | None = None
-    usage: Usage = field(default=Usage(), metadata=FLAT)
-    llm_ms: float = 0.0
     duration_ms: float = 0.0
     blocks: tuple[BlockResult, ...] = ()
     var_versions: tuple[VarVersion, ...] = ()
     subqueries: tuple[SubqueryWrite, ...] = ()
     refusal: str | None = None  # why the reply's answer was refused (status ``error``)
+    reply: ReplyWrite | None = None
 
 
 @dataclass(frozen=True)
@@ -132,9 +135,10 @@ class SubqueryRecord(SubqueryWrite):
     iteration_id: int = 0
 
 
-@dataclass(frozen=True)
-class IterationRecord:
-    """A stored iteration with its exact prompt and raw reply."""
+@dataclass(frozen=True, kw_only=True)
+class IterationRecord(ReplyWrite):
+    """A stored iteration: its exact prompt, the reply (``ReplyWrite``'s fields) and how it
+    ended."""
 
     id: int
     turn_id: int
@@ -143,18 +147,13 @@ class IterationRecord:
     system_prompt_hash: str
     context_message: str
     request_message: str
-    raw_reply: str | None
-    thinking: str | None
     parse_error: str | None
-    usage: Usage = field(metadata=FLAT)
-    llm_ms: float
     duration_ms: float
     seed: int | None
     started_at: float
     blocks: tuple[BlockRecord, ...] = ()
     subqueries: tuple[SubqueryRecord, ...] = ()
     steering: tuple[str, ...] = ()  # the person's messages this iteration first showed
-    planned_blocks: tuple[str, ...] = ()
     refusal: str | None = None  # why the reply's answer was refused, if it was
 
     @property

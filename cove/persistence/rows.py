@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any, cast
 
 from cove.codec.chunks import text_hash
@@ -18,6 +17,7 @@ from cove.persistence.records import (
     TurnRecord,
     VarVersionRecord,
 )
+from cove.persistence.sql import Row, Sql
 from cove.results import BlockFigure, FigureAxes, TurnStatus, Usage, VarKind
 
 #: A conversation with what lists show of it. Each subquery reads one entry of the turn
@@ -54,8 +54,9 @@ VAR_COLUMNS = (
     " v.digest, v.thinned, v.type_name, v.preview, v.size, t.position AS turn_position,"
     " i.position AS iteration_position, b.position AS block_position, v.created_at"
 )
-# Ordering by where a version was written, not by its number, keeps forks and restores honest.
-VAR_ORDER = "t.position, i.position, b.position, v.version"
+# Ordering by where a version was written, not by its number, keeps forks and restores honest;
+# versions one block wrote come in the order it wrote them (their ids), on either backend.
+VAR_ORDER = "t.position, i.position, b.position, v.version, v.id"
 
 
 def _text(inline: str | None, data: bytes | None) -> str | None:
@@ -65,7 +66,7 @@ def _text(inline: str | None, data: bytes | None) -> str | None:
     return inline
 
 
-def conversation(row: sqlite3.Row) -> ConversationRecord:
+def conversation(row: Row) -> ConversationRecord:
     """Build a ``ConversationRecord`` from a ``CONVERSATION_SELECT`` row."""
     return ConversationRecord(
         id=row["id"],
@@ -86,13 +87,13 @@ def conversation(row: sqlite3.Row) -> ConversationRecord:
     )
 
 
-def usage(row: sqlite3.Row) -> Usage:
+def usage(row: Row) -> Usage:
     """The ``tokens_in``, ``tokens_out`` and ``cost_usd`` columns of a turn, iteration or
     sub-query row."""
     return Usage(row["tokens_in"], row["tokens_out"], row["cost_usd"])
 
 
-def turn(row: sqlite3.Row, iterations: tuple[IterationRecord, ...] = ()) -> TurnRecord:
+def turn(row: Row, iterations: tuple[IterationRecord, ...] = ()) -> TurnRecord:
     """Build a ``TurnRecord`` from a ``TURN_COLUMNS`` row."""
     return TurnRecord(
         id=row["id"],
@@ -115,13 +116,18 @@ def turn(row: sqlite3.Row, iterations: tuple[IterationRecord, ...] = ()) -> Turn
 
 
 def iteration(
-    row: sqlite3.Row,
+    row: Row,
     blocks: tuple[BlockRecord, ...] = (),
     subqueries: tuple[SubqueryRecord, ...] = (),
     steering: tuple[str, ...] = (),
 ) -> IterationRecord:
     """Build an ``IterationRecord`` from an ``iteration`` row."""
     return IterationRecord(
+        raw_reply=row["raw_reply"],
+        thinking=row["thinking"],
+        usage=usage(row),
+        llm_ms=row["llm_ms"],
+        planned_blocks=tuple(json.loads(row["planned_blocks"] or "[]")),
         id=row["id"],
         turn_id=row["turn_id"],
         position=row["position"],
@@ -129,23 +135,18 @@ def iteration(
         system_prompt_hash=row["system_prompt_hash"],
         context_message=row["context_message"],
         request_message=row["request_message"],
-        raw_reply=row["raw_reply"],
-        thinking=row["thinking"],
         parse_error=row["parse_error"],
-        usage=usage(row),
-        llm_ms=row["llm_ms"],
         duration_ms=row["duration_ms"],
         seed=row["seed"],
         started_at=row["started_at"],
         blocks=blocks,
         subqueries=subqueries,
         steering=steering,
-        planned_blocks=tuple(json.loads(row["planned_blocks"] or "[]")),
         refusal=row["refusal"],
     )
 
 
-def block(row: sqlite3.Row) -> BlockRecord:
+def block(row: Row) -> BlockRecord:
     """Build a ``BlockRecord`` from a ``BLOCK_COLUMNS`` row (large results read back as text)."""
     return BlockRecord(
         id=row["id"],
@@ -199,7 +200,7 @@ def figures_of(text: str | None) -> tuple[BlockFigure, ...]:
     )
 
 
-def subquery(row: sqlite3.Row) -> SubqueryRecord:
+def subquery(row: Row) -> SubqueryRecord:
     """Build a ``SubqueryRecord`` from a ``subquery`` row."""
     return SubqueryRecord(
         id=row["id"],
@@ -215,17 +216,15 @@ def subquery(row: sqlite3.Row) -> SubqueryRecord:
     )
 
 
-def var_version(conn: sqlite3.Connection, row: sqlite3.Row) -> VarVersionRecord:
+async def var_version(db: Sql, row: Row) -> VarVersionRecord:
     """Build a ``VarVersionRecord`` from a ``VAR_COLUMNS`` row, reading its root (from a chunk,
     or from a blob for a row written before chunks) if needed."""
     encoded: str | None = row["encoded"]
     if row["encoded_blob"] is not None:
-        data: Any = conn.execute(
-            "SELECT data FROM blob WHERE hash = ?", (row["encoded_blob"],)
-        ).fetchone()[0]
+        data: Any = await db.value("SELECT data FROM blob WHERE hash = ?", (row["encoded_blob"],))
         encoded = _text(None, data)
     elif row["root_chunk"] is not None:
-        encoded = values.root_text(conn, row["root_chunk"])
+        encoded = await values.root_text(db, row["root_chunk"])
     digest = row["digest"]
     if digest is None and encoded is not None:
         digest = text_hash(encoded)

@@ -7,14 +7,19 @@ and cost its recorded iterations and sub-queries used, never less.
 
 from __future__ import annotations
 
+from cove.persistence.sql import Dialect
+
 _ITERATIONS = "(SELECT coalesce(sum(i.{col}), 0) FROM iteration i WHERE i.turn_id = turn.id)"
 _SUBQUERIES = (
     "(SELECT coalesce(sum(s.{col}), 0) FROM subquery s"
     " JOIN iteration i ON i.id = s.iteration_id WHERE i.turn_id = turn.id)"
 )
 
-#: The SET clause: each total becomes at least the sum of the recorded ones.
-RECORDED_TOTALS = ", ".join(
-    f"{col} = max({col}, {_ITERATIONS.format(col=col)} + {_SUBQUERIES.format(col=col)})"
-    for col in ("tokens_in", "tokens_out", "cost_usd")
-)
+
+def recorded_totals(dialect: Dialect) -> str:
+    """The SET clause: each total becomes at least the sum of the recorded ones."""
+    return ", ".join(
+        f"{col} = "
+        + dialect.greatest(col, f"{_ITERATIONS.format(col=col)} + {_SUBQUERIES.format(col=col)}")
+        for col in ("tokens_in", "tokens_out", "cost_usd")
+    )

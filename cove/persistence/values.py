@@ -9,19 +9,22 @@ the chunks nothing counts, in batches of one transaction each, lowering their ch
 in the same transaction. A crash between batches leaves every count true and the rest for the
 next ``collect``; no chunk any version still reaches is ever deleted.
 
-Everything here runs on the store's connection thread, inside the caller's transaction unless a
-function says otherwise.
+Everything here runs inside the caller's transaction unless a function says otherwise. On
+PostgreSQL, where several processes write at once, every transaction that adds, counts or
+deletes chunks first takes the value store's transaction lock (``Dialect.lock_values``), so a
+chunk found stored cannot be collected before the version naming it commits.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 
 from cove.codec.chunks import chunk_hash, refs, text_hash
 from cove.errors import StoreError
-from cove.persistence.connection import INLINE_LIMIT, immediate
+from cove.persistence.blobs import INLINE_LIMIT
+from cove.persistence.database import Call
+from cove.persistence.sql import Sql
 
 COLLECT_BATCH = 500
 """Chunks deleted per transaction by ``collect``."""
@@ -29,7 +32,7 @@ COLLECT_BATCH = 500
 _IN_BATCH = 500  # names per ``IN (...)`` list
 
 
-def put_chunks(conn: sqlite3.Connection, chunks: Iterable[tuple[str, bytes]]) -> int:
+async def put_chunks(db: Sql, chunks: Iterable[tuple[str, bytes]]) -> int:
     """Add the chunks the database lacks (children before parents); the bytes added.
 
     Raises:
@@ -37,56 +40,64 @@ def put_chunks(conn: sqlite3.Connection, chunks: Iterable[tuple[str, bytes]]) ->
             neither stored nor given before it (nothing is added then: the caller's
             transaction rolls back).
     """
+    given = list(chunks)
+    if not given:
+        return 0
+    await db.dialect.lock_values(db)
+    stored = await chunk_ids(db, [name for name, _ in given])
     added = 0
-    for name, data in chunks:
-        if conn.execute("SELECT 1 FROM value_chunk WHERE hash = ?", (name,)).fetchone():
+    for name, data in given:
+        if name in stored:
             continue
         if chunk_hash(data) != name:
             raise StoreError(f"chunk {name} does not hold what its name says")
-        _insert(conn, name, data)
+        stored[name] = await _insert(db, name, data)
         added += len(data)
     return added
 
 
-def _insert(conn: sqlite3.Connection, name: str, data: bytes) -> int:
+async def _insert(db: Sql, name: str, data: bytes) -> int:
     """Insert a chunk whose children are stored; count it as their parent. Its id."""
     kids = list(dict.fromkeys(refs(data)))
-    ids = chunk_ids(conn, kids)
+    ids = await chunk_ids(db, kids)
     missing = [kid for kid in kids if kid not in ids]
     if missing:
         raise StoreError(f"chunk {name} names chunk {missing[0]}, which is not stored")
     children = [ids[kid] for kid in kids]
-    cursor = conn.execute(
-        "INSERT INTO value_chunk (hash, data, children) VALUES (?, ?, ?)",
-        (name, data, json.dumps(children)),
+    chunk_id = int(
+        await db.value(
+            "INSERT INTO value_chunk (hash, data, children) VALUES (?, ?, ?) RETURNING id",
+            (name, data, json.dumps(children)),
+        )
     )
-    chunk_id = int(cursor.lastrowid or 0)
-    conn.execute("INSERT INTO value_ref (chunk_id, refs) VALUES (?, 0)", (chunk_id,))
-    _add_refs(conn, children, 1)
+    await db.run("INSERT INTO value_ref (chunk_id, refs) VALUES (?, 0)", (chunk_id,))
+    await _add_refs(db, children, 1)
     return chunk_id
 
 
-def chunk_ids(conn: sqlite3.Connection, names: Sequence[str]) -> dict[str, int]:
+async def chunk_ids(db: Sql, names: Sequence[str]) -> dict[str, int]:
     """The ids of the stored chunks among ``names``."""
     found: dict[str, int] = {}
     for start in range(0, len(names), _IN_BATCH):
         batch = names[start : start + _IN_BATCH]
         marks = ",".join("?" * len(batch))
-        for row in conn.execute(f"SELECT hash, id FROM value_chunk WHERE hash IN ({marks})", batch):
+        for row in await db.rows(
+            f"SELECT hash, id FROM value_chunk WHERE hash IN ({marks})", batch
+        ):
             found[row[0]] = int(row[1])
     return found
 
 
-def _add_refs(conn: sqlite3.Connection, ids: Sequence[int], delta: int) -> None:
+async def _add_refs(db: Sql, ids: Sequence[int], delta: int) -> None:
     for start in range(0, len(ids), _IN_BATCH):
         batch = ids[start : start + _IN_BATCH]
         marks = ",".join("?" * len(batch))
-        conn.execute(
+        await db.run(
             f"UPDATE value_ref SET refs = refs + ? WHERE chunk_id IN ({marks})", [delta, *batch]
         )
 
 
-def put_root(conn: sqlite3.Connection, root: str) -> tuple[str | None, int | None, int]:
+async def put_root(db: Sql, root: str) -> tuple[str | None, int | None, int]:
     """Keep a version's root: ``(inline text, None, 0)`` when it is short and names no chunk,
     else ``(None, root chunk id, bytes added)`` with the chunk counted once more (for the
     version that will name it).
@@ -99,15 +110,16 @@ def put_root(conn: sqlite3.Connection, root: str) -> tuple[str | None, int | Non
     if not names and len(data) <= INLINE_LIMIT:
         return root, None, 0
     name = text_hash(root)
-    added = put_chunks(conn, [(name, data)])
-    chunk_id = chunk_ids(conn, [name])[name]
-    _add_refs(conn, [chunk_id], 1)
+    added = await put_chunks(db, [(name, data)])
+    chunk_id = (await chunk_ids(db, [name]))[name]
+    await _add_refs(db, [chunk_id], 1)
     return None, chunk_id, added
 
 
-def release_roots(conn: sqlite3.Connection, where: str, params: Sequence[object]) -> None:
+async def release_roots(db: Sql, where: str, params: Sequence[object]) -> None:
     """Lower the counts of the root chunks of the versions matching ``where`` (one per row)."""
-    conn.execute(
+    await db.dialect.lock_values(db)
+    await db.run(
         f"""
         UPDATE value_ref SET refs = refs - (
             SELECT count(*) FROM var_version v WHERE v.root_chunk = value_ref.chunk_id AND {where}
@@ -120,82 +132,88 @@ def release_roots(conn: sqlite3.Connection, where: str, params: Sequence[object]
     )
 
 
-def collect_batch(conn: sqlite3.Connection, limit: int = COLLECT_BATCH) -> int:
+async def collect_batch(call: Call, limit: int = COLLECT_BATCH) -> int:
     """Delete up to ``limit`` chunks nothing counts, in one transaction; how many went."""
-    with immediate(conn):
-        rows = conn.execute(
+    async with call.writing() as db:
+        await db.dialect.lock_values(db)
+        rows = await db.rows(
             "SELECT r.chunk_id, c.children FROM value_ref r"
             " JOIN value_chunk c ON c.id = r.chunk_id WHERE r.refs = 0 LIMIT ?",
             (limit,),
-        ).fetchall()
+        )
         for chunk_id, children in rows:
-            conn.execute("DELETE FROM value_chunk WHERE id = ?", (chunk_id,))
-            conn.execute("DELETE FROM value_ref WHERE chunk_id = ?", (chunk_id,))
-            _add_refs(conn, json.loads(children), -1)
+            await db.run("DELETE FROM value_chunk WHERE id = ?", (chunk_id,))
+            await db.run("DELETE FROM value_ref WHERE chunk_id = ?", (chunk_id,))
+            await _add_refs(db, json.loads(children), -1)
     return len(rows)
 
 
-def collect(conn: sqlite3.Connection) -> int:
-    """Delete every chunk nothing counts any more (batch after batch); how many went."""
+async def collect_values(call: Call) -> int:
+    """Delete the chunks nothing holds any more (batch after batch); how many went."""
     total = 0
     while True:
-        removed = collect_batch(conn)
+        removed = await collect_batch(call)
         total += removed
         if removed == 0:
             return total
 
 
-def garbage(conn: sqlite3.Connection) -> int:
-    """How many chunks wait for ``collect``."""
-    return int(conn.execute("SELECT count(*) FROM value_ref WHERE refs = 0").fetchone()[0])
+async def _garbage(db: Sql) -> int:
+    """How many chunks wait for ``collect_values``."""
+    return int(await db.value("SELECT count(*) FROM value_ref WHERE refs = 0"))
 
 
-def read_chunks(conn: sqlite3.Connection, roots: Iterable[str]) -> dict[str, bytes]:
-    """Every stored chunk the given roots reach, by name (a missing one is left out: decoding
+async def value_chunks(call: Call, roots: Sequence[str]) -> dict[str, bytes]:
+    """Every stored chunk the given roots (``VarVersionRecord.encoded``) reach, by name: what
+    ``codec.decode(root, chunks=found.__getitem__)`` needs (a missing one is left out: decoding
     then says which value lacks it)."""
     found: dict[str, bytes] = {}
     names = list(dict.fromkeys(name for root in roots for name in refs(root)))
-    level = list(chunk_ids(conn, names).values())
-    seen: set[int] = set()
-    while level:
-        following: list[int] = []
-        for start in range(0, len(level), _IN_BATCH):
-            batch = [i for i in level[start : start + _IN_BATCH] if i not in seen]
-            seen.update(batch)
-            if not batch:
-                continue
+    async with call.reading() as db:
+        level = list((await chunk_ids(db, names)).values())
+        seen: set[int] = set()
+        while level:
+            following: list[int] = []
+            for start in range(0, len(level), _IN_BATCH):
+                batch = [i for i in level[start : start + _IN_BATCH] if i not in seen]
+                seen.update(batch)
+                if not batch:
+                    continue
+                marks = ",".join("?" * len(batch))
+                for name, data, children in await db.rows(
+                    f"SELECT hash, data, children FROM value_chunk WHERE id IN ({marks})", batch
+                ):
+                    found[name] = bytes(data)
+                    following.extend(i for i in json.loads(children) if i not in seen)
+            level = list(dict.fromkeys(following))
+    return found
+
+
+async def chunks(call: Call, names: Sequence[str]) -> dict[str, bytes]:
+    """The stored chunks among ``names``, by name (not what they reach)."""
+    found: dict[str, bytes] = {}
+    async with call.reading() as db:
+        for start in range(0, len(names), _IN_BATCH):
+            batch = list(names[start : start + _IN_BATCH])
             marks = ",".join("?" * len(batch))
-            for name, data, children in conn.execute(
-                f"SELECT hash, data, children FROM value_chunk WHERE id IN ({marks})", batch
+            for name, data in await db.rows(
+                f"SELECT hash, data FROM value_chunk WHERE hash IN ({marks})", batch
             ):
                 found[name] = bytes(data)
-                following.extend(i for i in json.loads(children) if i not in seen)
-        level = list(dict.fromkeys(following))
     return found
 
 
-def read_named(conn: sqlite3.Connection, names: Sequence[str]) -> dict[str, bytes]:
-    """The stored chunks among ``names`` (not what they reach)."""
-    found: dict[str, bytes] = {}
-    for start in range(0, len(names), _IN_BATCH):
-        batch = names[start : start + _IN_BATCH]
-        marks = ",".join("?" * len(batch))
-        for name, data in conn.execute(
-            f"SELECT hash, data FROM value_chunk WHERE hash IN ({marks})", batch
-        ):
-            found[name] = bytes(data)
-    return found
-
-
-def root_text(conn: sqlite3.Connection, chunk_id: int) -> str | None:
+async def root_text(db: Sql, chunk_id: int) -> str | None:
     """The root a version stores as chunk ``chunk_id`` (None when it is gone)."""
-    row = conn.execute("SELECT data FROM value_chunk WHERE id = ?", (chunk_id,)).fetchone()
-    return None if row is None else bytes(row[0]).decode("utf-8", "surrogatepass")
+    data = await db.value("SELECT data FROM value_chunk WHERE id = ?", (chunk_id,))
+    return None if data is None else bytes(data).decode("utf-8", "surrogatepass")
 
 
-def stats(conn: sqlite3.Connection) -> Mapping[str, int]:
-    """The value store as a whole: chunks, their bytes, and those waiting to be collected."""
-    chunks, size = conn.execute(
-        "SELECT count(*), coalesce(sum(length(data)), 0) FROM value_chunk"
-    ).fetchone()
-    return {"chunks": int(chunks), "bytes": int(size), "garbage": garbage(conn)}
+async def value_stats(call: Call) -> Mapping[str, int]:
+    """The value store as a whole: ``chunks``, their ``bytes``, and ``garbage`` (chunks
+    nothing holds, waiting to be collected)."""
+    async with call.reading() as db:
+        row = await db.row("SELECT count(*), coalesce(sum(length(data)), 0) FROM value_chunk")
+        garbage = await _garbage(db)
+    assert row is not None
+    return {"chunks": int(row[0]), "bytes": int(row[1]), "garbage": garbage}

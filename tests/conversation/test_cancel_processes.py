@@ -10,12 +10,15 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import AsyncIterator
+from contextlib import closing
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from cove.conversation import Conversations, scripted_factory
 from cove.events import IterationStarted, ModelReply, TurnFinished
+from cove.persistence.postgres.url import is_postgres
 from tests.conversation.watch.test_watch_processes import (
     env_for,
     gated,
@@ -40,9 +43,17 @@ async def server() -> AsyncIterator[FakeOpenAI]:
         yield fake
 
 
-def cancel_requests(db: Path) -> list[tuple[object, ...]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT * FROM cancel_request").fetchall()
+async def cancel_requests(tmp_path: Path) -> list[tuple[object, ...]]:
+    """The cancel requests stored in the test's database, of either backend."""
+    database = local_settings(tmp_path).store.database
+    if is_postgres(database):
+        conn = await asyncpg.connect(database)
+        try:
+            return [tuple(row) for row in await conn.fetch("SELECT * FROM cancel_request")]
+        finally:
+            await conn.close()
+    with closing(sqlite3.connect(database)) as db:
+        return db.execute("SELECT * FROM cancel_request").fetchall()
 
 
 async def test_a_turn_held_at_the_model_in_another_process_is_cancelled_from_here(
@@ -77,7 +88,7 @@ async def test_a_turn_held_at_the_model_in_another_process_is_cancelled_from_her
     assert process.returncode == 5, err.decode()
     assert turn.status == "cancelled"
     assert [it.status for it in transcript.turns[0].iterations] == ["ok", "cancelled"]
-    assert cancel_requests(tmp_path / "cove.db") == []  # the holder cleared the request
+    assert await cancel_requests(tmp_path) == []  # the holder cleared the request
 
 
 async def test_a_running_block_in_another_process_is_killed_by_the_cancel(
@@ -93,7 +104,7 @@ async def test_a_running_block_in_another_process_is_killed_by_the_cancel(
             process = await start_run(env, conv.id, "spin")
             try:
                 await until(stream, lambda e: isinstance(e, ModelReply))
-                running = tmp_path / "cove.workspaces" / conv.id / "running"
+                running = local_settings(tmp_path).store.workspaces / conv.id / "running"
                 while not running.exists():  # noqa: ASYNC110 (another process writes it)
                     await asyncio.sleep(0.02)
                 assert await convs.cancel(conv.id)
@@ -121,4 +132,4 @@ async def test_cancelling_when_nothing_runs_asks_nothing(tmp_path: Path) -> None
         assert not await convs.cancel(conv.id)
         await (convs.send(conv.id, "one")).finished()
         assert not await convs.cancel(conv.id)
-    assert cancel_requests(tmp_path / "cove.db") == []
+    assert await cancel_requests(tmp_path) == []

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
 from cove.events import BlockStarted, ReplayFinished, ReplayTurnChecked
+from cove.persistence.postgres.url import is_postgres
+from tests.backends import database_for
 
 pytestmark = pytest.mark.slow  # sandbox workers started per test
 
@@ -41,7 +45,9 @@ TURN_TWO = [
 
 
 async def record(tmp_path: Path) -> tuple[Settings, str]:
-    settings = Settings.load(env={}, data_dir=tmp_path).replace(worker_pool_size=1)
+    settings = Settings.load(env={}, data_dir=tmp_path, db_path=database_for(tmp_path, "")).replace(
+        worker_pool_size=1
+    )
     factory = scripted_factory(
         [json.dumps(r) for r in TURN_ONE + TURN_TWO], subquery_replies=["Yes, quite big."]
     )
@@ -52,6 +58,20 @@ async def record(tmp_path: Path) -> tuple[Settings, str]:
         async for _ in convs.send(conv.id, "again"):
             pass
     return settings, conv.id
+
+
+async def alter(settings: Settings, statement: str) -> None:
+    """Change the record behind cove's back, on either backend."""
+    database = settings.store.database
+    if is_postgres(database):
+        conn = await asyncpg.connect(database)
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+        return
+    with closing(sqlite3.connect(database)) as db, db:
+        db.execute(statement)
 
 
 async def replay(settings: Settings, conversation_id: str) -> list[Any]:
@@ -71,8 +91,9 @@ async def test_faithful_replay_matches_every_block(tmp_path: Path) -> None:
 
 async def test_an_altered_record_is_reported_as_a_divergence(tmp_path: Path) -> None:
     settings, cid = await record(tmp_path)
-    with sqlite3.connect(settings.store.database) as db:
-        db.execute("UPDATE block SET result_preview = '999' WHERE code LIKE '%spread(rolls)'")
+    await alter(
+        settings, "UPDATE block SET result_preview = '999' WHERE code LIKE '%spread(rolls)'"
+    )
     events = await replay(settings, cid)
     done = events[-1]
     assert isinstance(done, ReplayFinished) and not done.ok
@@ -83,7 +104,7 @@ async def test_an_altered_record_is_reported_as_a_divergence(tmp_path: Path) -> 
 async def test_a_turn_cancelled_mid_block_replays_as_cancelled_and_the_next_turn_matches(
     tmp_path: Path,
 ) -> None:
-    settings = Settings.load(env={}, data_dir=tmp_path).replace(
+    settings = Settings.load(env={}, data_dir=tmp_path, db_path=database_for(tmp_path, "")).replace(
         worker_pool_size=1, block_timeout_s=60, block_timeout_max_s=60
     )
     factory = scripted_factory(
@@ -116,7 +137,9 @@ async def test_a_turn_cancelled_mid_block_replays_as_cancelled_and_the_next_turn
 
 
 async def test_a_turn_whose_model_failed_replays_as_failed(tmp_path: Path) -> None:
-    settings = Settings.load(env={}, data_dir=tmp_path).replace(worker_pool_size=1)
+    settings = Settings.load(env={}, data_dir=tmp_path, db_path=database_for(tmp_path, "")).replace(
+        worker_pool_size=1
+    )
     factory = scripted_factory([json.dumps({"thinking": "t", "code": ["x = 1"]})])
     async with await Conversations.open(settings, llm_factory=factory) as convs:
         conv = await convs.create()
@@ -127,7 +150,7 @@ async def test_a_turn_whose_model_failed_replays_as_failed(tmp_path: Path) -> No
 
 
 async def test_a_replay_matches_chunked_values_also_once_thinned(tmp_path: Path) -> None:
-    settings = Settings.load(env={}, data_dir=tmp_path).replace(
+    settings = Settings.load(env={}, data_dir=tmp_path, db_path=database_for(tmp_path, "")).replace(
         worker_pool_size=1, history_budget_mb=1
     )
     replies = [

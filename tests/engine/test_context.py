@@ -20,7 +20,7 @@ from cove.engine.context import (
 )
 from cove.engine.prompt import CORE_INSTRUCTIONS
 from cove.environment.var_index import VarEntry
-from cove.results import BlockResult
+from cove.results import BlockResult, VarVersion
 
 CUT = re.compile(r"…\[cut ([\d,]+) chars")
 
@@ -46,13 +46,13 @@ def var(name: str, seq: int, **changes: object) -> VarEntry:
         "name": name,
         "version": 1,
         "kind": "value",
+        "encoded": None,
         "type_name": "int",
         "size": None,
         "preview": "1",
-        "updated_seq": seq,
     }
     fields.update(changes)
-    return VarEntry(**fields)  # type: ignore[arg-type]
+    return VarEntry(VarVersion(**fields), updated_seq=seq)  # type: ignore[arg-type]
 
 
 def context(**changes: object) -> str:
@@ -378,13 +378,17 @@ text_values = st.text(max_size=3_000)
     variables=st.lists(
         st.builds(
             VarEntry,
-            name=st.text(min_size=1, max_size=200),
-            version=st.integers(1, 10**9),
-            kind=st.sampled_from(["value", "function", "opaque"]),
-            type_name=st.text(max_size=100),
-            size=st.none() | st.integers(0, 10**12),
-            preview=text_values,
-            signature=st.none() | text_values,
+            var=st.builds(
+                VarVersion,
+                name=st.text(min_size=1, max_size=200),
+                version=st.integers(1, 10**9),
+                kind=st.sampled_from(["value", "function", "opaque"]),
+                encoded=st.none(),
+                type_name=st.text(max_size=100),
+                size=st.none() | st.integers(0, 10**12),
+                preview=text_values,
+                signature=st.none() | text_values,
+            ),
             updated_seq=st.integers(0, 10**9),
         ),
         max_size=60,

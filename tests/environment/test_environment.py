@@ -103,7 +103,7 @@ class Harness:
         versions = tuple(v for _, writes in ran for v in writes)
         await self.store.finish_iteration(
             iteration,
-            IterationWrite(status="ok", raw_reply="{}", blocks=blocks, var_versions=versions),
+            IterationWrite(status="ok", blocks=blocks, var_versions=versions),
         )
         await self.store.finish_turn(turn.id, TurnOutcome("done", answer="done"))
         return ran
@@ -137,14 +137,14 @@ async def test_values_functions_and_classes_survive_blocks_and_reopen(harness: H
         ("Box", 1, "function"),
     ]
     entries = env.var_index.entries()
-    assert [e.name for e in entries] == ["Box", "add", "total"]
-    assert entries[1].signature == "add(a, b=2)"
+    assert [e.var.name for e in entries] == ["Box", "add", "total"]
+    assert entries[1].var.signature == "add(a, b=2)"
     await env.aclose()
 
     env = await harness.open()
     assert env.restored.lost == ()
     assert set(env.restored.restored) == {"total", "add", "Box"}
-    assert [e.name for e in env.var_index.entries()] == ["Box", "add", "total"]
+    assert [e.var.name for e in env.var_index.entries()] == ["Box", "add", "total"]
     ran = await harness.turn(env, "Box(add(1)).get()", "total = 1")
     assert ran[0][0].result.result_preview == "43"
     assert versions(ran[1][1]) == [("total", 2, "value")]
@@ -204,7 +204,7 @@ async def test_a_timeout_restart_records_the_lost_variables(harness: Harness) ->
     assert versions(writes) == [("it", 2, "deleted")]
     assert writes[0].type_name == "list_iterator"
     assert ran[3][0].result.result_preview == "[1, 2]"
-    assert [e.name for e in env.var_index.entries()] == ["keep"]
+    assert [e.var.name for e in env.var_index.entries()] == ["keep"]
     await env.aclose()
 
 
@@ -221,7 +221,7 @@ async def test_forget_deletes_after_the_block(harness: Harness) -> None:
     assert versions(writes) == [("seen", 1, "value"), ("a", 2, "deleted")]
     assert writes[1].preview == "forgotten"
     assert ran[2][0].result.result_preview == "2"
-    assert [e.name for e in env.var_index.entries()] == ["seen", "b"]
+    assert [e.var.name for e in env.var_index.entries()] == ["seen", "b"]
     ran = await harness.turn(env, "a")
     assert "NameError" in (ran[0][0].result.error or "")
     await env.aclose()

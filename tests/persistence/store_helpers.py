@@ -10,6 +10,7 @@ from pathlib import Path
 from cove.persistence.records import (
     IterationStatus,
     IterationWrite,
+    ReplyWrite,
 )
 from cove.persistence.store import Store
 from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
@@ -51,6 +52,7 @@ def iteration_write(
     status: IterationStatus = "ok",
     code: str = "x = {n}",
     result: str | None = "1",
+    thinking: str = "think",
 ) -> IterationWrite:
     """An iteration with ``blocks`` blocks; ``variables`` maps name -> (version, encoded).
 
@@ -85,10 +87,9 @@ def iteration_write(
     )
     return IterationWrite(
         status=status,
-        raw_reply='{"code": ["x = 1"]}',
-        thinking="think",
-        usage=Usage(10, 5),
-        llm_ms=12.0,
+        reply=ReplyWrite(
+            raw_reply='{"code": ["x = 1"]}', thinking=thinking, usage=Usage(10, 5), llm_ms=12.0
+        ),
         duration_ms=20.0,
         blocks=block_writes,
         var_versions=versions,

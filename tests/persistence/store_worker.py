@@ -38,7 +38,9 @@ def iteration(n: int) -> IterationWrite:
         VarVersion(name, "value", value, "int", str(n), version=n + 1, block_position=2)
         for name in ("a", "b")
     )
-    return IterationWrite(status="ok", raw_reply="{}", blocks=blocks, var_versions=versions)
+    return IterationWrite(
+        status="ok", blocks=blocks, var_versions=versions, reply=ReplyWrite(raw_reply="{}")
+    )
 
 
 async def write(store: Store, turn_id: int, n: int) -> int:
@@ -64,7 +66,7 @@ async def write_units(store: Store, turn_id: int, n: int) -> None:
         versions = [v for v in whole.var_versions if v.block_position == block.position]
         await store.record_block(iteration_id, block, versions)
         print(iteration_id, "block", block.position, flush=True)
-    await store.finish_iteration(iteration_id, IterationWrite(status="ok", raw_reply=None))
+    await store.finish_iteration(iteration_id, IterationWrite(status="ok"))
     print(iteration_id, "done", flush=True)
 
 

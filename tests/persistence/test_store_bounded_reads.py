@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from cove.errors import NotFound
@@ -32,9 +30,9 @@ async def test_last_thinking_skips_iterations_without_any(store: Store) -> None:
     conversation = await store.create_conversation(channel="cli")
     turn = await store.start_turn(conversation.id, "q")
     assert await store.last_thinking(turn.id) is None
-    await add_iteration(store, turn.id, 0, replace(iteration_write(), thinking="first idea"))
-    await add_iteration(store, turn.id, 1, replace(iteration_write(), thinking="second idea"))
-    await add_iteration(store, turn.id, 2, replace(iteration_write(), thinking=""))
+    await add_iteration(store, turn.id, 0, iteration_write(thinking="first idea"))
+    await add_iteration(store, turn.id, 1, iteration_write(thinking="second idea"))
+    await add_iteration(store, turn.id, 2, iteration_write(thinking=""))
     assert await store.last_thinking(turn.id) == "second idea"
 
 

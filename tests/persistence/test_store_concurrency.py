@@ -1,4 +1,5 @@
-"""Two processes on one database file: nothing lost, and one lease winner."""
+"""Two processes on one database (a SQLite file, a PostgreSQL database): nothing lost, and one
+lease winner."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cove.persistence.migrate import migrations as known_migrations
+from cove.persistence.migrate import latest_version
 from cove.persistence.store import Store
-from tests.persistence.store_helpers import raw
 
 WORKER = Path(__file__).with_name("store_worker.py")
 ITERATIONS = 500
@@ -25,46 +25,50 @@ def _spawn(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def test_two_processes_writing_different_conversations_lose_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "shared.db"
-    # Both start on a file that does not exist yet, so they also race to migrate it.
-    children = [_spawn("writer", str(db), str(ITERATIONS)) for _ in range(2)]
-    outputs = [child.communicate(timeout=60) for child in children]
+async def _written(database: str, conversation_ids: list[str]) -> dict[str, tuple[int, ...]]:
+    """Per conversation: its finished iterations, their blocks and its variable versions."""
+    found = {}
+    async with Store.open(database) as store:
+        assert store.schema_version == latest_version()
+        for cid in conversation_ids:
+            transcript = await store.transcript(cid)
+            done = [
+                it
+                for turn in transcript.turns
+                if turn.status == "done"
+                for it in turn.iterations
+                if it.status == "ok"
+            ]
+            blocks = sum(len(it.blocks) for it in done)
+            found[cid] = (len(done), blocks, len(transcript.var_versions))
+    return found
+
+
+def test_two_processes_writing_different_conversations_lose_nothing(database: str) -> None:
+    # Both start on a database that has no schema yet, so they also race to migrate it.
+    children = [_spawn("writer", database, str(ITERATIONS)) for _ in range(2)]
+    outputs = [child.communicate(timeout=120) for child in children]
     assert [child.returncode for child in children] == [0, 0], [err for _, err in outputs]
     conversation_ids = [out.strip() for out, _ in outputs]
 
-    with raw(db) as conn:
-        per_conversation = dict(
-            conn.execute(
-                """
-                SELECT t.conversation_id, count(DISTINCT i.id) || '/' || count(b.id)
-                FROM turn t JOIN iteration i ON i.turn_id = t.id
-                JOIN block b ON b.iteration_id = i.id
-                WHERE i.status = 'ok' AND t.status = 'done'
-                GROUP BY t.conversation_id
-                """
-            ).fetchall()
-        )
-        versions = dict(
-            conn.execute(
-                "SELECT conversation_id, count(*) FROM var_version GROUP BY conversation_id"
-            ).fetchall()
-        )
-        migrations = conn.execute("SELECT version FROM schema_migrations").fetchall()
-    assert per_conversation == {cid: f"{ITERATIONS}/{ITERATIONS * 3}" for cid in conversation_ids}
-    assert versions == {cid: ITERATIONS * 2 for cid in conversation_ids}
-    assert migrations == [(m.version,) for m in known_migrations()]
+    written = asyncio.run(_written(database, conversation_ids))
+    expected = (ITERATIONS, ITERATIONS * 3, ITERATIONS * 2)  # iterations, blocks, versions
+    assert written == dict.fromkeys(conversation_ids, expected)
 
 
-async def _conversation(db: Path) -> str:
-    async with Store.open(db) as store:
+async def _conversation(database: str) -> str:
+    async with Store.open(database) as store:
         return (await store.create_conversation(channel="cli")).id
 
 
-def test_two_processes_contending_for_one_lease_exactly_one_wins(tmp_path: Path) -> None:
-    db = tmp_path / "shared.db"
-    conversation_id = asyncio.run(_conversation(db))
-    children = [_spawn("lease", str(db), conversation_id, f"owner-{n}") for n in range(2)]
+async def _holder(database: str, conversation_id: str) -> str | None:
+    async with Store.open(database) as store:
+        return (await store.get_conversation(conversation_id)).lease_owner
+
+
+def test_two_processes_contending_for_one_lease_exactly_one_wins(database: str) -> None:
+    conversation_id = asyncio.run(_conversation(database))
+    children = [_spawn("lease", database, conversation_id, f"owner-{n}") for n in range(2)]
     for child in children:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
@@ -75,6 +79,4 @@ def test_two_processes_contending_for_one_lease_exactly_one_wins(tmp_path: Path)
     outcomes = sorted(child.communicate(timeout=30)[0].strip() for child in children)
 
     assert outcomes == ["busy", "won"]
-    with raw(db) as conn:
-        owner = conn.execute("SELECT lease_owner FROM conversation").fetchone()[0]
-    assert owner in ("owner-0", "owner-1")
+    assert asyncio.run(_holder(database, conversation_id)) in ("owner-0", "owner-1")

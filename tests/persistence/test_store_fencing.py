@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 
 import pytest
 
 from cove.errors import Busy
 from cove.persistence.fence import Fence, fenced
-from cove.persistence.store import Store, StoreOpener
+from cove.persistence.opener import Opener
+from cove.persistence.store import Store
 from cove.results import BlockResult, TurnOutcome
 from tests.persistence.store_helpers import FakeClock, count
 
@@ -55,7 +55,7 @@ async def test_writes_under_the_current_epoch_land(store: Store) -> None:
 
 
 async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing(
-    store: Store, open_store: Callable[[], StoreOpener], clock: FakeClock, db_path: object
+    store: Store, open_store: Callable[[], Opener[Store]], clock: FakeClock, db_path: object
 ) -> None:
     conversation = await store.create_conversation(channel="cli")
     stale = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", TTL))
@@ -96,27 +96,24 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
 async def _in_flight_across(
     store: Store, takeover: Callable[[], object], fence: Fence, conversation_id: str
 ) -> asyncio.Task[object]:
-    """Issue a ``start_turn`` under ``fence`` while the store's thread is held, run
+    """Issue a ``start_turn`` under ``fence`` while the store's connection is held, run
     ``takeover`` (an awaitable factory) meanwhile, then let the write execute."""
-    gate = threading.Event()
-    # The store's own database thread is kept busy, so the write waits in its queue exactly
-    # as a write does behind a slow unit; the fence is captured when the write is issued.
-    held = asyncio.ensure_future(store._thread.call(lambda conn: gate.wait(10)))
-    with fenced(fence):
-        write: asyncio.Task[object] = asyncio.ensure_future(
-            store.start_turn(conversation_id, "issued before the takeover")
-        )
-    await asyncio.sleep(0)  # let the write reach the thread's queue
-    assert not write.done()
-    await takeover()  # type: ignore[misc]
-    gate.set()
-    await held
+    # The store's one connection is held, so the write waits for it exactly as a write does
+    # behind a slow unit; the fence is captured when the write is issued.
+    async with store._db.reading():  # type: ignore[attr-defined]
+        with fenced(fence):
+            write: asyncio.Task[object] = asyncio.ensure_future(
+                store.start_turn(conversation_id, "issued before the takeover")
+            )
+        await asyncio.sleep(0)  # let the write start waiting for the connection
+        assert not write.done()
+        await takeover()  # type: ignore[misc]
     await asyncio.gather(write, return_exceptions=True)
     return write
 
 
 async def test_a_write_in_flight_when_another_process_takes_over_does_not_land(
-    store: Store, open_store: Callable[[], StoreOpener], clock: FakeClock, db_path: object
+    store: Store, open_store: Callable[[], Opener[Store]], clock: FakeClock, db_path: object
 ) -> None:
     conversation = await store.create_conversation(channel="cli")
     fence = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", TTL))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cove.errors import Busy, NotFound, StoreError
-from cove.persistence.records import IterationWrite, SubqueryWrite
+from cove.persistence.records import IterationWrite, ReplyWrite, SubqueryWrite
 from cove.persistence.store import Store
 from cove.results import TurnOutcome, Usage, VarVersion
 from tests.persistence.store_helpers import (
@@ -44,7 +44,8 @@ async def test_an_iteration_commits_with_all_it_produced(store: Store) -> None:
     (iteration,) = transcript.turns[0].iterations
     assert (iteration.id, iteration.status, iteration.seed) == (iteration_id, "ok", 7)
     assert (iteration.request_message, iteration.context_message) == ("req", "ctx")
-    assert (iteration.raw_reply, iteration.thinking) == (result.raw_reply, "think")
+    assert result.reply is not None
+    assert (iteration.raw_reply, iteration.thinking) == (result.reply.raw_reply, "think")
     assert (iteration.usage.tokens_in, iteration.usage.tokens_out, iteration.llm_ms) == (
         10,
         5,
@@ -234,7 +235,9 @@ async def test_an_iteration_without_blocks_is_fine(store: Store) -> None:
     iteration_id = await store.start_iteration(
         turn_id, 0, system_prompt="s", request_message="r", context_message="c"
     )
-    unreadable = IterationWrite(status="parse_error", raw_reply="???", parse_error="no JSON")
+    unreadable = IterationWrite(
+        status="parse_error", parse_error="no JSON", reply=ReplyWrite(raw_reply="???")
+    )
     await store.finish_iteration(iteration_id, unreadable)
     (iteration,) = (await store.transcript(conversation_id)).turns[0].iterations
     assert (iteration.status, iteration.parse_error, iteration.blocks) == (

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from cove.errors import Busy, NotFound
-from cove.persistence.store import Store, StoreOpener
+from cove.persistence.opener import Opener
+from cove.persistence.store import Store
 from tests.persistence.store_helpers import FakeClock, add_iteration
 
 
@@ -85,7 +86,7 @@ async def test_leases_on_unknown_conversations_are_not_found(store: Store) -> No
 
 
 async def test_opening_interrupts_turns_nobody_holds_and_keeps_committed_work(
-    open_store: Callable[[], StoreOpener],
+    open_store: Callable[[], Opener[Store]],
 ) -> None:
     async with open_store() as store:
         conversation = await store.create_conversation(channel="cli")
@@ -104,7 +105,7 @@ async def test_opening_interrupts_turns_nobody_holds_and_keeps_committed_work(
 
 
 async def test_opening_leaves_turns_under_a_live_lease_alone(
-    open_store: Callable[[], StoreOpener], clock: FakeClock
+    open_store: Callable[[], Opener[Store]], clock: FakeClock
 ) -> None:
     async with open_store() as first:
         conversation = await first.create_conversation(channel="cli")

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from cove.errors import Busy, StoreError
+from cove.persistence.opener import Opener
 from cove.persistence.records import (
     IterationWrite,
     ReplyWrite,
     SubqueryWrite,
 )
-from cove.persistence.store import Store, StoreOpener
+from cove.persistence.store import Store
 from cove.results import BlockResult, TurnOutcome, Usage, VarVersion
 from tests.persistence.store_helpers import SYSTEM_PROMPT, count
 
@@ -48,6 +49,7 @@ async def test_reply_and_blocks_are_readable_before_the_iteration_ends(store: St
             raw_reply='{"code": ["x = 1", "y = 2"]}',
             thinking="two steps",
             usage=Usage(100, 20, 0.5),
+            llm_ms=12.0,
             planned_blocks=("x = 1", "y = 2"),
         ),
     )
@@ -69,11 +71,11 @@ async def test_reply_and_blocks_are_readable_before_the_iteration_ends(store: St
     assert await store.search("x", conversation_id=conversation_id) == []
 
     await store.record_block(iteration_id, block(1, "y = 2"), [version("y", 1, 1)])
-    await store.finish_iteration(
-        iteration_id, IterationWrite(status="ok", raw_reply=None, usage=Usage(100, 20))
-    )
+    await store.finish_iteration(iteration_id, IterationWrite(status="ok", duration_ms=30.0))
     [it] = (await store.transcript(conversation_id)).turns[0].iterations
     assert it.status == "ok" and it.raw_reply and it.thinking == "two steps"
+    # Closing the iteration leaves the reply as it was recorded, its usage and cost included.
+    assert (it.usage, it.llm_ms, it.duration_ms) == (Usage(100, 20, 0.5), 12.0, 30.0)
     assert [b.position for b in it.blocks] == [0, 1]
     hits = await store.search("y", conversation_id=conversation_id)
     assert [h.kind for h in hits] == ["code"]
@@ -89,7 +91,7 @@ async def test_a_block_unit_is_atomic(store: Store, db_path: Path) -> None:
 
 
 async def test_units_of_an_iteration_no_longer_running_are_refused(
-    open_store: Callable[[], StoreOpener],
+    open_store: Callable[[], Opener[Store]],
 ) -> None:
     async with open_store() as store:
         _, turn_id, iteration_id = await start(store)
@@ -115,14 +117,14 @@ async def test_a_failed_turn_reports_what_its_iterations_recorded(store: Store) 
 
 
 async def test_crash_recovery_sums_the_recorded_usage(
-    open_store: Callable[[], StoreOpener],
+    open_store: Callable[[], Opener[Store]],
 ) -> None:
     async with open_store() as store:
         conversation_id, turn_id, iteration_id = await start(store)
         await store.record_reply(iteration_id, ReplyWrite(raw_reply="r", usage=Usage(70, 7, 0.07)))
         await store.finish_iteration(
             iteration_id,
-            IterationWrite(status="ok", raw_reply=None, usage=Usage(70, 7, 0.07)),
+            IterationWrite(status="ok"),
         )
         second = await store.start_iteration(
             turn_id, 1, system_prompt=SYSTEM_PROMPT, request_message="r", context_message="c"

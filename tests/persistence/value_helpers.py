@@ -43,7 +43,7 @@ async def write_turn(store: Store, conversation_id: str, *versions: VarVersion) 
     )
     block = BlockResult(position=0, code="x = 1", ok=True)
     await store.record_block(iteration, block, versions)
-    await store.finish_iteration(iteration, IterationWrite(status="ok", raw_reply="{}"))
+    await store.finish_iteration(iteration, IterationWrite(status="ok"))
     await store.finish_turn(turn.id, TurnOutcome("done", answer="a"))
     return turn.position
 

@@ -19,6 +19,7 @@ from cove.channels.cli import (  # noqa: F401
     inspect,
     manage,
     mcp,
+    migrate,
     models,
     run,
     serve,

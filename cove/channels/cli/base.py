@@ -63,10 +63,11 @@ def global_options(f: F) -> F:
     """Add ``--db`` and ``--model`` (they may come before or after the command name)."""
     f = click.option(
         "--db",
-        metavar="PATH",
+        metavar="PATH|URL",
         expose_value=False,
         callback=_remember("db"),
-        help="Database file (default: $COVE_DB or the user data directory).",
+        help="Database file, or a postgresql:// URL (default: $COVE_DB or the user data "
+        "directory).",
     )(f)
     f = click.option(
         "--model",

@@ -8,6 +8,7 @@ from an earlier turn and a replay that matches the record.
 from __future__ import annotations
 
 import asyncio
+import shlex
 import sys
 from typing import Any
 
@@ -137,7 +138,7 @@ async def _demo(settings: Settings) -> int:
         conv = await convs.create(channel="demo")
         console.print(
             f"[bold]cove demo[/bold] — conversation {conv.id}\n"
-            f"[dim]database: {escape(settings.store.database)}[/dim]\n"
+            f"[dim]database: {escape(convs.database_path)}[/dim]\n"
         )
         for request, _ in TURNS:
             if not await _turn(console, convs, conv.id, request):
@@ -163,7 +164,7 @@ async def _demo(settings: Settings) -> int:
                 )
             elif isinstance(event, ReplayFinished):
                 ok = event.ok
-    cove = escape(program()) + escape(_db_flag(settings))
+    cove = escape(program()) + escape(_db_flag(convs.database_path))
     console.print(
         "\n[bold]Explore it:[/bold]\n"
         f"  {cove} show {conv.id[:12]}          every iteration, block and result\n"
@@ -175,8 +176,9 @@ async def _demo(settings: Settings) -> int:
     return EXIT_OK if ok else EXIT_DIVERGED
 
 
-def _db_flag(settings: Settings) -> str:
-    return f" --db {settings.store.database}"
+def _db_flag(database: str) -> str:
+    """``--db`` and the database as a shell reads it (a URL's password shown as ``***``)."""
+    return f" --db {shlex.quote(database)}"
 
 
 async def _turn(console: Console, convs: Conversations, conversation_id: str, text: str) -> bool:

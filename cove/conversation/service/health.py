@@ -11,6 +11,7 @@ from cove.config import ModelSettings, SandboxSettings, Settings, StoreSettings
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 from cove.errors import ConfigError, CoveError
+from cove.persistence.locations import is_postgres, shown
 from cove.persistence.store import Store
 
 
@@ -58,12 +59,13 @@ def _configuration(settings: ModelSettings) -> Check:
 
 
 async def _database(settings: StoreSettings) -> Check:
-    path = settings.database
+    location = settings.database
+    path = shown(location)  # a URL's password never shows
     try:
-        if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        if location != ":memory:" and not is_postgres(location):
+            Path(location).parent.mkdir(parents=True, exist_ok=True)
         budget = settings.history_budget_mb * 1024 * 1024
-        async with Store.open(path, history_budget=budget) as store:
+        async with Store.open(location, history_budget=budget) as store:
             conversations = await store.list_conversations(limit=1_000_000)
             version = store.schema_version
             items = await value_items(store)

@@ -1,14 +1,17 @@
-"""What running cove as a service needs from the layers below: readiness checks and backups.
+"""What running cove as a service needs from the layers below: readiness checks, backups and
+moving to another database.
 
 ``Readiness`` answers "can this process take turns now?" — the database is writable, the
 sandbox can start a worker, the model endpoint answers — and caches the answer, because each
 check costs real work (a worker start, an HTTP request). ``backup_database`` copies the live
-database consistently while turns run.
+database consistently while turns run. ``move_database`` copies every conversation, with its
+history and its workspace files, to another database (``cove migrate``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -17,9 +20,18 @@ from pathlib import Path
 from cove.config import Settings
 from cove.conversation.service.health import Check, check_endpoint, check_sandbox
 from cove.errors import CoveError
-from cove.persistence.maintenance import BackupReport, backup, probe_writable
+from cove.persistence.locations import backup, probe_writable, shown
+from cove.persistence.maintenance import BackupReport
+from cove.persistence.transfer import TransferReport, transfer
 
-__all__ = ["BackupReport", "Readiness", "ReadinessReport", "backup_database"]
+__all__ = [
+    "BackupReport",
+    "Readiness",
+    "ReadinessReport",
+    "TransferReport",
+    "backup_database",
+    "move_database",
+]
 
 #: How long a readiness answer is reused before the checks run again.
 READY_CACHE_S = 15.0
@@ -75,9 +87,9 @@ class Readiness:
         return await _guarded("database", self._probe_database())
 
     async def _probe_database(self) -> Check:
-        path = self.settings.store.database
-        await asyncio.to_thread(probe_writable, path)
-        return Check("database", True, f"{path} is writable")
+        location = self.settings.store.database
+        await probe_writable(location)
+        return Check("database", True, f"{shown(location)} is writable")
 
 
 async def _guarded(name: str, check: Awaitable[Check]) -> Check:
@@ -96,4 +108,32 @@ async def backup_database(settings: Settings, target: str | Path) -> BackupRepor
         CoveError: ``target`` exists or is the database. StoreError: no database, not cove's,
             or the copy failed its integrity check.
     """
-    return await asyncio.to_thread(backup, settings.store.database, str(target))
+    return await backup(settings.store.database, str(target))
+
+
+async def move_database(settings: Settings, target: str) -> TransferReport:
+    """Copy every conversation of the configured database, with its whole history, to the
+    database ``target`` (a SQLite path or a ``postgresql://`` URL; created if missing, empty
+    otherwise), and its workspace files to where ``target``'s settings keep them.
+
+    Stop every cove process using the database first: the copy is of what is committed when
+    each table is read. The source is left as it was.
+
+    Raises:
+        CoveError: the target holds conversations already, or is the source.
+        StoreError: either database cannot be opened, or the copy does not match the source.
+    """
+    report = await transfer(settings.store.database, target)
+    source = settings.store.workspaces
+    destination = settings.replace(db_path=target).store.workspaces
+    if source.resolve() != destination.resolve() and source.is_dir():
+        await asyncio.to_thread(_copy_workspaces, source, destination)
+    return report
+
+
+def _copy_workspaces(source: Path, destination: Path) -> None:
+    """Copy each conversation's workspace folder that the destination does not have yet."""
+    destination.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for folder in source.iterdir():
+        if folder.is_dir() and not (destination / folder.name).exists():
+            shutil.copytree(folder, destination / folder.name, symlinks=True)

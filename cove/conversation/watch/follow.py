@@ -1,21 +1,17 @@
 """Following turns that another process runs, through the database.
 
-``CommitPoller`` notices commits from any connection by polling ``PRAGMA data_version`` on its
-own read connection (a few microseconds, on one helper thread, only while someone follows).
-``follow`` rebuilds the conversation's new durable events from the committed rows after each
-commit and publishes those past the hub's last seq, so a follower never repeats or skips one;
+The store's ``commits`` tell of commits from any process (a hint: on SQLite a poll of the file's
+data version, on PostgreSQL a notification plus a poll of a commit sequence). ``follow``
+rebuilds the conversation's new durable events from the committed rows after each commit and
+publishes those past the hub's last seq, so a follower never repeats or skips one;
 finer-grained commits (a reply, one block) simply show up sooner. When the turn's lease belongs
 to a process that died or lapsed, the turn is marked ``interrupted`` so watchers see it end.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from cove.conversation.lease import owner_is_dead
@@ -24,117 +20,18 @@ from cove.conversation.watch.rebuild import rebuild
 from cove.conversation.watch.sequence import turn_of
 from cove.errors import CoveError, NotFound
 from cove.events import TitleChanged
-from cove.persistence.connection import MEMORY, connect
+from cove.persistence.database import Commits
 from cove.persistence.records import ConversationRecord, Transcript
 from cove.persistence.store import Store
 
-#: How often the poller asks SQLite whether anything was committed: often while commits come,
-#: less when the database has been quiet for ``QUIET_AFTER_S`` (a first commit still arrives
-#: well within 250 ms).
-POLL_INTERVAL_S = 0.05
-QUIET_POLL_INTERVAL_S = 0.15
-QUIET_AFTER_S = 2.0
 #: How often a follower checks that a running turn's process is still alive.
 LEASE_CHECK_S = 1.0
-
-
-class CommitPoller:
-    """Tells waiters that some connection committed to the database file."""
-
-    def __init__(
-        self,
-        path: str,
-        interval_s: float = POLL_INTERVAL_S,
-        quiet_interval_s: float = QUIET_POLL_INTERVAL_S,
-    ) -> None:
-        self._path = path
-        self._interval = interval_s
-        self._quiet_interval = quiet_interval_s
-        self._changed = asyncio.Event()
-        self._users = 0
-        self._task: asyncio.Task[None] | None = None
-        self._executor: ThreadPoolExecutor | None = None
-        self._conn: sqlite3.Connection | None = None
-        self.polls = 0
-        self.version = 0  # counts the changes seen; compare with ``wait``'s result
-
-    @contextlib.asynccontextmanager
-    async def use(self) -> AsyncIterator[None]:
-        """Keep polling while the body runs (shared by every follower of this process)."""
-        self._users += 1
-        if self._task is None and self._path != MEMORY:
-            self._task = asyncio.create_task(self._poll())
-        try:
-            yield
-        finally:
-            self._users -= 1
-            if self._users == 0 and self._task is not None:
-                task, self._task = self._task, None
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
-    async def wait(self, seen: int, timeout_s: float) -> int:
-        """Wait until a commit newer than version ``seen`` (or ``timeout_s``); the version now.
-
-        Pass the version returned last time, so a commit made while the caller was busy is
-        not missed.
-        """
-        if self.version == seen:
-            # Not ``asyncio.wait_for``: on Python 3.11 it swallows a cancellation that arrives
-            # as the event fires, and a caller cancelled then would go on waiting forever.
-            waiting = asyncio.ensure_future(self._changed.wait())
-            try:
-                await asyncio.wait((waiting,), timeout=timeout_s)
-            finally:
-                waiting.cancel()
-        return self.version
-
-    async def _poll(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="cove-poll")
-        last: int | None = None
-        changed_at = time.monotonic()
-        while True:
-            try:
-                version = await loop.run_in_executor(self._executor, self._data_version)
-            except sqlite3.Error:
-                version = None  # the file is busy or gone; try again next round
-            self.polls += 1
-            if version is not None and version != last:
-                last = version
-                changed_at = time.monotonic()
-                self.version += 1
-                fired, self._changed = self._changed, asyncio.Event()
-                fired.set()
-            quiet = time.monotonic() - changed_at > QUIET_AFTER_S
-            await asyncio.sleep(self._quiet_interval if quiet else self._interval)
-
-    def _data_version(self) -> int:
-        if self._conn is None:
-            self._conn = connect(self._path)
-        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
-
-    async def aclose(self) -> None:
-        """Stop polling and close the read connection."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        if self._executor is not None:
-            executor, self._executor = self._executor, None
-            if self._conn is not None:
-                conn, self._conn = self._conn, None
-                await asyncio.get_running_loop().run_in_executor(executor, conn.close)
-            executor.shutdown(wait=False)
 
 
 async def follow(
     hub: ConversationHub,
     store: Store,
-    poller: CommitPoller,
+    poller: Commits,
     *,
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
@@ -165,7 +62,7 @@ class _Followed:
 async def _follow(
     hub: ConversationHub,
     store: Store,
-    poller: CommitPoller,
+    poller: Commits,
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
     state = _Followed()

@@ -1,6 +1,6 @@
 """``ListWatch``: conversations created, changed or deleted, by any process.
 
-After each commit (noticed by the shared ``CommitPoller``) it asks the store only for what was
+After each commit (noticed by the shared ``Commits``) it asks the store only for what was
 updated since the last look, the set of conversations running a turn, and the count; the full
 id list is read only when the count says something was deleted. A web list or a TUI sidebar
 applies the ``ConversationChanged`` events instead of re-reading everything.
@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 
 from cove.conversation.recovered import as_listed
-from cove.conversation.watch.follow import CommitPoller
 from cove.errors import NotFound
 from cove.events import ChangeKind, ConversationChanged
+from cove.persistence.database import Commits
 from cove.persistence.records import ConversationRecord
 from cove.persistence.store import Store
 
@@ -30,7 +30,7 @@ class ListWatch:
     def __init__(
         self,
         store: Store,
-        poller: CommitPoller,
+        poller: Commits,
         visible: Callable[[ConversationRecord], bool] | None = None,
     ) -> None:
         self._store = store

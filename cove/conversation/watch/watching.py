@@ -8,11 +8,12 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
-from cove.conversation.watch.follow import CommitPoller, follow
+from cove.conversation.watch.follow import follow
 from cove.conversation.watch.hub import ConversationHub, Watcher
 from cove.conversation.watch.rebuild import latest_seq, rebuild
 from cove.conversation.watch.sequence import turn_of
 from cove.events import Event
+from cove.persistence.database import Commits
 from cove.persistence.records import ConversationRecord
 from cove.persistence.store import Store
 
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 class Watching:
     """Hubs by conversation id; starts a database follower for every watched conversation."""
 
-    def __init__(self, store: Store, poller: CommitPoller) -> None:
+    def __init__(self, store: Store, poller: Commits) -> None:
         self.store = store
         self.poller = poller
         self._hubs: OrderedDict[str, ConversationHub] = OrderedDict()
@@ -137,7 +138,7 @@ class Watching:
             hub.close_watchers()
 
     async def aclose(self) -> None:
-        """End every watcher, follower and the poller."""
+        """End every watcher and follower (the commits they waited on are the store's)."""
         for hub in self._hubs.values():
             hub.close_watchers()
         tasks = list(self._followers.values())
@@ -147,4 +148,3 @@ class Watching:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        await self.poller.aclose()

@@ -14,6 +14,7 @@ from cove.environment.sandbox.host.pool import unconfined_warning
 from cove.environment.sandbox.worker.confine import LAYERS, Confinement
 
 pytestmark = pytest.mark.slow  # sandbox workers started per test
+ONE_BACKEND = True  # the sandbox's checks: no database involved (tests/conversation/conftest.py)
 
 
 async def sandbox_check_items(settings: Settings) -> tuple[str, ...]:

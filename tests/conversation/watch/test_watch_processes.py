@@ -26,6 +26,7 @@ from cove.events import (
     TurnStarted,
     VarsChanged,
 )
+from tests.backends import database_for
 from tests.conversation.watch.watch_helpers import durable
 from tests.fakes.openai_server import FakeOpenAI
 from tests.scripted import reply
@@ -57,7 +58,7 @@ def env_for(tmp_path: Path, server: FakeOpenAI) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "COVE_DATA_DIR": str(tmp_path / "data"),
-        "COVE_DB": str(tmp_path / "cove.db"),
+        "COVE_DB": database_for(tmp_path, str(tmp_path / "cove.db")) or "",
         "OPENAI_BASE_URL": server.base_url,
         "OPENAI_API_KEY": FAKE_KEY,
         "COVE_MODEL": "fake-model",
@@ -69,7 +70,7 @@ def env_for(tmp_path: Path, server: FakeOpenAI) -> dict[str, str]:
 
 def local_settings(tmp_path: Path) -> Settings:
     return Settings.load(env={}, data_dir=tmp_path / "data").replace(
-        db_path=str(tmp_path / "cove.db"), worker_pool_size=1
+        db_path=database_for(tmp_path, str(tmp_path / "cove.db")), worker_pool_size=1
     )
 
 
@@ -185,7 +186,7 @@ async def test_cove_watch_prints_a_turn_run_elsewhere_as_json_lines(tmp_path: Pa
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "COVE_DATA_DIR": str(tmp_path / "data"),
-        "COVE_DB": str(tmp_path / "cove.db"),
+        "COVE_DB": database_for(tmp_path, str(tmp_path / "cove.db")) or "",
     }
     async with Conversations.open(settings, llm_factory=factory) as convs:
         conv = await convs.create()

@@ -46,7 +46,7 @@ async def commit_turn(
     block = BlockResult(position=0, code=code, ok=True, result_preview="done")
     await store.finish_iteration(
         iteration,
-        IterationWrite(status="ok", raw_reply="{}", blocks=(block,), var_versions=versions),
+        IterationWrite(status="ok", blocks=(block,), var_versions=versions),
     )
     await store.finish_turn(turn.id, TurnOutcome("done", answer="ok"))
 

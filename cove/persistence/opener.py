@@ -1,4 +1,8 @@
-"""``Opener``: a coroutine that is also an async context manager (like ``Store.open``)."""
+"""``Opener``: a coroutine that is also an async context manager.
+
+What ``Store.open`` and ``Conversations.open`` return: ``await`` it for the opened object, or
+``async with`` it to have it closed at the end too.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,133 @@
+"""The PostgreSQL backend: asyncpg's connection pool, one transaction per write unit.
+
+Reads take a pooled connection; a write unit takes one for its transaction, which ends by taking
+a number from the ``cove_commit`` sequence and notifying ``cove_commit`` (delivered when it
+commits) when it wrote anything, so other nodes' watchers learn of it (``commits.py``). A lease
+check locks the conversation's row until the unit commits (``Dialect.lock``); the value store
+serialises its transactions with a transaction-scoped advisory lock, released at commit (never a
+session lock, which would pin a connection and vanish with it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
+
+import asyncpg
+
+from cove.persistence.postgres.commits import PostgresCommits
+from cove.persistence.postgres.dialect import PostgresDialect, numbered
+from cove.persistence.sql import Row
+
+#: The value store's advisory lock key ("cove" + "vals" in ASCII).
+VALUES_LOCK = 0x636F76657661
+_READS = ("SELECT", "WITH")
+_NOTIFY_AND_COMMIT = "SELECT pg_notify('cove_commit', nextval('cove_commit')::text); COMMIT"
+
+
+def _param(value: Any) -> Any:
+    # Flags are integer columns on both backends; asyncpg wants an int there, not a bool.
+    if isinstance(value, bool):
+        return int(value)
+    # PostgreSQL's text cannot hold NUL, which a sandbox may well print: it is kept as U+FFFD
+    # rather than refusing the whole unit (encoded values escape it, so they never have one).
+    if isinstance(value, str) and "\x00" in value:
+        return value.replace("\x00", "\ufffd")
+    return value
+
+
+def _params(params: Sequence[Any]) -> list[Any]:
+    return [_param(value) for value in params]
+
+
+class PostgresSql:
+    """The statements of one unit on a pooled connection (``sql.Sql``)."""
+
+    dialect = PostgresDialect()
+
+    def __init__(self, conn: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> None:
+        self._conn = conn
+        self.wrote = False
+        self._values_locked = False
+
+    def _writes(self, query: str) -> None:
+        if not query.lstrip()[:6].upper().startswith(_READS):
+            self.wrote = True
+
+    async def rows(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Every row ``query`` returns."""
+        self._writes(query)
+        return list(await self._conn.fetch(numbered(query), *_params(params)))
+
+    async def row(self, query: str, params: Sequence[Any] = ()) -> Row | None:
+        """The first row ``query`` returns, or None."""
+        self._writes(query)
+        return await self._conn.fetchrow(numbered(query), *_params(params))
+
+    async def value(self, query: str, params: Sequence[Any] = ()) -> Any:
+        """The first column of the first row, or None."""
+        self._writes(query)
+        return await self._conn.fetchval(numbered(query), *_params(params))
+
+    async def run(self, query: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement; how many rows it changed (from its command tag)."""
+        self.wrote = True
+        status = await self._conn.execute(numbered(query), *_params(params))
+        last = str(status).rsplit(" ", 1)[-1]
+        return int(last) if last.isdigit() else 0
+
+    async def run_many(self, query: str, params: Iterable[Sequence[Any]]) -> None:
+        """Run a statement once per parameter list."""
+        batch = [_params(p) for p in params]
+        if batch:
+            self.wrote = True
+            await self._conn.executemany(numbered(query), batch)
+
+    async def take_values_lock(self) -> None:
+        """Take the value store's transaction lock once in this transaction."""
+        if not self._values_locked:
+            await self._conn.execute("SELECT pg_advisory_xact_lock($1)", VALUES_LOCK)
+            self._values_locked = True
+
+
+class PostgresDatabase:
+    """An open PostgreSQL database (``database.Database``)."""
+
+    dialect = PostgresSql.dialect
+    errors: tuple[type[BaseException], ...] = (
+        asyncpg.PostgresError,
+        asyncpg.InterfaceError,
+        OSError,
+    )
+
+    def __init__(
+        self, pool: asyncpg.Pool, dsn: str, location: str, *, version: int, read_only: bool
+    ) -> None:
+        self._pool = pool
+        self.location = location
+        self.schema_version = version
+        self.read_only = read_only
+        self.created = False
+        self.shared = True
+        self.commits = PostgresCommits(dsn, location)
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[PostgresSql]:
+        """A pooled connection, for reads."""
+        async with self._pool.acquire() as conn:
+            yield PostgresSql(conn)
+
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[PostgresSql]:
+        """One transaction on a pooled connection; it notifies ``cove_commit`` if it wrote."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            unit = PostgresSql(conn)
+            yield unit
+            if unit.wrote:
+                await conn.execute("SELECT pg_notify('cove_commit', nextval('cove_commit')::text)")
+
+    async def aclose(self) -> None:
+        """Close the commit listener and the pool."""
+        await self.commits.aclose()
+        await self._pool.close()
