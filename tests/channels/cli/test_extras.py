@@ -80,7 +80,7 @@ def test_every_extra_module_comes_with_its_extra_and_every_requirement_is_checke
             name = canonicalize_name(requirement.name)
             tops = {m for m, ds in modules_of.items() if name in map(canonicalize_name, ds)}
             assert tops & set(modules), (extra, requirement.name)
-    assert set(optional["all"]) == {"cove[web,tui,telegram,serve,data,mcp]"}
+    assert set(optional["all"]) == {"cove[web,tui,telegram,serve,data,mcp,postgres]"}
 
 
 def test_the_base_install_brings_no_channel_library() -> None:
