@@ -234,19 +234,23 @@ def _leaks(text: str) -> bool:
     return any(marker in text for marker in markers)
 
 
-def _forbidden_ids() -> set[int]:
-    ids = {id(builtins.__dict__), id(builtins)}
+def _forbidden() -> dict[int, object]:
+    """The real builtins and every module and its globals, by id (held, so that no id is taken
+    by another object while the walk runs: a ``__dict__`` read may make a new object)."""
+    held: dict[int, object] = {id(builtins.__dict__): builtins.__dict__, id(builtins): builtins}
     for name, module in list(sys.modules.items()):
         # "sandbox" is where sandbox classes live; its globals hold only the sandbox's builtins.
         if module is not None and name != "sandbox":
-            ids.add(id(module))
-            ids.add(id(getattr(module, "__dict__", None)))
-    return ids
+            namespace = getattr(module, "__dict__", None)
+            held[id(module)] = module
+            if namespace is not None:
+                held[id(namespace)] = namespace
+    return held
 
 
 def escaped(roots: list[Any]) -> list[str]:
     """What, among everything reachable from ``roots``, is a way out (empty when nothing is)."""
-    forbidden = _forbidden_ids()
+    forbidden = _forbidden()
     found: list[str] = []
     seen: set[int] = set()
     frontier = list(roots)
