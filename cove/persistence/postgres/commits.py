@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 
 import asyncpg
+
+from cove.persistence.commit_signal import CommitSignal
 
 #: How often the listening connection also reads the commit sequence.
 POLL_S = 1.0
@@ -22,54 +23,14 @@ POLL_S = 1.0
 RECONNECT_S = 1.0
 
 
-class PostgresCommits:
+class PostgresCommits(CommitSignal):
     """Tells waiters that some node committed (``database.Commits``)."""
 
-    def __init__(self, dsn: str, location: str) -> None:
+    def __init__(self, dsn: str) -> None:
+        super().__init__()
         self._dsn = dsn
-        self._location = location
-        self._changed = asyncio.Event()
-        self._users = 0
-        self._task: asyncio.Task[None] | None = None
-        self._version = 0
 
-    @property
-    def version(self) -> int:
-        """Counts the commits noticed; compare with ``wait``'s result."""
-        return self._version
-
-    @contextlib.asynccontextmanager
-    async def use(self) -> AsyncIterator[None]:
-        """Listen while the body runs (shared by every follower of this process)."""
-        self._users += 1
-        if self._task is None:
-            self._task = asyncio.create_task(self._listen())
-        try:
-            yield
-        finally:
-            self._users -= 1
-            if self._users == 0 and self._task is not None:
-                task, self._task = self._task, None
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
-    async def wait(self, seen: int, timeout_s: float) -> int:
-        """Wait for a commit newer than version ``seen`` (or ``timeout_s``); the version now."""
-        if self._version == seen:
-            waiting = asyncio.ensure_future(self._changed.wait())
-            try:
-                await asyncio.wait((waiting,), timeout=timeout_s)
-            finally:
-                waiting.cancel()
-        return self._version
-
-    def _notice(self, *_: object) -> None:
-        self._version += 1
-        fired, self._changed = self._changed, asyncio.Event()
-        fired.set()
-
-    async def _listen(self) -> None:
+    async def _watch(self) -> None:
         while True:
             # The server went away or refused: what was missed is noticed below.
             with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
@@ -96,8 +57,4 @@ class PostgresCommits:
 
     async def aclose(self) -> None:
         """Stop listening."""
-        if self._task is not None:
-            task, self._task = self._task, None
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._stop()

@@ -110,7 +110,7 @@ class PostgresDatabase:
         self.read_only = read_only
         self.created = False
         self.shared = True
-        self.commits = PostgresCommits(dsn, location)
+        self.commits = PostgresCommits(dsn)
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[PostgresSql]:
