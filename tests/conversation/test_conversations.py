@@ -273,6 +273,10 @@ async def test_a_broken_upload_stream_leaves_nothing(tmp_path: Path) -> None:
             yield b"a,b\n"
 
         assert await convs.receive_file(conv.id, "data.csv", whole()) == 4
+        (tmp_path / "workspaces" / conv.id / "out").mkdir()
+        with pytest.raises(CoveError, match="not a regular file"):
+            await convs.receive_file(conv.id, "out", whole())
+        (tmp_path / "workspaces" / conv.id / "out").rmdir()
     assert [p.name for p in (tmp_path / "workspaces" / conv.id).iterdir()] == ["data.csv"]
     assert list((tmp_path / "workspaces" / ".incoming").iterdir()) == []
 
