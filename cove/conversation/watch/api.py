@@ -76,6 +76,12 @@ class WatchAPI:
         return ListWatch(self._store, self._watching.poller, visible)
 
     async def _reap(self, record: ConversationRecord) -> None:
-        """Interrupt the running turn of a conversation whose process is gone."""
+        """Interrupt the running turn of a conversation whose process is gone.
+
+        A read-only opening writes nothing: its watchers see the turn end once a process that
+        writes (the next one to open the database or take the lease) marks it interrupted.
+        """
+        if self._store.read_only:
+            return
         if await self._store.reap_dead_leases(owner_is_dead) == 0:
             await self._store.interrupt_orphans()

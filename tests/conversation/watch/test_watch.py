@@ -291,6 +291,32 @@ async def test_a_turn_whose_lease_lapsed_elsewhere_ends_interrupted_for_watchers
     assert stored.status == "interrupted"
 
 
+async def test_a_read_only_watcher_of_a_lapsed_turn_waits_for_a_writer_to_end_it(
+    tmp_path: Path,
+) -> None:
+    settings = settings_for(tmp_path)
+    async with Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
+        conv = await convs.create()
+        await convs._store.acquire_lease(conv.id, "elsewhere:1:x", 0.2)
+        turn = await convs._store.start_turn(conv.id, "abandoned")
+        async with Conversations.open(settings, read_only=True) as reader:
+            stream = await reader.watch(conv.id, after=0).start()
+            first = await asyncio.wait_for(anext(aiter(stream)), 30)
+            await asyncio.sleep(1.5)  # the lease lapsed and the follower looked again
+            assert await convs._store.interrupt_orphans() == 1  # a writing process reaps it
+            rest = await asyncio.wait_for(_collect(_until_finished(stream)), 30)
+            await stream.aclose()
+        stored = await convs._store.get_turn(turn.id)
+    assert [e.type for e in [first, *rest]] == ["turn_started", "turn_finished"]
+    finished = rest[-1]
+    assert isinstance(finished, TurnFinished) and finished.status == "interrupted"
+    assert stored.status == "interrupted"
+
+
+async def _collect(events: AsyncIterator[Event]) -> list[Event]:
+    return [e async for e in events]
+
+
 async def _until_finished(stream: object) -> AsyncIterator[Event]:
     async for event in stream:  # type: ignore[attr-defined]
         yield event
