@@ -57,7 +57,8 @@ class Fault:
 
     Build with the class methods; ``kind`` is one of ``status`` (an error response), ``reply``
     (replace the reply text), ``stall`` / ``stall_mid`` (sleep before answering / mid-stream),
-    ``gate`` (answer once a ``threading.Event`` is set), ``drop`` (close the connection mid-stream) and ``garbage`` (a 200 whose body is not JSON).
+    ``gate`` (answer once a ``threading.Event`` is set), ``drop`` (close the connection
+    mid-stream) and ``garbage`` (a 200 whose body is not JSON).
     """
 
     kind: str

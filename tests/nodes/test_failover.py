@@ -114,8 +114,8 @@ async def test_a_stalled_node_that_wakes_after_a_takeover_writes_nothing(
         a.proc.send_signal(signal.SIGSTOP)  # alive, but silent: its lease lapses
         try:
             fake_openai.add_replies(reply(["y = x + 1"], "y is {{y}}"))
-            while (sent := await send(on_b, cid, "and then?")).status_code == 409:
-                await asyncio.sleep(0.2)  # A's lease has not lapsed yet
+            while (sent := await send(on_b, cid, "and then?")).status_code == 409:  # noqa: ASYNC110
+                await asyncio.sleep(0.2)  # A's lease has not lapsed yet (another process's)
             assert sent.status_code == 202
             second = await finished(on_b, cid, "and then?")
             assert second["status"] == "done" and second["answer"] == "y is 43"

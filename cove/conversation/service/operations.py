@@ -4,9 +4,10 @@ moving to another database.
 ``Readiness`` answers "can this process take turns now?" — the database is writable, the
 sandbox can start a worker, the model endpoint answers. The sandbox and endpoint answers are
 cached for long (each costs a worker start or an HTTP request); the database's only for a
-moment, so a node that lost its database leaves a load balancer's rotation at its next check. ``backup_database`` copies the live
-database consistently while turns run. ``move_database`` copies every conversation, with its
-history and its workspace files, to another database (``cove migrate``).
+moment, so a node that lost its database leaves a load balancer's rotation at its next check.
+``backup_database`` copies the live database consistently while turns run.
+``move_database`` copies every conversation, with its history and its workspace files, to
+another database (``cove migrate``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from cove.config import Settings
 from cove.conversation.service.health import Check, check_endpoint, check_sandbox
@@ -97,11 +98,12 @@ class Readiness:
                 costly = None
             if self._last is not None and database is not None and costly is not None:
                 return self._last
-            self._database, self._costly = await asyncio.gather(
+            fresh_database, fresh_costly = await asyncio.gather(
                 _Cached.of(now, self._check_database()) if database is None else _kept(database),
                 _Cached.of(now, self._check_costly()) if costly is None else _kept(costly),
             )
-            checks = (self._database.value, *self._costly.value)
+            self._database, self._costly = fresh_database, fresh_costly
+            checks = (fresh_database.value, *fresh_costly.value)
             self._last = ReadinessReport(checks, time.time())
             return self._last
 
