@@ -42,9 +42,10 @@ def script_first_turn(fake: FakeOpenAI, opened: threading.Event) -> None:
     fake.add_replies(reply(["x = 6 * 7"]))
 
 
-def ended_on_a(line: str) -> bool:
-    """A's log line saying its turn ended, however it ended."""
-    return '"turn finished"' in line or ('"turn refused"' in line and '"Busy"' in line)
+def refused_on_a(line: str) -> bool:
+    """A's log line saying its turn ended on ``Busy``: a write of it was refused (losing the
+    lease at renewal only asks the turn to stop; recording that stop is a write, fenced too)."""
+    return '"turn refused"' in line and '"Busy"' in line
 
 
 async def blocks(url: str, code: str) -> int:
@@ -125,8 +126,8 @@ async def test_a_stalled_node_that_wakes_after_a_takeover_writes_nothing(
             opened.set()
         finally:
             a.proc.send_signal(signal.SIGCONT)
-        # Its turn ends there (the lease lost: refused), and nothing of it reaches the store.
-        await asyncio.to_thread(a.wait_for, ended_on_a, 60)
+        # Its turn ends on a refused write, and nothing of it reaches the store.
+        await asyncio.to_thread(a.wait_for, refused_on_a, 60)
         assert (await on_a.get("/healthz")).status_code == 200  # A itself carries on
 
     turns = await rows(
