@@ -104,9 +104,11 @@ async def failover(server: PostgresServer, fake: FakeOpenAI, binary: str) -> tup
     a = start_node(home, "a", fake, url, COVE_LEASE_TTL_S=LEASE_TTL_S)
     b = start_node(home, "b", fake, url, COVE_LEASE_TTL_S=LEASE_TTL_S)
     try:
-        for node in (a, b):
+        for node in (a, b):  # ready before the proxy's first health check
             async with client(node.base_url) as direct:
-                assert (await direct.get("/readyz")).status_code == 200
+                while (ready := await direct.get("/readyz")).status_code != 200:
+                    print(f"waiting for {node.base_url}: {ready.json()}", flush=True)
+                    await asyncio.sleep(1)
         with Proxy(binary, (a.port, b.port)) as proxy:
             await asyncio.to_thread(proxy.wait_until_up)
             async with client(proxy.base_url) as front:

@@ -1,6 +1,7 @@
 """HAProxy (``deploy/haproxy.cfg``) in front of two nodes on one PostgreSQL database.
 
-Every request about one conversation reaches one node; when that node is killed in the middle
+Every request about one conversation reaches one node, and a browser's login through the proxy
+serves on every node; when that node is killed in the middle
 of a turn, the next message through the proxy lands on the other node, which continues the
 conversation with every variable, while a page on the other node saw the dead node's iteration
 live and then the turn end ``interrupted``.
@@ -12,10 +13,12 @@ import asyncio
 import threading
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.nodes.cluster import (
+    TOKEN,
     Watcher,
     client,
     finished,
@@ -33,6 +36,22 @@ from tests.scripted import reply
 pytestmark = pytest.mark.slow  # two cove serve processes and HAProxy
 
 FIRST = "compute x, then think for long"
+
+
+async def a_browser_session_serves_on_every_node(base_url: str) -> None:
+    """A person logs in through the proxy once; pages of conversations on either node open."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=60) as browser:
+        login = await browser.get(f"/login?token={TOKEN}")
+        assert login.status_code == 303
+        served: set[str] = set()
+        while len(served) < 2:  # new conversations until both nodes have served one
+            created = await browser.post("/api/conversations", json={})
+            cid = created.json()["id"]
+            page = await browser.get(f"/c/{cid}")
+            assert page.status_code == 200, page.text
+            served.add(page.headers["x-cove-node"])
+        browser.cookies.clear()
+        assert (await browser.get(f"/c/{cid}")).status_code == 401
 
 
 async def test_the_proxy_keeps_a_conversation_on_one_node_and_fails_over_when_it_dies(
@@ -67,6 +86,7 @@ async def test_the_proxy_keeps_a_conversation_on_one_node_and_fails_over_when_it
                     answer = await front.get(path)
                     assert answer.status_code == 200 and answer.headers["x-cove-node"] == home
                 await model_calls(fake_openai, 2)  # iteration 1 committed, iteration 2 waits
+                await a_browser_session_serves_on_every_node(proxy.base_url)
 
                 running, other = by_name[home], next(n for k, n in by_name.items() if k != home)
                 async with client(other.base_url) as on_other:
