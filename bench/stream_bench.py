@@ -9,6 +9,9 @@ this process spends is cove's alone: the engine, the store's thread and the ``op
   streamed in chunks of 16 (about 57 chunks, like a model's tokens), so the turn publishes
   thousands of ``ModelDelta`` events. CPU time of this process over the turn / N, and the
   events by kind.
+- **through ``Conversations``**: the same turn sent with ``Conversations.send`` while one
+  ``watch`` stream reads along (the hub, the sender's stream and the watcher included): CPU
+  per iteration and the model deltas the watcher received.
 - **per chunk**: ``OpenAIClient.complete`` alone on a reply of 250 chunks, CPU per chunk.
 
 Target (issue #29): host CPU per iteration <= 5 ms. The machine may be shared: CPU times are
@@ -33,9 +36,11 @@ from pathlib import Path
 
 from stack import bench_stack
 
+from cove.config import Settings
+from cove.conversation import Conversations
 from cove.engine.llm.openai import OpenAIClient
 from cove.engine.query import Query, TurnRequest
-from cove.events import TurnFinished
+from cove.events import ModelDelta, TurnFinished
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_MS = 5.0
@@ -116,6 +121,42 @@ async def per_iteration(iterations: int, warmup: int) -> tuple[float, float, dic
     return cpu * 1000 / iterations, wall * 1000 / iterations, dict(kinds)
 
 
+async def through_conversations(iterations: int, warmup: int) -> tuple[float, int, int]:
+    """CPU ms per iteration of a sent turn with one watcher; deltas sent and watched."""
+    script = replies(warmup) + replies(iterations)
+    async with fake_endpoint(script) as url:
+        with tempfile.TemporaryDirectory(prefix="cove-bench-") as tmp:
+            settings = Settings.load(env={}, data_dir=Path(tmp)).replace(
+                base_url=url, api_key="bench", max_retries=0, worker_pool_size=1,
+                max_iterations=max(iterations, warmup), sandbox_libraries=False,
+            )  # fmt: skip
+            async with Conversations.open(settings) as convs:
+                conv = await convs.create()
+                await convs.send(conv.id, REQUEST, max_iterations=warmup).finished()
+                async with convs.watch(conv.id) as watcher:
+                    watched = asyncio.create_task(_deltas(watcher))
+                    cpu = time.process_time()
+                    sent = 0
+                    handle = convs.send(conv.id, REQUEST, max_iterations=iterations)
+                    async for event in handle:
+                        sent += isinstance(event, ModelDelta)
+                        if isinstance(event, TurnFinished) and event.status != "done":
+                            raise RuntimeError(f"the turn ended {event.status}: {event.error}")
+                    seen = await watched
+                    cpu = time.process_time() - cpu
+    return cpu * 1000 / iterations, sent, seen
+
+
+async def _deltas(watcher: AsyncIterator[object]) -> int:
+    """Model deltas read from ``watcher`` until the turn finishes."""
+    count = 0
+    async for event in watcher:
+        count += isinstance(event, ModelDelta)
+        if isinstance(event, TurnFinished):
+            return count
+    return count
+
+
 async def per_chunk(calls: int, chunks: int) -> tuple[float, float]:
     """CPU µs per streamed chunk and per call of ``OpenAIClient.complete`` alone."""
     text = "y" * (CHUNK * chunks)
@@ -155,6 +196,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"  events {total:,}: " + ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items())))
     verdict = "met" if cpu_ms <= TARGET_MS else "NOT met"
     print(f"  target host CPU per iteration <= {TARGET_MS:.1f} ms: {verdict}")
+    cpu_ms, sent, seen = asyncio.run(through_conversations(args.iterations, args.warmup))
+    print("\nthe same turn through Conversations.send with one watcher reading along")
+    print(f"  host CPU per iteration  {cpu_ms:7.2f} ms")
+    print(f"  model deltas: sender's stream {sent:,}, watcher {seen:,}")
     chunk_us, call_us = asyncio.run(per_chunk(args.calls, args.chunks))
     print(f"\nOpenAIClient.complete alone, {args.chunks} chunks per reply (median of {args.calls})")
     print(f"  CPU per call {call_us / 1000:7.2f} ms   per chunk {chunk_us:6.1f} µs")
