@@ -1,17 +1,18 @@
 """A backend of the store: where its units run (SQLite by default, or PostgreSQL).
 
-A ``Database`` hands out a connection for reads and one transaction per write unit, says what it
-is (location, schema version, whether this open created it) and tells of commits other
-processes make (``Commits``). Every unit of the
-store receives a ``Call``: the database plus what the call carries (its time, the turn's fence,
-the history budget).
+A ``Database`` runs units (``run``), says what it is (location, schema version, whether this
+open created it) and tells of commits other processes make (``Commits``). A unit is an async
+function of ``Transactions``: a connection for reads and one transaction per write. Every unit
+of the store receives a ``Call``: those transactions plus what the call carries (its time, the
+turn's fence, the history budget).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from cove.persistence.fence import Fence
 from cove.persistence.sql import Dialect, Sql
@@ -36,6 +37,30 @@ class Commits(Protocol):
     async def aclose(self) -> None:
         """Stop noticing commits and let go of what it holds."""
         ...
+
+
+T = TypeVar("T")
+
+
+class Transactions(Protocol):
+    """What a unit runs its statements in."""
+
+    @property
+    def dialect(self) -> Dialect:
+        """Where its SQL differs from the other kind's."""
+        ...
+
+    def reading(self) -> AbstractAsyncContextManager[Sql]:
+        """A connection for reads (no transaction)."""
+        ...
+
+    def writing(self) -> AbstractAsyncContextManager[Sql]:
+        """One write transaction: committed when the body ends, rolled back if it raises."""
+        ...
+
+
+#: A unit: an async function of the transactions it runs in.
+Unit = Callable[[Transactions], Coroutine[Any, Any, T]]
 
 
 class Database(Protocol):
@@ -81,12 +106,12 @@ class Database(Protocol):
         """The driver's exceptions, which the store turns into ``StoreError``."""
         ...
 
-    def reading(self) -> AbstractAsyncContextManager[Sql]:
-        """A connection for reads (no transaction)."""
-        ...
+    async def run(self, unit: Unit[T]) -> T:
+        """Run ``unit`` (its reads and write transactions) and return what it returns.
 
-    def writing(self) -> AbstractAsyncContextManager[Sql]:
-        """One write transaction: committed when the body ends, rolled back if it raises."""
+        On SQLite the whole unit runs on the connection's thread at once, so a unit costs one
+        hop however many statements it has; it must then wait on nothing but its statements.
+        """
         ...
 
     async def aclose(self) -> None:
@@ -99,13 +124,13 @@ class Call:
     """One call of a store method, as its unit sees it.
 
     Attributes:
-        db: The database.
+        db: The transactions the unit runs in.
         now: The time the call was made (seconds since the epoch, from the store's clock).
         fence: The lease the calling turn's writes are made under (``fence.py``), or None.
         history_budget: The bytes each conversation's past versions may keep (``history.py``).
     """
 
-    db: Database
+    db: Transactions
     now: float
     fence: Fence | None
     history_budget: int

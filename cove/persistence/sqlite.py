@@ -1,11 +1,12 @@
 """The SQLite backend, on aiosqlite: one connection, its own thread, units one at a time.
 
-Every statement runs on aiosqlite's thread, never on the event loop's. The connection is this
-process's one writer: a write unit holds it for its whole ``BEGIN IMMEDIATE`` transaction (an
-``asyncio.Lock`` keeps other units' statements out of it, reads included), so each unit commits
-whole or not at all; another process holding the write lock is waited for up to the busy timeout,
-on that thread. The connection never checkpoints: every ``CHECKPOINT_EVERY`` write units a
-second connection runs a PASSIVE checkpoint beside the writes, so no unit waits for an fsync.
+Every statement runs on aiosqlite's thread, never on the event loop's: each unit is sent there
+whole and runs to its end (``sqlite_units.py``), so no other unit's statement can land inside
+its ``BEGIN IMMEDIATE`` transaction and a unit costs one hop, not one per statement. The
+connection is this process's one writer; another process holding the write lock is waited for
+up to the busy timeout, on that thread. The connection never checkpoints: every
+``CHECKPOINT_EVERY`` write units a second connection runs a PASSIVE checkpoint beside the
+writes, so no unit waits for an fsync.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
 import aiosqlite
 
 from cove.errors import CoveError, NotADatabase, SchemaTooNew, StoreError
 from cove.persistence.access import unreadable, unwritable
 from cove.persistence.connection import MEMORY, connect_writer, create_private
+from cove.persistence.database import Unit
 from cove.persistence.migrate import latest_version
 from cove.persistence.opening import (
     PathKind,
@@ -30,84 +32,32 @@ from cove.persistence.opening import (
     open_for_reading,
     open_for_writing,
 )
-from cove.persistence.sql import Dialect, Row
 from cove.persistence.sqlite_commits import CommitPoller
+from cove.persistence.sqlite_units import ThreadTransactions, drive
 
 #: Write units between two requests for a WAL checkpoint (run off the store's connection).
 CHECKPOINT_EVERY = 200
 
-
-class SqliteSql:
-    """The statements of one unit on the aiosqlite connection (``sql.Sql``).
-
-    In a write unit the ``BEGIN IMMEDIATE`` is sent with the unit's first statement when that
-    one only reads (a check): both are queued at once, so the connection's thread runs them
-    back to back and the unit saves one round trip. A first statement that writes waits for
-    the BEGIN, so nothing is ever written outside the transaction.
-    """
-
-    dialect = Dialect()
-
-    def __init__(self, conn: aiosqlite.Connection, *, begin: bool = False) -> None:
-        self._conn = conn
-        self._begin = begin
-
-    async def begin(self) -> None:
-        """Open the unit's transaction now if no statement has yet."""
-        if self._begin:
-            self._begin = False
-            await self._conn.execute("BEGIN IMMEDIATE")
-
-    async def rows(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
-        """Every row ``query`` returns."""
-        if self._begin:
-            self._begin = False
-            begun = asyncio.ensure_future(self._conn.execute("BEGIN IMMEDIATE"))
-            read = asyncio.ensure_future(self._conn.execute_fetchall(query, params))
-            try:
-                await begun
-            except BaseException:
-                await asyncio.wait((read,))  # ran outside any transaction: a read, dropped
-                if not read.cancelled():
-                    read.exception()
-                raise
-            return list(await read)
-        return list(await self._conn.execute_fetchall(query, params))
-
-    async def row(self, query: str, params: Sequence[Any] = ()) -> Row | None:
-        """The first row ``query`` returns, or None."""
-        return next(iter(await self.rows(query, params)), None)
-
-    async def value(self, query: str, params: Sequence[Any] = ()) -> Any:
-        """The first column of the first row, or None."""
-        row = await self.row(query, params)
-        return None if row is None else row[0]
-
-    async def run(self, query: str, params: Sequence[Any] = ()) -> int:
-        """Run a statement; how many rows it changed."""
-        await self.begin()
-        cursor = await self._conn.execute(query, params)
-        return cursor.rowcount
-
-    async def run_many(self, query: str, params: Iterable[Sequence[Any]]) -> None:
-        """Run a statement once per parameter list."""
-        await self.begin()
-        await self._conn.executemany(query, params)
+T = TypeVar("T")
 
 
 class SqliteDatabase:
     """An open SQLite database (``database.Database``)."""
 
-    dialect = SqliteSql.dialect
+    dialect = ThreadTransactions.dialect
     errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
 
     def __init__(
-        self, conn: aiosqlite.Connection, path: str, *, version: int, read_only: bool
+        self,
+        conn: aiosqlite.Connection,
+        raw: sqlite3.Connection,
+        path: str,
+        *,
+        version: int,
+        read_only: bool,
     ) -> None:
         self._conn = conn
-        self._sql = SqliteSql(conn)
-        self._lock = asyncio.Lock()
-        self._writes = 0
+        self._units = ThreadTransactions(raw)
         self._checkpoint_conn: aiosqlite.Connection | None = None
         self._checkpoint: asyncio.Task[None] | None = None
         self._file = None if read_only or path == MEMORY else path
@@ -118,29 +68,14 @@ class SqliteDatabase:
         self.shared = path != MEMORY
         self.commits = CommitPoller(path)
 
-    @contextlib.asynccontextmanager
-    async def reading(self) -> AsyncIterator[SqliteSql]:
-        """The connection, for reads."""
-        async with self._lock:
-            yield self._sql
-
-    @contextlib.asynccontextmanager
-    async def writing(self) -> AsyncIterator[SqliteSql]:
-        """One ``BEGIN IMMEDIATE`` transaction: IMMEDIATE takes the write lock up front, so a
-        concurrent writer waits (``busy_timeout``) at BEGIN instead of failing half-way."""
-        async with self._lock:
-            unit = SqliteSql(self._conn, begin=True)
-            try:
-                yield unit
-                await unit.begin()  # a unit that ran no statement still commits a transaction
-            except BaseException:
-                if self._conn.in_transaction:
-                    await self._conn.execute("ROLLBACK")
-                raise
-            await self._conn.execute("COMMIT")
-        self._writes += 1
-        if self._writes % CHECKPOINT_EVERY == 0:
-            self._request_checkpoint()
+    async def run(self, unit: Unit[T]) -> T:
+        """Run ``unit`` whole on the connection's thread (``sqlite_units.py``): one hop."""
+        before = self._units.committed
+        try:
+            return await _on_thread(self._conn, drive, unit, self._units)
+        finally:
+            if self._units.committed // CHECKPOINT_EVERY != before // CHECKPOINT_EVERY:
+                self._request_checkpoint()
 
     def _request_checkpoint(self) -> None:
         """Fold the WAL back into the file on a second connection, beside the writes (requests
@@ -166,10 +101,29 @@ class SqliteDatabase:
         await self._conn.close()
 
 
-async def _connect(opener: Callable[[], sqlite3.Connection], target: str) -> aiosqlite.Connection:
-    """Start an aiosqlite connection whose ``opener`` runs on its thread."""
+async def _on_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: object) -> T:
+    """Run ``fn(*args)`` on ``conn``'s thread, queued after what was sent to it before.
+
+    aiosqlite sends each of its own calls through this one queue; a whole unit goes through it
+    here the same way (``Connection._execute``, the one entry point it has for that).
+    """
+    result: T = await conn._execute(fn, *args)  # type: ignore[no-untyped-call]
+    return result
+
+
+async def _connect(
+    opener: Callable[[], sqlite3.Connection], target: str
+) -> tuple[aiosqlite.Connection, sqlite3.Connection]:
+    """Start an aiosqlite connection whose ``opener`` runs on its thread; it and the
+    ``sqlite3`` connection it wraps (which units use, on that thread only)."""
+    opened: list[sqlite3.Connection] = []
+
+    def open_() -> sqlite3.Connection:
+        opened.append(opener())
+        return opened[-1]
+
     try:
-        return await aiosqlite.Connection(opener, iter_chunk_size=64)
+        return await aiosqlite.Connection(open_, iter_chunk_size=64), opened[-1]
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"cannot open database {target}: {exc}") from exc
 
@@ -198,8 +152,8 @@ async def _start(target: str, *, read_only: bool) -> SqliteDatabase:
             conn, version = open_for_writing(MEMORY)
             return conn
 
-        conn = await _connect(in_memory, target)
-        return SqliteDatabase(conn, target, version=version, read_only=False)
+        conn, raw = await _connect(in_memory, target)
+        return SqliteDatabase(conn, raw, target, version=version, read_only=False)
     try:
         version, uri = await asyncio.to_thread(_prepare, target, read_only)
     except CoveError:
@@ -209,10 +163,10 @@ async def _start(target: str, *, read_only: bool) -> SqliteDatabase:
             raise StoreError(f"database error in {target}: {exc}") from exc
         raise StoreError(f"cannot open database {target}: {exc}") from exc
     if uri is not None:
-        conn = await _connect(lambda: connect_uri(uri), target)
+        conn, raw = await _connect(lambda: connect_uri(uri), target)
     else:
-        conn = await _connect(lambda: connect_writer(target), target)
-    return SqliteDatabase(conn, target, version=version, read_only=read_only)
+        conn, raw = await _connect(lambda: connect_writer(target), target)
+    return SqliteDatabase(conn, raw, target, version=version, read_only=read_only)
 
 
 async def open_sqlite(path: str, *, read_only: bool) -> SqliteDatabase:

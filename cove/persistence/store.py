@@ -37,7 +37,7 @@ from cove.persistence import (
 )
 from cove.persistence import history as thinning
 from cove.persistence import search as full_text
-from cove.persistence.database import Call, Commits, Database
+from cove.persistence.database import Call, Commits, Database, Transactions
 from cove.persistence.fence import current_fence
 from cove.persistence.locations import open_database
 from cove.persistence.opener import Opener
@@ -48,13 +48,13 @@ DEFAULT_HISTORY_BUDGET = 1024 * 1024 * 1024
 P = ParamSpec("P")
 T = TypeVar("T")
 Clock = Callable[[], float]
-Unit = Callable[Concatenate[Call, P], Coroutine[Any, Any, T]]
+Method = Callable[Concatenate[Call, P], Coroutine[Any, Any, T]]
 
 
 class _Method(Generic[P, T]):
     """A unit function as a method of ``Store``: ``store.name(...)`` calls ``fn(call, ...)``."""
 
-    def __init__(self, fn: Unit[P, T], *, writes: bool) -> None:
+    def __init__(self, fn: Method[P, T], *, writes: bool) -> None:
         self.fn = fn
         self.writes = writes
         self.__doc__ = fn.__doc__
@@ -79,11 +79,11 @@ class _Method(Generic[P, T]):
         return method
 
 
-def _reads(fn: Unit[P, T]) -> _Method[P, T]:
+def _reads(fn: Method[P, T]) -> _Method[P, T]:
     return _Method(fn, writes=False)
 
 
-def _writes(fn: Unit[P, T]) -> _Method[P, T]:
+def _writes(fn: Method[P, T]) -> _Method[P, T]:
     return _Method(fn, writes=True)
 
 
@@ -181,16 +181,20 @@ class Store:
         """Tells of commits any process makes to the database (for watchers)."""
         return self._db.commits
 
-    async def _call(self, fn: Unit[P, T], writes_: bool, *args: P.args, **kwargs: P.kwargs) -> T:
+    async def _call(self, fn: Method[P, T], writes_: bool, *args: P.args, **kwargs: P.kwargs) -> T:
         """Run one unit with a ``Call`` made now (the caller's fence included)."""
         if self._closed:
             raise StoreError(f"the store for {self.path} is closed")
-        call = Call(self._db, self._clock(), current_fence(), self.history_budget)
+        now, fence, budget = self._clock(), current_fence(), self.history_budget
+
+        def unit(db: Transactions) -> Coroutine[Any, Any, T]:
+            return fn(Call(db, now, fence, budget), *args, **kwargs)
+
         try:
             if not writes_:
-                return await fn(call, *args, **kwargs)
+                return await self._db.run(unit)
             # Shielded: a cancelled caller does not stop a write unit begun for it.
-            task = asyncio.ensure_future(fn(call, *args, **kwargs))
+            task = asyncio.ensure_future(self._db.run(unit))
             self._pending.add(task)
             task.add_done_callback(self._settled)
             return await asyncio.shield(task)

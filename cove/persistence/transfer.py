@@ -12,16 +12,18 @@ row count is compared at the end.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from cove.errors import CoveError, StoreError
-from cove.persistence.database import Database
+from cove.persistence.database import Database, Transactions, Unit
 from cove.persistence.locations import open_database, shown
 from cove.persistence.sql import Sql
 
 PAGE = 500
+T = TypeVar("T")
 #: The tables copied, in foreign-key order, each with the unique column its pages follow.
 TABLES: tuple[tuple[str, str], ...] = (
     ("blob", "hash"),
@@ -67,7 +69,27 @@ class TransferReport:
         return self.rows.get("conversation", 0)
 
 
-async def _page(db: Sql, table: str, key: str, after: Any) -> list[Any]:
+def _reads(body: Callable[[Sql], Awaitable[T]]) -> Unit[T]:
+    """A unit that runs ``body`` on a read connection."""
+
+    async def unit(on: Transactions) -> T:
+        async with on.reading() as db:
+            return await body(db)
+
+    return unit
+
+
+def _writes(body: Callable[[Sql], Awaitable[T]]) -> Unit[T]:
+    """A unit that runs ``body`` in one write transaction."""
+
+    async def unit(on: Transactions) -> T:
+        async with on.writing() as db:
+            return await body(db)
+
+    return unit
+
+
+async def _page(db: Sql, *, table: str, key: str, after: Any) -> list[Any]:
     if after is None:
         return await db.rows(f"SELECT * FROM {table} ORDER BY {key} LIMIT ?", (PAGE,))
     return await db.rows(
@@ -80,11 +102,15 @@ async def _insert(target: Database, table: str, rows: Sequence[Any]) -> None:
         return
     columns = list(rows[0].keys())
     marks = ", ".join("?" for _ in columns)
-    async with target.writing() as db:
-        await db.run_many(
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
-            [tuple(row[c] for c in columns) for row in rows],
-        )
+
+    async def insert(on: Transactions) -> None:
+        async with on.writing() as db:
+            await db.run_many(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
+                [tuple(row[c] for c in columns) for row in rows],
+            )
+
+    await target.run(insert)
 
 
 def _parents_first(rows: list[Any]) -> list[Any]:
@@ -104,8 +130,7 @@ def _parents_first(rows: list[Any]) -> list[Any]:
 
 async def _copy_table(source: Database, target: Database, table: str, key: str) -> int:
     if not key:
-        async with source.reading() as db:
-            rows = await db.rows(f"SELECT * FROM {table}")
+        rows = await source.run(_reads(lambda db: db.rows(f"SELECT * FROM {table}")))
         if table == "conversation":
             rows = _parents_first(rows)
         for start in range(0, len(rows), PAGE):
@@ -113,8 +138,7 @@ async def _copy_table(source: Database, target: Database, table: str, key: str) 
         return len(rows)
     copied, after = 0, None
     while True:
-        async with source.reading() as db:
-            rows = await _page(db, table, key, after)
+        rows = await source.run(_reads(functools.partial(_page, table=table, key=key, after=after)))
         if not rows:
             return copied
         await _insert(target, table, rows)
@@ -130,31 +154,41 @@ async def _index(target: Database) -> int:
         "SELECT i.turn_id, 'code', b.code FROM block b JOIN iteration i ON i.id = b.iteration_id"
         " WHERE i.status <> 'running' ORDER BY b.iteration_id, b.position",
     )
-    texts: list[tuple[int, str, str]] = []
-    async with target.reading() as db:
-        for query in queries:
-            texts += [(int(r[0]), str(r[1]), str(r[2])) for r in await db.rows(query)]
+
+    async def found(db: Sql) -> list[tuple[int, str, str]]:
+        return [(int(r[0]), str(r[1]), str(r[2])) for q in queries for r in await db.rows(q)]
+
+    texts = await target.run(_reads(found))
     for start in range(0, len(texts), PAGE):
-        async with target.writing() as db:
-            await db.dialect.index_texts(db, texts[start : start + PAGE])
+        page = texts[start : start + PAGE]
+        await target.run(_writes(functools.partial(_index_page, texts=page)))
     return len(texts)
 
 
+async def _index_page(db: Sql, *, texts: Sequence[tuple[int, str, str]]) -> None:
+    await db.dialect.index_texts(db, texts)
+
+
 async def _counts(db: Database) -> dict[str, int]:
-    async with db.reading() as sql:
+    async def counts(sql: Sql) -> dict[str, int]:
         return {table: int(await sql.value(f"SELECT count(*) FROM {table}")) for table, _ in TABLES}
+
+    return await db.run(_reads(counts))
 
 
 async def _continue_ids(target: Database) -> None:
     """On PostgreSQL, make each identity sequence continue after the copied ids."""
     if target.dialect.name != "postgres":
         return
-    async with target.writing() as db:
+
+    async def continue_ids(db: Sql) -> None:
         for table in IDENTITY_TABLES:
             await db.value(
                 f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
                 f" coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"
             )
+
+    await target.run(_writes(continue_ids))
 
 
 async def transfer(source_location: str, target_location: str) -> TransferReport:
@@ -183,8 +217,7 @@ async def _transfer(source: Database, target: Database) -> TransferReport:
             f"{source.location} has schema version {source.schema_version} and "
             f"{target.location} {target.schema_version}: open both with this cove first"
         )
-    async with target.reading() as db:
-        held = int(await db.value("SELECT count(*) FROM conversation"))
+    held = int(await target.run(_reads(lambda db: db.value("SELECT count(*) FROM conversation"))))
     if held:
         raise CoveError(
             f"{target.location} already holds {held} conversations: move into an empty database"

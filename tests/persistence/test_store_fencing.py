@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -93,14 +95,36 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
     assert (await store.get_turn(turn.id)).status == "interrupted"  # the takeover's doing
 
 
+@contextlib.asynccontextmanager
+async def _busy(store: Store) -> AsyncIterator[None]:
+    """Keep the store's connection busy for the body: on SQLite its one thread runs a unit that
+    waits; on PostgreSQL a pooled connection is taken."""
+    db = store._db  # type: ignore[attr-defined]
+    if store.kind != "sqlite":
+        async with db.reading():
+            yield
+        return
+    release = threading.Event()
+
+    async def waiting(_: object) -> None:
+        release.wait(30)  # on the connection's thread: every later unit queues behind it
+
+    holding = asyncio.ensure_future(db.run(waiting))
+    try:
+        yield
+    finally:
+        release.set()
+        await holding
+
+
 async def _in_flight_across(
     store: Store, takeover: Callable[[], object], fence: Fence, conversation_id: str
 ) -> asyncio.Task[object]:
     """Issue a ``start_turn`` under ``fence`` while the store's connection is held, run
     ``takeover`` (an awaitable factory) meanwhile, then let the write execute."""
-    # The store's one connection is held, so the write waits for it exactly as a write does
-    # behind a slow unit; the fence is captured when the write is issued.
-    async with store._db.reading():  # type: ignore[attr-defined]
+    # The store is held busy, so the write waits exactly as a write does behind a slow unit;
+    # the fence is captured when the write is issued.
+    async with _busy(store):
         with fenced(fence):
             write: asyncio.Task[object] = asyncio.ensure_future(
                 store.start_turn(conversation_id, "issued before the takeover")

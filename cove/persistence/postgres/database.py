@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
+from cove.persistence.database import Unit
 from cove.persistence.postgres.commits import PostgresCommits
 from cove.persistence.postgres.dialect import PostgresDialect, numbered
 from cove.persistence.sql import Row
+
+T = TypeVar("T")
 
 #: The value store's advisory lock key ("cove" + "vals" in ASCII).
 VALUES_LOCK = 0x636F76657661
@@ -126,6 +129,10 @@ class PostgresDatabase:
             yield unit
             if unit.wrote:
                 await conn.execute("SELECT pg_notify('cove_commit', nextval('cove_commit')::text)")
+
+    async def run(self, unit: Unit[T]) -> T:
+        """Run ``unit`` here: each of its statements is a round trip to the server."""
+        return await unit(self)
 
     async def aclose(self) -> None:
         """Close the commit listener and the pool."""
