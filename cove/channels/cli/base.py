@@ -43,7 +43,9 @@ class CoveGroup(click.Group):
     all, to list them).
     """
 
-    modules: dict[str, str] = {}
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.modules: dict[str, str] = {}  # command name -> the module that registers it
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Every command's name, registered or not yet imported."""
