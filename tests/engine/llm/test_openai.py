@@ -269,9 +269,10 @@ async def test_a_plain_reply_of_no_chat_completion_shape_fails_clearly(
     client: OpenAIClient, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.unsupported.add("stream")
-    fake_openai.add_faults(*[Fault.shapeless()] * 4)
-    with pytest.raises(ModelError, match="sent a reply whose choices are not a list"):
+    fake_openai.add_faults(*[Fault.shapeless()] * 3)
+    with pytest.raises(ModelError, match="sent a reply whose choices are not a list") as info:
         await client.complete(MESSAGES)
+    assert "gave up after 3 attempts" in str(info.value)
 
 
 async def test_an_error_event_mid_stream_is_retried_then_told_with_its_message(
