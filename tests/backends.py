@@ -30,10 +30,7 @@ def database_for(tmp_path: Path, default: str | None = None) -> str | None:
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """A PostgreSQL 15 server for this test process."""
-    if not available():
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL is not installed in {BIN}: .ci/run installs it")
-        pytest.skip(f"PostgreSQL is not installed in {BIN}")
+    require_postgres()
     with PostgresServer() as server:
         yield server
 
@@ -57,3 +54,11 @@ def database(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> It
         yield url
     finally:
         _databases.pop(str(tmp_path), None)
+
+
+def require_postgres() -> None:
+    """Skip the calling test when PostgreSQL is not installed (fail in CI, which installs it)."""
+    if not available():
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is not installed in {BIN}: .ci/run installs it")
+        pytest.skip(f"PostgreSQL is not installed in {BIN}")

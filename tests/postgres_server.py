@@ -10,6 +10,7 @@ nothing: the whole folder goes when the server stops.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -64,6 +65,13 @@ class PostgresServer:
         )
 
     @property
+    def _options(self) -> str:
+        options = f"-k {self.socket_dir} -c listen_addresses='' -c max_connections=200"
+        if not self._fsync:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        return options
+
+    @property
     def socket_dir(self) -> Path:
         """The folder holding the server's socket."""
         return self.folder / "socket"
@@ -81,13 +89,7 @@ class PostgresServer:
             BIN / "initdb", "-D", data, "-U", SUPERUSER, "--auth=trust", "--encoding=UTF8",
             "--locale=C.UTF-8", "--no-sync",
         )  # fmt: skip
-        options = f"-k {self.socket_dir} -c listen_addresses='' -c max_connections=200"
-        if not self._fsync:
-            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        self._run(
-            BIN / "pg_ctl", "-D", data, "-l", self.folder / "server.log", "-o", options,
-            "-w", "-t", "60", "start",
-        )  # fmt: skip
+        self.resume()
         self._started = True
         return self
 
@@ -104,13 +106,25 @@ class PostgresServer:
         )  # fmt: skip
         return self.url(name)
 
+    def halt(self) -> None:
+        """Stop the server, keeping its data (``resume`` starts it again): the database
+        becomes unreachable. Its clients are disconnected at once; what they committed stays
+        (a fast shutdown writes it out, which ``synchronous_commit=off`` may not have yet)."""
+        self._run(BIN / "pg_ctl", "-D", self.folder / "data", "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start a server ``halt`` stopped, on the same data and socket."""
+        self._run(
+            BIN / "pg_ctl", "-D", self.folder / "data", "-l", self.folder / "server.log",
+            "-o", self._options, "-w", "-t", "60", "start",
+        )  # fmt: skip
+
     def stop(self) -> None:
-        """Stop the server and remove its folder."""
+        """Stop the server (unless ``halt`` did) and remove its folder."""
         try:
             if self._started:
-                self._run(
-                    BIN / "pg_ctl", "-D", self.folder / "data", "-m", "immediate", "-w", "stop"
-                )
+                with contextlib.suppress(subprocess.CalledProcessError):  # halted already
+                    self.halt()
         finally:
             self._started = False
             shutil.rmtree(self.folder, ignore_errors=True)

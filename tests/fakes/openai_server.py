@@ -35,7 +35,7 @@ import threading
 import time
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -57,9 +57,10 @@ class Fault:
 
     Build with the class methods; ``kind`` is one of ``status`` (an error response), ``reply``
     (replace the reply text), ``stall`` / ``stall_mid`` (sleep before answering / mid-stream),
-    ``drop`` (close the connection mid-stream), ``garbage`` (a 200 whose body is not JSON),
-    ``shapeless`` (a 200 whose JSON is no chat completion) and ``stream_error`` (an error object
-    sent as an SSE event mid-stream).
+    ``gate`` (answer once a ``threading.Event`` is set), ``drop`` (close the connection
+    mid-stream), ``garbage`` (a 200 whose body is not JSON), ``shapeless`` (a 200 whose JSON
+    is no chat completion) and ``stream_error`` (an error object sent as an SSE event
+    mid-stream).
     """
 
     kind: str
@@ -70,6 +71,7 @@ class Fault:
     text: str = ""
     seconds: float = 0.0
     after_chunks: int = 1
+    opened: threading.Event | None = field(default=None, compare=False)
 
     @classmethod
     def rate_limit(cls, retry_after: float | None = 0.01) -> Fault:
@@ -111,6 +113,12 @@ class Fault:
         if after_chunks is None:
             return cls("stall", seconds=seconds)
         return cls("stall_mid", seconds=seconds, after_chunks=after_chunks)
+
+    @classmethod
+    def gate(cls, opened: threading.Event) -> Fault:
+        """Hold the answer until ``opened`` is set (or the server stops): a model call that
+        lasts exactly as long as a test wants."""
+        return cls("gate", opened=opened)
 
     @classmethod
     def drop(cls, after_chunks: int = 1) -> Fault:
@@ -306,6 +314,9 @@ class FakeOpenAI:
             return _error(fault.status, fault.message, fault.param, dict(fault.headers))
         if fault is not None and fault.kind == "stall":
             await self._sleep(fault.seconds)
+        if fault is not None and fault.opened is not None:
+            while not fault.opened.is_set() and not self._stopping.is_set():  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         stream = bool(body.get("stream"))

@@ -2,9 +2,9 @@
 
 They carry no user content, so they are the public paths of the service's guard: a load
 balancer or Prometheus reaches them without a session. ``/readyz`` tells an anonymous caller
-its verdict only; the checks' details (the database's path, the worker's identity and
-confinement, the model endpoint's address) go to logged-in callers (the session cookie or
-``Authorization: Bearer <token>``).
+its verdict and the names of the checks that failed; the checks' details (the database's path,
+the worker's identity and confinement, the model endpoint's address) go to logged-in callers
+(the session cookie or ``Authorization: Bearer <token>``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """200 when turns can be taken now; 503 while stopping or when a check fails.
+    """200 when turns can be taken now; 503 while stopping or when a check fails (naming the
+    failing checks: ``{"status": "not ready", "failing": ["database"]}``).
 
     The checks' details only to a logged-in caller: they name the database's path, the worker's
     uid and confinement, the model's base URL.
@@ -53,6 +54,8 @@ async def readyz(request: Request) -> Response:
         return JSONResponse({"status": "stopping"}, status_code=503)
     report = await state.readiness.check()
     body: dict[str, Any] = {"status": "ready" if report.ok else "not ready"}
+    if not report.ok:
+        body["failing"] = list(report.failing)  # the checks' names only, never their details
     if authenticated(request.scope):
         body["checked_at"] = report.checked_at
         body["checks"] = [

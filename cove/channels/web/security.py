@@ -7,7 +7,10 @@ there). So every endpoint is behind the same checks and the same login.
 
 * **A login on every bind**, loopback included: ``/login?token=…`` (the URL printed at start)
   exchanges the token for an HttpOnly, SameSite=Strict session cookie; every other path needs
-  the cookie, or an ``Authorization: Bearer <token>`` header (for scripts). Paths declared
+  the cookie, or an ``Authorization: Bearer <token>`` header (for scripts). A session is a
+  random nonce signed with the token (HMAC-SHA256), so every process holding the same token
+  accepts it — the nodes behind one proxy — and none that has another does; changing the token
+  ends every session. Paths declared
   ``public`` (health checks) are served without it; the endpoint reads ``authenticated(scope)``
   to decide how much it says.
 * **Host names.** Bound to a loopback address, the server answers only ``Host`` names that
@@ -22,6 +25,7 @@ there). So every endpoint is behind the same checks and the same login.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import json
@@ -36,7 +40,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 COOKIE = "cove_session"
 #: The scope key a ``Guard`` sets on every request it lets through: is the caller logged in?
 AUTHENTICATED = "cove.authenticated"
-MAX_SESSIONS = 1000
+#: What a session's signature signs besides its nonce (a token's HMAC of a nonce alone could
+#: be confused with another use of the same key).
+_SESSION_PURPOSE = b"cove session "
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
@@ -132,7 +138,6 @@ class Guard:
         self.token = token
         self.hosts = frozenset(h.lower() for h in allow_hosts) if is_loopback(bind) else None
         self.public = frozenset(public)
-        self.sessions: set[str] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":  # nothing behind a guard speaks WebSocket
@@ -178,19 +183,17 @@ class Guard:
         bearer = headers.get("authorization", "")
         if bearer.startswith("Bearer ") and _same(bearer[7:], self.token):
             return True
-        session = _cookies(headers.get("cookie", "")).get(_cookie_name(scope))
-        return session is not None and session in self.sessions
+        session = _cookies(headers.get("cookie", "")).get(_cookie_name(scope, headers))
+        return session is not None and _valid_session(session, self.token)
 
     async def _login(self, scope: Scope, send: Send) -> None:
         given = parse_qs(scope.get("query_string", b"").decode()).get("token", [""])[0]
         if not _same(given, self.token):
             await _deny(send, 401, "wrong or missing token", api=False)
             return
-        if len(self.sessions) >= MAX_SESSIONS:
-            self.sessions.pop()
-        session = secrets.token_urlsafe(32)
-        self.sessions.add(session)
-        cookie = f"{_cookie_name(scope)}={session}; HttpOnly; SameSite=Strict; Path=/"
+        session = _new_session(self.token)
+        name = _cookie_name(scope, _headers(scope))
+        cookie = f"{name}={session}; HttpOnly; SameSite=Strict; Path=/"
         if scope.get("scheme") == "https":
             cookie += "; Secure"
         # Redirect so the token leaves the address bar and the history.
@@ -208,9 +211,30 @@ def _same(given: str, token: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
-def _cookie_name(scope: Scope) -> str:
-    """``cove_session_<port>``: cookies ignore ports, so two servers on one host each keep
-    their own session instead of overwriting each other's."""
+def _signature(nonce: str, token: str) -> str:
+    mac = hmac.new(token.encode(), _SESSION_PURPOSE + nonce.encode(), hashlib.sha256)
+    return mac.hexdigest()
+
+
+def _new_session(token: str) -> str:
+    """A new session: a random nonce and its signature with ``token``."""
+    nonce = secrets.token_urlsafe(24)
+    return f"{nonce}.{_signature(nonce, token)}"
+
+
+def _valid_session(session: str, token: str) -> bool:
+    """Whether ``session`` was signed with ``token`` (compared in constant time)."""
+    nonce, dot, signature = session.partition(".")
+    return bool(nonce and dot) and hmac.compare_digest(signature, _signature(nonce, token))
+
+
+def _cookie_name(scope: Scope, headers: dict[str, str]) -> str:
+    """``cove_session_<port>``, the port the browser addressed (the ``Host`` header's, else
+    the server's): cookies ignore ports, so two servers on one host each keep their own
+    session instead of overwriting each other's, and nodes behind one proxy share one."""
+    _, colon, port = headers.get("host", "").rpartition(":")
+    if colon and port.isdigit():
+        return f"{COOKIE}_{port}"
     server = scope.get("server")
     return f"{COOKIE}_{server[1]}" if server and server[1] else COOKIE
 

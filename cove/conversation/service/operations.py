@@ -2,10 +2,12 @@
 moving to another database.
 
 ``Readiness`` answers "can this process take turns now?" — the database is writable, the
-sandbox can start a worker, the model endpoint answers — and caches the answer, because each
-check costs real work (a worker start, an HTTP request). ``backup_database`` copies the live
-database consistently while turns run. ``move_database`` copies every conversation, with its
-history and its workspace files, to another database (``cove migrate``).
+sandbox can start a worker, the model endpoint answers. The sandbox and endpoint answers are
+cached for long (each costs a worker start or an HTTP request); the database's only for a
+moment, so a node that lost its database leaves a load balancer's rotation at its next check.
+``backup_database`` copies the live database consistently while turns run.
+``move_database`` copies every conversation, with its history and its workspace files, to
+another database (``cove migrate``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from cove.config import Settings
 from cove.conversation.service.health import Check, check_endpoint, check_sandbox
@@ -33,8 +36,13 @@ __all__ = [
     "move_database",
 ]
 
-#: How long a readiness answer is reused before the checks run again.
+T = TypeVar("T")
+
+#: How long the sandbox's and the model endpoint's answers are reused before they run again.
 READY_CACHE_S = 15.0
+#: How long the database's answer is reused: a probe is one connection and a query, and a
+#: node that cannot reach its database must not look ready for long.
+DATABASE_CACHE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -49,11 +57,17 @@ class ReadinessReport:
         """True when every check passed."""
         return all(check.ok for check in self.checks)
 
+    @property
+    def failing(self) -> tuple[str, ...]:
+        """The names of the checks that failed (no details: safe to tell anyone)."""
+        return tuple(check.name for check in self.checks if not check.ok)
+
 
 class Readiness:
     """Cached readiness checks of one database and configuration.
 
-    Concurrent callers share one run of the checks; a result is reused for ``cache_s``.
+    Concurrent callers share one run of the checks. The database's answer is reused for
+    ``database_cache_s``, the sandbox's and the model endpoint's for ``cache_s``.
     """
 
     def __init__(
@@ -61,35 +75,67 @@ class Readiness:
         settings: Settings,
         *,
         cache_s: float = READY_CACHE_S,
+        database_cache_s: float = DATABASE_CACHE_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.cache_s = cache_s
+        self.database_cache_s = database_cache_s
         self._clock = clock
-        self._last: tuple[float, ReadinessReport] | None = None
+        self._database: _Cached[Check] | None = None
+        self._costly: _Cached[tuple[Check, Check]] | None = None
+        self._last: ReadinessReport | None = None
         self._lock = asyncio.Lock()
 
     async def check(self) -> ReadinessReport:
-        """The latest verdict, running the checks if the cached one is too old."""
+        """The latest verdict, running each check whose cached answer is too old."""
         async with self._lock:
-            if self._last is not None and self._clock() - self._last[0] < self.cache_s:
-                return self._last[1]
-            checks = await asyncio.gather(
-                self._database(),
-                check_sandbox(self.settings.sandbox),
-                check_endpoint(self.settings.model),
+            now = self._clock()
+            database, costly = self._database, self._costly
+            if database is None or now - database.at >= self.database_cache_s:
+                database = None
+            if costly is None or now - costly.at >= self.cache_s:
+                costly = None
+            if self._last is not None and database is not None and costly is not None:
+                return self._last
+            fresh_database, fresh_costly = await asyncio.gather(
+                _Cached.of(now, self._check_database()) if database is None else _kept(database),
+                _Cached.of(now, self._check_costly()) if costly is None else _kept(costly),
             )
-            report = ReadinessReport(tuple(checks), time.time())
-            self._last = (self._clock(), report)
-            return report
+            self._database, self._costly = fresh_database, fresh_costly
+            checks = (fresh_database.value, *fresh_costly.value)
+            self._last = ReadinessReport(checks, time.time())
+            return self._last
 
-    async def _database(self) -> Check:
+    async def _check_database(self) -> Check:
         return await _guarded("database", self._probe_database())
+
+    async def _check_costly(self) -> tuple[Check, Check]:
+        sandbox, endpoint = await asyncio.gather(
+            check_sandbox(self.settings.sandbox), check_endpoint(self.settings.model)
+        )
+        return sandbox, endpoint
 
     async def _probe_database(self) -> Check:
         location = self.settings.store.database
         await probe_writable(location)
         return Check("database", True, f"{shown(location)} is writable")
+
+
+@dataclass(frozen=True)
+class _Cached(Generic[T]):
+    """A check's answer and when (the readiness clock) it was found."""
+
+    at: float
+    value: T
+
+    @staticmethod
+    async def of(at: float, running: Awaitable[T]) -> _Cached[T]:
+        return _Cached(at, await running)
+
+
+async def _kept(cached: _Cached[T]) -> _Cached[T]:
+    return cached
 
 
 async def _guarded(name: str, check: Awaitable[Check]) -> Check:
