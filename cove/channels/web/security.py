@@ -10,7 +10,7 @@ there). So every endpoint is behind the same checks and the same login.
   the cookie, or an ``Authorization: Bearer <token>`` header (for scripts). A session is a
   random nonce signed with the token (HMAC-SHA256), so every process holding the same token
   accepts it — the nodes behind one proxy — and none that has another does; changing the token
-  ends every session. Paths declared
+  ends every session, and each ends 30 days after its login. Paths declared
   ``public`` (health checks) are served without it; the endpoint reads ``authenticated(scope)``
   to decide how much it says.
 * **Host names.** Bound to a loopback address, the server answers only ``Host`` names that
@@ -30,6 +30,7 @@ import hmac
 import ipaddress
 import json
 import secrets
+import time
 from collections.abc import Collection, MutableMapping
 from html import escape
 from typing import Any
@@ -43,6 +44,8 @@ AUTHENTICATED = "cove.authenticated"
 #: What a session's signature signs besides its nonce (a token's HMAC of a nonce alone could
 #: be confused with another use of the same key).
 _SESSION_PURPOSE = b"cove session "
+#: How long a session lasts (30 days); the next login starts a new one.
+SESSION_MAX_AGE_S = 30 * 24 * 3600
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
@@ -184,16 +187,16 @@ class Guard:
         if bearer.startswith("Bearer ") and _same(bearer[7:], self.token):
             return True
         session = _cookies(headers.get("cookie", "")).get(_cookie_name(scope, headers))
-        return session is not None and _valid_session(session, self.token)
+        return session is not None and valid_session(session, self.token)
 
     async def _login(self, scope: Scope, send: Send) -> None:
         given = parse_qs(scope.get("query_string", b"").decode()).get("token", [""])[0]
         if not _same(given, self.token):
             await _deny(send, 401, "wrong or missing token", api=False)
             return
-        session = _new_session(self.token)
+        session = new_session(self.token)
         name = _cookie_name(scope, _headers(scope))
-        cookie = f"{name}={session}; HttpOnly; SameSite=Strict; Path=/"
+        cookie = f"{name}={session}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_MAX_AGE_S}"
         if scope.get("scheme") == "https":
             cookie += "; Secure"
         # Redirect so the token leaves the address bar and the history.
@@ -211,21 +214,27 @@ def _same(given: str, token: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
-def _signature(nonce: str, token: str) -> str:
-    mac = hmac.new(token.encode(), _SESSION_PURPOSE + nonce.encode(), hashlib.sha256)
+def _signature(signed: str, token: str) -> str:
+    mac = hmac.new(token.encode(), _SESSION_PURPOSE + signed.encode(), hashlib.sha256)
     return mac.hexdigest()
 
 
-def _new_session(token: str) -> str:
-    """A new session: a random nonce and its signature with ``token``."""
-    nonce = secrets.token_urlsafe(24)
-    return f"{nonce}.{_signature(nonce, token)}"
+def new_session(token: str, *, issued: float | None = None) -> str:
+    """A new session: when it was issued, a random nonce, and their signature with ``token``."""
+    signed = f"{int(time.time() if issued is None else issued)}.{secrets.token_urlsafe(24)}"
+    return f"{signed}.{_signature(signed, token)}"
 
 
-def _valid_session(session: str, token: str) -> bool:
-    """Whether ``session`` was signed with ``token`` (compared in constant time)."""
-    nonce, dot, signature = session.partition(".")
-    return bool(nonce and dot) and hmac.compare_digest(signature, _signature(nonce, token))
+def valid_session(session: str, token: str) -> bool:
+    """Whether ``session`` was signed with ``token`` (compared in constant time) and issued
+    less than ``SESSION_MAX_AGE_S`` ago."""
+    signed, dot, signature = session.rpartition(".")
+    issued = signed.partition(".")[0]
+    if not (dot and issued.isdigit()):
+        return False
+    if not hmac.compare_digest(signature, _signature(signed, token)):
+        return False
+    return 0 <= time.time() - int(issued) < SESSION_MAX_AGE_S
 
 
 def _cookie_name(scope: Scope, headers: dict[str, str]) -> str:

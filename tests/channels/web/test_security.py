@@ -3,13 +3,19 @@ send, Origin checks, security headers."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from cove.channels.web import create_app
-from cove.channels.web.security import host_name, is_loopback
+from cove.channels.web.security import (
+    SESSION_MAX_AGE_S,
+    host_name,
+    is_loopback,
+    new_session,
+)
 from cove.config import Settings
 from cove.errors import ConfigError
 from tests.channels.web.conftest import Web
@@ -56,8 +62,17 @@ async def test_a_request_without_the_session_is_refused_by_default(web: Web) -> 
 
         client.cookies.clear()
         assert (await client.get("/api/conversations")).status_code == 401
-        client.cookies.set(f"cove_session_{port}", "forged")
-        assert (await client.get("/api/conversations")).status_code == 401
+        assert f"Max-Age={SESSION_MAX_AGE_S}" in cookie
+        for forged in (
+            "forged",
+            new_session("another-token-0123456789"),  # signed with another token
+            new_session(TOKEN, issued=time.time() - SESSION_MAX_AGE_S - 1),  # expired
+            new_session(TOKEN, issued=time.time() + 3600).replace(".", ".x", 1),  # altered
+        ):
+            client.cookies.set(f"cove_session_{port}", forged)
+            assert (await client.get("/api/conversations")).status_code == 401, forged
+        client.cookies.set(f"cove_session_{port}", new_session(TOKEN))  # any node's session
+        assert (await client.get("/api/conversations")).status_code == 200
         client.cookies.clear()
         assert (await client.get("/api/conversations", headers=BEARER)).status_code == 200
         wrong = {"authorization": "Bearer not-the-token-at-all-0123"}
