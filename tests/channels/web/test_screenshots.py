@@ -141,7 +141,7 @@ def test_the_list_on_a_desktop_and_on_a_phone(site: Site, page: Any, tmp_path: P
     assert running.reached.wait(60)
 
     page.set_viewport_size(DESKTOP)
-    page.goto(site.url)
+    page.goto(f"{site.url}/conversations")
     page.wait_for_selector(f"tr[data-id='{live}'] :text('running')")
     save(page, "web-list.png", tmp_path)
     page.set_viewport_size(PHONE)

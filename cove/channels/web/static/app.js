@@ -4,6 +4,8 @@
 import { askText, confirmAction } from "./dialog.js";
 import { showFigures } from "./figures.js";
 import { follow } from "./follow.js";
+import { shortcuts } from "./shortcuts.js";
+import { sidebar } from "./sidebar.js";
 
 const $ = (selector, root = document) => root.querySelector(selector);
 
@@ -89,6 +91,7 @@ function chatPage() {
   const body = document.body;
   let cid = body.dataset.conversation || null;  // none yet: the first message creates it
   const turns = $("#turns");
+  const side = sidebar();
   const follower = follow($("#thread"), $("#thread .thread-content"), $("#jump-latest"));
   const linked = location.hash && document.getElementById(location.hash.slice(1));
   if (linked) follower.reveal(linked);
@@ -135,9 +138,14 @@ function chatPage() {
     iteration_started(e) {
       const turn = liveTurn(e.turn_id);
       if (!turn) return;
-      const section = el("section", "iteration");
+      // The finished iterations fold to one line each; the running one is open.
+      for (const done of turn.querySelectorAll(".iteration[open]")) done.open = false;
+      const section = el("details", "iteration");
+      section.open = true;
       section.dataset.iteration = e.iteration;
-      section.append(el("h4", "", `Iteration ${e.iteration}`), el("pre", "delta"));
+      const summary = el("summary");
+      summary.append(el("h4", "", `Iteration ${e.iteration}`));
+      section.append(summary, el("pre", "delta"));
       $(".timeline", turn).append(section);
       $(".timeline summary", turn).textContent = `iteration ${e.iteration} of up to ${e.budget}…`;
     },
@@ -163,8 +171,11 @@ function chatPage() {
       if (!it) return;
       const block = el("div", "block running");
       block.dataset.index = e.index;
+      const copy = el("button", "copy", "Copy code");
+      copy.type = "button";
+      copy.dataset.action = "copy-code";
       const code = el("pre", "code", e.code);
-      block.append(code);
+      block.append(copy, code);
       it.append(block);
       highlightInto(code, e.code);
     },
@@ -241,6 +252,7 @@ function chatPage() {
     $("#export-json").href = `/api/conversations/${cid}/export?format=json`;
     $("#conv-actions").hidden = false;
     if (conv.title) handlers.title_changed(conv);
+    side.refresh();
     listen();
   };
   let creating = null;  // the request creating it, while it runs (one conversation, not two)
@@ -266,9 +278,36 @@ function chatPage() {
     return { queued: false };
   };
 
+  // Editing a turn's request: sending it starts a branch instead of a new turn here.
+  let editing = null;
+  const editNote = $("#editing");
+  const edit = (position) => {
+    editing = position;
+    editNote.hidden = position === null;
+    if (position === null) return;
+    $("#editing-what").textContent = `Editing turn ${position}: sending starts a branch with the edited request.`;
+    input.value = $(`#turn-${position} .msg.user`).textContent;
+    input.focus();
+  };
+  $("#editing-cancel").addEventListener("click", () => { edit(null); input.value = ""; input.focus(); });
+
+  // A branch where turn ``position`` is asked ``text`` instead: a fork at the turn before it
+  // (a new conversation for the first turn), which then runs the request.
+  const branchWith = async (position, text) => {
+    const fork = position > 1
+      ? await api("POST", `/api/conversations/${cid}/fork`, { turn: position - 1 })
+      : await api("POST", "/api/conversations", {});
+    await api("POST", `/api/conversations/${fork.id}/messages`, { text });
+    location.href = `/c/${fork.id}`;
+  };
+
   const send = async () => {
     const text = input.value;
     if (!text.trim()) return;
+    if (editing !== null) {
+      try { await branchWith(editing, text); } catch (error) { notice(`Not sent: ${error.message}`, true); }
+      return;
+    }
     input.value = "";
     follower.pin();  // the reader goes where the answer comes
     const waiting = el("div", "msg user queued", `${text} (queued)`);
@@ -303,14 +342,42 @@ function chatPage() {
     }
   });
 
-  turns.addEventListener("click", async (event) => {
-    const button = event.target.closest("button[data-action=fork]");
-    if (!button) return;
-    try {
+  const turnActions = {
+    async fork(button) {
       const fork = await api("POST", `/api/conversations/${cid}/fork`, { turn: Number(button.dataset.turn) });
       location.href = `/c/${fork.id}`;
-    } catch (error) { notice(error.message, true); }
+    },
+    async retry(button) {
+      const position = Number(button.dataset.turn);
+      await branchWith(position, $(`#turn-${position} .msg.user`).textContent);
+    },
+    edit(button) { edit(Number(button.dataset.turn)); },
+    "copy-answer": (button) => copy($(".msg.answer", button.closest(".turn")).innerText, "Answer copied"),
+    "copy-code": (button) => copy(codeOf(button.closest(".block")), "Code copied"),
+  };
+  turns.addEventListener("click", async (event) => {
+    const button = event.target.closest("button[data-action]");
+    if (!button || !turnActions[button.dataset.action]) return;
+    try { await turnActions[button.dataset.action](button); } catch (error) { notice(error.message, true); }
   });
+
+  const last = (selector) => [...turns.querySelectorAll(selector)].pop();
+  const showHelp = shortcuts([
+    { keys: "Alt+Shift+N", label: "New chat", run: () => { location.href = "/"; } },
+    { keys: "Control+K", label: "Search the conversations", run: () => side.search() },
+    { keys: "Alt+Shift+S", label: "Show or hide the conversations", run: () => side.toggle() },
+    { keys: "Escape", label: "Stop the running turn", when: () => running && !stop.disabled, run: () => stop.click() },
+    { keys: "Alt+Shift+A", label: "Copy the last answer", run: () => {
+      const answer = last(".msg.answer");
+      return answer ? copy(answer.innerText, "Answer copied") : notice("No answer to copy yet", true);
+    } },
+    { keys: "Alt+Shift+C", label: "Copy the last code block", run: () => {
+      const block = last(".block");
+      return block ? copy(codeOf(block), "Code copied") : notice("No code to copy yet", true);
+    } },
+    { keys: "Shift+Escape", label: "Focus the message box", run: () => input.focus() },
+  ]);
+  $("#shortcuts").addEventListener("click", showHelp);
 
   $("#replay").addEventListener("click", async () => {
     const report = $("#replay-report");
@@ -340,6 +407,18 @@ function chatPage() {
   });
 
   const refreshFiles = setupFiles(conversation);
+}
+
+// The code of a block, as it ran (not its highlighting's markup).
+function codeOf(block) {
+  return (block.querySelector(".hl pre, pre.code")?.textContent ?? "").replace(/\n$/, "");
+}
+
+async function copy(text, done) {
+  try {
+    await navigator.clipboard.writeText(text);
+    notice(done);
+  } catch (error) { notice(`Could not copy: ${error.message}`, true); }
 }
 
 // ---- the inspector -----------------------------------------------------------------------
