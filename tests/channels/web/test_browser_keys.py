@@ -85,8 +85,8 @@ def test_escape_stops_the_running_turn(site: Site, page: Any) -> None:
 def test_a_block_copies_its_code_and_a_turn_its_answer(site: Site, page: Any) -> None:
     finished_chat(site, page)
     page.click("#turn-1 > details > summary")
-    page.click("#turn-1 .iteration[data-iteration='1'] > summary")
-    page.click("#turn-1 .block >> nth=0 >> button[data-action='copy-code']")
+    page.click("#turn-1 .iteration[data-iteration='1'] > summary", position={"x": 5, "y": 5})
+    page.locator("#turn-1 .block").first.locator("button[data-action='copy-code']").click()
     page.wait_for_selector("#notice:text('Code copied')")
     assert clipboard(page) == "side = 6"
     page.click("#turn-1 button[data-action='copy-answer']")
@@ -105,7 +105,8 @@ def test_iterations_fold_to_a_line_when_finished(site: Site, page: Any) -> None:
     opened = page.eval_on_selector_all(".turn.live .iteration", "its => its.map(i => i.open)")
     assert opened == [False, False, True]  # the running one is open
     assert page.is_hidden(".turn.live .iteration[data-iteration='1'] .block")
-    page.click(".turn.live .iteration[data-iteration='1'] > summary")  # the reader opens one
+    first = ".turn.live .iteration[data-iteration='1'] > summary"
+    page.click(first, position={"x": 5, "y": 5})  # the reader opens one
     assert page.is_visible(".turn.live .iteration[data-iteration='1'] .block")
     last.opened.set()
     page.wait_for_selector(".turn[data-status='done'] .answer")
@@ -118,18 +119,18 @@ def test_retry_edit_and_branch_start_new_conversations_from_a_turn(site: Site, p
     page.goto(f"{site.url}/c/{cid}")
     send(page, "set x to ten")
     page.wait_for_selector("#turn-1[data-status='done']")
-    site.fake.add_replies(answer("Double is {{x * 2}}."))
+    site.fake.add_replies(answer("Double is twenty."))
     send(page, "double x")
     page.wait_for_selector("#turn-2[data-status='done'] .answer")
 
     # Retry turn 2: a branch at turn 1 that asks the same again (and sees x from turn 1).
-    site.fake.add_replies(answer("Twice x is {{x * 2}}."))
+    site.fake.add_replies(answer("Twice {{x}} is twenty."))
     page.click("#turn-2 button[data-action='retry']")
     page.wait_for_url(lambda url: cid not in url)
     retried = page.url.rsplit("/", 1)[1]
-    page.wait_for_selector("#turn-1[data-status='done'] .answer")  # the fork's own first turn
-    assert page.text_content("#turn-1 .msg.user") == "double x"
-    assert page.text_content("#turn-1 .answer").strip() == "Twice x is 20."
+    page.wait_for_selector("#turn-2[data-status='done'] .answer")  # after the turn it shares
+    assert page.text_content("#turn-2 .msg.user") == "double x"
+    assert page.text_content("#turn-2 .answer").strip() == "Twice 10 is twenty."
     assert page.text_content(".fork-note").startswith("Branched from")
 
     # Edit turn 2 of the original: the request in the box, sending starts another branch.
@@ -137,12 +138,13 @@ def test_retry_edit_and_branch_start_new_conversations_from_a_turn(site: Site, p
     page.click("#turn-2 button[data-action='edit']")
     assert page.input_value("#message") == "double x"
     assert page.is_visible("#editing")
-    site.fake.add_replies(answer("Triple is {{x * 3}}."))
+    site.fake.add_replies(answer("Triple {{x}} is thirty."))
     page.fill("#message", "triple x")
     page.press("#message", "Enter")
     page.wait_for_url(lambda url: cid not in url and retried not in url)
-    page.wait_for_selector("#turn-1[data-status='done'] .answer")
-    assert page.text_content("#turn-1 .answer").strip() == "Triple is 30."
+    page.wait_for_selector("#turn-2[data-status='done'] .answer")
+    assert page.text_content("#turn-2 .msg.user") == "triple x"
+    assert page.text_content("#turn-2 .answer").strip() == "Triple 10 is thirty."
 
     # Cancelling an edit sends into the conversation itself again.
     page.goto(f"{site.url}/c/{cid}")
