@@ -85,7 +85,7 @@ def test_escape_stops_the_running_turn(site: Site, page: Any) -> None:
 def test_a_block_copies_its_code_and_a_turn_its_answer(site: Site, page: Any) -> None:
     finished_chat(site, page)
     page.click("#turn-1 > details > summary")
-    page.click("#turn-1 .iteration[data-iteration='1'] > summary", position={"x": 5, "y": 5})
+    page.click("#turn-1 .iteration[data-iteration='1'] summary")
     page.locator("#turn-1 .block").first.locator("button[data-action='copy-code']").click()
     page.wait_for_selector("#notice:text('Code copied')")
     assert clipboard(page) == "side = 6"
@@ -102,11 +102,10 @@ def test_iterations_fold_to_a_line_when_finished(site: Site, page: Any) -> None:
     send(page, "three iterations")
     assert last.reached.wait(30)
     page.wait_for_selector(".turn.live .iteration[data-iteration='3']")
-    opened = page.eval_on_selector_all(".turn.live .iteration", "its => its.map(i => i.open)")
+    opened = page.eval_on_selector_all(".turn.live .iteration > details", "its => its.map(i => i.open)")
     assert opened == [False, False, True]  # the running one is open
     assert page.is_hidden(".turn.live .iteration[data-iteration='1'] .block")
-    first = ".turn.live .iteration[data-iteration='1'] > summary"
-    page.click(first, position={"x": 5, "y": 5})  # the reader opens one
+    page.click(".turn.live .iteration[data-iteration='1'] summary")  # the reader opens one
     assert page.is_visible(".turn.live .iteration[data-iteration='1'] .block")
     last.opened.set()
     page.wait_for_selector(".turn[data-status='done'] .answer")

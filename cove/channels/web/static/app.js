@@ -110,7 +110,7 @@ function chatPage() {
   const liveTurn = (turnId) => turnNode(positions.get(turnId));
   const iterationNode = (turnId, n) => {
     const turn = liveTurn(turnId);
-    return turn && turn.querySelector(`.iteration[data-iteration="${n}"]`);
+    return turn && turn.querySelector(`.iteration[data-iteration="${n}"] > details`);
   };
   const blockNode = (e) => {
     const it = iterationNode(e.turn_id, e.iteration);
@@ -139,13 +139,15 @@ function chatPage() {
       const turn = liveTurn(e.turn_id);
       if (!turn) return;
       // The finished iterations fold to one line each; the running one is open.
-      for (const done of turn.querySelectorAll(".iteration[open]")) done.open = false;
-      const section = el("details", "iteration");
-      section.open = true;
+      for (const done of turn.querySelectorAll(".iteration > details[open]")) done.open = false;
+      const section = el("section", "iteration");
       section.dataset.iteration = e.iteration;
+      const details = el("details");
+      details.open = true;
       const summary = el("summary");
       summary.append(el("h4", "", `Iteration ${e.iteration}`));
-      section.append(summary, el("pre", "delta"));
+      details.append(summary, el("pre", "delta"));
+      section.append(details);
       $(".timeline", turn).append(section);
       $(".timeline summary", turn).textContent = `iteration ${e.iteration} of up to ${e.budget}…`;
     },
@@ -200,7 +202,7 @@ function chatPage() {
     },
     sandbox_restarted(e) {
       const text = `Sandbox restarted (${e.reason}); lost: ${e.lost.join(", ") || "nothing"}`;
-      const iterations = liveTurn(e.turn_id)?.querySelectorAll(".iteration");
+      const iterations = liveTurn(e.turn_id)?.querySelectorAll(".iteration > details");
       iterations?.[iterations.length - 1]?.append(el("p", "restart", text));
     },
     answer_refused(e) { iterationNode(e.turn_id, e.iteration)?.append(el("p", "error refusal", e.reason)); },
