@@ -26,10 +26,13 @@ def test_send_streams_iterations_and_renders_the_answer(site: Site, page: Any) -
     cid = site.conversation()
     page.goto(f"{site.url}/c/{cid}")
     send(page, "add one two three")
-    # The first iteration streams in while the turn is still running.
-    page.wait_for_selector(".turn.live .iteration[data-iteration='1'] .block.ok .value")
+    # The first iteration streams in while the turn is still running (folded to one line once
+    # the second one starts).
+    page.wait_for_selector(
+        ".turn.live .iteration[data-iteration='1'] .block.ok .value", state="attached"
+    )
     assert page.text_content(".turn.live .block.ok .value") == "→ 6"
-    page.wait_for_selector(".turn.live .block pre.code.hl .n")  # highlighted while it runs
+    page.wait_for_selector(".turn.live .block pre.code.hl .n", state="attached")  # highlighted
     assert page.text_content(".turn.live .block pre.code") == "total = sum([1, 2, 3])"
     assert page.is_visible("#stop")
     assert page.text_content("#vars tr[data-name='total'] .version") == "v1"
