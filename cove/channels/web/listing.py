@@ -16,6 +16,7 @@ from cove.conversation import Conversations, SearchHit
 from cove.events import outcome
 
 LIST_LIMIT = 200
+SIDEBAR_LIMIT = 60  # the rest are a click away, on the list page
 MARKED = ("running", "failed", "interrupted")  # the outcomes the sidebar marks
 
 
@@ -58,12 +59,12 @@ async def search_hits(convs: Conversations, query: str) -> list[Hit]:
     return [Hit(h, h.label, marked(h.text, h.matches)) for h in found]
 
 
-async def list_context(request: Request) -> dict[str, Any]:
+async def list_context(request: Request, limit: int = LIST_LIMIT) -> dict[str, Any]:
     """What the list page and the sidebar render: the conversations and the hits of ``?q=``."""
     convs = web(request).convs
     query = request.query_params.get("q", "").strip()
     return {
-        "conversations": await convs.list(limit=LIST_LIMIT),
+        "conversations": await convs.list(limit=limit),
         "outcome": outcome,
         "marked_outcomes": MARKED,
         "query": query,
@@ -77,7 +78,7 @@ async def list_context(request: Request) -> dict[str, Any]:
 async def sidebar_fragment(request: Request) -> Response:
     """The sidebar's entries, for the page to refresh them (a change, a search)."""
     response: Response = request.app.state.templates.TemplateResponse(
-        request, "_sidebar_entries.html", await list_context(request)
+        request, "_sidebar_entries.html", await list_context(request, SIDEBAR_LIMIT)
     )
     return response
 

@@ -58,9 +58,12 @@ def changes_by_iteration(transcript: Transcript) -> dict[tuple[int, int], list[V
 
 
 async def _chat_context(request: Request, transcript: Transcript | None) -> dict[str, Any]:
-    """The chat page's context: a conversation's turns and variables (none for a new chat),
-    and the sidebar's conversations."""
-    context = await list_context(request)
+    """The chat page's context: a conversation's turns and variables (none for a new chat).
+
+    The sidebar's entries come from their fragment once the page is shown: the chat loads as
+    fast as without them.
+    """
+    context: dict[str, Any] = {"query": request.query_params.get("q", "").strip()}
     context.update(
         conv=None,
         turns=[],
@@ -82,7 +85,6 @@ async def _chat_context(request: Request, transcript: Transcript | None) -> dict
         variables=[v for _, v in sorted(current.items()) if v.kind != "deleted"],
         changes=changes_by_iteration(transcript),
         notes=notes_by_iteration(events),
-        current=transcript.conversation.id,
     )
     return context
 

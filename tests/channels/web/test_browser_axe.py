@@ -67,6 +67,7 @@ def test_no_serious_violation_on_the_key_pages(
         send(page, "add three, four and five")
         page.wait_for_selector("#turn-1[data-status='done'] .answer")
         page.reload()
+        page.wait_for_selector("#sidebar-entries li")
         page.click("#turn-1 > details > summary")  # the timeline open, its iterations shown
         page.click("#turn-1 .iteration[data-iteration='1'] summary")
         found = {"chat and sidebar": violations(page, axe)}
@@ -85,11 +86,13 @@ def test_no_serious_violation_on_the_key_pages(
             ("variable", f"/c/{cid}/vars/total"),
         ):
             page.goto(f"{site.url}{path}")
+            if path == "/":
+                page.wait_for_selector("#sidebar-entries li")
             found[name] = violations(page, axe)
         page.set_viewport_size({"width": 390, "height": 844})
         page.goto(f"{site.url}/c/{cid}")
         page.click("#sidebar-toggle")
-        page.wait_for_selector("#sidebar", state="visible")
+        page.wait_for_selector("#sidebar-entries li", state="visible")
         found["phone drawer"] = violations(page, axe)
     finally:
         context.close()

@@ -102,7 +102,9 @@ def test_iterations_fold_to_a_line_when_finished(site: Site, page: Any) -> None:
     send(page, "three iterations")
     assert last.reached.wait(30)
     page.wait_for_selector(".turn.live .iteration[data-iteration='3']")
-    opened = page.eval_on_selector_all(".turn.live .iteration > details", "its => its.map(i => i.open)")
+    opened = page.eval_on_selector_all(
+        ".turn.live .iteration > details", "its => its.map(i => i.open)"
+    )
     assert opened == [False, False, True]  # the running one is open
     assert page.is_hidden(".turn.live .iteration[data-iteration='1'] .block")
     page.click(".turn.live .iteration[data-iteration='1'] summary")  # the reader opens one

@@ -35,7 +35,7 @@ def test_the_web_opens_as_a_chat_that_creates_its_conversation_on_the_first_send
 ) -> None:
     page.set_viewport_size(DESKTOP)
     page.goto(site.url)
-    page.wait_for_selector("#sidebar")
+    page.wait_for_selector("#sidebar-entries li")  # they come just after the page
     assert page.evaluate("document.activeElement.id") == "message"
     assert page.text_content("#sidebar-entries").strip() == "No conversations yet."
     page.reload()  # opening a new chat, twice, created nothing

@@ -44,8 +44,10 @@ async def test_pages_render_a_conversation(web: Web) -> None:
         assert home.status_code == 200 and cid in home.text and "Hostile answers" in home.text
         found = await client.get("/conversations", params={"q": "compute"})
         assert f"/c/{cid}#turn-1" in found.text
-        chat = await client.get("/")  # a new chat, beside the conversations
-        assert 'id="message"' in chat.text and f'href="/c/{cid}"' in chat.text
+        chat = await client.get("/")  # a new chat, beside the sidebar (which fills itself)
+        assert 'id="message"' in chat.text and 'id="sidebar-entries"' in chat.text
+        side = await client.get("/fragments/sidebar", params={"current": cid})
+        assert f'<a href="/c/{cid}" aria-current="page">' in side.text
         side = await client.get("/fragments/sidebar", params={"q": "compute", "current": cid})
         assert f"/c/{cid}#turn-1" in side.text and "<mark>compute</mark>" in side.text
         rows = await client.get("/fragments/list")

@@ -48,6 +48,7 @@ export function sidebar() {
     if (event.key === "Escape" && search.value) { event.stopPropagation(); search.value = ""; soon(0); }
   });
   new EventSource("/api/events").onmessage = () => soon(200);
+  refresh().catch(() => {});  // the page comes without them: it shows sooner
 
   return {
     refresh: () => soon(0),
