@@ -29,7 +29,10 @@ export function sidebar() {
   toggle.addEventListener("click", () => setOpen(!visible()));
   document.getElementById("drawer-backdrop").addEventListener("click", () => setOpen(false));
   nav.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && PHONE.matches) { setOpen(false); toggle.focus(); }
+    if (event.key !== "Escape" || !PHONE.matches) return;
+    event.preventDefault();  // closing the drawer is all this Escape does (it stops no turn)
+    setOpen(false);
+    toggle.focus();
   });
 
   // The entries as the server renders them (escaped), for the query typed, if any.
@@ -45,7 +48,11 @@ export function sidebar() {
   search.addEventListener("input", () => soon(150));
   search.closest("form").addEventListener("submit", (event) => { event.preventDefault(); soon(0); });
   search.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && search.value) { event.stopPropagation(); search.value = ""; soon(0); }
+    if (event.key !== "Escape" || !search.value) return;
+    event.preventDefault();  // clearing the search is all this Escape does
+    event.stopPropagation();
+    search.value = "";
+    soon(0);
   });
   new EventSource("/api/events").onmessage = () => soon(200);
   refresh().catch(() => {});  // the page comes without them: it shows sooner
