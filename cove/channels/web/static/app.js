@@ -294,12 +294,17 @@ function chatPage() {
   $("#editing-cancel").addEventListener("click", () => { edit(null); input.value = ""; input.focus(); });
 
   // A branch where turn ``position`` is asked ``text`` instead: a fork at the turn before it
-  // (a new conversation for the first turn), which then runs the request.
+  // (a new conversation for the first turn), which then runs the request. A branch whose
+  // request cannot start is deleted again: nothing is left behind but the error.
   const branchWith = async (position, text) => {
     const fork = position > 1
       ? await api("POST", `/api/conversations/${cid}/fork`, { turn: position - 1 })
       : await api("POST", "/api/conversations", {});
-    await api("POST", `/api/conversations/${fork.id}/messages`, { text });
+    try { await api("POST", `/api/conversations/${fork.id}/messages`, { text }); }
+    catch (error) {
+      await api("DELETE", `/api/conversations/${fork.id}`).catch(() => {});
+      throw error;
+    }
     location.href = `/c/${fork.id}`;
   };
 
