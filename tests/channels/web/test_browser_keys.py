@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.channels.web import ui
 from tests.channels.web.browser import Gate, Site, answer, send
+from tests.channels.web.serve import BEARER
 
 pytestmark = pytest.mark.slow  # a real Chromium per test
 
@@ -158,3 +160,26 @@ def test_retry_edit_and_branch_start_new_conversations_from_a_turn(site: Site, p
     page.wait_for_url(lambda url: cid not in url)
     page.wait_for_selector(".fork-note")
     assert "at turn 2" in page.text_content(".fork-note")
+
+
+def test_an_edited_request_that_cannot_start_leaves_no_branch_and_keeps_the_text(
+    site: Site, page: Any
+) -> None:
+    site.fake.add_replies(answer("", ["x = 10"]), answer("x is {{x}}."), answer("again"))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "set x to ten")
+    page.wait_for_selector("#turn-1[data-status='done']")
+    send(page, "and again")
+    page.wait_for_selector("#turn-2[data-status='done']")
+    before = httpx.get(f"{site.url}/api/conversations", headers=BEARER).json()["conversations"]
+    page.click("#turn-2 button[data-action='edit']")
+    too_long = "y" * 100_001
+    page.fill("#message", too_long)
+    page.press("#message", "Enter")
+    page.wait_for_selector("#notice.error")
+    assert "over 100,000 characters" in page.text_content("#notice")
+    assert page.url == f"{site.url}/c/{cid}"
+    assert page.input_value("#message") == too_long  # nothing typed is lost
+    after = httpx.get(f"{site.url}/api/conversations", headers=BEARER).json()["conversations"]
+    assert [c["id"] for c in after] == [c["id"] for c in before]  # the branch is gone again
