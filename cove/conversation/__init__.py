@@ -7,7 +7,6 @@ from cove.conversation.conversations import Conversations, LLMFactory
 from cove.conversation.handle import TurnHandle
 from cove.conversation.scripted import scripted_factory
 from cove.conversation.stats import ProcessStats
-from cove.conversation.watch.coalesce import coalesce_deltas
 from cove.conversation.watch.lists import ListWatch
 from cove.conversation.watch.rebuild import iteration_budget, timeline
 from cove.conversation.watch.sequence import turn_of
@@ -40,7 +39,6 @@ __all__ = [
     "TurnRecord",
     "VarVersionRecord",
     "WatchStream",
-    "coalesce_deltas",
     "iteration_budget",
     "scripted_factory",
     "timeline",

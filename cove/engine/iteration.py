@@ -359,33 +359,59 @@ class Iteration:
 
     async def _complete(self, messages: list[dict[str, Any]]) -> AsyncIterator[Event]:
         """Call the model, yielding ``ModelDelta`` events while the reply streams and a
-        ``ModelRetry`` for each retry of a failed request."""
-        s, turn = self.setup, self.setup.turn
-        queue: asyncio.Queue[str | Retry | None] = asyncio.Queue()
+        ``ModelRetry`` for each retry of a failed request.
+
+        Chunks that arrived together while this generator's reader was busy go out as one
+        delta (in order, the text whole): a busy process handles fewer events, never less text.
+        """
+        s = self.setup
+        arrived: list[str | Retry] = []
+        woken = asyncio.Event()
 
         async def sink(item: str | Retry) -> None:
-            queue.put_nowait(item)
+            arrived.append(item)
+            woken.set()
 
         self.llm_task = asyncio.create_task(
             s.llm.complete(messages, reasoning=s.control.reasoning, on_delta=sink, on_retry=sink)
         )
-        self.llm_task.add_done_callback(lambda _: queue.put_nowait(None))
+        self.llm_task.add_done_callback(lambda _: woken.set())
         s.control.running_llm = self.llm_task
         try:
-            while (item := await queue.get()) is not None:
-                if isinstance(item, Retry):
-                    yield ModelRetry(
+            while arrived or not self.llm_task.done():
+                await woken.wait()
+                woken.clear()
+                batch, arrived[:] = arrived[:], []
+                for event in self._streamed(batch):
+                    yield event
+            await self.llm_task
+        finally:
+            s.control.running_llm = None
+
+    def _streamed(self, batch: Sequence[str | Retry]) -> list[Event]:
+        """The events of what the model client passed on: runs of text joined into one delta."""
+        turn, events = self.setup.turn, list[Event]()
+        text: list[str] = []
+        for item in [*batch, None]:
+            if isinstance(item, str):
+                text.append(item)
+                continue
+            if text:
+                events.append(
+                    ModelDelta(turn_id=turn.id, iteration=self.number, text="".join(text))
+                )
+                text = []
+            if isinstance(item, Retry):
+                events.append(
+                    ModelRetry(
                         turn_id=turn.id,
                         iteration=self.number,
                         attempt=item.attempt,
                         of=item.of,
                         reason=item.reason,
                     )
-                else:
-                    yield ModelDelta(turn_id=turn.id, iteration=self.number, text=item)
-            await self.llm_task
-        finally:
-            s.control.running_llm = None
+                )
+        return events
 
     async def _run_blocks(
         self, code_blocks: Sequence[CodeBlock], prompt: Prompt

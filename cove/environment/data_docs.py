@@ -8,6 +8,7 @@ the system prompt stays the same from turn to turn.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 
 from cove.config import SandboxSettings
@@ -33,9 +34,13 @@ transform take functions, or the names of common reductions ('sum', 'mean', 'cou
 
 def data_docs(settings: SandboxSettings) -> str:
     """The section, or "" when the libraries are switched off or not installed."""
-    if not settings.sandbox_libraries:
-        return ""
-    needed = ("numpy", "pandas", "matplotlib", "openpyxl")
-    if any(importlib.util.find_spec(name) is None for name in needed):
+    if not settings.sandbox_libraries or not _installed():
         return ""
     return DATA_DOCS
+
+
+@functools.cache
+def _installed() -> bool:
+    """Whether the data libraries are installed (looked up once per process: every turn asks)."""
+    needed = ("numpy", "pandas", "matplotlib", "openpyxl")
+    return all(importlib.util.find_spec(name) is not None for name in needed)

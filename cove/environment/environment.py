@@ -31,7 +31,7 @@ from cove.environment.extensions import builtin_extensions
 from cove.environment.extensions.base import CallContext, Extension, NudgeContext, TurnHooks
 from cove.environment.extensions.docs import render_docs
 from cove.environment.extensions.quota import WorkspaceQuota
-from cove.environment.extensions.registry import ExtensionRegistry
+from cove.environment.extensions.registry import ExtensionRegistry, registry_for
 from cove.environment.imports import import_binding, import_changes, import_snapshots
 from cove.environment.sandbox.outcome import BlockOutcome, RestartReport
 from cove.environment.var_index import VarIndex
@@ -131,7 +131,7 @@ class Environment:
         )
         candidates = builtin_extensions() if extensions is None else tuple(extensions)
         env.extensions = tuple(e for e in candidates if e.activate is None or e.activate(env))
-        env._registry = ExtensionRegistry(env.extensions)
+        env._registry = registry_for(env.extensions)
         env._client = await pool.acquire(workspace=workspace, on_call=env._on_call)
         try:
             await env._configure()

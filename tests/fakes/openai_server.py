@@ -17,7 +17,7 @@ thread, so it serves sync and async tests alike and any event loop.
 
 Standalone (for subprocess tests)::
 
-    python -m tests.fakes.openai_server --port 0 --script replies.json
+    python -m tests.fakes.openai_server --port 0 --script replies.json [--chunk-size 16]
 
 prints ``listening on http://127.0.0.1:PORT/v1`` once it accepts connections. The script is a JSON
 list of replies or ``{"replies": [...], "subquery_replies": [...]}``.
@@ -57,7 +57,9 @@ class Fault:
 
     Build with the class methods; ``kind`` is one of ``status`` (an error response), ``reply``
     (replace the reply text), ``stall`` / ``stall_mid`` (sleep before answering / mid-stream),
-    ``drop`` (close the connection mid-stream) and ``garbage`` (a 200 whose body is not JSON).
+    ``drop`` (close the connection mid-stream), ``garbage`` (a 200 whose body is not JSON),
+    ``shapeless`` (a 200 whose JSON is no chat completion) and ``stream_error`` (an error object
+    sent as an SSE event mid-stream).
     """
 
     kind: str
@@ -119,6 +121,16 @@ class Fault:
     def garbage(cls) -> Fault:
         """A 200 response whose body (or SSE data) is not JSON."""
         return cls("garbage")
+
+    @classmethod
+    def shapeless(cls) -> Fault:
+        """A 200 response whose body (or SSE data) is JSON of no chat completion's shape."""
+        return cls("shapeless")
+
+    @classmethod
+    def stream_error(cls, message: str, after_chunks: int = 1) -> Fault:
+        """An ``{"error": ...}`` SSE event after ``after_chunks`` chunks, ending the stream."""
+        return cls("stream_error", message=message, after_chunks=after_chunks)
 
 
 _REJECTIONS: dict[str, tuple[str, str]] = {
@@ -301,6 +313,10 @@ class FakeOpenAI:
             if stream:
                 return StreamingResponse(_garbage_events(), media_type="text/event-stream")
             return Response("this is not json", media_type="application/json")
+        if fault is not None and fault.kind == "shapeless":
+            if stream:
+                return StreamingResponse(_shapeless_events(), media_type="text/event-stream")
+            return JSONResponse({"choices": "none today"})
         text: str | None = None
         if fault is not None and fault.kind == "reply":
             text = fault.text
@@ -386,6 +402,9 @@ class FakeOpenAI:
         for index, delta in enumerate(deltas):
             if drop_after is not None and index > drop_after:
                 raise _DroppedConnection
+            if fault is not None and fault.kind == "stream_error" and index == fault.after_chunks:
+                yield _sse({"error": {"message": fault.message, "type": "server_error"}})
+                return
             if fault is not None and index == stall_after:
                 await self._sleep(fault.seconds)
             yield _sse(self._chunk([{"index": 0, "delta": delta, "finish_reason": None}]))
@@ -422,6 +441,11 @@ async def _garbage_events() -> AsyncIterator[str]:
     yield "data: {not json at all\n\n"
 
 
+async def _shapeless_events() -> AsyncIterator[str]:
+    yield _sse({"id": "chatcmpl-fake", "choices": [{"index": 0, "delta": "plain text"}]})
+    yield "data: [DONE]\n\n"
+
+
 def _sse(payload: Mapping[str, Any]) -> str:
     return f"data: {json.dumps(payload)}\n\n"
 
@@ -455,6 +479,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--script", help="JSON file of replies")
     parser.add_argument("--unsupported", action="append", default=[], choices=sorted(_REJECTIONS))
     parser.add_argument("--no-usage", action="store_true", help="omit usage from responses")
+    parser.add_argument("--chunk-size", type=int, default=16, help="characters per streamed chunk")
     args = parser.parse_args(argv)
     replies, subquery_replies = _load_script(args.script) if args.script else ([], None)
     server = FakeOpenAI(
@@ -463,6 +488,7 @@ def main(argv: list[str] | None = None) -> None:
         host=args.host,
         port=args.port,
         send_usage=not args.no_usage,
+        chunk_size=args.chunk_size,
     )
     server.unsupported.update(args.unsupported)
     server.start()

@@ -1,7 +1,9 @@
 """The ``cove`` entry point: the click group with every command module registered on it.
 
-Each command module registers its commands on import (``base.command``); adding a command is
-adding a module to the import below. Exit codes are listed in ``exits``.
+Each command module registers its commands on import (``base.command``); ``COMMANDS`` names
+the module of each command, imported when the command is first used, so a command imports only
+what it needs (``cove --version`` none of them). Adding a command is adding its module and its
+line below. Exit codes are listed in ``exits``.
 """
 
 from __future__ import annotations
@@ -10,28 +12,37 @@ from collections.abc import Sequence
 
 import click
 
-# Imported for their registrations on the group.
-from cove.channels.cli import (  # noqa: F401
-    chat,
-    demo,
-    doctor,
-    execute,
-    inspect,
-    manage,
-    mcp,
-    migrate,
-    models,
-    run,
-    serve,
-    telegram,
-    tui,
-    watch,
-    web,
-)
 from cove.channels.cli.base import cove
 from cove.channels.cli.exits import EXIT_CANCELLED
 
-__all__ = ["cove", "main"]
+__all__ = ["COMMANDS", "cove", "main"]
+
+#: Each command, by the module (in ``cove.channels.cli``) whose import registers it.
+COMMANDS: dict[str, str] = {
+    "backup": "serve",
+    "chat": "chat",
+    "delete": "manage",
+    "demo": "demo",
+    "doctor": "doctor",
+    "exec": "execute",
+    "export": "inspect",
+    "fork": "manage",
+    "list": "inspect",
+    "mcp": "mcp",
+    "migrate": "migrate",
+    "models": "models",
+    "replay": "manage",
+    "run": "run",
+    "search": "inspect",
+    "serve": "serve",
+    "show": "inspect",
+    "telegram": "telegram",
+    "tui": "tui",
+    "vars": "inspect",
+    "watch": "watch",
+    "web": "web",
+}
+cove.modules = {name: f"cove.channels.cli.{module}" for name, module in COMMANDS.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,19 +14,21 @@ raises is printed on stderr and mapped to an exit code by ``exit_code_for``.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_CODES_HELP, exit_code_for
-from cove.config import Settings, unknown_env_vars
 from cove.errors import CoveError
+
+if TYPE_CHECKING:
+    from cove.config import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,7 +36,26 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 class CoveGroup(click.Group):
-    """A group whose commands return exit codes and whose ``CoveError`` become exit codes."""
+    """A group whose commands return exit codes and whose ``CoveError`` become exit codes.
+
+    Commands are imported when first used: ``modules`` names the module that registers each
+    one, so ``cove list`` never imports what ``cove web`` needs (``cove --help`` imports them
+    all, to list them).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.modules: dict[str, str] = {}  # command name -> the module that registers it
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command's name, registered or not yet imported."""
+        return sorted({*self.commands, *self.modules})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command named ``cmd_name``, importing the module that registers it."""
+        if cmd_name not in self.commands and cmd_name in self.modules:
+            importlib.import_module(self.modules[cmd_name])
+        return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; map its return value and its errors to the process exit code."""
@@ -79,20 +100,19 @@ def global_options(f: F) -> F:
     return f
 
 
-def _cove_version() -> str:
-    try:
-        return version("cove")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "unknown"
-
-
 @click.group(
     cls=CoveGroup,
     context_settings=CONTEXT,
     epilog=EXIT_CODES_HELP,
 )
-@click.version_option(
-    _cove_version(), "--version", "-V", prog_name="cove", message="%(prog)s %(version)s"
+@click.option(
+    "--version",
+    "-V",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _, shown: _show_version(ctx) if shown else None,
+    help="Show the version and exit.",
 )
 @global_options
 def cove() -> None:
@@ -110,6 +130,17 @@ def cove() -> None:
       cove demo                            an offline tour, no API key needed
     """
     warn_unknown_variables(os.environ)
+
+
+def _show_version(ctx: click.Context) -> None:
+    from importlib.metadata import PackageNotFoundError, version  # only when asked
+
+    try:
+        number = version("cove")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        number = "unknown"
+    click.echo(f"cove {number}")
+    ctx.exit()
 
 
 def command(name: str | None = None, **kwargs: Any) -> Callable[[F], F]:
@@ -130,6 +161,8 @@ def examples(*lines: str) -> str:
 
 def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment and the global flags of the current command."""
+    from cove.config import Settings  # not for --version or --help
+
     meta = click.get_current_context().meta
     return Settings.load(
         db_path=meta.get("cove.db"),
@@ -140,6 +173,8 @@ def load_settings(**overrides: Any) -> Settings:
 
 def unknown_variables(env: Mapping[str, str]) -> list[str]:
     """The ``COVE_*`` variables in ``env`` that no setting reads (``cove.config``'s list)."""
+    from cove.config import unknown_env_vars  # not for --version or --help
+
     return unknown_env_vars(env)
 
 

@@ -5,5 +5,5 @@
 - ``watching``: the process's hubs, taps and commit poller; ``follow`` follows turns another
   process runs; ``rebuild`` rebuilds events from committed rows.
 - ``api``: the ``watch`` and ``watch_list`` methods of ``Conversations``; ``stream`` and
-  ``lists`` are what they return; ``coalesce`` merges model deltas for rate-limited channels.
+  ``lists`` are what they return; ``coalesce`` paces model deltas for the hub.
 """

@@ -1,76 +1,68 @@
-"""Batching model deltas for channels with rate limits (Telegram edits, SSE frames).
+"""Pacing model deltas: one merged ``ModelDelta`` per pace at most, nothing lost or reordered.
 
-``coalesce_deltas(events, window_s)`` passes every event through in order, except that
-consecutive ``ModelDelta`` events of one iteration are merged into one (their texts joined,
-the last one's ``seq``) and released at most once per window, or as soon as another event
-arrives. Nothing is lost and the order is kept; only the number of delta events shrinks.
+A model streams its reply a few tokens at a time, and the engine sees every chunk; watchers do
+not need to. ``DeltaPacer`` sits where a conversation's events are published (the hub): a
+delta that comes less than ``pace_s`` after the last one released is held, and the deltas of
+the same iteration that follow are joined to it; the held delta is released when its pace is
+up, when a delta of another iteration arrives, and always before any other event, so every
+watcher sees the same text in the same order, in fewer events. A delta after a quiet spell
+goes out at once. The merged delta is numbered when it is released (its ``seq`` is the next
+free step of its iteration, as a single delta's would be).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import time
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import Callable
 
-from cove.events import Event, ModelDelta
+from cove.events import ModelDelta
 
-_END = object()
+#: Watchers get at most one model delta per this many seconds per conversation.
+DELTA_PACE_S = 0.05
 
 
-async def coalesce_deltas(
-    events: AsyncIterable[Event], window_s: float = 0.5
-) -> AsyncIterator[Event]:
-    """``events`` with runs of ``ModelDelta`` merged into one per ``window_s`` seconds."""
-    queue: asyncio.Queue[object] = asyncio.Queue()
+class DeltaPacer:
+    """Holds and merges model deltas until their pace is up (see the module docstring)."""
 
-    async def pump() -> None:
-        try:
-            async for event in events:
-                queue.put_nowait(event)
-        except Exception as exc:  # handed to the reader, raised there
-            queue.put_nowait(exc)
-        finally:
-            queue.put_nowait(_END)
+    def __init__(self, release: Callable[[ModelDelta], object], pace_s: float = DELTA_PACE_S):
+        """Pace deltas for ``release``, which gets each merged delta when it is due.
 
-    reader = asyncio.create_task(pump())
-    pending: ModelDelta | None = None
-    deadline = 0.0
-    try:
-        while True:
-            if pending is None:
-                item = await queue.get()
-            else:
-                try:
-                    item = await asyncio.wait_for(
-                        queue.get(), max(0.0, deadline - time.monotonic())
-                    )
-                except TimeoutError:
-                    yield pending
-                    pending = None
-                    continue
-            if isinstance(item, ModelDelta):
-                if pending is not None and (pending.turn_id, pending.iteration) == (
-                    item.turn_id,
-                    item.iteration,
-                ):
-                    pending = dataclasses.replace(item, text=pending.text + item.text)
-                    continue
-                if pending is not None:
-                    yield pending
-                pending, deadline = item, time.monotonic() + window_s
-                continue
-            if pending is not None:
-                yield pending
-                pending = None
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            assert isinstance(item, Event)
-            yield item
-    finally:
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reader
+        Args:
+            release: Called (synchronously) with each delta to publish.
+            pace_s: The least time between two released deltas; 0 releases each at once.
+        """
+        self.pace_s = pace_s
+        self._release = release
+        self._held: ModelDelta | None = None
+        self._parts: list[str] = []
+        self._released_at = float("-inf")
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, delta: ModelDelta) -> None:
+        """Take a delta: released now if its pace allows, else held and merged."""
+        held = self._held
+        if held is not None and (held.turn_id, held.iteration) == (delta.turn_id, delta.iteration):
+            self._parts.append(delta.text)
+            return
+        self.flush()
+        self._held, self._parts = delta, [delta.text]
+        loop = asyncio.get_running_loop()
+        wait = self._released_at + self.pace_s - loop.time()
+        if wait <= 0:
+            self.flush()
+        else:
+            self._timer = loop.call_later(wait, self.flush)
+
+    def flush(self) -> None:
+        """Release the held delta now (before another event, or when its pace is up)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        held, self._held = self._held, None
+        if held is None:
+            return
+        text = "".join(self._parts)
+        self._parts = []
+        self._released_at = asyncio.get_running_loop().time()
+        self._release(held if text == held.text else dataclasses.replace(held, text=text))

@@ -3,7 +3,9 @@
 ``publish`` is synchronous and never waits: each watcher has its own bounded queue, and a
 watcher whose queue is full loses what it had buffered and gets one ``Resync`` instead (reload
 from the store, then continue), so a slow or vanished reader costs at most its queue's memory.
-Recent events stay in a ring buffer for watchers that resume with ``after=N``.
+Recent events stay in a ring buffer for watchers that resume with ``after=N``. Model deltas
+are paced (``coalesce.DeltaPacer``): at most one merged delta per ``DELTA_PACE_S`` reaches the
+ring, the taps and the watchers, always before the event that follows it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from types import TracebackType
 
+from cove.conversation.watch.coalesce import DELTA_PACE_S, DeltaPacer
 from cove.conversation.watch.sequence import Sequencer
-from cove.events import Event, Resync
+from cove.events import Event, ModelDelta, Resync
 
 #: Events a watcher may have waiting before it is resynced.
 WATCH_CAPACITY = 1024
@@ -125,6 +128,7 @@ class ConversationHub:
         conversation_id: str,
         ring_capacity: int = RING_CAPACITY,
         taps: Sequence[Callable[[Event], None]] = (),
+        delta_pace_s: float = DELTA_PACE_S,
     ) -> None:
         self.conversation_id = conversation_id
         self.taps = taps  # observers of every event a turn of this process publishes
@@ -134,6 +138,7 @@ class ConversationHub:
         self.watchers: weakref.WeakSet[Watcher] = weakref.WeakSet()
         self.local_turns = 0  # turns of this conversation running in this process
         self.on_empty: Callable[[], None] | None = None  # called when the last watcher leaves
+        self.deltas = DeltaPacer(self._publish, delta_pace_s)
 
     @property
     def last_seq(self) -> int:
@@ -170,7 +175,18 @@ class ConversationHub:
         return [event for event in self.ring if event.seq > after]
 
     def publish(self, event: Event) -> Event | None:
-        """Number a live event, keep it and hand it to every watcher; returns it stamped."""
+        """Number a live event, keep it and hand it to every watcher; returns it stamped.
+
+        A model delta may be held to be merged with the next ones (see ``DeltaPacer``): it is
+        published later, and None is returned for it now.
+        """
+        if isinstance(event, ModelDelta):
+            self.deltas.add(event)
+            return None
+        self.deltas.flush()
+        return self._publish(event)
+
+    def _publish(self, event: Event) -> Event | None:
         seq = self.sequencer.stamp(event)
         if seq is None:
             return None
@@ -182,6 +198,7 @@ class ConversationHub:
 
     def publish_rebuilt(self, event: Event) -> bool:
         """Deliver an event rebuilt from the store, unless its seq was already published."""
+        self.deltas.flush()
         if event.seq <= self.sequencer.last:
             return False
         self.sequencer.last = event.seq
@@ -198,6 +215,7 @@ class ConversationHub:
 
     def close_watchers(self, error: BaseException | None = None) -> None:
         """End every watcher (the conversation was deleted or the layer is closing)."""
+        self.deltas.flush()
         for watcher in list(self.watchers):
             watcher.close(error)
         self.watchers.clear()

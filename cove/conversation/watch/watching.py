@@ -42,8 +42,9 @@ class Watching:
         Also for the ``TurnQueued`` notices of sends that wait, and the ``cancelled`` end of
         one withdrawn while waiting (both private to their sender otherwise). Events rebuilt
         from the database (turns of other processes) are not tapped. A tap runs on the
-        publishing turn's task, synchronously: it must be quick; an exception it raises is
-        logged and otherwise ignored.
+        publishing turn's task, synchronously (a model delta held by the hub's pacing: when it
+        is released, possibly from the loop's timer): it must be quick; an exception it raises
+        is logged and otherwise ignored.
         """
         self._taps.append(tap)
 

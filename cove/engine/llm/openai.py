@@ -31,11 +31,11 @@ from typing import Any, Final, Literal, NoReturn, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
-from openai import AsyncOpenAI, AsyncStream, omit
-from openai.types.chat import ChatCompletionChunk
+from openai import AsyncOpenAI, AsyncStream
 
 from cove.config import ModelSettings
 from cove.engine.budgets import estimate_tokens
+from cove.engine.llm.chunks import MalformedReply, chunk_text, reply_text, usage_of
 from cove.engine.llm.client import (
     CallKind,
     Completion,
@@ -78,6 +78,8 @@ MIN_SECRET_CHARS: Final = 8
 ANYWHERE_SECRET_CHARS: Final = 20
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
+#: What ``chat.completions.create`` asks of the package for every request: the bearer key.
+_REQUEST_OPTIONS: Final[openai.RequestOptions] = {"security": {"bearer_auth": True}}
 
 
 @dataclass
@@ -321,69 +323,76 @@ class OpenAIClient:
         options: Mapping[str, ModelOption],
         *,
         retries: int,
-    ) -> tuple[str, Any]:
+    ) -> tuple[str, Usage | None]:
         """One request, retried by the package ``retries`` times until a reply begins.
 
+        The request goes through the package's own ``post`` (its headers, retries, errors and
+        SSE reading) asking for the decoded JSON, not typed objects (see ``chunks``).
+
         Returns:
-            The reply text and the endpoint's usage object (or None).
+            The reply text and the endpoint's usage (None when it reported none).
 
         Raises:
             openai.APIError: The request failed before a reply began.
-            _BrokenReply: The reply began but broke off, or its body is not JSON.
+            _BrokenReply: The reply began but broke off, or its body is not JSON or of a shape
+                no chat completion has.
         """
         client = self._client
         if retries != self._settings.max_retries:
             client = client.with_options(max_retries=retries)
         # The turn's model options (temperature, max_tokens, ...) ride along with every request.
-        common = {**self._arguments(request, messages), **options}
+        body = {**self._body(request, messages), **options}
         if not request.stream:
             try:
-                response = await client.chat.completions.create(**common)
-            except json.JSONDecodeError as exc:
-                raise _BrokenReply(self._garbled(), exc, attempts=1) from exc
-            text = (response.choices[0].message.content or "") if response.choices else ""
+                reply = await client.post(
+                    "/chat/completions", cast_to=object, body=body, options=_REQUEST_OPTIONS
+                )
+                text, usage = reply_text(reply), usage_of(reply)
+            except (json.JSONDecodeError, MalformedReply) as exc:
+                raise _BrokenReply(self._garbled(exc), exc, attempts=1) from exc
             if text and on_delta is not None:
                 await on_delta(text)
-            return text, response.usage
-        stream_options: Any = {"include_usage": True} if request.stream_usage else omit
-        stream = await client.chat.completions.create(
-            **common, stream=True, stream_options=stream_options
+            return text, usage
+        stream = await client.post(
+            "/chat/completions",
+            cast_to=object,
+            body=body,
+            options=_REQUEST_OPTIONS,
+            stream=True,
+            stream_cls=AsyncStream[object],
         )
         attempts = _attempts(stream.response.request)
         try:
             return await _read_stream(stream, on_delta)
         except openai.APIError as exc:
             raise _BrokenReply(self._transport_error(exc), exc, attempts) from exc
-        except json.JSONDecodeError as exc:
-            raise _BrokenReply(self._garbled(), exc, attempts) from exc
+        except (json.JSONDecodeError, MalformedReply) as exc:
+            raise _BrokenReply(self._garbled(exc), exc, attempts) from exc
 
-    def _arguments(self, request: _Request, messages: Sequence[Message]) -> dict[str, Any]:
-        """The arguments every request carries, streamed or not."""
-        formats: dict[str, Any] = {
-            "json_schema": JSON_SCHEMA_FORMAT,
-            "json_object": {"type": "json_object"},
-        }
-        return {
-            "model": self.model,
-            "messages": [dict(m) for m in messages],
-            "response_format": formats.get(request.response_format or "none", omit),
-            "reasoning_effort": request.reasoning_effort or omit,
-        }
+    def _body(self, request: _Request, messages: Sequence[Message]) -> dict[str, Any]:
+        """The JSON body of a request, before the turn's model options."""
+        body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
+        if request.response_format == "json_schema":
+            body["response_format"] = JSON_SCHEMA_FORMAT
+        elif request.response_format == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        if request.reasoning_effort:
+            body["reasoning_effort"] = request.reasoning_effort
+        if request.stream:
+            body["stream"] = True
+        if request.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        return body
 
     def _completion(
-        self, text: str, usage: Any, messages: Sequence[Message], started: float
+        self, text: str, usage: Usage | None, messages: Sequence[Message], started: float
     ) -> Completion:
-        tokens_in = getattr(usage, "prompt_tokens", None)
-        tokens_out = getattr(usage, "completion_tokens", None)
-        if isinstance(tokens_in, int) and isinstance(tokens_out, int):
-            estimated = False
-        else:
-            estimated = True
-            tokens_in = estimate_tokens(prompt_chars(messages))
-            tokens_out = estimate_tokens(len(text))
+        estimated = usage is None
+        if usage is None:
+            usage = Usage(estimate_tokens(prompt_chars(messages)), estimate_tokens(len(text)))
         return Completion(
             text=text,
-            usage=Usage(tokens_in, tokens_out),
+            usage=usage,
             model=self.model,
             duration_ms=(time.perf_counter() - started) * 1000,
             estimated=estimated,
@@ -452,10 +461,9 @@ class OpenAIClient:
             message = f"the model endpoint {self._url} failed mid-reply: {exc.message}"
         return ModelError(self._clean(message), retryable=True)
 
-    def _garbled(self) -> ModelError:
-        return ModelError(
-            f"the model endpoint {self._url} sent a body that is not valid JSON", retryable=True
-        )
+    def _garbled(self, exc: ValueError) -> ModelError:
+        what = str(exc) if isinstance(exc, MalformedReply) else "a body that is not valid JSON"
+        return ModelError(f"the model endpoint {self._url} sent {what}", retryable=True)
 
     def _clean(self, text: str) -> str:
         """``text`` with the API key blanked out, however the endpoint echoed it."""
@@ -488,20 +496,23 @@ def redact(text: str, pattern: re.Pattern[str] | None) -> str:
 
 
 async def _read_stream(
-    stream: AsyncStream[ChatCompletionChunk], on_delta: DeltaSink | None
-) -> tuple[str, Any]:
-    """The text of choice 0 of a streamed reply, passed on as it arrives, and the usage."""
+    stream: AsyncStream[object], on_delta: DeltaSink | None
+) -> tuple[str, Usage | None]:
+    """The text of choice 0 of a streamed reply, passed on as it arrives, and the usage.
+
+    Each chunk is the JSON the package decoded from one SSE ``data:`` line (``[DONE]`` and an
+    in-stream ``{"error": ...}`` are the package's to handle: the latter raises ``APIError``).
+    """
     parts: list[str] = []
     usage = None
     async with stream:
         async for chunk in stream:
-            usage = chunk.usage or usage
-            for choice in chunk.choices:
-                content = choice.delta.content if choice.delta else None
-                if choice.index == 0 and content:
-                    parts.append(content)
-                    if on_delta is not None:
-                        await on_delta(content)
+            usage = usage_of(chunk) or usage
+            text = chunk_text(chunk)
+            if text:
+                parts.append(text)
+                if on_delta is not None:
+                    await on_delta(text)
     return "".join(parts), usage
 
 

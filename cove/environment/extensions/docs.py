@@ -1,7 +1,7 @@
 """The extensions' documentation as it goes into the system prompt.
 
 The text is stable for a given set of extensions (no timestamps, no per-turn values) so the system
-prompt hashes the same across turns and is stored once.
+prompt hashes the same across turns and is stored once; it is rendered once per set of extensions.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import inspect
 from collections.abc import Sequence
 
 from cove.environment.extensions.base import Extension, ExtensionFunction
+from cove.environment.extensions.memo import per_extension_set
 
 
 def render_docs(extensions: Sequence[Extension]) -> str:
@@ -21,7 +22,14 @@ def render_docs(extensions: Sequence[Extension]) -> str:
     Returns:
         Plain text, one section per extension, separated by blank lines.
     """
+    return _rendered(extensions)
+
+
+def _render(extensions: tuple[Extension, ...]) -> str:
     return "\n\n".join(_render_extension(ext) for ext in extensions).strip() + "\n"
+
+
+_rendered = per_extension_set(_render)
 
 
 def _render_extension(ext: Extension) -> str:

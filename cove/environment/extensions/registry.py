@@ -21,11 +21,13 @@ from cove.environment.extensions.base import (
     Retry,
     Return,
 )
+from cove.environment.extensions.memo import per_extension_set
 from cove.errors import ConfigError
 
 
 class ExtensionRegistry:
-    """The functions of a set of extensions, by name."""
+    """The functions of a set of extensions, by name; never changed once built, so one
+    registry serves every environment with the same extensions (``registry_for``)."""
 
     def __init__(self, extensions: Sequence[Extension]) -> None:
         """Index the functions of ``extensions``.
@@ -76,6 +78,10 @@ class ExtensionRegistry:
                 raise
             # OS errors raised by the system carry absolute host paths; keep only the reason.
             raise type(exc)(f"{name}(): {exc.strerror or 'operating system error'}") from None
+
+
+registry_for = per_extension_set(ExtensionRegistry)
+"""The registry of a set of extensions, built (and their signatures read) once per process."""
 
 
 async def _run(

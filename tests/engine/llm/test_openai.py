@@ -252,6 +252,44 @@ async def test_garbled_body_every_time_raises(
         await client.complete(MESSAGES)
 
 
+async def test_a_reply_of_no_chat_completion_shape_is_retried_then_named(
+    client: OpenAIClient, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.add_faults(Fault.shapeless())
+    fake_openai.add_replies(REPLY)
+    assert (await client.complete(MESSAGES)).text == REPLY
+    fake_openai.add_faults(*[Fault.shapeless()] * 3)
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES)
+    assert "sent a reply whose delta is not a JSON object" in str(info.value)
+    assert "gave up after 3 attempts" in str(info.value) and info.value.retryable is True
+
+
+async def test_a_plain_reply_of_no_chat_completion_shape_fails_clearly(
+    client: OpenAIClient, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.unsupported.add("stream")
+    fake_openai.add_faults(*[Fault.shapeless()] * 3)
+    with pytest.raises(ModelError, match="sent a reply whose choices are not a list") as info:
+        await client.complete(MESSAGES)
+    assert "gave up after 3 attempts" in str(info.value)
+
+
+async def test_an_error_event_mid_stream_is_retried_then_told_with_its_message(
+    client: OpenAIClient, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.chunk_size = 4
+    fake_openai.add_faults(Fault.stream_error("the model is overloaded", after_chunks=2))
+    fake_openai.add_replies(REPLY, REPLY)
+    deltas = Deltas()
+    assert (await client.complete(MESSAGES, on_delta=deltas)).text == REPLY
+    assert "".join(deltas.chunks).endswith(REPLY)
+    fake_openai.add_faults(*[Fault.stream_error("the model is overloaded")] * 3)
+    fake_openai.add_replies(REPLY, REPLY, REPLY)
+    with pytest.raises(ModelError, match="failed mid-reply: the model is overloaded"):
+        await client.complete(MESSAGES)
+
+
 async def test_client_error_is_not_retried(client: OpenAIClient, fake_openai: FakeOpenAI) -> None:
     fake_openai.add_faults(Fault.error(404, "The model `fake-model` does not exist"))
     with pytest.raises(ModelError) as info:
