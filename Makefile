@@ -25,7 +25,20 @@ $(INSPECTOR): $(INSPECTOR_DIR)/package-lock.json
 		echo "npm is not installed: the MCP Inspector tests will be skipped"; \
 	fi
 
-install: $(STAMP) $(INSPECTOR)
+# axe-core (npm, pinned by its lock file), which the web's accessibility tests inject into the
+# pages: installed here, never while tests run. Without npm those tests skip, saying so.
+AXE_DIR := tests/channels/web/axe
+AXE     := $(AXE_DIR)/node_modules/.installed
+
+$(AXE): $(AXE_DIR)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $(AXE_DIR) --no-audit --no-fund --ignore-scripts --loglevel=error \
+			&& touch $@; \
+	else \
+		echo "npm is not installed: the accessibility tests will be skipped"; \
+	fi
+
+install: $(STAMP) $(INSPECTOR) $(AXE)
 
 # Chat with a model when an endpoint is configured; otherwise the offline demo.
 run: $(STAMP)
@@ -37,7 +50,7 @@ run: $(STAMP)
 	fi
 
 # Four test processes: most tests wait on subprocesses, browsers and terminals, not on a CPU.
-test: $(STAMP) $(INSPECTOR)
+test: $(STAMP) $(INSPECTOR) $(AXE)
 	$(PY) -m pytest -q -n 4
 
 check: $(STAMP)

@@ -1,8 +1,8 @@
 """The web channel under load: page and API throughput, SSE fan-out, browser rendering.
 
 1. A database of 1,000 conversations (one of them with 10 finished turns and a few variables):
-   requests/s and p50/p99 latency of the list page, that conversation's chat page and its vars
-   API, with 16 concurrent HTTP clients.
+   requests/s and p50/p99 latency of the list page, a new chat, the chat's sidebar, that
+   conversation's chat page and its vars API, with 16 concurrent HTTP clients.
 2. 1, 10, 100 and 1,000 SSE clients watching one conversation while it runs a 20-iteration
    turn: delivery latency of each ``model_reply`` (from the moment the scripted model returned
    that reply to the moment a client parsed the event), p50/p99, and the server process's RSS
@@ -247,7 +247,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         with serve(settings.replace(max_iterations=30), fan_model.factory()) as base:
             for label, path in (
-                ("list page", "/"),
+                ("list page", "/conversations"),
+                ("new chat page", "/"),
+                ("sidebar", "/fragments/sidebar"),
                 ("conversation page", f"/c/{rich}"),
                 ("vars API", f"/api/conversations/{rich}/vars"),
             ):

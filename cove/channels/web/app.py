@@ -16,7 +16,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from cove.channels.figures import figure_name, turn_figures
-from cove.channels.web import api_conversations, api_figures, api_files, api_turns, pages
+from cove.channels.web import (
+    api_conversations,
+    api_figures,
+    api_files,
+    api_turns,
+    listing,
+    pages,
+)
 from cove.channels.web.api_figures import figure_url
 from cove.channels.web.errors import handle
 from cove.channels.web.render import code, markdown, pygments_css
@@ -127,6 +134,7 @@ def create_app(
         *api_files.ROUTES,
         *api_figures.ROUTES,
         *pages.ROUTES,
+        *listing.ROUTES,
         Route("/static/pygments.css", _pygments, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]

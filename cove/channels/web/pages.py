@@ -13,20 +13,18 @@ from starlette.routing import Route
 
 from cove.channels.figures import turn_figures
 from cove.channels.web.errors import TooLarge
+from cove.channels.web.listing import list_context
 from cove.channels.web.render import code_spans, diff
 from cove.channels.web.state import web
 from cove.channels.web.timeline import notes_by_iteration, page_timeline, resume_after
 from cove.conversation import (
     Conversations,
-    SearchHit,
     Transcript,
     TurnRecord,
     VarVersionRecord,
 )
 from cove.errors import NotFound
-from cove.events import outcome
 
-LIST_LIMIT = 200
 MAX_HIGHLIGHT_BYTES = 200_000
 ICON = Path(__file__).parent / "static" / "favicon.ico"
 
@@ -36,47 +34,18 @@ def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
     return response
 
 
-@dataclass(frozen=True)
-class Hit:
-    """A search hit as the list shows it: its conversation's label and its passage in parts."""
-
-    hit: SearchHit
-    title: str
-    parts: list[tuple[str, bool]]  # (text, True for a match)
-
-
-def marked(text: str, matches: tuple[tuple[int, int], ...]) -> list[tuple[str, bool]]:
-    """``text`` cut into its plain parts and its matches, in order."""
-    parts: list[tuple[str, bool]] = []
-    at = 0
-    for start, end in sorted(matches):
-        if start < at:
-            continue  # overlapping: the first one wins
-        parts += [(text[at:start], False), (text[start:end], True)]
-        at = end
-    parts.append((text[at:], False))
-    return [(part, match) for part, match in parts if part]
-
-
-async def _hits(convs: Conversations, query: str) -> list[Hit]:
-    found = await convs.search(query) if query else []
-    return [Hit(h, h.label, marked(h.text, h.matches)) for h in found]
-
-
-async def _list_context(request: Request) -> dict[str, Any]:
-    convs = web(request).convs
-    query = request.query_params.get("q", "").strip()
-    records = await convs.list(limit=LIST_LIMIT)
-    hits = await _hits(convs, query)
-    return {"conversations": records, "outcome": outcome, "query": query, "hits": hits}
-
-
 async def home(request: Request) -> Response:
-    return _render(request, "list.html", await _list_context(request))
+    """The chat with no conversation yet, beside the sidebar: the first message creates it."""
+    return _render(request, "chat.html", await _chat_context(request, None))
+
+
+async def conversations_page(request: Request) -> Response:
+    """All conversations as a table, with their actions and search hits."""
+    return _render(request, "list.html", await list_context(request))
 
 
 async def list_rows(request: Request) -> Response:
-    return _render(request, "_rows.html", await _list_context(request))
+    return _render(request, "_rows.html", await list_context(request))
 
 
 def changes_by_iteration(transcript: Transcript) -> dict[tuple[int, int], list[VarVersionRecord]]:
@@ -88,37 +57,41 @@ def changes_by_iteration(transcript: Transcript) -> dict[tuple[int, int], list[V
     return changes
 
 
-async def chat(request: Request) -> Response:
-    convs = web(request).convs
-    transcript = await convs.inspect(request.path_params["cid"])
+async def _chat_context(request: Request, transcript: Transcript | None) -> dict[str, Any]:
+    """The chat page's context: a conversation's turns and variables (none for a new chat).
+
+    The sidebar's entries come from their fragment once the page is shown: the chat loads as
+    fast as without them.
+    """
+    context: dict[str, Any] = {"query": request.query_params.get("q", "").strip()}
+    context.update(
+        conv=None,
+        turns=[],
+        after=0,
+        variables=[],
+        changes={},
+        notes={},
+        upload_limit=web(request).upload_limit,
+    )
+    if transcript is None:
+        return context
     events = page_timeline(transcript)
     turns, after = resume_after(transcript, events)
-    current = await convs.variables(transcript.conversation.id)
-    variables = [v for _, v in sorted(current.items()) if v.kind != "deleted"]
-    context = {
-        "conv": transcript.conversation,
-        "turns": turns,
-        "after": after,
-        "variables": variables,
-        "changes": changes_by_iteration(transcript),
-        "notes": notes_by_iteration(events),
-        "upload_limit": web(request).upload_limit,
-    }
-    return _render(request, "chat.html", context)
+    current = await web(request).convs.variables(transcript.conversation.id)
+    context.update(
+        conv=transcript.conversation,
+        turns=turns,
+        after=after,
+        variables=[v for _, v in sorted(current.items()) if v.kind != "deleted"],
+        changes=changes_by_iteration(transcript),
+        notes=notes_by_iteration(events),
+    )
+    return context
 
 
-async def new_chat(request: Request) -> Response:
-    """A chat with no conversation yet: the first message (or file) creates it."""
-    context: dict[str, Any] = {
-        "conv": None,
-        "turns": [],
-        "after": 0,
-        "variables": [],
-        "changes": {},
-        "notes": {},
-        "upload_limit": web(request).upload_limit,
-    }
-    return _render(request, "chat.html", context)
+async def chat(request: Request) -> Response:
+    transcript = await web(request).convs.inspect(request.path_params["cid"])
+    return _render(request, "chat.html", await _chat_context(request, transcript))
 
 
 async def turn_fragment(request: Request) -> Response:
@@ -225,7 +198,8 @@ async def favicon(request: Request) -> Response:
 
 ROUTES = [
     Route("/", home, methods=["GET"]),
-    Route("/new", new_chat, methods=["GET"]),
+    Route("/new", home, methods=["GET"]),
+    Route("/conversations", conversations_page, methods=["GET"]),
     Route("/favicon.ico", favicon, methods=["GET"]),
     Route("/fragments/highlight", highlight_fragment, methods=["POST"]),
     Route("/fragments/list", list_rows, methods=["GET"]),

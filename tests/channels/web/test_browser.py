@@ -26,10 +26,13 @@ def test_send_streams_iterations_and_renders_the_answer(site: Site, page: Any) -
     cid = site.conversation()
     page.goto(f"{site.url}/c/{cid}")
     send(page, "add one two three")
-    # The first iteration streams in while the turn is still running.
-    page.wait_for_selector(".turn.live .iteration[data-iteration='1'] .block.ok .value")
+    # The first iteration streams in while the turn is still running (folded to one line once
+    # the second one starts).
+    page.wait_for_selector(
+        ".turn.live .iteration[data-iteration='1'] .block.ok .value", state="attached"
+    )
     assert page.text_content(".turn.live .block.ok .value") == "→ 6"
-    page.wait_for_selector(".turn.live .block pre.code.hl .n")  # highlighted while it runs
+    page.wait_for_selector(".turn.live .block pre.code.hl .n", state="attached")  # highlighted
     assert page.text_content(".turn.live .block pre.code") == "total = sum([1, 2, 3])"
     assert page.is_visible("#stop")
     assert page.text_content("#vars tr[data-name='total'] .version") == "v1"
@@ -155,7 +158,7 @@ def test_oversize_upload_shows_the_limit(site: Site, page: Any, tmp_path: Path) 
 
 
 def test_list_updates_live_renames_and_deletes_with_confirmation(site: Site, page: Any) -> None:
-    page.goto(site.url)
+    page.goto(f"{site.url}/conversations")
     page.wait_for_selector("td.empty")
     cid = site.conversation()  # created elsewhere: the open list shows it
     page.wait_for_selector(f"tr[data-id='{cid}']")
@@ -230,7 +233,7 @@ def test_phone_width_and_dark_mode(site: Site, browser: Any) -> None:
         assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
         assert phone.is_visible("#message") and phone.is_visible("#dropzone")
         assert phone.is_visible("#delete") and phone.is_visible("#rename")
-        for path in ("/", f"/c/{cid}/inspect/1/1"):
+        for path in ("/", "/conversations", f"/c/{cid}/inspect/1/1"):
             phone.goto(f"{site.url}{path}")
             assert phone.evaluate("document.documentElement.scrollWidth") <= 390, path
         phone.goto(f"{site.url}/c/{cid}")

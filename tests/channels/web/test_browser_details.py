@@ -42,7 +42,7 @@ def test_search_marks_each_match_and_names_the_conversation(site: Site, page: An
     page.goto(f"{site.url}/c/{cid}")
     send(page, "list the primes below ten")
     page.wait_for_selector("#turn-1[data-status='done']")
-    page.goto(f"{site.url}/?q=primes")
+    page.goto(f"{site.url}/conversations?q=primes")
     page.wait_for_selector(".hits li")
     hits = page.locator(".hits li")
     assert hits.count() >= 2
@@ -59,7 +59,7 @@ def test_search_marks_each_match_and_names_the_conversation(site: Site, page: An
 
 def test_new_conversation_is_created_by_its_first_message(site: Site, page: Any) -> None:
     create(page, site, "Already here")
-    page.goto(site.url)
+    page.goto(f"{site.url}/conversations")
     page.click("#new-conversation")
     page.wait_for_selector("#composer")
     assert page.evaluate("document.activeElement.id") == "message"
@@ -118,7 +118,7 @@ def test_the_busy_notice_speaks_of_another_process_not_of_leases(site: Site, pag
 
 def test_rename_and_delete_in_the_list_use_the_pages_own_dialog(site: Site, page: Any) -> None:
     cid = create(page, site, "Old name")
-    page.goto(site.url)
+    page.goto(f"{site.url}/conversations")
     row = f"tr[data-id='{cid}']"
     page.click(f"{row} button[data-action='rename']")
     box = dialog(page).locator("input")
@@ -205,7 +205,7 @@ def test_the_phone_list_keeps_each_row_tidy(site: Site, page: Any) -> None:
         create(page, site, f"Conversation number {n} with a fairly long title")
     create(page, site)
     page.set_viewport_size(PHONE)
-    page.goto(site.url)
+    page.goto(f"{site.url}/conversations")
     page.wait_for_selector("#rows tr")
     rows = page.locator("#rows tr")
     assert rows.count() == 4
@@ -235,7 +235,8 @@ def test_every_page_has_an_icon(site: Site, page: Any) -> None:
     page.goto(f"{site.url}/c/{cid}")
     send(page, "set x")
     page.wait_for_selector("#turn-1[data-status='done']")
-    for path in ("/", f"/c/{cid}", f"/c/{cid}/inspect/1/1", f"/c/{cid}/vars/x", "/new"):
+    paths = ("/", "/conversations", f"/c/{cid}", f"/c/{cid}/inspect/1/1", f"/c/{cid}/vars/x")
+    for path in paths:
         page.goto(f"{site.url}{path}")
         linked = page.get_attribute("link[rel='icon']", "href")
         assert linked is not None, path

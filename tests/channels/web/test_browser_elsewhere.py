@@ -82,7 +82,9 @@ def test_a_refused_answer_shows_its_reason_live_and_after_the_turn(site: Site, p
     page.goto(f"{site.url}/c/{cid}")
     page.fill("#message", "what is x?")
     page.press("#message", "Enter")
-    live = page.wait_for_selector(".turn.live .iteration[data-iteration='1'] .refusal")
+    live = page.wait_for_selector(  # folded once the next iteration starts
+        ".turn.live .iteration[data-iteration='1'] .refusal", state="attached"
+    )
     assert live.text_content().startswith(refused)  # while the turn still runs
     held.opened.set()
     page.wait_for_selector(".turn[data-status='done'] .answer")

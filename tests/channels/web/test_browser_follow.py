@@ -3,16 +3,31 @@ turn streams, lets go when the reader scrolls up, and a "jump to latest" control
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from tests.channels.web.browser import Gate, Site, answer, send
 from tests.channels.web.ui import end_in_view, next_frames, scroll_top, wait_end_in_view
+from tests.fakes.openai_server import Fault
 
 pytestmark = pytest.mark.slow  # a real Chromium per test
 
-DESKTOP = {"width": 1000, "height": 600}
+# Low windows, and a long turn first: the finished iterations fold to one line each, and the
+# thread must still be taller than the window for following to mean anything.
+DESKTOP = {"width": 1000, "height": 420}
+PHONE = {"width": 375, "height": 600}
+
+
+def opened_with_a_long_turn(site: Site, page: Any) -> str:
+    """A conversation, open in the page, whose first turn answered at length."""
+    site.fake.add_replies(long_answer(0))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "first, at length")
+    page.wait_for_selector("#turn-1[data-status='done'] .answer")
+    return cid
 
 
 def steps(count: int) -> list[Gate]:
@@ -37,10 +52,9 @@ def test_a_live_turn_follows_its_newest_iteration_until_the_reader_scrolls_up(
     site: Site, page: Any
 ) -> None:
     page.set_viewport_size(DESKTOP)
+    opened_with_a_long_turn(site, page)
     gates = steps(9)
     site.fake.add_replies(*gates, answer("All nine steps are done."))
-    cid = site.conversation()
-    page.goto(f"{site.url}/c/{cid}")
     send(page, "nine steps, one at a time")
 
     let_through(gates[:6])
@@ -49,7 +63,7 @@ def test_a_live_turn_follows_its_newest_iteration_until_the_reader_scrolls_up(
     next_frames(page)
     assert end_in_view(page, iteration(7)), "the page stayed behind the newest iteration"
     assert page.locator(iteration(1)).count() == 1
-    assert not end_in_view(page, iteration(1))  # the turn is taller than the window
+    assert not end_in_view(page, "#turn-1 .answer")  # the thread is taller than the window
     assert page.is_hidden("#jump-latest")  # nothing to jump to: the reader is at the end
 
     # The reader scrolls up to read iteration 1: the page lets go and offers the way back.
@@ -71,18 +85,17 @@ def test_a_live_turn_follows_its_newest_iteration_until_the_reader_scrolls_up(
 
     # Following again: the rest streams in view, and so does the answer that ends the turn.
     let_through(gates[7:])
-    page.wait_for_selector(".turn[data-status='done'] .answer")
+    page.wait_for_selector("#turn-2[data-status='done'] .answer")
     next_frames(page)
-    assert end_in_view(page, ".turn[data-status='done'] .answer")
+    assert end_in_view(page, "#turn-2 .answer")
     assert page.is_hidden("#jump-latest")
 
 
 def test_scrolling_back_to_the_end_by_hand_follows_again(site: Site, page: Any) -> None:
     page.set_viewport_size(DESKTOP)
+    opened_with_a_long_turn(site, page)
     gates = steps(6)
     site.fake.add_replies(*gates, answer("done"))
-    cid = site.conversation()
-    page.goto(f"{site.url}/c/{cid}")
     send(page, "six steps")
     let_through(gates[:4])
     assert gates[4].reached.wait(30)
@@ -98,7 +111,7 @@ def test_scrolling_back_to_the_end_by_hand_follows_again(site: Site, page: Any) 
     next_frames(page)
     assert end_in_view(page, iteration(6))
     gates[5].opened.set()
-    page.wait_for_selector(".turn[data-status='done']")
+    page.wait_for_selector("#turn-2[data-status='done']")
 
 
 def long_answer(n: int) -> str:
@@ -138,19 +151,46 @@ def test_a_conversation_opens_at_its_latest_turn_or_at_the_turn_linked(
 
 
 def test_on_a_phone_too_the_page_follows_the_newest_iteration(site: Site, page: Any) -> None:
-    page.set_viewport_size({"width": 390, "height": 844})
+    page.set_viewport_size(PHONE)
+    opened_with_a_long_turn(site, page)
     gates = steps(6)
     site.fake.add_replies(*gates, answer("done"))
-    cid = site.conversation()
-    page.goto(f"{site.url}/c/{cid}")
     send(page, "six steps on a phone")
     let_through(gates[:5])
     assert gates[5].reached.wait(30)
     page.wait_for_selector(iteration(6))
     next_frames(page)
     assert end_in_view(page, iteration(6))
-    assert not end_in_view(page, iteration(1))
+    assert not end_in_view(page, "#turn-1 .answer")
     assert page.is_visible("#message")  # the composer stays on screen
     assert end_in_view(page, "#composer")
     gates[5].opened.set()
-    page.wait_for_selector(".turn[data-status='done']")
+    page.wait_for_selector("#turn-2[data-status='done']")
+
+
+def test_a_reply_streamed_in_many_small_chunks_keeps_the_page_at_its_end(
+    site: Site, page: Any
+) -> None:
+    page.set_viewport_size(DESKTOP)
+    site.fake.chunk_size = 3  # hundreds of deltas, each a few characters
+    thinking = "\n".join(f"Line {n} of a long train of thought." for n in range(1, 120))
+    site.fake.add_faults(Fault.stall(seconds=60, after_chunks=800))  # then it waits, mid-reply
+    site.fake.add_replies(json.dumps({"thinking": thinking, "answer": "done"}))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "think out loud at length")
+    delta = ".turn.live .iteration[data-iteration='1'] .delta"
+    page.wait_for_function(
+        "(s) => (document.querySelector(s)?.textContent.length ?? 0) >= 2000", arg=delta
+    )
+    page.wait_for_function(f"document.querySelector({json.dumps(delta)}).scrollHeight > 1000")
+    next_frames(page)
+    assert end_in_view(page, delta), "the page fell behind the streamed text"
+    assert page.is_hidden("#jump-latest")
+
+    page.mouse.move(400, 250)
+    page.mouse.wheel(0, -600)  # the reader scrolls up into the text: the page lets go
+    page.wait_for_selector("#jump-latest", state="visible")
+    assert not end_in_view(page, delta)
+    page.keyboard.press("Escape")  # stop (a shortcut), the page stays where the reader is
+    page.wait_for_selector(".turn[data-status='cancelled']")

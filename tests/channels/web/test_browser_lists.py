@@ -39,7 +39,7 @@ def test_the_list_names_conversations_by_their_request_and_shows_how_each_ended(
 ) -> None:
     site.fake.add_replies(answer("The sum is 22140."))
     done = start_turn(site, REQUEST, finished=True)
-    page.goto(site.url)
+    page.goto(f"{site.url}/conversations")
     page.wait_for_selector(f"{row(done)} .status:text('done')")
     title = page.text_content(f"{row(done)} .title").strip()
     assert title.startswith("Compute the squares of the") and title.endswith("…")

@@ -6,7 +6,7 @@ import json
 import re
 from html import unescape
 
-from cove.channels.web.pages import marked
+from cove.channels.web.listing import ago, marked
 from cove.channels.web.render import markdown, sanitize
 from tests.channels.web.conftest import Web
 from tests.channels.web.test_api_turns import send_and_finish
@@ -40,10 +40,16 @@ async def test_pages_render_a_conversation(web: Web) -> None:
         cid = (await client.post("/api/conversations", json={})).json()["id"]
         events = await send_and_finish(client, cid, "compute <b>this</b>")
 
-        home = await client.get("/")
+        home = await client.get("/conversations")
         assert home.status_code == 200 and cid in home.text and "Hostile answers" in home.text
-        found = await client.get("/", params={"q": "compute"})
+        found = await client.get("/conversations", params={"q": "compute"})
         assert f"/c/{cid}#turn-1" in found.text
+        chat = await client.get("/")  # a new chat, beside the sidebar (which fills itself)
+        assert 'id="message"' in chat.text and 'id="sidebar-entries"' in chat.text
+        side = await client.get("/fragments/sidebar", params={"current": cid})
+        assert f'<a href="/c/{cid}" aria-current="page">' in side.text
+        side = await client.get("/fragments/sidebar", params={"q": "compute", "current": cid})
+        assert f"/c/{cid}#turn-1" in side.text and "<mark>compute</mark>" in side.text
         rows = await client.get("/fragments/list")
         assert rows.status_code == 200 and "<tr" in rows.text
 
@@ -159,3 +165,16 @@ def test_a_search_passage_is_cut_into_plain_parts_and_matches() -> None:
     ]
     assert marked("abc", ()) == [("abc", False)]
     assert marked("abcdef", ((2, 5), (3, 4))) == [("ab", False), ("cde", True), ("f", False)]
+
+
+def test_the_sidebar_says_how_long_ago_in_the_largest_whole_unit() -> None:
+    now = 1_000_000.0
+    assert [ago(now - s, now) for s in (5, 59, 60, 7_199, 7_200, 3 * 86_400)] == [
+        "now",
+        "now",
+        "1 min",
+        "1 h",
+        "2 h",
+        "3 d",
+    ]
+    assert ago(None, now) == "" and ago(now + 30, now) == "now"  # a clock a little ahead

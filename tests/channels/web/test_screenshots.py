@@ -89,6 +89,7 @@ def test_the_chat_and_the_inspector(site: Site, page: Any, tmp_path: Path) -> No
     page.goto(f"{site.url}/c/{cid}#turn-1")
     page.click("#turn-1 summary")  # its iterations, from the top
     page.wait_for_selector("#turn-1 .iteration[data-iteration='2']")
+    page.click("#turn-1 .iteration[data-iteration='1'] summary")  # the first one open
     page.mouse.move(10, 10)  # no hover effect in the picture
     save(page, "web-chat.png", tmp_path)
     page.goto(f"{site.url}/c/{cid}/inspect/1/1")
@@ -115,7 +116,7 @@ def test_a_live_turn_following_its_newest_iteration(site: Site, page: Any, tmp_p
     page.wait_for_selector(newest)
     next_frames(page)
     assert end_in_view(page, newest)  # the page follows the newest iteration
-    assert not end_in_view(page, ".turn.live .iteration[data-iteration='1']")
+    assert page.is_hidden(".turn.live .iteration[data-iteration='1'] .block")  # folded
     page.mouse.move(10, 10)
     save(page, "web-live.png", tmp_path)
     page.click("#stop")
@@ -133,15 +134,20 @@ def test_the_list_on_a_desktop_and_on_a_phone(site: Site, page: Any, tmp_path: P
     page.goto(f"{site.url}/c/{done}")
     send(page, "How many primes are below 60?")
     page.wait_for_selector("#turn-1[data-status='done']")
-    for title in ("Quarterly sales", "Cleaning the survey export", "Collatz sequence lengths"):
+    for title in ("Quarterly sales", "Cleaning the survey export"):
         titled(page, site, title)
+    failed = titled(page, site, "Collatz sequence lengths")
+    site.fake.add_faults(Fault.error(401, "invalid key"))
+    page.goto(f"{site.url}/c/{failed}")
+    send(page, "How long is the Collatz sequence of 27?")
+    page.wait_for_selector("#turn-1[data-status='failed']")
     live = titled(page, site, "Word counts in the report")
     page.goto(f"{site.url}/c/{live}")
     send(page, "Count the words of report.txt")
     assert running.reached.wait(60)
 
     page.set_viewport_size(DESKTOP)
-    page.goto(site.url)
+    page.goto(f"{site.url}/conversations")
     page.wait_for_selector(f"tr[data-id='{live}'] :text('running')")
     save(page, "web-list.png", tmp_path)
     page.set_viewport_size(PHONE)
@@ -149,6 +155,20 @@ def test_the_list_on_a_desktop_and_on_a_phone(site: Site, page: Any, tmp_path: P
     page.wait_for_selector(f"tr[data-id='{live}'] :text('running')")
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     save(page, "web-phone-list.png", tmp_path)
+    # The chat opens beside the sidebar: newest first, the running one and the failed one marked.
+    page.set_viewport_size(DESKTOP)
+    page.goto(site.url)
+    page.wait_for_selector(f"#sidebar-entries li[data-id='{live}'] .mark.running")
+    page.wait_for_selector(f"#sidebar-entries li[data-id='{failed}'] .mark.failed")
+    assert page.evaluate("document.activeElement.id") == "message"
+    page.mouse.move(10, 10)
+    save(page, "web-new-chat.png", tmp_path)
+    page.set_viewport_size(PHONE)
+    page.goto(f"{site.url}/c/{done}")
+    page.click("#sidebar-toggle")
+    page.wait_for_selector(f"#sidebar-entries li[data-id='{live}'] .mark.running")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    save(page, "web-phone-drawer.png", tmp_path)
     running.opened.set()
     page.goto(f"{site.url}/c/{live}")
     page.wait_for_selector(".turn[data-status='done']")

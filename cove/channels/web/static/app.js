@@ -4,6 +4,8 @@
 import { askText, confirmAction } from "./dialog.js";
 import { showFigures } from "./figures.js";
 import { follow } from "./follow.js";
+import { shortcuts } from "./shortcuts.js";
+import { sidebar } from "./sidebar.js";
 
 const $ = (selector, root = document) => root.querySelector(selector);
 
@@ -89,6 +91,7 @@ function chatPage() {
   const body = document.body;
   let cid = body.dataset.conversation || null;  // none yet: the first message creates it
   const turns = $("#turns");
+  const side = sidebar();
   const follower = follow($("#thread"), $("#thread .thread-content"), $("#jump-latest"));
   const linked = location.hash && document.getElementById(location.hash.slice(1));
   if (linked) follower.reveal(linked);
@@ -107,7 +110,7 @@ function chatPage() {
   const liveTurn = (turnId) => turnNode(positions.get(turnId));
   const iterationNode = (turnId, n) => {
     const turn = liveTurn(turnId);
-    return turn && turn.querySelector(`.iteration[data-iteration="${n}"]`);
+    return turn && turn.querySelector(`.iteration[data-iteration="${n}"] > details`);
   };
   const blockNode = (e) => {
     const it = iterationNode(e.turn_id, e.iteration);
@@ -135,9 +138,16 @@ function chatPage() {
     iteration_started(e) {
       const turn = liveTurn(e.turn_id);
       if (!turn) return;
+      // The finished iterations fold to one line each; the running one is open.
+      for (const done of turn.querySelectorAll(".iteration > details[open]")) done.open = false;
       const section = el("section", "iteration");
       section.dataset.iteration = e.iteration;
-      section.append(el("h4", "", `Iteration ${e.iteration}`), el("pre", "delta"));
+      const details = el("details");
+      details.open = true;
+      const summary = el("summary");
+      summary.append(el("h4", "", `Iteration ${e.iteration}`));
+      details.append(summary, el("pre", "delta"));
+      section.append(details);
       $(".timeline", turn).append(section);
       $(".timeline summary", turn).textContent = `iteration ${e.iteration} of up to ${e.budget}…`;
     },
@@ -163,8 +173,11 @@ function chatPage() {
       if (!it) return;
       const block = el("div", "block running");
       block.dataset.index = e.index;
+      const copy = el("button", "copy", "Copy code");
+      copy.type = "button";
+      copy.dataset.action = "copy-code";
       const code = el("pre", "code", e.code);
-      block.append(code);
+      block.append(copy, code);
       it.append(block);
       highlightInto(code, e.code);
     },
@@ -189,7 +202,7 @@ function chatPage() {
     },
     sandbox_restarted(e) {
       const text = `Sandbox restarted (${e.reason}); lost: ${e.lost.join(", ") || "nothing"}`;
-      const iterations = liveTurn(e.turn_id)?.querySelectorAll(".iteration");
+      const iterations = liveTurn(e.turn_id)?.querySelectorAll(".iteration > details");
       iterations?.[iterations.length - 1]?.append(el("p", "restart", text));
     },
     answer_refused(e) { iterationNode(e.turn_id, e.iteration)?.append(el("p", "error refusal", e.reason)); },
@@ -241,6 +254,7 @@ function chatPage() {
     $("#export-json").href = `/api/conversations/${cid}/export?format=json`;
     $("#conv-actions").hidden = false;
     if (conv.title) handlers.title_changed(conv);
+    side.refresh();
     listen();
   };
   let creating = null;  // the request creating it, while it runs (one conversation, not two)
@@ -266,9 +280,41 @@ function chatPage() {
     return { queued: false };
   };
 
+  // Editing a turn's request: sending it starts a branch instead of a new turn here.
+  let editing = null;
+  const editNote = $("#editing");
+  const edit = (position) => {
+    editing = position;
+    editNote.hidden = position === null;
+    if (position === null) return;
+    $("#editing-what").textContent = `Editing turn ${position}: sending starts a branch with the edited request.`;
+    input.value = $(`#turn-${position} .msg.user`).textContent;
+    input.focus();
+  };
+  $("#editing-cancel").addEventListener("click", () => { edit(null); input.value = ""; input.focus(); });
+
+  // A branch where turn ``position`` is asked ``text`` instead: a fork at the turn before it
+  // (a new conversation for the first turn), which then runs the request. A branch whose
+  // request cannot start is deleted again: nothing is left behind but the error.
+  const branchWith = async (position, text) => {
+    const fork = position > 1
+      ? await api("POST", `/api/conversations/${cid}/fork`, { turn: position - 1 })
+      : await api("POST", "/api/conversations", {});
+    try { await api("POST", `/api/conversations/${fork.id}/messages`, { text }); }
+    catch (error) {
+      await api("DELETE", `/api/conversations/${fork.id}`).catch(() => {});
+      throw error;
+    }
+    location.href = `/c/${fork.id}`;
+  };
+
   const send = async () => {
     const text = input.value;
     if (!text.trim()) return;
+    if (editing !== null) {
+      try { await branchWith(editing, text); } catch (error) { notice(`Not sent: ${error.message}`, true); }
+      return;
+    }
     input.value = "";
     follower.pin();  // the reader goes where the answer comes
     const waiting = el("div", "msg user queued", `${text} (queued)`);
@@ -303,14 +349,42 @@ function chatPage() {
     }
   });
 
-  turns.addEventListener("click", async (event) => {
-    const button = event.target.closest("button[data-action=fork]");
-    if (!button) return;
-    try {
+  const turnActions = {
+    async fork(button) {
       const fork = await api("POST", `/api/conversations/${cid}/fork`, { turn: Number(button.dataset.turn) });
       location.href = `/c/${fork.id}`;
-    } catch (error) { notice(error.message, true); }
+    },
+    async retry(button) {
+      const position = Number(button.dataset.turn);
+      await branchWith(position, $(`#turn-${position} .msg.user`).textContent);
+    },
+    edit(button) { edit(Number(button.dataset.turn)); },
+    "copy-answer": (button) => copy($(".msg.answer", button.closest(".turn")).innerText, "Answer copied"),
+    "copy-code": (button) => copy(codeOf(button.closest(".block")), "Code copied"),
+  };
+  turns.addEventListener("click", async (event) => {
+    const button = event.target.closest("button[data-action]");
+    if (!button || !turnActions[button.dataset.action]) return;
+    try { await turnActions[button.dataset.action](button); } catch (error) { notice(error.message, true); }
   });
+
+  const last = (selector) => [...turns.querySelectorAll(selector)].pop();
+  const showHelp = shortcuts([
+    { keys: "Alt+Shift+N", label: "New chat", run: () => { location.href = "/"; } },
+    { keys: "Control+K", label: "Search the conversations", run: () => side.search() },
+    { keys: "Alt+Shift+S", label: "Show or hide the conversations", run: () => side.toggle() },
+    { keys: "Escape", label: "Stop the running turn", when: () => running && !stop.disabled, run: () => stop.click() },
+    { keys: "Alt+Shift+A", label: "Copy the last answer", run: () => {
+      const answer = last(".msg.answer");
+      return answer ? copy(answer.innerText, "Answer copied") : notice("No answer to copy yet", true);
+    } },
+    { keys: "Alt+Shift+C", label: "Copy the last code block", run: () => {
+      const block = last(".block");
+      return block ? copy(codeOf(block), "Code copied") : notice("No code to copy yet", true);
+    } },
+    { keys: "Shift+Escape", label: "Focus the message box", run: () => input.focus() },
+  ]);
+  $("#shortcuts").addEventListener("click", showHelp);
 
   $("#replay").addEventListener("click", async () => {
     const report = $("#replay-report");
@@ -340,6 +414,18 @@ function chatPage() {
   });
 
   const refreshFiles = setupFiles(conversation);
+}
+
+// The code of a block, as it ran (not its highlighting's markup).
+function codeOf(block) {
+  return (block.querySelector(".hl pre, pre.code")?.textContent ?? "").replace(/\n$/, "");
+}
+
+async function copy(text, done) {
+  try {
+    await navigator.clipboard.writeText(text);
+    notice(done);
+  } catch (error) { notice(`Could not copy: ${error.message}`, true); }
 }
 
 // ---- the inspector -----------------------------------------------------------------------
