@@ -290,6 +290,7 @@ class Conversations(WatchAPI, VariablesAPI):
     async def delete(self, conversation_id: str) -> None:
         """Delete a conversation, its history and its workspace (refused while a turn runs)."""
         record = await self.get(conversation_id)
+        await self._turns.settled(record.id)
         if self._turns.busy(record.id):
             raise Busy(record.id, message=f"conversation {record.id} is running a turn")
         await self._live.drop(record.id)

@@ -15,6 +15,10 @@ class TurnQueue:
 
     def __init__(self) -> None:
         self._tickets: deque[asyncio.Event] = deque()
+        self.emptied = asyncio.Event()
+        """Set once every turn has left."""
+        self.finished = False
+        """The running turn has published its end (what is left of it is clean-up)."""
 
     @property
     def busy(self) -> bool:
@@ -33,5 +37,14 @@ class TurnQueue:
         """Give up a place (finished, failed or cancelled); the next turn may start."""
         was_head = bool(self._tickets) and self._tickets[0] is ticket
         self._tickets.remove(ticket)
+        if was_head:
+            self.finished = False
         if was_head and self._tickets:
             self._tickets[0].set()
+        if not self._tickets:
+            self.emptied.set()
+
+    @property
+    def ending(self) -> bool:
+        """True when the only turn left has published its end and is letting go of the lease."""
+        return self.finished and len(self._tickets) == 1

@@ -7,6 +7,7 @@ A turn runs as a background task feeding its handle's queue, so a channel that s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 
 from cove.config import Settings
@@ -23,7 +24,7 @@ from cove.engine.given import NoModel
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnRequest
 from cove.errors import Busy
-from cove.events import TurnQueued
+from cove.events import TurnFinished, TurnQueued
 from cove.persistence.store import Store
 
 #: What the sender of a turn that never started hears when the process stops.
@@ -61,6 +62,15 @@ class Turns:
     def busy(self, conversation_id: str) -> bool:
         """True while a turn of the conversation runs or waits here."""
         return conversation_id in self._queues
+
+    async def settled(self, conversation_id: str, timeout_s: float = 10.0) -> None:
+        """Wait for a turn that has published its end to let go of the conversation (its lease
+        and live state), so a caller who saw ``TurnFinished`` is not told it is busy; returns at
+        once when a turn still runs or waits."""
+        queue = self._queues.get(conversation_id)
+        if queue is not None and queue.ending:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(queue.emptied.wait(), timeout_s)
 
     def send(self, request: TurnRequest) -> TurnHandle:
         """Start one turn in the background; its handle streams the events."""
@@ -214,6 +224,8 @@ class Turns:
                     self.store, self.watching.poller, record.id, query.cancel
                 ):
                     async for event in query.run():
+                        if isinstance(event, TurnFinished):
+                            self._queues[record.id].finished = True
                         stamped = hub.publish(event)
                         if stamped is not None:
                             await keep_note(self.store, stamped)

@@ -222,6 +222,20 @@ async def test_delete_removes_everything(tmp_path: Path) -> None:
         assert await convs.search("make") == []
 
 
+async def test_delete_right_after_the_turn_finished_event_is_not_busy(tmp_path: Path) -> None:
+    # A channel that deletes as soon as it sees the end (the web's SSE, a script) must not be
+    # told the conversation is running a turn while that turn lets go of its lease.
+    factory = scripted_factory([reply(["x = 1"], "ok") for _ in range(5)])
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        for _ in range(5):
+            conv = await convs.create()
+            async for event in convs.send(conv.id, "make x"):
+                if isinstance(event, TurnFinished):
+                    await convs.delete(conv.id)  # the turn's clean-up has not run yet
+            with pytest.raises(NotFound):
+                await convs.get(conv.id)
+
+
 async def test_attachments_land_in_the_workspace(tmp_path: Path) -> None:
     factory = scripted_factory([reply(["text = read_file('notes.txt')"], "{{text}}")])
     async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
