@@ -61,7 +61,8 @@ class TelegramChannel:
         self.convs = convs
         self.settings = settings
         token = bot_token(settings)
-        limiter = Limiter(settings)
+        bot_id = token.reveal().partition(":")[0]  # public: the bot's user id
+        limiter = Limiter(settings, bot_id, convs.take_send_slot)
         self.app: Application = _build(settings, token, limiter)  # type: ignore[type-arg]
         self.outbox = Outbox(self.app.bot, limiter)
         self.core = Core(convs, self.outbox, settings)
