@@ -451,9 +451,7 @@ class Conversations(WatchAPI, VariablesAPI):
         record = await self.get(conversation_id, owner=owner)
         return await self._store.figure(record.id, digest)
 
-    async def take_send_slot(
-        self, keys: Sequence[tuple[str, float]], horizon_s: float
-    ) -> SendSlot:
+    async def take_send_slot(self, keys: Sequence[tuple[str, float]], horizon_s: float) -> SendSlot:
         """Take a slot of a pace every process on the database keeps (``persistence/pacing.py``):
         ``keys`` are ``(key, interval_s)`` pairs, a slot is never taken more than ``horizon_s``
         ahead. For a channel's calls to a rate-limited outside API."""

@@ -90,7 +90,9 @@ async def _book(db: Sql, keys: Sequence[tuple[str, float]], now: float, limit: f
             (at, interval, key, limit),
         )
         if booked is None:
-            raise _Later(float(await db.value("SELECT next_at FROM send_slot WHERE key = ?", (key,))))
+            raise _Later(
+                float(await db.value("SELECT next_at FROM send_slot WHERE key = ?", (key,)))
+            )
         at = float(booked) - interval
     # A later key may have moved the slot past an earlier key's booking: keep its interval after.
     for key, interval in keys[:-1]:

@@ -4,6 +4,7 @@ on both backends. Two stores on one database stand for two nodes."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable
 
 import pytest
@@ -21,7 +22,7 @@ async def test_one_keys_slots_come_an_interval_apart(store: Store, clock: FakeCl
     slots = [await store.take_send_slot([CHAT], horizon_s=10) for _ in range(4)]
     assert all(slot.taken for slot in slots)
     assert slots[0].wait_s == 0
-    gaps = [b.at - a.at for a, b in zip(slots, slots[1:], strict=False)]
+    gaps = [b.at - a.at for a, b in itertools.pairwise(slots)]
     assert gaps == pytest.approx([1.0, 1.0, 1.0])
     assert slots[3].wait_s == pytest.approx(3.0, abs=0.01)
 
@@ -61,7 +62,7 @@ async def test_two_stores_taking_at_once_never_share_a_slot(
         )
     times = sorted(slot.at for slot in slots)
     assert all(slot.taken for slot in slots)
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 0.1 - 1e-6
 
 

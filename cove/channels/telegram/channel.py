@@ -130,6 +130,7 @@ class TelegramChannel:
         if not self._started:
             return
         self._started = False
+        self.core.stopping.set()
         if self._webhook is not None:
             await self._stop_webhook()
         elif self.app.updater is not None and self.app.updater.running:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -14,8 +15,9 @@ from cove.channels.telegram.outbox import ChatRef, Outbox
 from cove.channels.telegram.roster import Roster, chat_of, is_allowed
 from cove.channels.telegram.turns import TurnView, safe_name
 from cove.config import TelegramSettings
-from cove.conversation import Conversations
-from cove.errors import CoveError
+from cove.conversation import Conversations, TurnHandle
+from cove.errors import Busy, CoveError
+from cove.events import Event
 
 log = logging.getLogger("cove.telegram")
 
@@ -25,6 +27,13 @@ REFUSAL = (
 )
 Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
 Command = Callable[[ChatRef, list[str]], Awaitable[None]]
+ELSEWHERE = "⏳ Another cove node is running a turn in this conversation; this message runs next."
+NOT_RUN_STOPPING = (
+    "The bot is stopping and did not run this message: send it again once it is back."
+)
+#: How long a message waits for another node's turn in its conversation, and polls at most.
+ELSEWHERE_WAIT_S = 3600.0
+ELSEWHERE_POLL_S = 1.0
 
 
 class Core:
@@ -40,6 +49,7 @@ class Core:
         self.bot_id = 0
         self.tasks: set[asyncio.Task[None]] = set()
         self._refused: set[int] = set()
+        self.stopping = asyncio.Event()  # set when the bot stops: no more waiting to send
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the background, held until it ends; failures are logged."""
@@ -114,7 +124,7 @@ class Core:
                 if not text:
                     return
                 cid = await self.roster.current(chat)
-                handle = self.convs.send(cid, text, attachments)
+                handle, first = await self._start(chat, cid, text, attachments)
             except CoveError as exc:
                 await self.outbox.plain(chat, f"⚠️ {exc}")
                 return
@@ -126,11 +136,46 @@ class Core:
             self.convs.workspace(cid),
             self.settings.group_edit_interval_s if chat.group else self.settings.edit_interval_s,
             fetch=lambda digest: self.convs.figure(cid, digest),
+            first=first,
         )
         try:
             await view.run()
         finally:
             self.roster.untrack(chat, handle)
+
+    async def _start(
+        self, chat: ChatRef, cid: str, text: str, attachments: list[tuple[str, bytes]]
+    ) -> tuple[TurnHandle, Event | None]:
+        """Send the message as a turn; its handle and first event (None: none came).
+
+        While another process (another node) runs the conversation's turn, the lease refuses
+        the send: the chat is told once, and the message is sent again when that turn may have
+        ended (back-off up to ``ELSEWHERE_POLL_S``), for ``ELSEWHERE_WAIT_S`` at most. So a
+        message that reached this node runs once, in the chat's order, whichever node got it.
+
+        Raises:
+            CoveError: The turn was refused for another reason, the wait ran out or the bot is
+                stopping.
+        """
+        waited, told = 0.0, False
+        while True:
+            handle = self.convs.send(cid, text, attachments)
+            try:
+                return handle, await anext(handle)
+            except StopAsyncIteration:
+                return handle, None
+            except Busy as exc:
+                if exc.owner is None or waited >= ELSEWHERE_WAIT_S:
+                    raise
+            if not told:
+                await self.outbox.plain(chat, ELSEWHERE)
+                told = True
+            pause = min(ELSEWHERE_POLL_S, 0.1 + waited / 4)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), pause)
+            if self.stopping.is_set():
+                raise CoveError(NOT_RUN_STOPPING)
+            waited += pause
 
     async def _download(self, message: Message) -> list[tuple[str, bytes]]:
         """The document or photo of a message, as (safe name, bytes); [] when there is none.

@@ -61,7 +61,9 @@ class Limiter(AIORateLimiter):
         keys = []
         if isinstance(chat_id, int | str) and endpoint not in UNPACED_IN_CHAT:
             group = str(chat_id).startswith("-")
-            per_s = self.settings.group_rate_per_min / 60 if group else self.settings.chat_rate_per_s
+            per_s = (
+                self.settings.group_rate_per_min / 60 if group else self.settings.chat_rate_per_s
+            )
             if per_s > 0:
                 keys.append((f"{self.bot_key}:{chat_id}", 1 / per_s))
         if self.settings.rate_per_s > 0:
