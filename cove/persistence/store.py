@@ -5,8 +5,8 @@ it. Each of its methods is one unit function (``writes``, ``iterations``, ``read
 ``cancels``, ``notes``, ``values``, ``history``, ``pacing``) bound here by name, so its
 signature and docstring are written once, where its statements are. A unit receives a ``Call``
 (the database, the time of the call, the turn's fence, the history budget) and runs on the
-backend's read connection or in one write transaction; a write unit runs to its end even when its caller is
-cancelled (a write unit is never half-done; its result is dropped)::
+backend's read connection or in one write transaction; a write unit runs to its end even when
+its caller is cancelled (a write unit is never half-done; its result is dropped)::
 
     async with Store.open(path_or_url) as store:
         conversation = await store.create_conversation(channel="cli")
