@@ -177,9 +177,10 @@ class TelegramChannel:
         )
 
     async def _stop_webhook(self) -> None:
+        # The webhook stays registered: other nodes behind the same URL go on receiving, and
+        # Telegram keeps an update that finds no node for a later delivery. (Polling, when the
+        # bot starts that way, deletes it first.)
         assert self._webhook is not None and self._webhook_server is not None
-        with contextlib.suppress(Exception):
-            await self.app.bot.delete_webhook()
         self._webhook_server.should_exit = True
         with contextlib.suppress(Exception):
             await self._webhook

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -17,7 +18,7 @@ from cove.channels.telegram.turns import TurnView, safe_name
 from cove.config import TelegramSettings
 from cove.conversation import Conversations, TurnHandle
 from cove.errors import Busy, CoveError
-from cove.events import Event
+from cove.events import Event, TurnQueued, TurnStarted
 
 log = logging.getLogger("cove.telegram")
 
@@ -148,10 +149,11 @@ class Core:
     ) -> tuple[TurnHandle, Event | None]:
         """Send the message as a turn; its handle and first event (None: none came).
 
-        While another process (another node) runs the conversation's turn, the lease refuses
-        the send: the chat is told once, and the message is sent again when that turn may have
-        ended (back-off up to ``ELSEWHERE_POLL_S``), for ``ELSEWHERE_WAIT_S`` at most. So a
-        message that reached this node runs once, in the chat's order, whichever node got it.
+        While another process (another node) holds the conversation's lease, its turn runs
+        there: the chat is told once, and the message is sent when that lease is free (looked
+        at with back-off up to ``ELSEWHERE_POLL_S``), for ``ELSEWHERE_WAIT_S`` at most; a send
+        the lease still refuses (taken meanwhile) waits the same way. So a message that reached
+        this node runs once, in the chat's order, whichever node got it.
 
         Raises:
             CoveError: The turn was refused for another reason, the wait ran out or the bot is
@@ -159,14 +161,15 @@ class Core:
         """
         waited, told = 0.0, False
         while True:
-            handle = self.convs.send(cid, text, attachments)
-            try:
-                return handle, await anext(handle)
-            except StopAsyncIteration:
-                return handle, None
-            except Busy as exc:
-                if exc.owner is None or waited >= ELSEWHERE_WAIT_S:
-                    raise
+            if not await self._held_elsewhere(cid):
+                handle = self.convs.send(cid, text, attachments)
+                try:
+                    return handle, await _first_event(handle)
+                except Busy as exc:
+                    if exc.owner is None:
+                        raise
+            if waited >= ELSEWHERE_WAIT_S:
+                raise CoveError("another cove node kept running this conversation; send it again")
             if not told:
                 await self.outbox.plain(chat, ELSEWHERE)
                 told = True
@@ -176,6 +179,12 @@ class Core:
             if self.stopping.is_set():
                 raise CoveError(NOT_RUN_STOPPING)
             waited += pause
+
+    async def _held_elsewhere(self, cid: str) -> bool:
+        """Whether another process holds a live lease on the conversation (runs its turn)."""
+        record = await self.convs.get(cid)
+        owner, until = record.lease_owner, record.lease_until
+        return owner not in (None, self.convs.owner) and (until or 0) > time.time()
 
     async def _download(self, message: Message) -> list[tuple[str, bytes]]:
         """The document or photo of a message, as (safe name, bytes); [] when there is none.
@@ -250,3 +259,17 @@ class Core:
             except Exception:
                 log.exception("command failed in chat %s", chat.key)
                 await self.outbox.plain(chat, "⚠️ That command failed; the bot keeps running.")
+
+
+async def _first_event(handle: TurnHandle) -> Event | None:
+    """The first event of the sent turn itself: queued behind a turn of this process, or
+    started (None when the stream ended first). Events of another process's turn that this
+    process's follower published before the lease refused the send are not the turn's.
+
+    Raises:
+        CoveError: The turn was refused (``Busy`` when another process holds the lease).
+    """
+    async for event in handle:
+        if isinstance(event, TurnQueued | TurnStarted):
+            return event
+    return None
