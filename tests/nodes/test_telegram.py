@@ -114,7 +114,8 @@ async def test_the_pace_per_chat_and_overall_holds_across_both_nodes(
 
     # A slot is when a node may send; a node slowed down after taking its slot (two nodes and
     # their sandboxes share two cores) sends late, so arrivals are judged by how many fall in
-    # any one-second window: the rate, plus one late call.
+    # any one-second window: the rate, plus a late call or two (each node on its own would
+    # send as many again).
     calls = [c for c in tg.calls if c.at >= began and "chat_id" in c.params]
     in_chat = [c for c in calls if c.method != "sendChatAction"]
     for chat in chats:
@@ -122,7 +123,7 @@ async def test_the_pace_per_chat_and_overall_holds_across_both_nodes(
         assert len(times) >= 4  # a status message and an answer per turn, at least
         assert most_in_a_second(times) <= 2 + 1, (chat, sorted(times))
     times = [c.at for c in calls]
-    assert most_in_a_second(times) <= 5 + 1, sorted(times)
+    assert most_in_a_second(times) <= 5 + 2, sorted(times)
     assert (len(times) - 1) / (max(times) - min(times)) <= 5 * 1.05
     texts = [t for chat in chats for t in tg.texts(chat)]
     assert all(count(texts, answer) == 1 for answer in expected)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
@@ -38,6 +39,8 @@ TakeSlot = Callable[[Sequence[tuple[str, float]], float], Awaitable[SendSlot]]
 
 class Limiter(AIORateLimiter):
     """Paces the bot's calls through ``take_slot`` and waits out flood control, counting both.
+
+    Slots are times by the store's clock, the wall clock (``time.time``) of every node.
 
     ``bot_id`` names the bot's keys (``telegram:<bot>`` and ``telegram:<bot>:<chat>``), so bots
     sharing a database keep their own paces.
@@ -77,8 +80,10 @@ class Limiter(AIORateLimiter):
             return
         while True:
             slot = await self.take_slot(keys, HORIZON_S)
-            if slot.wait_s > 0:
-                await asyncio.sleep(slot.wait_s)
+            # Until the slot's time, not for ``wait_s`` from now: the answer took time to come.
+            delay = slot.at - time.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
             if slot.taken:
                 return
 
