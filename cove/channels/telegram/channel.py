@@ -131,6 +131,7 @@ class TelegramChannel:
             return
         self._started = False
         self.core.stopping.set()
+        self.core.withdraw_waiting()
         if self._webhook is not None:
             await self._stop_webhook()
         elif self.app.updater is not None and self.app.updater.running:
@@ -243,7 +244,8 @@ def _prefer_timedeltas() -> None:
 def _register(app: Application, core: Core) -> None:  # type: ignore[type-arg]
     commands = Commands(core)
     for name, run in commands.table().items():
-        app.add_handler(CommandHandler(name, core.command(run)))
+        # /cancel acts at once: a message waiting for another node's turn holds the chat's order.
+        app.add_handler(CommandHandler(name, core.command(run, ordered=name != "cancel")))
     content = (filters.TEXT & ~filters.COMMAND) | filters.Document.ALL | filters.PHOTO
     app.add_handler(MessageHandler(content, core.on_message))
     app.add_handler(MessageHandler(filters.COMMAND, core.unknown(commands.unknown)))

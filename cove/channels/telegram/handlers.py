@@ -51,6 +51,17 @@ class Core:
         self.tasks: set[asyncio.Task[None]] = set()
         self._refused: set[int] = set()
         self.stopping = asyncio.Event()  # set when the bot stops: no more waiting to send
+        #: Per chat, the messages waiting for another node's turn; each set to withdraw it.
+        self.waiting: dict[str, set[asyncio.Event]] = {}
+
+    def withdraw_waiting(self, chat: ChatRef | None = None) -> int:
+        """Withdraw the messages waiting for another node's turn in ``chat`` (None: in every
+        chat); how many."""
+        keys = [chat.key] if chat is not None else list(self.waiting)
+        withdrawn = [event for key in keys for event in self.waiting.pop(key, set())]
+        for event in withdrawn:
+            event.set()
+        return len(withdrawn)
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the background, held until it ends; failures are logged."""
@@ -126,6 +137,8 @@ class Core:
                     return
                 cid = await self.roster.current(chat)
                 handle, first = await self._start(chat, cid, text, attachments)
+            except _Withdrawn:
+                return  # by /cancel, which said so
             except CoveError as exc:
                 await self.outbox.plain(chat, f"⚠️ {exc}")
                 return
@@ -159,6 +172,25 @@ class Core:
             CoveError: The turn was refused for another reason, the wait ran out or the bot is
                 stopping.
         """
+        withdrawn = asyncio.Event()
+        self.waiting.setdefault(chat.key, set()).add(withdrawn)
+        try:
+            return await self._start_when_free(chat, cid, text, attachments, withdrawn)
+        finally:
+            waiting = self.waiting.get(chat.key)
+            if waiting is not None:
+                waiting.discard(withdrawn)
+                if not waiting:
+                    del self.waiting[chat.key]
+
+    async def _start_when_free(
+        self,
+        chat: ChatRef,
+        cid: str,
+        text: str,
+        attachments: list[tuple[str, bytes]],
+        withdrawn: asyncio.Event,
+    ) -> tuple[TurnHandle, Event | None]:
         waited, told = 0.0, False
         while True:
             if not await self._held_elsewhere(cid):
@@ -175,9 +207,11 @@ class Core:
                 told = True
             pause = min(ELSEWHERE_POLL_S, 0.1 + waited / 4)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), pause)
+                await asyncio.wait_for(withdrawn.wait(), pause)
             if self.stopping.is_set():
                 raise CoveError(NOT_RUN_STOPPING)
+            if withdrawn.is_set():
+                raise _Withdrawn
             waited += pause
 
     async def _held_elsewhere(self, cid: str) -> bool:
@@ -212,16 +246,16 @@ class Core:
 
     # -- commands --------------------------------------------------------------------------
 
-    def command(self, run: Command) -> Handler:
+    def command(self, run: Command, *, ordered: bool = True) -> Handler:
         """A PTB callback for a command: the gate, then ``run(chat, args)`` in the background
-        (in the chat's order; a slow command or a flood wait holds up no other chat); errors
-        are told to the chat."""
+        (in the chat's order unless not ``ordered``; a slow command or a flood wait holds up no
+        other chat); errors are told to the chat."""
 
         async def callback(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             message = update.effective_message
             if message is None or not await self.admitted(update):
                 return
-            self.spawn(self._command(chat_of(message), run, list(context.args or [])))
+            self.spawn(self._command(chat_of(message), run, list(context.args or []), ordered))
 
         return callback
 
@@ -250,8 +284,10 @@ class Core:
             return name if bot.lower() == self.username.lower() else None
         return None if message.chat.type in ("group", "supergroup") else name
 
-    async def _command(self, chat: ChatRef, run: Command, args: list[str]) -> None:
-        async with self.roster.lock(chat):
+    async def _command(
+        self, chat: ChatRef, run: Command, args: list[str], ordered: bool = True
+    ) -> None:
+        async with self.roster.lock(chat) if ordered else contextlib.nullcontext():
             try:
                 await run(chat, args)
             except CoveError as exc:
@@ -259,6 +295,10 @@ class Core:
             except Exception:
                 log.exception("command failed in chat %s", chat.key)
                 await self.outbox.plain(chat, "⚠️ That command failed; the bot keeps running.")
+
+
+class _Withdrawn(Exception):
+    """A message waiting for another node's turn was withdrawn (``/cancel``)."""
 
 
 async def _first_event(handle: TurnHandle) -> Event | None:
