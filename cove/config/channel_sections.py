@@ -49,7 +49,7 @@ class TelegramSettings:
 
     The token (also read from ``TELEGRAM_BOT_TOKEN``) and the webhook secret are hidden from
     ``repr``. Rates follow Telegram's documented limits (about 30 messages a second overall,
-    20 a minute in a group); 0 turns a rate limit off.
+    one a second in a chat, 20 a minute in a group); 0 turns a rate limit off.
     """
 
     FLAT_PREFIX: ClassVar[str] = "telegram_"
@@ -63,7 +63,8 @@ class TelegramSettings:
     # The token Telegram sends with each webhook request; None: a new random one each start.
     webhook_secret: str | None = field(default=None, repr=False)
     poll_timeout_s: float = 10.0  # how long one getUpdates waits for an update
-    rate_per_s: float = 20.0  # Bot API calls a second over all chats
+    rate_per_s: float = 20.0  # Bot API calls a second over all chats (all nodes together)
+    chat_rate_per_s: float = 1.0  # Bot API calls a second into one private chat
     group_rate_per_min: float = 20.0  # Bot API calls a minute into one group
     edit_interval_s: float = 1.5  # between two edits of a chat's status message
     group_edit_interval_s: float = 3.0  # the same in a group
@@ -73,7 +74,7 @@ class TelegramSettings:
         object.__setattr__(self, "token", (self.token or "").strip() or None)
         object.__setattr__(self, "webhook_url", self.webhook_url or None)
         positive(self, "poll_timeout_s", "max_file_bytes")
-        not_negative(self, "rate_per_s", "group_rate_per_min")
+        not_negative(self, "rate_per_s", "chat_rate_per_s", "group_rate_per_min")
         not_negative(self, "edit_interval_s", "group_edit_interval_s")
         if not 0 <= self.webhook_port <= 65535:
             raise invalid(self, "webhook_port", f"must be 0 to 65535, got {self.webhook_port}")

@@ -12,6 +12,7 @@ from cove.conversation.watch.rebuild import iteration_budget, timeline
 from cove.conversation.watch.sequence import turn_of
 from cove.conversation.watch.stream import WatchStream
 from cove.persistence.history import HistoryFigures
+from cove.persistence.pacing import SendSlot
 from cove.persistence.records import (
     BlockRecord,
     ConversationRecord,
@@ -33,6 +34,7 @@ __all__ = [
     "ListWatch",
     "ProcessStats",
     "SearchHit",
+    "SendSlot",
     "Transcript",
     "TurnHandle",
     "TurnNote",

@@ -34,6 +34,7 @@ from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event
 from cove.persistence.history import HistoryFigures
 from cove.persistence.opener import Opener
+from cove.persistence.pacing import SendSlot
 from cove.persistence.records import (
     ConversationRecord,
     ModelOption,
@@ -450,6 +451,13 @@ class Conversations(WatchAPI, VariablesAPI):
         """
         record = await self.get(conversation_id, owner=owner)
         return await self._store.figure(record.id, digest)
+
+    async def take_send_slot(self, keys: Sequence[tuple[str, float]], horizon_s: float) -> SendSlot:
+        """Take a slot of a pace every process on the database keeps (``persistence/pacing.py``):
+        ``keys`` are ``(key, interval_s)`` pairs, a slot is never taken more than ``horizon_s``
+        ahead. For a channel's calls to a rate-limited outside API."""
+        self._check_open()
+        return await self._store.take_send_slot(keys, horizon_s)
 
     async def system_prompt(self, digest: str) -> str:
         """The system prompt stored under ``digest`` (an iteration's ``system_prompt_hash``)."""

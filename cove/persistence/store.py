@@ -2,11 +2,11 @@
 
 ``Store`` is the interface the engine and the conversation layer use; no SQL is written above
 it. Each of its methods is one unit function (``writes``, ``iterations``, ``reads``, ``leases``,
-``cancels``, ``notes``, ``values``, ``history``) bound here by name, so its signature and
-docstring are written once, where its statements are. A unit receives a ``Call`` (the database,
-the time of the call, the turn's fence, the history budget) and runs on the backend's read
-connection or in one write transaction; a write unit runs to its end even when its caller is
-cancelled (a write unit is never half-done; its result is dropped)::
+``cancels``, ``notes``, ``values``, ``history``, ``pacing``) bound here by name, so its
+signature and docstring are written once, where its statements are. A unit receives a ``Call``
+(the database, the time of the call, the turn's fence, the history budget) and runs on the
+backend's read connection or in one write transaction; a write unit runs to its end even when
+its caller is cancelled (a write unit is never half-done; its result is dropped)::
 
     async with Store.open(path_or_url) as store:
         conversation = await store.create_conversation(channel="cli")
@@ -29,6 +29,7 @@ from cove.persistence import (
     iterations,
     leases,
     notes,
+    pacing,
     reads,
     recent,
     values,
@@ -249,6 +250,7 @@ class Store:
     interrupt_orphans = _writes(leases.interrupt_orphans)
     request_cancel = _writes(cancels.request_cancel)
     cancel_requested = _reads(cancels.cancel_requested)
+    take_send_slot = _writes(pacing.take_send_slot)
 
     # --- turns and iterations ------------------------------------------------------------
     start_turn = _writes(writes.start_turn)

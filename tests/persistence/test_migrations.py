@@ -56,6 +56,7 @@ TABLES = {
         "retry_attempt", "retry_budget",
     ],
     "cancel_request": ["turn_id", "requested_by", "requested_at"],
+    "send_slot": ["key", "next_at"],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
     "search_fts": ["text"],
@@ -92,6 +93,7 @@ INDEXES = {
     "sqlite_autoindex_steering_1": ("steering", ["iteration_id", "position"]),
     "sqlite_autoindex_turn_note_1": ("turn_note", ["turn_id", "seq"]),
     "sqlite_autoindex_block_figure_1": ("block_figure", ["block_id", "position"]),
+    "sqlite_autoindex_send_slot_1": ("send_slot", ["key"]),
 }
 
 

@@ -61,7 +61,8 @@ class TelegramChannel:
         self.convs = convs
         self.settings = settings
         token = bot_token(settings)
-        limiter = Limiter(settings)
+        bot_id = token.reveal().partition(":")[0]  # public: the bot's user id
+        limiter = Limiter(settings, bot_id, convs.take_send_slot)
         self.app: Application = _build(settings, token, limiter)  # type: ignore[type-arg]
         self.outbox = Outbox(self.app.bot, limiter)
         self.core = Core(convs, self.outbox, settings)
@@ -129,6 +130,8 @@ class TelegramChannel:
         if not self._started:
             return
         self._started = False
+        self.core.stopping.set()
+        self.core.withdraw_waiting()
         if self._webhook is not None:
             await self._stop_webhook()
         elif self.app.updater is not None and self.app.updater.running:
@@ -175,9 +178,10 @@ class TelegramChannel:
         )
 
     async def _stop_webhook(self) -> None:
+        # The webhook stays registered: other nodes behind the same URL go on receiving, and
+        # Telegram keeps an update that finds no node for a later delivery. (Polling, when the
+        # bot starts that way, deletes it first.)
         assert self._webhook is not None and self._webhook_server is not None
-        with contextlib.suppress(Exception):
-            await self.app.bot.delete_webhook()
         self._webhook_server.should_exit = True
         with contextlib.suppress(Exception):
             await self._webhook
@@ -240,7 +244,8 @@ def _prefer_timedeltas() -> None:
 def _register(app: Application, core: Core) -> None:  # type: ignore[type-arg]
     commands = Commands(core)
     for name, run in commands.table().items():
-        app.add_handler(CommandHandler(name, core.command(run)))
+        # /cancel acts at once: a message waiting for another node's turn holds the chat's order.
+        app.add_handler(CommandHandler(name, core.command(run, ordered=name != "cancel")))
     content = (filters.TEXT & ~filters.COMMAND) | filters.Document.ALL | filters.PHOTO
     app.add_handler(MessageHandler(content, core.on_message))
     app.add_handler(MessageHandler(filters.COMMAND, core.unknown(commands.unknown)))

@@ -132,7 +132,7 @@ class Commands:
 
     async def cancel(self, chat: ChatRef, args: list[str]) -> None:
         handles = list(self.core.roster.turns.get(chat.key, ()))
-        withdrawn = 0
+        withdrawn = self.core.withdraw_waiting(chat)  # waiting for another node's turn
         for handle in handles:
             if not handle.started and await handle.cancel():
                 withdrawn += 1

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -14,8 +16,9 @@ from cove.channels.telegram.outbox import ChatRef, Outbox
 from cove.channels.telegram.roster import Roster, chat_of, is_allowed
 from cove.channels.telegram.turns import TurnView, safe_name
 from cove.config import TelegramSettings
-from cove.conversation import Conversations
-from cove.errors import CoveError
+from cove.conversation import Conversations, TurnHandle
+from cove.errors import Busy, CoveError
+from cove.events import Event, TurnQueued, TurnStarted
 
 log = logging.getLogger("cove.telegram")
 
@@ -25,6 +28,13 @@ REFUSAL = (
 )
 Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
 Command = Callable[[ChatRef, list[str]], Awaitable[None]]
+ELSEWHERE = "⏳ Another cove node is running a turn in this conversation; this message runs next."
+NOT_RUN_STOPPING = (
+    "The bot is stopping and did not run this message: send it again once it is back."
+)
+#: How long a message waits for another node's turn in its conversation, and polls at most.
+ELSEWHERE_WAIT_S = 3600.0
+ELSEWHERE_POLL_S = 1.0
 
 
 class Core:
@@ -40,6 +50,18 @@ class Core:
         self.bot_id = 0
         self.tasks: set[asyncio.Task[None]] = set()
         self._refused: set[int] = set()
+        self.stopping = asyncio.Event()  # set when the bot stops: no more waiting to send
+        #: Per chat, the messages waiting for another node's turn; each set to withdraw it.
+        self.waiting: dict[str, set[asyncio.Event]] = {}
+
+    def withdraw_waiting(self, chat: ChatRef | None = None) -> int:
+        """Withdraw the messages waiting for another node's turn in ``chat`` (None: in every
+        chat); how many."""
+        keys = [chat.key] if chat is not None else list(self.waiting)
+        withdrawn = [event for key in keys for event in self.waiting.pop(key, set())]
+        for event in withdrawn:
+            event.set()
+        return len(withdrawn)
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the background, held until it ends; failures are logged."""
@@ -114,7 +136,9 @@ class Core:
                 if not text:
                     return
                 cid = await self.roster.current(chat)
-                handle = self.convs.send(cid, text, attachments)
+                handle, first = await self._start(chat, cid, text, attachments)
+            except _Withdrawn:
+                return  # by /cancel, which said so
             except CoveError as exc:
                 await self.outbox.plain(chat, f"⚠️ {exc}")
                 return
@@ -126,11 +150,75 @@ class Core:
             self.convs.workspace(cid),
             self.settings.group_edit_interval_s if chat.group else self.settings.edit_interval_s,
             fetch=lambda digest: self.convs.figure(cid, digest),
+            first=first,
         )
         try:
             await view.run()
         finally:
             self.roster.untrack(chat, handle)
+
+    async def _start(
+        self, chat: ChatRef, cid: str, text: str, attachments: list[tuple[str, bytes]]
+    ) -> tuple[TurnHandle, Event | None]:
+        """Send the message as a turn; its handle and first event (None: none came).
+
+        While another process (another node) holds the conversation's lease, its turn runs
+        there: the chat is told once, and the message is sent when that lease is free (looked
+        at with back-off up to ``ELSEWHERE_POLL_S``), for ``ELSEWHERE_WAIT_S`` at most; a send
+        the lease still refuses (taken meanwhile) waits the same way. So a message that reached
+        this node runs once, in the chat's order, whichever node got it.
+
+        Raises:
+            CoveError: The turn was refused for another reason, the wait ran out or the bot is
+                stopping.
+        """
+        withdrawn = asyncio.Event()
+        self.waiting.setdefault(chat.key, set()).add(withdrawn)
+        try:
+            return await self._start_when_free(chat, cid, text, attachments, withdrawn)
+        finally:
+            waiting = self.waiting.get(chat.key)
+            if waiting is not None:
+                waiting.discard(withdrawn)
+                if not waiting:
+                    del self.waiting[chat.key]
+
+    async def _start_when_free(
+        self,
+        chat: ChatRef,
+        cid: str,
+        text: str,
+        attachments: list[tuple[str, bytes]],
+        withdrawn: asyncio.Event,
+    ) -> tuple[TurnHandle, Event | None]:
+        waited, told = 0.0, False
+        while True:
+            if not await self._held_elsewhere(cid):
+                handle = self.convs.send(cid, text, attachments)
+                try:
+                    return handle, await _first_event(handle)
+                except Busy as exc:
+                    if exc.owner is None:
+                        raise
+            if waited >= ELSEWHERE_WAIT_S:
+                raise CoveError("another cove node kept running this conversation; send it again")
+            if not told:
+                await self.outbox.plain(chat, ELSEWHERE)
+                told = True
+            pause = min(ELSEWHERE_POLL_S, 0.1 + waited / 4)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(withdrawn.wait(), pause)
+            if self.stopping.is_set():
+                raise CoveError(NOT_RUN_STOPPING)
+            if withdrawn.is_set():
+                raise _Withdrawn
+            waited += pause
+
+    async def _held_elsewhere(self, cid: str) -> bool:
+        """Whether another process holds a live lease on the conversation (runs its turn)."""
+        record = await self.convs.get(cid)
+        owner, until = record.lease_owner, record.lease_until
+        return owner not in (None, self.convs.owner) and (until or 0) > time.time()
 
     async def _download(self, message: Message) -> list[tuple[str, bytes]]:
         """The document or photo of a message, as (safe name, bytes); [] when there is none.
@@ -158,16 +246,16 @@ class Core:
 
     # -- commands --------------------------------------------------------------------------
 
-    def command(self, run: Command) -> Handler:
+    def command(self, run: Command, *, ordered: bool = True) -> Handler:
         """A PTB callback for a command: the gate, then ``run(chat, args)`` in the background
-        (in the chat's order; a slow command or a flood wait holds up no other chat); errors
-        are told to the chat."""
+        (in the chat's order unless not ``ordered``; a slow command or a flood wait holds up no
+        other chat); errors are told to the chat."""
 
         async def callback(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
             message = update.effective_message
             if message is None or not await self.admitted(update):
                 return
-            self.spawn(self._command(chat_of(message), run, list(context.args or [])))
+            self.spawn(self._command(chat_of(message), run, list(context.args or []), ordered))
 
         return callback
 
@@ -196,8 +284,10 @@ class Core:
             return name if bot.lower() == self.username.lower() else None
         return None if message.chat.type in ("group", "supergroup") else name
 
-    async def _command(self, chat: ChatRef, run: Command, args: list[str]) -> None:
-        async with self.roster.lock(chat):
+    async def _command(
+        self, chat: ChatRef, run: Command, args: list[str], ordered: bool = True
+    ) -> None:
+        async with self.roster.lock(chat) if ordered else contextlib.nullcontext():
             try:
                 await run(chat, args)
             except CoveError as exc:
@@ -205,3 +295,21 @@ class Core:
             except Exception:
                 log.exception("command failed in chat %s", chat.key)
                 await self.outbox.plain(chat, "⚠️ That command failed; the bot keeps running.")
+
+
+class _Withdrawn(Exception):
+    """A message waiting for another node's turn was withdrawn (``/cancel``)."""
+
+
+async def _first_event(handle: TurnHandle) -> Event | None:
+    """The first event of the sent turn itself: queued behind a turn of this process, or
+    started (None when the stream ended first). Events of another process's turn that this
+    process's follower published before the lease refused the send are not the turn's.
+
+    Raises:
+        CoveError: The turn was refused (``Busy`` when another process holds the lease).
+    """
+    async for event in handle:
+        if isinstance(event, TurnQueued | TurnStarted):
+            return event
+    return None

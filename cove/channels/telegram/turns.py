@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import logging
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from cove.channels.figures import FigureRef
@@ -16,7 +17,7 @@ from cove.channels.telegram.outbox import ChatRef, Outbox
 from cove.channels.telegram.progress import StatusLine
 from cove.conversation import TurnHandle
 from cove.errors import CoveError
-from cove.events import BlockFinished, TurnFinished, TurnQueued, TurnStarted
+from cove.events import BlockFinished, Event, TurnFinished, TurnQueued, TurnStarted
 from cove.results import BlockFigure
 
 log = logging.getLogger("cove.telegram")
@@ -64,8 +65,10 @@ class TurnView:
         workspace: Path,
         interval: float,
         fetch: Fetch | None = None,
+        first: Event | None = None,
     ) -> None:
         self.outbox = outbox
+        self.first = first  # the handle's first event, when the sender already read it
         self.fetch = fetch  # reads a figure's PNG when an event does not carry it
         self.figures: list[tuple[FigureRef, BlockFigure]] = []
         self.chat = chat
@@ -101,7 +104,7 @@ class TurnView:
 
     async def _follow(self) -> TurnFinished | None:
         finished = None
-        async for event in self.handle:
+        async for event in self._events():
             if isinstance(event, TurnQueued):
                 await self._tell(QUEUED)
             if isinstance(event, TurnStarted):
@@ -115,6 +118,12 @@ class TurnView:
             if self.status.update(event):
                 self._wake.set()
         return finished
+
+    async def _events(self) -> AsyncIterator[Event]:
+        if self.first is not None:
+            yield self.first
+        async for event in self.handle:
+            yield event
 
     async def _edit_loop(self) -> None:
         """Show the status at most once per ``interval``; the last state always."""

@@ -44,6 +44,7 @@ def telegram_for(tg: FakeTelegram, **changes: Any) -> TelegramSettings:
         "edit_interval_s": 0.05,
         "group_edit_interval_s": 0.05,
         "rate_per_s": 1000.0,
+        "chat_rate_per_s": 1000.0,
         "group_rate_per_min": 60_000.0,
         **changes,
     }

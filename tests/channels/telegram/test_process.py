@@ -82,7 +82,7 @@ async def test_cove_run_on_the_bots_running_conversation_is_busy_and_nothing_is_
         assert set(await b.convs.variables(conv.id)) == {"a", "b", "c"}
 
 
-async def test_a_message_while_cove_run_holds_the_conversation_is_told_busy_and_cancel_stops_it(
+async def test_a_message_while_cove_run_holds_the_conversation_waits_and_cancel_stops_both(
     bot: BotFactory,
     tg: FakeTelegram,
     fake_openai: FakeOpenAI,
@@ -100,10 +100,11 @@ async def test_a_message_while_cove_run_holds_the_conversation_is_told_busy_and_
         env = cove_env(tmp_path, fake_openai)
         terminal = asyncio.create_task(cove(env, "run", "-c", conv.id, "from the terminal"))
         await asyncio.to_thread(wait_for_requests, fake_openai, 2)
-        tg.send_text(ALLOWED, "meanwhile")
-        await tg.wait_for(lambda: has_text(tg, ALLOWED, "is busy"))
-        tg.send_text(ALLOWED, "/cancel")  # reaches the process that runs the turn
+        tg.send_text(ALLOWED, "meanwhile")  # waits for the other process's turn, told once
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "runs next"))
+        tg.send_text(ALLOWED, "/cancel")  # withdraws it, and reaches the process running the turn
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "Stopping the turn another cove process"))
+        assert has_text(tg, ALLOWED, "1 queued message")
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "⏹ Cancelled."))
         done = await terminal
         assert done.returncode == 5, done.stderr  # `cove run`: the turn was cancelled

@@ -33,4 +33,5 @@ async def test_webhook_updates_need_the_secret_token(bot: BotFactory, tg: FakeTe
             )
             assert ok.status_code == 200
         await tg.wait_for(lambda: "via webhook" in tg.texts(ALLOWED))
-    assert tg.calls_of("deleteWebhook")[-1].at > tg.calls_of("setWebhook")[-1].at
+    # Stopping leaves the webhook to the other nodes behind its URL.
+    assert tg.webhook is not None and not tg.calls_of("deleteWebhook")
