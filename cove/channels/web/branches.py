@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cove.conversation import Conversations, ConversationRecord
+from cove.conversation import ConversationRecord, Conversations
 from cove.errors import NotFound
 
 
@@ -50,7 +50,9 @@ def _asked(fork: ConversationRecord) -> int:
     return (fork.fork_turn or 0) + 1
 
 
-async def _parent(convs: Conversations, conversation: ConversationRecord) -> ConversationRecord | None:
+async def _parent(
+    convs: Conversations, conversation: ConversationRecord
+) -> ConversationRecord | None:
     if conversation.parent_id is None:
         return None
     try:

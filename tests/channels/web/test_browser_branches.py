@@ -33,9 +33,7 @@ def opened_elsewhere(page: Any, *not_these: str) -> str:
     return str(page.url.split("/c/", 1)[1].split("#", 1)[0])
 
 
-def test_retrying_the_first_turn_makes_a_branch_of_the_conversation(
-    site: Site, page: Any
-) -> None:
+def test_retrying_the_first_turn_makes_a_branch_of_the_conversation(site: Site, page: Any) -> None:
     site.fake.add_replies(answer("", ["x = 10"]), answer("x is {{x}}."))
     cid = site.conversation()
     page.set_viewport_size(DESKTOP)
@@ -81,9 +79,7 @@ def test_editing_the_first_turn_branches_before_it(site: Site, page: Any) -> Non
     assert forks(site, cid) == [(edited, 0)]
 
 
-def test_a_turn_shows_its_versions_and_the_conversation_its_branches(
-    site: Site, page: Any
-) -> None:
+def test_a_turn_shows_its_versions_and_the_conversation_its_branches(site: Site, page: Any) -> None:
     site.fake.add_replies(answer("", ["x = 10"]), answer("x is {{x}}."), answer("Twenty."))
     cid = site.conversation()
     page.set_viewport_size(DESKTOP)
@@ -114,7 +110,8 @@ def test_a_turn_shows_its_versions_and_the_conversation_its_branches(
     assert "3 branches from here" in page.text_content("#branches summary")
     page.click("#branches summary")
     listed = page.eval_on_selector_all(
-        "#branches li", "items => items.map(i => [i.querySelector('a').dataset.branch, i.innerText])"
+        "#branches li",
+        "items => items.map(i => [i.querySelector('a').dataset.branch, i.innerText])",
     )
     assert [branch for branch, _ in listed] == [retried, edited, after]
     assert ["at turn 1" in text for _, text in listed] == [True, True, False]
