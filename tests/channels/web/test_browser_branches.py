@@ -54,6 +54,7 @@ def test_retrying_the_first_turn_makes_a_branch_of_the_conversation(site: Site, 
     assert note.startswith("Branched from Browser test") and "before its first turn" in note
 
     # The original is one click away, and from it the retry again.
+    assert page.text_content("#turn-1 .turn-branches a[data-branch]") == "“set x to ten”"
     page.click("#turn-1 .turn-branches a[data-branch]")
     page.wait_for_url(f"{site.url}/c/{cid}#turn-1")
     assert page.text_content("#turn-1 .answer").strip() == "x is 10."
@@ -104,23 +105,30 @@ def test_a_turn_shows_its_versions_and_the_conversation_its_branches(site: Site,
     page.click("#turn-2 button[data-action='fork']")  # a branch that goes on after turn 2
     after = opened_elsewhere(page, cid, retried, edited)
     page.wait_for_selector("#branches .fork-note")
-
-    # The original lists its three branches, with where each forked.
+    assert page.locator(".turn-branches").count() == 0  # the original has no turn 3
     page.goto(f"{site.url}/c/{cid}")
-    assert "3 branches from here" in page.text_content("#branches summary")
+    page.click("#turn-1 button[data-action='fork']")  # a branch after turn 1 that asks nothing
+    idle = opened_elsewhere(page, cid, retried, edited, after)
+    page.wait_for_selector("#branches .fork-note")
+
+    # The original lists its four branches, with where each forked.
+    page.goto(f"{site.url}/c/{cid}")
+    assert "4 branches from here" in page.text_content("#branches summary")
     page.click("#branches summary")
     listed = page.eval_on_selector_all(
         "#branches li",
         "items => items.map(i => [i.querySelector('a').dataset.branch, i.innerText])",
     )
-    assert [branch for branch, _ in listed] == [retried, edited, after]
-    assert ["at turn 1" in text for _, text in listed] == [True, True, False]
-    assert "at turn 2" in listed[2][1]
-    # Turn 2 has three versions here; turn 1 none (nothing forked before it).
+    assert [branch for branch, _ in listed] == [retried, edited, idle, after]
+    assert ["at turn 1" in text for _, text in listed] == [True, True, True, False]
+    assert "at turn 2" in listed[3][1]
+    # Turn 2 has three versions here, each named by what it asked (the idle branch asked
+    # nothing yet); turn 1 none (nothing forked before it).
     assert page.locator("#turn-1 .turn-branches").count() == 0
     versions = page.locator("#turn-2 .turn-branches")
     assert "Turn 2 in 3 branches" in versions.text_content()
     assert versions.locator("a[aria-current='page']").text_content() == "this one"
+    assert versions.locator("a[data-branch]").all_text_contents() == ["“double x”", "“triple x”"]
 
     # One click to the edited version; from there, the sibling and the original.
     versions.locator(f"a[data-branch='{edited}']").click()
@@ -131,6 +139,7 @@ def test_a_turn_shows_its_versions_and_the_conversation_its_branches(site: Site,
         cid,
         retried,
     ]
+    assert there.all_text_contents() == ["“double x”", "“double x”"]  # the original, the retry
     page.click(f"#turn-2 .turn-branches a[data-branch='{retried}']")
     page.wait_for_url(f"{site.url}/c/{retried}#turn-2")
     assert page.text_content("#turn-2 .answer").strip() == "Twice 10 is twenty."
