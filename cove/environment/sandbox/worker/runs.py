@@ -55,6 +55,11 @@ class _Run:
     lens: list[int] | None  # a table's row lengths
     name: str  # the run's chunk
     sizes: dict[str, int]  # every chunk making the run (a split run has several), by size
+    # A run shorter than RUN_ITEMS (a value's last) keeps its items' trees and what encoding
+    # them charged, when they made no chunk of their own: a run that then only grows encodes
+    # its new items alone.
+    trees: list[Any] | None = None
+    charged: int = 0
 
 
 class Runs:
@@ -156,7 +161,8 @@ def encode(
                 enc.charge(sum(old.sizes.values()))
                 built.append(old)
                 continue
-            run = _build(kind, views, start, enc)
+            grown = old if old is not None and _grew(kind, old, views, start, hint) else None
+            run = _build(kind, views, start, enc, grown)
             if run is None:
                 return None
             built.append(run)
@@ -219,15 +225,42 @@ def _kept(
     return _same(kind, run, views, start)
 
 
-def _same(kind: Kind, run: _Run, views: tuple[list[Any], list[Any] | None], start: int) -> bool:
-    """Whether the run at ``start`` holds the objects ``run`` recorded."""
+def _grew(
+    kind: Kind,
+    run: _Run,
+    views: tuple[list[Any], list[Any] | None],
+    start: int,
+    hint: Hint | None,
+) -> bool:
+    """Whether the run at ``start`` begins with exactly what ``run`` recorded and holds more
+    (a last run that only grew), with ``run``'s item trees kept to build on."""
+    held = len(run.items)
+    if run.trees is None or len(views[0]) - start <= held:
+        return False
+    if hint is not None and hint[0] is True and start + held <= hint[2]:
+        rows = hint[1]
+        if not rows or rows.isdisjoint(map(id, run.items)):
+            return True  # only grew at its end, none of these rows touched
+    return _same(kind, run, views, start, start + held)
+
+
+def _same(
+    kind: Kind,
+    run: _Run,
+    views: tuple[list[Any], list[Any] | None],
+    start: int,
+    stop: int | None = None,
+) -> bool:
+    """Whether the run at ``start`` (up to ``stop``, its end by default) holds the objects
+    ``run`` recorded."""
     items, values = views
-    segment = items[start : start + RUN_ITEMS]
+    end = start + RUN_ITEMS if stop is None else stop
+    segment = items[start:end]
     if len(segment) != len(run.items) or not all(map(is_, segment, run.items)):
         return False
     if kind == "dict":
         assert values is not None and run.values is not None
-        return all(map(is_, values[start : start + RUN_ITEMS], run.values))
+        return all(map(is_, values[start:end], run.values))
     if kind != "table":
         return True
     if list(map(len, segment)) != run.lens:
@@ -256,27 +289,45 @@ def _record(kind: Kind, views: tuple[list[Any], list[Any] | None], start: int) -
 
 
 def _build(
-    kind: Kind, views: tuple[list[Any], list[Any] | None], start: int, enc: TreeEncoder
+    kind: Kind,
+    views: tuple[list[Any], list[Any] | None],
+    start: int,
+    enc: TreeEncoder,
+    grown: _Run | None = None,
 ) -> _Run | None:
-    """Encode the run at ``start`` anew; None when it no longer has the shape."""
+    """Encode the run at ``start`` anew (only the items past ``grown``'s, a run it extends);
+    None when it no longer has the shape."""
     run = _record(kind, views, start)
     segment = run.items
     kinds = set(map(type, segment))
     if kind == "table":
         if not _table(segment, kinds):
             return None
-        trees = enc.trees(segment, len(segment), 1)
     elif not kinds <= _SCALARS:
         return None
     elif kind == "dict":
         assert run.values is not None
         if not set(map(type, run.values)) <= _SCALARS:
             return None
-        keys = enc.trees(segment, len(segment), 1)
-        values = enc.trees(run.values, len(segment), 1)
-        trees = [[key, value] for key, value in zip(keys, values, strict=True)]
+    kept: list[Any] = []
+    if grown is not None and grown.trees is not None:
+        kept = grown.trees
+        # What encoding the kept items charged, less the list overhead charged again below.
+        enc.charge(grown.charged - (2 if kind == "dict" else 1))
+    used, chunks = enc.used, len(enc.sizes)
+    fresh = segment[len(kept) :]
+    if kind == "dict":
+        assert run.values is not None
+        keys = enc.trees(fresh, len(fresh), 1)
+        values = enc.trees(run.values[len(kept) :], len(fresh), 1)
+        trees = kept + [[key, value] for key, value in zip(keys, values, strict=True)]
     else:
-        trees = enc.trees(segment, len(segment), 1)
+        trees = kept + enc.trees(fresh, len(fresh), 1)
+    if len(segment) < RUN_ITEMS and len(enc.sizes) == chunks and (grown is None or kept):
+        run.trees = trees
+        run.charged = enc.used - used + (grown.charged if kept and grown else 0)
+        if kept:
+            run.charged -= 2 if kind == "dict" else 1
     enc.log = []
     run.name = leaf(enc, trees)
     run.sizes = {name: enc.sizes[name] for name in enc.log}

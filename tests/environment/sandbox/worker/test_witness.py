@@ -322,6 +322,36 @@ def test_a_long_list_kept_run_by_run_has_exactly_the_tree_the_codec_builds() -> 
             assert same(session.stored(change), session.live(name)), (code, name)
 
 
+def test_a_last_run_grown_item_by_item_has_exactly_the_tree_the_codec_builds() -> None:
+    # The last run of each value only grows, so it is built on its kept item trees; between
+    # the appends, writes to its rows, a row long enough to be stored in chunks of its own, and
+    # removals make it build anew.
+    session = Session()
+    session.run(
+        "rows = [{'id': i, 'name': f'item {i}', 'qty': i % 7} for i in range(600)]\n"
+        "words = [f'w{i}' for i in range(300)]\nbook = {i: str(i) for i in range(300)}"
+    )
+    steps = [
+        "rows.append({'id': -1, 'name': 'new', 'qty': 1})",
+        "rows.append({'id': -2, 'name': 'newer', 'qty': 2})",
+        "rows[-1]['qty'] = len(rows)",
+        "rows.append({'id': -3, 'name': 'x' * 5000, 'qty': 3})",
+        "rows.append({'id': -4, 'name': 'after', 'qty': 4})",
+        "words.append('more')",
+        "words.extend(['a', 'b'])",
+        "book[len(book)] = 'added'",
+        "rows.pop()",
+        "rows.append({'id': -5, 'name': 'again', 'qty': 5})",
+    ]
+    for code in steps * 3:
+        changes = session.run(code)
+        assert changes, code
+        for name, change in changes.items():
+            tree = codec.encode_tree(session.live(name), max_bytes=1 << 30, max_depth=100)
+            assert change["encoded"] == tree.root, (code, name)
+            assert same(session.stored(change), session.live(name)), (code, name)
+
+
 DATA_ROUTES: dict[str, tuple[list[str], str, set[str]]] = {
     "an array augmented": (["import numpy as np\na = np.arange(600)"], "a += 1", {"a"}),
     "an array item": (["import numpy as np\na = np.arange(600)"], "a[0] = -5", {"a"}),
