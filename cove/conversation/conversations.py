@@ -265,10 +265,17 @@ class Conversations(WatchAPI, VariablesAPI):
         return await self._store.get_conversation(record.id)
 
     async def fork(self, conversation_id: str, at_turn: int) -> ConversationRecord:
-        """A new conversation whose sandbox starts from the parent's variables as of ``at_turn``."""
+        """A new conversation whose sandbox starts from the parent's variables as of ``at_turn``.
+
+        ``at_turn`` 0 makes a branch that holds none of the parent's turns (its first turn is
+        its own turn 1) but is linked to it: another first turn, as a retry of turn 1 wants.
+
+        Raises:
+            NotFound: Unknown conversation, or no such turn. Busy: That turn is still running.
+        """
         parent = await self.get(conversation_id)
         turns = await self._store.turns(parent.id)
-        if not any(t.position == at_turn for t in turns):
+        if at_turn != 0 and not any(t.position == at_turn for t in turns):
             positions = ", ".join(str(t.position) for t in turns) or "none"
             raise NotFound(
                 "turn",
@@ -287,6 +294,20 @@ class Conversations(WatchAPI, VariablesAPI):
         )
         await self._workspaces.copy(parent.id, record.id)
         return record
+
+    async def forks(
+        self, conversation_id: str, *, owner: str | None = None
+    ) -> builtins.list[ConversationRecord]:
+        """The conversations forked from this one, by the turn each forked at (``fork_turn``).
+
+        Only direct forks (a fork's own forks are listed by it); only ``owner``'s when given.
+        The conversation a fork was made from is its record's ``parent_id``.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s).
+        """
+        record = await self.get(conversation_id, owner=owner)
+        return [as_listed(fork) for fork in await self._store.forks(record.id, owner=owner)]
 
     async def delete(self, conversation_id: str) -> None:
         """Delete a conversation, its history and its workspace (refused while a turn runs)."""

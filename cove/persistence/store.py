@@ -2,11 +2,11 @@
 
 ``Store`` is the interface the engine and the conversation layer use; no SQL is written above
 it. Each of its methods is one unit function (``writes``, ``iterations``, ``reads``, ``leases``,
-``cancels``, ``notes``, ``values``, ``history``, ``pacing``) bound here by name, so its
-signature and docstring are written once, where its statements are. A unit receives a ``Call``
-(the database, the time of the call, the turn's fence, the history budget) and runs on the
-backend's read connection or in one write transaction; a write unit runs to its end even when
-its caller is cancelled (a write unit is never half-done; its result is dropped)::
+``cancels``, ``notes``, ``values``, ``history``, ``pacing``, ``forks``, …) bound here by
+name, so its signature and docstring are written once, where its statements are. A unit
+receives a ``Call`` (the database, the time of the call, the turn's fence, the history budget)
+and runs on the backend's read connection or in one write transaction; a write unit runs to its
+end even when its caller is cancelled (a write unit is never half-done; its result is dropped)::
 
     async with Store.open(path_or_url) as store:
         conversation = await store.create_conversation(channel="cli")
@@ -36,6 +36,7 @@ from cove.persistence import (
     variables,
     writes,
 )
+from cove.persistence import forks as forking
 from cove.persistence import history as thinning
 from cove.persistence import search as full_text
 from cove.persistence.database import Call, Commits, Database, Transactions
@@ -238,6 +239,7 @@ class Store:
     list_conversations = _reads(reads.list_conversations)
     conversation_scan = _reads(reads.conversation_scan)
     conversation_ids = _reads(reads.conversation_ids)
+    forks = _reads(forking.forks)
     set_title = _writes(writes.set_title)
     delete_conversation = _writes(writes.delete_conversation)
 

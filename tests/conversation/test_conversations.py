@@ -15,7 +15,14 @@ import pytest
 
 from cove.conversation import Conversations, scripted_factory
 from cove.errors import AmbiguousId, Busy, CoveError, NotFound
-from cove.events import BlockStarted, Event, TurnFinished, TurnQueued, TurnStarted
+from cove.events import (
+    BlockStarted,
+    Event,
+    ReplayFinished,
+    TurnFinished,
+    TurnQueued,
+    TurnStarted,
+)
 from tests.conversation.watch.watch_helpers import GatedClient
 from tests.scripted import reply, settings_for
 
@@ -208,6 +215,33 @@ async def test_fork_starts_from_the_parent_variables_at_that_turn(tmp_path: Path
         assert [t.position for t in transcript.turns] == [1, 2]
         with pytest.raises(NotFound):
             await convs.fork(conv.id, at_turn=9)
+
+
+async def test_a_fork_at_turn_zero_is_another_first_turn_that_replays(tmp_path: Path) -> None:
+    factory = scripted_factory(
+        [
+            reply(["n = 1"], "{{n}}"),
+            reply(["n = n + 10"], "{{n}}"),
+            reply(["m = 5"], "m is {{m}}"),
+        ]
+    )
+    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+        conv = await convs.create(title="base")
+        await run(convs, conv.id, "one")
+        await run(convs, conv.id, "two")
+        fork = await convs.fork(conv.id, at_turn=0)
+        assert (fork.parent_id, fork.fork_turn, fork.turn_count) == (conv.id, 0, 0)
+        assert await convs.variables(fork.id) == {}
+        events = await run(convs, fork.id, "one, asked again")
+        assert final(events).answer == "m is 5"
+        assert set(await convs.variables(fork.id)) == {"m"}  # none of the parent's variables
+        transcript = await convs.inspect(fork.id)
+        assert [(t.conversation_id, t.position) for t in transcript.turns] == [(fork.id, 1)]
+        assert [f.id for f in await convs.forks(conv.id)] == [fork.id]
+        replayed = [event async for event in convs.replay(fork.id)]
+        assert isinstance(replayed[-1], ReplayFinished) and replayed[-1].ok
+        with pytest.raises(NotFound):
+            await convs.fork(conv.id, at_turn=-1)
 
 
 async def test_delete_removes_everything(tmp_path: Path) -> None:

@@ -194,3 +194,36 @@ async def test_delete_refuses_a_conversation_with_forks_naming_them(
     await store.delete_conversation(fork.id)
     await store.delete_conversation(parent_id)
     assert (count(db_path, "conversation"), count(db_path, "blob")) == (0, 0)
+
+
+async def test_forks_lists_direct_forks_by_fork_turn_then_age(store: Store) -> None:
+    parent_id = await _parent_with_three_turns(store)
+    other = await store.create_conversation(channel="cli", title="unrelated")
+    late = await store.create_conversation(channel="cli", parent_id=parent_id, fork_turn=2)
+    first = await store.create_conversation(channel="cli", parent_id=parent_id, fork_turn=0)
+    again = await store.create_conversation(channel="cli", parent_id=parent_id, fork_turn=2)
+    await store.start_turn(first.id, "another first turn")
+    grandchild = await store.create_conversation(channel="cli", parent_id=late.id, fork_turn=2)
+
+    found = await store.forks(parent_id)
+
+    assert [(f.id, f.fork_turn) for f in found] == [(first.id, 0), (late.id, 2), (again.id, 2)]
+    assert all(f.parent_id == parent_id for f in found)
+    assert (found[0].turn_count, found[0].first_request) == (1, "another first turn")
+    assert [f.id for f in await store.forks(late.id)] == [grandchild.id]
+    assert await store.forks(other.id) == []
+    assert await store.forks(grandchild.id) == []
+
+
+async def test_forks_of_an_owner_and_of_an_unknown_conversation(store: Store) -> None:
+    parent = await store.create_conversation(channel="web", owner="web:alice")
+    await add_turn(store, parent.id, "one")
+    mine = await store.create_conversation(
+        channel="web", parent_id=parent.id, fork_turn=1, owner="web:alice"
+    )
+    await store.create_conversation(channel="web", parent_id=parent.id, fork_turn=1, owner="bob")
+
+    assert [f.id for f in await store.forks(parent.id, owner="web:alice")] == [mine.id]
+    assert len(await store.forks(parent.id)) == 2
+    with pytest.raises(NotFound):
+        await store.forks("no-such-conversation")

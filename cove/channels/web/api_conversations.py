@@ -128,6 +128,12 @@ async def fork(request: Request) -> Response:
     return JSONResponse(conversation_json(record), status_code=201)
 
 
+async def forks(request: Request) -> Response:
+    """The conversations forked from this one, by the turn each forked at."""
+    records = await web(request).convs.forks(request.path_params["cid"])
+    return JSONResponse({"forks": [conversation_json(r) for r in records]})
+
+
 async def replay(request: Request) -> Response:
     convs = web(request).convs
     record = await convs.get(request.path_params["cid"])
@@ -149,6 +155,7 @@ ROUTES = [
     Route("/api/conversations/{cid}", delete, methods=["DELETE"]),
     Route("/api/conversations/{cid}/export", export, methods=["GET"]),
     Route("/api/conversations/{cid}/fork", fork, methods=["POST"]),
+    Route("/api/conversations/{cid}/forks", forks, methods=["GET"]),
     Route("/api/conversations/{cid}/replay", replay, methods=["POST"]),
     Route("/api/search", search, methods=["GET"]),
 ]

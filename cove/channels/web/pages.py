@@ -12,6 +12,7 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 from cove.channels.figures import turn_figures
+from cove.channels.web.branches import Branches, branches
 from cove.channels.web.errors import TooLarge
 from cove.channels.web.listing import list_context
 from cove.channels.web.render import code_spans, diff
@@ -71,13 +72,15 @@ async def _chat_context(request: Request, transcript: Transcript | None) -> dict
         variables=[],
         changes={},
         notes={},
+        branches=Branches(),
         upload_limit=web(request).upload_limit,
     )
     if transcript is None:
         return context
     events = page_timeline(transcript)
     turns, after = resume_after(transcript, events)
-    current = await web(request).convs.variables(transcript.conversation.id)
+    convs = web(request).convs
+    current = await convs.variables(transcript.conversation.id)
     context.update(
         conv=transcript.conversation,
         turns=turns,
@@ -85,6 +88,7 @@ async def _chat_context(request: Request, transcript: Transcript | None) -> dict
         variables=[v for _, v in sorted(current.items()) if v.kind != "deleted"],
         changes=changes_by_iteration(transcript),
         notes=notes_by_iteration(events),
+        branches=await branches(convs, transcript.conversation),
     )
     return context
 
@@ -104,6 +108,7 @@ async def turn_fragment(request: Request) -> Response:
     context = {
         "conv": transcript.conversation,
         "turn": turn,
+        "branches": await branches(convs, transcript.conversation),
         "changes": changes_by_iteration(transcript),  # a turn's transcript has what it wrote
         "notes": notes_by_iteration(page_timeline(transcript)),
     }

@@ -84,6 +84,18 @@ async def test_search_export_fork_replay(web: Web) -> None:
         assert names == ["x"]  # the branch starts from turn 1: y does not exist there
         nowhere = await client.post(f"/api/conversations/{cid}/fork", json={"turn": 9})
         assert nowhere.status_code == 404
+        before_any = await client.post(f"/api/conversations/{cid}/fork", json={"turn": 0})
+        assert before_any.status_code == 201 and before_any.json()["turn_count"] == 0
+        empty = (await client.get(f"/api/conversations/{before_any.json()['id']}/vars")).json()
+        assert empty["variables"] == []  # a branch before turn 1 holds none of the parent
+
+        listed = (await client.get(f"/api/conversations/{cid}/forks")).json()["forks"]
+        assert [(f["id"], f["fork_turn"]) for f in listed] == [
+            (before_any.json()["id"], 0),
+            (fork.json()["id"], 1),
+        ]
+        unknown = await client.get("/api/conversations/no-such-id/forks")
+        assert unknown.status_code == 404
 
         replayed = (await client.post(f"/api/conversations/{cid}/replay")).json()
         assert replayed["finished"]["ok"] is True

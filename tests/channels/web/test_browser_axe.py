@@ -1,6 +1,6 @@
 """The accessibility gate: axe-core, injected into the real pages, finds no serious or critical
-violation on the chat, its sidebar (also as a phone's drawer), the conversation list, the
-inspector and a variable's page, in light and in dark mode.
+violation on the chat, its sidebar (also as a phone's drawer), its branches, the conversation
+list, the inspector and a variable's page, in light and in dark mode.
 
 axe-core comes from npm, pinned by ``axe/package-lock.json`` and installed by ``make install``;
 without it these tests skip, saying so, except in CI, where they fail.
@@ -78,6 +78,15 @@ def test_no_serious_violation_on_the_key_pages(
         page.fill("#sidebar-search", "total")
         page.wait_for_selector("#sidebar-entries .side-hits mark")
         found["sidebar search"] = violations(page, axe)
+        site.fake.add_replies(answer("", ["total = 3 + 4 + 5"]), answer("Again {{total}}."))
+        page.goto(f"{site.url}/c/{cid}")
+        page.click("#turn-1 button[data-action='retry']")  # a branch: its note, turn 1's versions
+        page.wait_for_url(lambda url: cid not in url)
+        page.wait_for_selector("#turn-1[data-status='done'] .answer")
+        found["a branch"] = violations(page, axe)
+        page.goto(f"{site.url}/c/{cid}")
+        page.click("#branches summary")
+        found["a conversation's branches"] = violations(page, axe)
         for name, path in (
             ("new chat", "/"),
             ("list", "/conversations"),

@@ -192,5 +192,6 @@ def test_a_reply_streamed_in_many_small_chunks_keeps_the_page_at_its_end(
     page.mouse.wheel(0, -600)  # the reader scrolls up into the text: the page lets go
     page.wait_for_selector("#jump-latest", state="visible")
     assert not end_in_view(page, delta)
+    page.keyboard.press("Escape")  # leaves the message box the request was sent from
     page.keyboard.press("Escape")  # stop (a shortcut), the page stays where the reader is
     page.wait_for_selector(".turn[data-status='cancelled']")

@@ -44,6 +44,8 @@ def test_the_help_overlay_lists_the_shortcuts_and_each_works(site: Site, page: A
     listed = help.locator("dd").all_text_contents()
     for what in ("New chat", "Search", "Stop", "Copy the last answer", "Copy the last code"):
         assert any(what.lower() in line.lower() for line in listed), what
+    stop = next(line for line in listed if line.startswith("Stop"))
+    assert "in a text box, Escape first leaves the box" in stop  # as the page behaves
     assert help.locator("kbd").count() >= 8
     page.keyboard.press("Escape")
     ui.closed(page)
@@ -71,7 +73,7 @@ def test_the_help_overlay_lists_the_shortcuts_and_each_works(site: Site, page: A
     assert page.locator(".turn").count() == 0
 
 
-def test_escape_stops_the_running_turn(site: Site, page: Any) -> None:
+def test_escape_while_typing_leaves_the_box_and_only_then_stops(site: Site, page: Any) -> None:
     gate = Gate(answer("never shown"))
     site.fake.add_replies(gate)
     cid = site.conversation()
@@ -79,7 +81,17 @@ def test_escape_stops_the_running_turn(site: Site, page: Any) -> None:
     send(page, "take your time")
     assert gate.reached.wait(30)
     page.wait_for_selector("#stop", state="visible")
-    page.keyboard.press("Escape")
+    page.type("#message", "half a thought")
+    page.keyboard.press("Escape")  # in the message box: leaves it, stops nothing
+    assert page.evaluate("document.activeElement.id") != "message"
+    assert page.input_value("#message") == "half a thought"  # what was typed stays
+    page.keyboard.press("Control+K")
+    assert page.evaluate("document.activeElement.id") == "sidebar-search"
+    page.keyboard.press("Escape")  # the empty search box: left too
+    assert page.evaluate("document.activeElement.id") != "sidebar-search"
+    # A stop would have changed the button at once, in the key's own handler.
+    assert page.text_content("#stop") == "Stop" and page.is_enabled("#stop")
+    page.keyboard.press("Escape")  # from elsewhere on the page: stops the turn
     page.wait_for_selector(".turn[data-status='cancelled']")
     gate.opened.set()
 

@@ -178,3 +178,30 @@ def test_the_sidebar_says_how_long_ago_in_the_largest_whole_unit() -> None:
         "3 d",
     ]
     assert ago(None, now) == "" and ago(now + 30, now) == "now"  # a clock a little ahead
+
+
+async def test_a_branch_page_shows_where_it_came_from_and_each_turn_its_versions(
+    web: Web,
+) -> None:
+    replies = [reply([], "first"), reply([], "again")]
+    async with web(replies) as client:
+        cid = (await client.post("/api/conversations", json={"title": "Root"})).json()["id"]
+        await send_and_finish(client, cid, "ask <b>once</b>")
+        fork = (await client.post(f"/api/conversations/{cid}/fork", json={"turn": 0})).json()
+        await send_and_finish(client, fork["id"], "ask <i>twice</i>")
+
+        page = (await client.get(f"/c/{fork['id']}")).text
+        note = re.search(r'<p class="fork-note">(.*?)</p>', page, re.S)
+        assert note and f'href="/c/{cid}"' in note[1] and "before its first turn" in note[1]
+        versions = re.findall(r'data-branch="(\w+)" title="[^"]*">(.*?)</a>', page)
+        assert versions == [(cid, "“ask &lt;b&gt;once&lt;/b&gt;”")]  # escaped, as any text
+        fragment = (await client.get(f"/c/{fork['id']}/turns/1")).text  # a turn as it ends
+        assert 'class="turn-branches"' in fragment and f'data-branch="{cid}"' in fragment
+
+        root = (await client.get(f"/c/{cid}")).text
+        assert "1 branch from here" in root and "another turn 1" in root
+        assert re.findall(r'data-branch="(\w+)" title="[^"]*">(.*?)</a>', root) == [
+            (fork["id"], "“ask &lt;i&gt;twice&lt;/i&gt;”")
+        ]
+        alone = (await client.post("/api/conversations", json={})).json()["id"]
+        assert 'id="branches"' not in (await client.get(f"/c/{alone}")).text

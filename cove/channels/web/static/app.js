@@ -294,12 +294,11 @@ function chatPage() {
   $("#editing-cancel").addEventListener("click", () => { edit(null); input.value = ""; input.focus(); });
 
   // A branch where turn ``position`` is asked ``text`` instead: a fork at the turn before it
-  // (a new conversation for the first turn), which then runs the request. A branch whose
-  // request cannot start is deleted again: nothing is left behind but the error.
+  // (at turn 0 for the first turn: a branch with none of this one's turns, linked to it),
+  // which then runs the request. A branch whose request cannot start is deleted again:
+  // nothing is left behind but the error.
   const branchWith = async (position, text) => {
-    const fork = position > 1
-      ? await api("POST", `/api/conversations/${cid}/fork`, { turn: position - 1 })
-      : await api("POST", "/api/conversations", {});
+    const fork = await api("POST", `/api/conversations/${cid}/fork`, { turn: position - 1 });
     try { await api("POST", `/api/conversations/${fork.id}/messages`, { text }); }
     catch (error) {
       await api("DELETE", `/api/conversations/${fork.id}`).catch(() => {});
@@ -373,7 +372,7 @@ function chatPage() {
     { keys: "Alt+Shift+N", label: "New chat", run: () => { location.href = "/"; } },
     { keys: "Control+K", label: "Search the conversations", run: () => side.search() },
     { keys: "Alt+Shift+S", label: "Show or hide the conversations", run: () => side.toggle() },
-    { keys: "Escape", label: "Stop the running turn", when: () => running && !stop.disabled, run: () => stop.click() },
+    { keys: "Escape", label: "Stop the running turn (in a text box, Escape first leaves the box)", when: () => running && !stop.disabled, run: () => stop.click() },
     { keys: "Alt+Shift+A", label: "Copy the last answer", run: () => {
       const answer = last(".msg.answer");
       return answer ? copy(answer.innerText, "Answer copied") : notice("No answer to copy yet", true);

@@ -50,6 +50,12 @@ function helpDialog(list) {
   return dialog;
 }
 
+// A box the person types in: there, a plain Escape leaves the box (what it typed stays) and
+// runs no shortcut, so a reflex Escape while typing stops nothing. A box may take Escape for
+// itself first (the search box clears its text).
+const typing = (target) => target instanceof HTMLElement
+  && (target.isContentEditable || target.matches("textarea, input:not([type=button], [type=submit], [type=checkbox], [type=radio], [type=file])"));
+
 // Install ``list`` ([{keys, label, run, when?}]); returns a function that shows the help.
 export function shortcuts(list) {
   let help = null;
@@ -62,6 +68,12 @@ export function shortcuts(list) {
   document.addEventListener("keydown", (event) => {
     if (event.defaultPrevented || event.isComposing) return;
     if (document.querySelector("dialog[open]")) return;  // a dialog has the keyboard
+    if (event.key === "Escape" && !(event.ctrlKey || event.metaKey || event.altKey || event.shiftKey)
+        && typing(event.target)) {
+      event.preventDefault();
+      event.target.blur();
+      return;
+    }
     const found = parsed.find((s) => matches(event, s.keyset) && (!s.when || s.when(event)));
     if (!found) return;
     event.preventDefault();
