@@ -183,7 +183,7 @@ def test_a_reply_streamed_in_many_small_chunks_keeps_the_page_at_its_end(
     page.wait_for_function(
         "(s) => (document.querySelector(s)?.textContent.length ?? 0) >= 2000", arg=delta
     )
-    page.wait_for_function(f"document.querySelector({json.dumps(delta)}).scrollHeight > 1000")
+    page.wait_for_function("(s) => document.querySelector(s).scrollHeight > 1000", arg=delta)
     next_frames(page)
     assert end_in_view(page, delta), "the page fell behind the streamed text"
     assert page.is_hidden("#jump-latest")

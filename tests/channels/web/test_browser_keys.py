@@ -104,7 +104,9 @@ def test_a_block_copies_its_code_and_a_turn_its_answer(site: Site, page: Any) ->
     page.wait_for_selector("#notice:text('Code copied')")
     assert clipboard(page) == "side = 6"
     page.click("#turn-1 button[data-action='copy-answer']")
-    page.wait_for_function("document.querySelector('#notice').textContent === 'Answer copied'")
+    page.wait_for_function(
+        "() => document.querySelector('#notice').textContent === 'Answer copied'"
+    )
     assert clipboard(page) == "The area is 36."
 
 
