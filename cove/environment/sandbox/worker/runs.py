@@ -309,11 +309,10 @@ def _build(
         assert run.values is not None
         if not set(map(type, run.values)) <= _SCALARS:
             return None
-    kept: list[Any] = []
-    if grown is not None and grown.trees is not None:
-        kept = grown.trees
-        # What encoding the kept items charged, less the list overhead charged again below.
-        enc.charge(grown.charged - (2 if kind == "dict" else 1))
+    kept: list[Any] = grown.trees or [] if grown is not None else []
+    # What encoding the kept items charged, less the list overhead charged again below.
+    base = grown.charged - (2 if kind == "dict" else 1) if grown is not None and kept else 0
+    enc.charge(base)
     used, chunks = enc.used, len(enc.sizes)
     fresh = segment[len(kept) :]
     if kind == "dict":
@@ -323,11 +322,8 @@ def _build(
         trees = kept + [[key, value] for key, value in zip(keys, values, strict=True)]
     else:
         trees = kept + enc.trees(fresh, len(fresh), 1)
-    if len(segment) < RUN_ITEMS and len(enc.sizes) == chunks and (grown is None or kept):
-        run.trees = trees
-        run.charged = enc.used - used + (grown.charged if kept and grown else 0)
-        if kept:
-            run.charged -= 2 if kind == "dict" else 1
+    if len(segment) < RUN_ITEMS and len(enc.sizes) == chunks:
+        run.trees, run.charged = trees, base + enc.used - used
     enc.log = []
     run.name = leaf(enc, trees)
     run.sizes = {name: enc.sizes[name] for name in enc.log}
