@@ -38,6 +38,16 @@ def require_litestream() -> str:
     return found
 
 
+def replicate(binary: str, database: Path, replica: Path) -> subprocess.Popen[bytes]:
+    """``litestream replicate`` of ``database`` to the file replica ``replica``, running."""
+    return subprocess.Popen(
+        [binary, "replicate", str(database), f"file://{replica}"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def restore(binary: str, replica: Path, into: Path) -> None:
     """``litestream restore`` of the replica's latest state into the file ``into``."""
     subprocess.run(
@@ -80,12 +90,7 @@ async def test_a_standby_restored_from_the_replica_continues_the_conversation(
         folder.mkdir()
     extra = {"COVE_WEB_TOKEN": TOKEN, "COVE_LEASE_TTL_S": "2"}
     node = ServeProcess(serve_env(primary, fake_openai) | extra, "--web")
-    shipper = subprocess.Popen(
-        [binary, "replicate", str(primary / "cove.db"), f"file://{replica}"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    shipper = replicate(binary, primary / "cove.db", replica)
     try:
         fake_openai.add_replies(reply(["x = 6 * 7"]), reply(answer="x is set"))
         async with client(node.base_url) as http:
