@@ -5,10 +5,11 @@ it streams (its last lines), then the thinking, each code block with its outcome
 Textual re-arranges every widget of a scrolling pane when one changes size, so one widget per
 iteration (not one per block) keeps that cost small; an event re-renders only the iteration it
 belongs to, and lays the pane out again only when the iteration's height changed. Code is
-highlighted when first drawn, so folded and collapsed iterations never pay for it. A block cursor (Up/Down, j/k) walks the blocks of expanded iterations and moves on
-to the neighbouring iterations at either end; ``c`` and ``v`` copy the selected block's code and
-value. A block's figures show as one placeholder line each; ``o`` opens the selected block's
-figures (collapsed: all of the iteration's), see ``channels/tui/figures.py``.
+highlighted when first drawn, so folded and collapsed iterations never pay for it. A block
+cursor (Up/Down, j/k) walks the blocks of expanded iterations and moves on to the neighbouring
+iterations at either end; ``c`` and ``v`` copy the selected block's code and value. A block's
+figures show as one placeholder line each; ``o`` opens the selected block's figures
+(collapsed: all of the iteration's), see ``channels/tui/figures.py``.
 """
 
 from __future__ import annotations
