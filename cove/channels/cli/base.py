@@ -91,11 +91,13 @@ def global_options(f: F) -> F:
         "directory).",
     )(f)
     f = click.option(
+        "-m",
         "--model",
         metavar="NAME",
         expose_value=False,
         callback=_remember("model"),
-        help="Model name (default: $COVE_MODEL).",
+        help="Model name (default: $COVE_MODEL); cove run and cove chat remember it with the "
+        "conversation.",
     )(f)
     return f
 
@@ -169,6 +171,12 @@ def load_settings(**overrides: Any) -> Settings:
         model=meta.get("cove.model"),
         **overrides,
     )
+
+
+def chosen_model() -> str | None:
+    """The model ``-m/--model`` names for the current command, or None."""
+    model = click.get_current_context().meta.get("cove.model")
+    return None if model is None else str(model)
 
 
 def unknown_variables(env: Mapping[str, str]) -> list[str]:
