@@ -33,7 +33,7 @@ async def finished(convs: Conversations, conversation_id: str, text: str) -> Tur
     return last
 
 
-async def test_instructions_set_at_creation_reach_every_call_and_a_change_applies_from_the_next_turn(
+async def test_instructions_reach_every_call_and_a_change_applies_from_the_next_turn(
     fake_openai: FakeOpenAI, openai_settings: Settings
 ) -> None:
     fake_openai.add_replies(

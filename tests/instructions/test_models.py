@@ -12,7 +12,7 @@ from cove.conversation import Conversations, timeline
 from cove.errors import CoveError, ModelError
 from cove.events import Event, ModelReply, ModelRetry, TurnFinished
 from tests.conftest import FAKE_API_KEY
-from tests.fakes.openai_server import Fault, FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.scripted import reply
 
 pytestmark = pytest.mark.slow  # sandbox workers started per test
@@ -50,12 +50,12 @@ async def test_an_unknown_model_or_a_failed_listing_is_refused_and_nothing_chang
     fake_openai.listed = ["fake-model", "big-model"]
     async with Conversations.open(openai_settings) as convs:
         conv = await convs.create(model="big-model")
-        with pytest.raises(CoveError, match="does not offer the model 'nope'.*big-model"):
+        with pytest.raises(CoveError, match=r"does not offer the model 'nope'.*big-model"):
             await convs.set_profile(conv.id, model="nope")
         with pytest.raises(CoveError, match="does not offer"):
             await convs.create(model="nope")
         fake_openai.models_status = 404
-        with pytest.raises(ModelError, match="cannot check the model 'other'.*nothing was"):
+        with pytest.raises(ModelError, match=r"cannot check the model 'other'.*nothing was"):
             await convs.set_profile(conv.id, model="other")
         with pytest.raises(ModelError, match="404"):
             await convs.models()

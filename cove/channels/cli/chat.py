@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from cove.channels.cli.base import chosen_model, command, examples, load_settings
+from cove.channels.cli.base import chosen_model, command, conversation_settings, examples
 from cove.channels.cli.chat_commands import HELP, ChatState, Leave, run_chat_command
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_OK
 from cove.channels.cli.options import ModelOptions, model_options
@@ -54,7 +54,7 @@ def chat_command(
     """
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (line editing and history for input())
-    settings = load_settings(max_iterations=max_iterations)
+    settings = conversation_settings(max_iterations=max_iterations)
     console = console_for(sys.stdout)
     with _sigterm_raises(), asyncio.Runner() as runner:
         try:

@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import click
 
-from cove.channels.cli.base import chosen_model, command, examples, load_settings, program
+from cove.channels.cli.base import chosen_model, command, conversation_settings, examples, program
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_FAILED, STATUS_EXIT
 from cove.channels.cli.json_out import EventNumbering
 from cove.channels.cli.options import ModelOptions, model_options
@@ -115,7 +115,7 @@ def run_command(
     """
     request = _request(question, continue_, cid, attach, options, sys.stdin.buffer)
     request.system, request.model = system, chosen_model()
-    settings = load_settings(max_iterations=max_iterations)
+    settings = conversation_settings(max_iterations=max_iterations)
     return asyncio.run(_run(settings, request, as_json=as_json, events=events, quiet=quiet))
 
 
