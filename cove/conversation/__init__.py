@@ -12,6 +12,7 @@ from cove.conversation.watch.lists import ListWatch
 from cove.conversation.watch.rebuild import iteration_budget, timeline
 from cove.conversation.watch.sequence import turn_of
 from cove.conversation.watch.stream import WatchStream
+from cove.engine.budgets import INSTRUCTIONS_CHARS
 from cove.engine.prompt import checked_instructions
 from cove.persistence.history import HistoryFigures
 from cove.persistence.pacing import SendSlot
@@ -27,6 +28,7 @@ from cove.persistence.records import (
 )
 
 __all__ = [
+    "INSTRUCTIONS_CHARS",
     "KEEP",
     "BlockRecord",
     "ConversationRecord",
