@@ -88,3 +88,5 @@ def test_a_fallback_list_in_the_config_file_carries_a_turn_past_a_failing_model(
     shown = json.loads(cove("show", conversation_id, "--json").stdout)
     [iteration] = shown["turns"][0]["iterations"]
     assert iteration["model"] == "backup-model"
+    printed = cove("show", conversation_id).stdout
+    assert "backup-model model" in printed  # the iteration line names the model that answered
