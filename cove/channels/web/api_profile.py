@@ -54,7 +54,7 @@ async def set_profile(request: Request) -> Response:
     profile = await convs.set_profile(
         request.path_params["cid"],
         instructions=optional_text(body, "instructions") if "instructions" in body else KEEP,
-        model=optional_text(body, "model") or None if "model" in body else KEEP,
+        model=(optional_text(body, "model") or None) if "model" in body else KEEP,
     )
     return JSONResponse(profile_json(profile, convs))
 
