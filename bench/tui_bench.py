@@ -14,7 +14,10 @@ layout and paint.
 One event per frame (the worst case: events slower than frames): the bench feeds a turn's events
 (``TurnStarted``, then per iteration ``IterationStarted``, ``ModelReply``, ``BlockFinished`` and
 ``VarsChanged``, then ``TurnFinished``) to ``app.apply`` exactly as the watch does, one every
-``GAP`` seconds, so each gets a frame of its own; CPU per event for iterations 6-15 and late.
+``GAP`` seconds, so each gets a frame of its own; CPU per event for iterations 6-15 and late,
+in a fresh conversation and in one of ``--turns`` turns (the frame's cost is what a long
+conversation could add to: less noisy than the live figure, which depends on how many events a
+frame gathers).
 
 A burst: 50 such events given to the app at once (a watcher that fell behind, a replay), CPU for
 the whole burst until it is drawn.
@@ -88,6 +91,8 @@ def iteration_events(turn_id: int, n: int, budget: int) -> list[Event]:
 #: Seconds between events fed one per frame (a frame is 1/60 s; a loaded machine is slower).
 GAP = 0.05
 BURST = 50
+#: Turn ids of the turns the bench feeds (above any the store gives out in a run).
+FED, BURST_TURN = 10_000, 10_001
 
 
 def settings_at(data: Path, iterations: int) -> Settings:
@@ -104,23 +109,32 @@ async def drawn(app: CoveApp, turn_id: int) -> None:
     await asyncio.sleep(GAP)
 
 
-async def per_frame(iterations: int, data: Path) -> dict[str, float]:
-    """A turn's events fed one per frame: the CPU per event, early and late in the turn."""
+async def per_frame(iterations: int, turns: int, data: Path) -> dict[str, float]:
+    """A turn's events fed one per frame into a conversation of ``turns`` earlier turns: the CPU
+    per event, early and late in the turn; then a burst."""
     settings = settings_at(data, iterations)
-    async with await Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
-        app = CoveApp(convs)
+    factory = scripted_factory(script(0, turns))
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create(channel="tui", title="fed")
+        for i in range(turns):
+            await convs.send(conv.id, f"compute x{i}").finished()
+        app = CoveApp(convs, conv.id)
         async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            app.apply(TurnStarted(turn_id=1, position=1, request="add up a long series"))
+            while app.timeline.turn_count < turns:  # noqa: ASYNC110 (polled, as in drawn)
+                await asyncio.sleep(0.01)
+            for _ in range(3):  # the transcript's widgets mounted and drawn
+                await pilot.pause()
+            fed = FED
+            app.apply(TurnStarted(turn_id=fed, position=turns + 1, request="add up a long series"))
             marks: dict[int, float] = {}
             for n in range(1, iterations + 1):
                 marks[n] = time.process_time()
-                for event in iteration_events(1, n, iterations):
+                for event in iteration_events(fed, n, iterations):
                     app.apply(event)
                     await asyncio.sleep(GAP)
             marks[iterations + 1] = time.process_time()
-            app.apply(finish(1, iterations))
-            await drawn(app, 1)
+            app.apply(finish(fed, iterations))
+            await drawn(app, fed)
             burst = await burst_cpu(app)
     late = iterations - 14
     return {
@@ -147,16 +161,16 @@ def finish(turn_id: int, iterations: int) -> TurnFinished:
 
 async def burst_cpu(app: CoveApp) -> float:
     """CPU milliseconds from ``BURST`` events given at once to their being drawn."""
-    events: list[Event] = [TurnStarted(turn_id=2, position=2, request="a burst")]
+    events: list[Event] = [TurnStarted(turn_id=BURST_TURN, position=BURST_TURN, request="a burst")]
     n = 0
     while len(events) < BURST - 1:
         n += 1
-        events += iteration_events(2, n, 100)
-    events = [*events[: BURST - 1], finish(2, n)]
+        events += iteration_events(BURST_TURN, n, 100)
+    events = [*events[: BURST - 1], finish(BURST_TURN, n)]
     start = time.process_time()
     for event in events:
         app.apply(event)
-    await drawn(app, 2)
+    await drawn(app, BURST_TURN)
     return (time.process_time() - start) * 1e3
 
 
@@ -297,7 +311,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         fresh = asyncio.run(following(args.iterations, 0, Path(tmp) / "fresh"))
         long = asyncio.run(following(args.iterations, args.turns, Path(tmp) / "long"))
-        frames = asyncio.run(per_frame(args.iterations, Path(tmp) / "frames"))
+        frames = asyncio.run(per_frame(args.iterations, 0, Path(tmp) / "frames"))
+        frames_long = asyncio.run(per_frame(args.iterations, args.turns, Path(tmp) / "framesl"))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     late = f"{args.iterations - 14}-{args.iterations - 5}"
     for name, run in (("fresh conversation", fresh), (f"after {args.turns} turns", long)):
@@ -311,9 +326,14 @@ def main() -> None:
         f"  {args.turns} turns vs fresh: {long['app_ms'] / fresh['app_ms']:.2f}x "
         f"(iterations 6-15: {long['early_ms'] / fresh['early_ms']:.2f}x)"
     )
+    for name, run in (("fresh", frames), (f"after {args.turns} turns", frames_long)):
+        print(
+            f"one event per frame, {name}: CPU {run['all_ms']:.2f} ms/event; iterations 6-15 vs "
+            f"{late}: {run['early_ms']:.2f} vs {run['late_ms']:.2f} ms"
+        )
     print(
-        f"one event per frame: CPU {frames['all_ms']:.2f} ms/event; iterations 6-15 vs {late}: "
-        f"{frames['early_ms']:.2f} vs {frames['late_ms']:.2f} ms"
+        f"  {args.turns} turns vs fresh: {frames_long['all_ms'] / frames['all_ms']:.2f}x "
+        f"(iterations 6-15: {frames_long['early_ms'] / frames['early_ms']:.2f}x)"
     )
     print(
         f"a burst of {BURST} events at once: CPU {frames['burst_ms']:.1f} ms until drawn "
