@@ -13,6 +13,7 @@ from cove.config.channel_sections import (
     TuiSettings,
     WebSettings,
 )
+from cove.config.extension_section import ExtensionSettings
 from cove.config.sections import (
     DEFAULT_PRICES,
     MEMORY_DB,
@@ -29,6 +30,7 @@ from cove.config.sources import unknown_env_vars
 __all__ = [
     "DEFAULT_PRICES",
     "MEMORY_DB",
+    "ExtensionSettings",
     "LoopSettings",
     "ModelSettings",
     "Price",
