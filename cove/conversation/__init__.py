@@ -4,6 +4,7 @@ Create, send, cancel, fork, delete, inspect, search, replay and watch conversati
 """
 
 from cove.conversation.conversations import Conversations, LLMFactory
+from cove.conversation.extensions import FunctionRule, installed
 from cove.conversation.handle import TurnHandle
 from cove.conversation.scripted import scripted_factory
 from cove.conversation.stats import ProcessStats
@@ -11,6 +12,9 @@ from cove.conversation.watch.lists import ListWatch
 from cove.conversation.watch.rebuild import iteration_budget, timeline
 from cove.conversation.watch.sequence import turn_of
 from cove.conversation.watch.stream import WatchStream
+from cove.environment.extensions.approval import ApprovalAnswer, ApprovalRequest, Approver
+from cove.environment.extensions.installed import Catalog, InstalledExtension, PluginProblem
+from cove.persistence.extension_use import ApprovalRecord
 from cove.persistence.history import HistoryFigures
 from cove.persistence.pacing import SendSlot
 from cove.persistence.records import (
@@ -25,13 +29,21 @@ from cove.persistence.records import (
 )
 
 __all__ = [
+    "ApprovalAnswer",
+    "ApprovalRecord",
+    "ApprovalRequest",
+    "Approver",
     "BlockRecord",
+    "Catalog",
     "ConversationRecord",
+    "FunctionRule",
     "Conversations",
     "HistoryFigures",
+    "InstalledExtension",
     "IterationRecord",
     "LLMFactory",
     "ListWatch",
+    "PluginProblem",
     "ProcessStats",
     "SearchHit",
     "SendSlot",
@@ -41,6 +53,7 @@ __all__ = [
     "TurnRecord",
     "VarVersionRecord",
     "WatchStream",
+    "installed",
     "iteration_budget",
     "scripted_factory",
     "timeline",

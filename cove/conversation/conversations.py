@@ -48,6 +48,8 @@ from cove.persistence.records import (
 from cove.persistence.store import Store
 
 LLMFactory = Callable[[ModelSettings, str], LLMClient]
+#: The schema version (migration) that records approvals.
+APPROVALS_SCHEMA = 21
 
 
 def _openai_factory(settings: ModelSettings, model: str) -> LLMClient:
@@ -575,6 +577,8 @@ class Conversations(WatchAPI, VariablesAPI):
     ) -> builtins.list[ApprovalRecord]:
         """The decisions on the conversation's extension calls, in order (of one turn)."""
         record = await self.get(conversation_id, owner=owner)
+        if self._store.schema_version < APPROVALS_SCHEMA:
+            return []  # a database opened read-only before it was migrated: none recorded
         return await self._store.approvals(record.id, turn)
 
     # -- internals -------------------------------------------------------------------------

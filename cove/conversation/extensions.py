@@ -14,11 +14,48 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cove.config import Settings
-from cove.environment.extensions.approval import Rule, parse_policy
+from cove.environment.extensions.approval import Rule, decide, parse_policy
 from cove.environment.extensions.base import Extension
 from cove.environment.extensions.installed import Catalog, builtin_catalog, discover
 from cove.errors import ConfigError
 from cove.persistence.store import Store
+
+
+@dataclass(frozen=True)
+class FunctionRule:
+    """How the settings' policy treats calls of one installed function (``cove extensions``)."""
+
+    function: str
+    extension: str
+    effect: str
+    rule: Rule
+
+
+def installed(settings: Settings) -> tuple[Catalog, list[FunctionRule]]:
+    """What is installed, and the rule the settings' policy gives each function's calls.
+
+    Raises:
+        ConfigError: A policy entry of the settings is malformed.
+    """
+    catalog = discover()
+    policy = parse_policy(settings.extensions.policy)
+    rules = [
+        FunctionRule(
+            function.name,
+            item.name,
+            effect := item.extension.effect_of(function),
+            decide(
+                policy,
+                function=function.name,
+                extension=item.name,
+                effect=effect,
+                builtin=item.builtin,
+            ).rule,
+        )
+        for item in catalog.installed
+        for function in item.extension.functions
+    ]
+    return catalog, rules
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from cove.channels.cli.exits import EXIT_FAILED, EXIT_OK
 from cove.channels.cli.models import listed_models
 from cove.channels.cli.render import console_for, line
 from cove.config import Settings
+from cove.conversation import installed
+from cove.errors import ConfigError
 from cove.conversation.service.health import Check, run_checks
 
 
@@ -27,7 +29,7 @@ def doctor_command() -> int:
 
 async def _doctor(settings: Settings) -> int:
     console = console_for(sys.stdout)
-    checks: list[Check] = [*await run_checks(settings), _environment()]
+    checks: list[Check] = [*await run_checks(settings), _environment(), _extensions(settings)]
     for check in checks:
         mark = ("OK  ", "green") if check.ok else ("FAIL", "red")
         console.print(line(mark, f" {check.name}: {check.detail}"))
@@ -46,6 +48,28 @@ def _environment() -> Check:
     if unknown:
         return Check("environment", False, f"unknown: {unknown}", "fix or remove the names above")
     return Check("environment", True, "no unknown COVE_* variables")
+
+
+def _extensions(settings: Settings) -> Check:
+    catalog, rules = installed(settings)
+    items = [
+        f"{item.name} ({', '.join(item.effects)}) from {item.source}" for item in catalog.installed
+    ]
+    asking = sorted({r.function for r in rules if r.rule != "allow"})
+    if asking:
+        items.append(f"not simply allowed (ask or deny): {', '.join(asking)}")
+    items += [f"FAILED {p.name} from {p.source}: {p.message}" for p in catalog.problems]
+    count = f"{len(catalog.installed)} installed"
+    try:
+        catalog.select(settings.extensions.enabled)
+    except ConfigError as exc:
+        fix = "install them, or change `extensions` (COVE_EXTENSIONS) to name installed ones"
+        return Check("extensions", False, f"setting extensions: {exc}", fix, tuple(items))
+    if catalog.problems:
+        failed = ", ".join(p.name for p in catalog.problems)
+        fix = "reinstall or uninstall the plugin(s) named above; cove runs without them"
+        return Check("extensions", False, f"{count}; failed to load: {failed}", fix, tuple(items))
+    return Check("extensions", True, count, items=tuple(items))
 
 
 async def _unlisted_model(settings: Settings) -> str | None:

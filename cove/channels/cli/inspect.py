@@ -139,9 +139,16 @@ async def _show(
         texts = {d: await convs.system_prompt(d) for d in digests} if prompts else None
         files = {} if as_json else await _figure_files(convs, transcript)
         figures = await convs.history(transcript.conversation.id)
+        approvals = await convs.approvals(transcript.conversation.id, turn)
     console = console_for(sys.stdout)
     if as_json:
-        print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})
+        print_json(
+            {
+                **transcript_json(transcript),
+                "values": dataclasses.asdict(figures),
+                "approvals": [dataclasses.asdict(a) for a in approvals],
+            }
+        )
     elif fmt == "md":
         links = FigureLinks(lambda ref, f: str(files[ref, f.position])) if files else None
         markdown = to_markdown(transcript, links)
@@ -150,7 +157,7 @@ async def _show(
         else:
             write_text(markdown)
     else:
-        show_transcript(console, transcript, texts, files)
+        show_transcript(console, transcript, texts, files, approvals)
         console.print(history_line(figures), markup=False, highlight=False)
     return 0
 

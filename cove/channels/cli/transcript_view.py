@@ -14,7 +14,13 @@ from rich.syntax import Syntax
 
 from cove.channels.cli.render import cut, line
 from cove.channels.export import when
-from cove.conversation import IterationRecord, Transcript, TurnRecord, VarVersionRecord
+from cove.conversation import (
+    ApprovalRecord,
+    IterationRecord,
+    Transcript,
+    TurnRecord,
+    VarVersionRecord,
+)
 from cove.text import clean
 
 #: The file each figure was written to: ((turn, iteration, block), figure position) → path.
@@ -26,9 +32,10 @@ def show_transcript(
     transcript: Transcript,
     prompts: Mapping[str, str] | None = None,
     files: FigureFiles | None = None,
+    approvals: Sequence[ApprovalRecord] = (),
 ) -> None:
     """Print every turn; with ``prompts`` (digest → text), the exact prompts too; with
-    ``files``, the path of each figure."""
+    ``files``, the path of each figure; each of ``approvals`` under its iteration."""
     conv = transcript.conversation
     console.print(
         line(
@@ -44,7 +51,8 @@ def show_transcript(
         console.print(clean(text), markup=False)
     for turn in transcript.turns:
         versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
-        _turn(console, turn, versions, prompts is not None, files or {})
+        decided = [a for a in approvals if a.turn_position == turn.position]
+        _turn(console, turn, versions, prompts is not None, files or {}, decided)
     if not transcript.turns:
         console.print("[dim]no turns yet[/dim]")
 
@@ -55,11 +63,14 @@ def _turn(
     versions: Sequence[VarVersionRecord],
     prompts: bool,
     files: FigureFiles,
+    approvals: Sequence[ApprovalRecord] = (),
 ) -> None:
     console.rule(f"turn {turn.position} · {turn.status}")
     console.print(line(("request: ", "bold"), cut(turn.request, 2000)))
     for it in turn.iterations:
         _iteration(console, it, prompts, (turn.position, files))
+        for approval in (a for a in approvals if a.iteration_position == it.position):
+            console.print(approval_line(approval))
         # Under the iteration whose blocks wrote them, not after the turn's last iteration.
         _written(console, [v for v in versions if v.iteration_position == it.position])
     if turn.answer:
@@ -76,6 +87,26 @@ def _turn(
     if turn.model_options:
         usage += " · " + ", ".join(f"{k}={v}" for k, v in turn.model_options.items())
     console.print(line((usage, "dim")))
+
+
+#: How each reason of a decision reads.
+REASONS = {
+    "policy": "by the policy",
+    "person": "by the person",
+    "remembered": "as the person said to remember",
+    "timeout": "nobody answered in time",
+    "nobody": "nobody to ask",
+    "flag": "for the whole run (--approve-all / --reject-all)",
+}
+
+
+def approval_line(approval: ApprovalRecord) -> str:
+    """One decision on an extension call, as ``cove show`` prints it."""
+    verdict = "approved" if approval.approved else "denied"
+    why = REASONS.get(approval.reason, approval.reason)
+    remember = ", remembered for the conversation" if approval.remember else ""
+    call = f"{approval.function}({cut(approval.arguments, 200)})"
+    return clean(f"  approval: {call} [{approval.effect}] {verdict} {why}{remember}")
 
 
 def _written(console: Console, versions: Sequence[VarVersionRecord]) -> None:
