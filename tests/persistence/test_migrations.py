@@ -57,6 +57,11 @@ TABLES = {
     ],
     "cancel_request": ["turn_id", "requested_by", "requested_at"],
     "send_slot": ["key", "next_at"],
+    "conversation_extensions": ["conversation_id", "names", "policy"],
+    "approval": [
+        "id", "conversation_id", "turn_position", "iteration_position", "seq", "extension",
+        "function", "effect", "arguments", "approved", "reason", "remember", "created_at",
+    ],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
     "search_fts": ["text"],
@@ -94,6 +99,10 @@ INDEXES = {
     "sqlite_autoindex_turn_note_1": ("turn_note", ["turn_id", "seq"]),
     "sqlite_autoindex_block_figure_1": ("block_figure", ["block_id", "position"]),
     "sqlite_autoindex_send_slot_1": ("send_slot", ["key"]),
+    "sqlite_autoindex_conversation_extensions_1": ("conversation_extensions", ["conversation_id"]),
+    "sqlite_autoindex_approval_1": (
+        "approval", ["conversation_id", "turn_position", "iteration_position", "seq"]
+    ),
 }
 
 

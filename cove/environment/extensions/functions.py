@@ -2,7 +2,7 @@
 
 ``from_function(name, fn)`` turns a function with type hints and a Google-style docstring into
 an ``Extension`` of one function bound in the sandbox as ``name``. Its documentation in the
-system prompt is its signature, its summary and its ``Args:`` lines. Before ``fn`` runs, the
+system prompt is its summary (the extension's line), its signature and its ``Args:`` lines. Before ``fn`` runs, the
 sandbox's arguments are bound to its signature and each decoded value is checked against its
 parameter's type: what reaches ``fn`` is plain data of the declared type (the values arrive
 through the codec, which builds only plain values; nothing here calls a method of a value or
@@ -60,7 +60,7 @@ def from_function(name: str, fn: Callable[..., Any]) -> Extension:
     function = ExtensionFunction(
         name=name,
         implementation=_implementation(name, fn, signature, checks),
-        doc="\n".join([summary, *args]),
+        doc="\n".join(args) or summary,
         signature=_shown_signature(name, signature, hints),
     )
     return Extension(name=name, doc=summary, functions=(function,), effect=effect)
@@ -213,5 +213,5 @@ def _docstring(doc: str) -> tuple[str, list[str]]:
             if line.startswith((" " * 8, "\t\t")) and args:
                 args[-1] += " " + line.strip()  # a continuation line
             else:
-                args.append("  " + line.strip())
+                args.append(line.strip())
     return summary, args
