@@ -47,12 +47,10 @@ def notes_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def notes_file(
-    notes_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Path]:
+def notes_file(notes_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The example plugin on this process's path, its notebook a file under ``tmp_path``."""
     monkeypatch.syspath_prepend(str(notes_site))
     importlib.invalidate_caches()
     path = tmp_path / "notes.json"
-    monkeypatch.setenv("COVE_NOTES_FILE", str(path))
+    monkeypatch.setenv("NOTEBOOK_FILE", str(path))
     yield path

@@ -112,7 +112,7 @@ async def test_a_conversation_calls_the_plugin_asks_before_a_write_and_replays_t
         assert [(a.approved, a.reason) for a in decided] == [(True, "person"), (False, "person")]
 
         # Replay: the recorded answers, nobody asked; a fresh notebook as the world it runs in.
-        monkeypatch.setenv("COVE_NOTES_FILE", str(tmp_path / "replayed.json"))
+        monkeypatch.setenv("NOTEBOOK_FILE", str(tmp_path / "replayed.json"))
         events = [event async for event in convs.replay(conversation.id)]
         assert len(person.asked) == 2
         finished = events[-1]

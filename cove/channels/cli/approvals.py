@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from rich.console import Console
@@ -48,13 +49,23 @@ def terminal_approver(console: Console, stdin: TextIO | None = None) -> Approver
     async def answer(request: ApprovalRequest) -> ApprovalAnswer:
         console.print(line(("approval needed: ", "bold yellow"), request.text))
         while True:
-            console.print(QUESTION, end="")
+            console.print(QUESTION, end="", markup=False, highlight=False)
             text = (await _read_line(stream)).strip().lower()
             if text in ANSWERS:
                 approved, remember = ANSWERS[text]
                 console.print(line(("approved" if approved else "denied", "dim")))
                 return ApprovalAnswer(approved, remember)
             console.print(line((f"{text!r}: type y, n, a or never", "yellow")))
+
+    return answer
+
+
+def first(before: Callable[[], None], approver: Approver) -> Approver:
+    """``approver`` calling ``before`` first (to stop a progress spinner drawing over it)."""
+
+    async def answer(request: ApprovalRequest) -> ApprovalAnswer:
+        before()
+        return await approver(request)
 
     return answer
 

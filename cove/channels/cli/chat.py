@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from cove.channels.cli.approvals import terminal_approver
+from cove.channels.cli.approvals import first, terminal_approver
 from cove.channels.cli.base import command, examples, load_settings
 from cove.channels.cli.chat_commands import HELP, ChatState, Leave, run_chat_command
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_OK
@@ -219,7 +219,9 @@ async def _turn(state: ChatState, text: str) -> bool:
                 model=state.model,
                 max_iterations=state.max_iterations,
                 model_options=state.options,
-                approver=terminal_approver(state.console) if sys.stdin.isatty() else None,
+                approver=first(view.close, terminal_approver(state.console))
+                if sys.stdin.isatty()
+                else None,
             ):
                 view.handle(event)
         except Busy as exc:  # another process runs a turn here: the chat stays

@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import click
 
-from cove.channels.cli.approvals import run_approver
+from cove.channels.cli.approvals import first, run_approver
 from cove.channels.cli.base import command, examples, load_settings, program
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_FAILED, STATUS_EXIT
 from cove.channels.cli.json_out import EventNumbering
@@ -232,12 +232,15 @@ async def _stream(
 ) -> _Seen:
     seen = _Seen()
     numbering = EventNumbering()
+    approver = request.approver
+    if approver is not None and progress is not None:
+        approver = first(progress.close, approver)
     handle = convs.send(
         conversation_id,
         request.text,
         request.attachments,
         model_options=request.options,
-        approver=request.approver,
+        approver=approver,
     )
     try:
         async for event in handle:

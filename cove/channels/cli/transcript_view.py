@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.syntax import Syntax
+from rich.text import Text
 
 from cove.channels.cli.render import cut, line
 from cove.channels.export import when
@@ -100,13 +101,16 @@ REASONS = {
 }
 
 
-def approval_line(approval: ApprovalRecord) -> str:
+def approval_line(approval: ApprovalRecord) -> Text:
     """One decision on an extension call, as ``cove show`` prints it."""
     verdict = "approved" if approval.approved else "denied"
     why = REASONS.get(approval.reason, approval.reason)
     remember = ", remembered for the conversation" if approval.remember else ""
     call = f"{approval.function}({cut(approval.arguments, 200)})"
-    return clean(f"  approval: {call} [{approval.effect}] {verdict} {why}{remember}")
+    return line(
+        ("  approval: ", "green" if approval.approved else "red"),
+        f"{call} [{approval.effect}] {verdict} {why}{remember}",
+    )
 
 
 def _written(console: Console, versions: Sequence[VarVersionRecord]) -> None:

@@ -17,7 +17,7 @@ MAX_NOTE_CHARS = 2_000
 
 
 def _notes_file() -> Path:
-    return Path(os.environ.get("COVE_NOTES_FILE", "~/.cove-notes.json")).expanduser()
+    return Path(os.environ.get("NOTEBOOK_FILE", "~/.cove-notes.json")).expanduser()
 
 
 def _load() -> list[dict[str, object]]:
