@@ -134,7 +134,7 @@ class Terminal:
         with self.changed:
             while (found := self.seen.find(needle, after)) < 0:
                 left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None and not self.changed.wait(0.5):
+                if left <= 0 or (self.proc.poll() is not None and not self.changed.wait(0.5)):
                     raise AssertionError(f"{text!r} never showed; the terminal: {self.seen!r}")
                 self.changed.wait(left)
             return found + len(needle)

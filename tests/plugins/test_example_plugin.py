@@ -5,6 +5,7 @@ Real worker processes, the real ``openai`` client against the fake endpoint, bot
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -126,7 +127,7 @@ async def test_a_conversation_keeps_its_extensions_when_reopened_forked_or_recon
 ) -> None:
     search = reply(['found = notes_search("")'], "{{found}}")
     fake_openai.add_replies(search, search, search)
-    notes_file.write_text(json.dumps([{"text": "old note"}]))
+    await asyncio.to_thread(notes_file.write_text, json.dumps([{"text": "old note"}]))
     every = settings_for(database, tmp_path, fake_openai)
     async with await Conversations.open(every) as convs:
         with_notes = await convs.create()

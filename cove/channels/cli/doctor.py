@@ -12,8 +12,8 @@ from cove.channels.cli.models import listed_models
 from cove.channels.cli.render import console_for, line
 from cove.config import Settings
 from cove.conversation import installed
-from cove.errors import ConfigError
 from cove.conversation.service.health import Check, run_checks
+from cove.errors import ConfigError
 
 
 @command(
