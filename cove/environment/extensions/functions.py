@@ -4,9 +4,9 @@
 an ``Extension`` of one function bound in the sandbox as ``name``. Its documentation in the
 system prompt is its summary (the extension's line), its signature and its ``Args:`` lines.
 Before ``fn`` runs, the sandbox's arguments are bound to its signature and each decoded value
-is checked against its parameter's type: what reaches ``fn`` is plain data of the declared type (the values arrive
-through the codec, which builds only plain values; nothing here calls a method of a value or
-reads an attribute a value names). A sync function runs in a worker thread, off the event loop.
+is checked against its parameter's type: what reaches ``fn`` is plain data of the declared
+type (the values arrive through the codec, which builds only plain values; nothing here calls
+a method of a value or reads an attribute a value names). A sync function runs in a worker thread, off the event loop.
 
 Supported parameter types: ``str``, ``int``, ``float``, ``bool``, ``bytes``, ``None``,
 ``Any``, ``list[T]``, ``tuple[T, ...]``, ``dict[str, T]``, ``set[T]`` and unions of them
