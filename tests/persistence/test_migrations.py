@@ -101,7 +101,8 @@ INDEXES = {
     "sqlite_autoindex_send_slot_1": ("send_slot", ["key"]),
     "sqlite_autoindex_conversation_extensions_1": ("conversation_extensions", ["conversation_id"]),
     "sqlite_autoindex_approval_1": (
-        "approval", ["conversation_id", "turn_position", "iteration_position", "seq"]
+        "approval",
+        ["conversation_id", "turn_position", "iteration_position", "seq"],
     ),
 }
 

@@ -6,7 +6,8 @@ system prompt is its summary (the extension's line), its signature and its ``Arg
 Before ``fn`` runs, the sandbox's arguments are bound to its signature and each decoded value
 is checked against its parameter's type: what reaches ``fn`` is plain data of the declared
 type (the values arrive through the codec, which builds only plain values; nothing here calls
-a method of a value or reads an attribute a value names). A sync function runs in a worker thread, off the event loop.
+a method of a value or reads an attribute a value names). A sync function runs in a worker
+thread, off the event loop.
 
 Supported parameter types: ``str``, ``int``, ``float``, ``bool``, ``bytes``, ``None``,
 ``Any``, ``list[T]``, ``tuple[T, ...]``, ``dict[str, T]``, ``set[T]`` and unions of them
