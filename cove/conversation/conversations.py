@@ -526,6 +526,13 @@ class Conversations(WatchAPI, VariablesAPI):
         self._check_open()
         return await self._store.take_send_slot(keys, horizon_s)
 
+    async def first_delivery(self, key: str, keep_s: float) -> bool:
+        """Record a delivery from outside by its name (``persistence/deliveries.py``); whether
+        it is the first: a channel whose sender may deliver twice handles only the first,
+        whichever process (or node) it reached. ``keep_s``: the sender's redelivery window."""
+        self._check_open()
+        return await self._store.first_delivery(key, keep_s)
+
     async def system_prompt(self, digest: str) -> str:
         """The system prompt stored under ``digest`` (an iteration's ``system_prompt_hash``)."""
         self._check_open()

@@ -26,7 +26,11 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from cove.errors import CoveError, StoreError
 from cove.persistence import (
     cancels,
+<<<<<<< HEAD
     extension_use,
+=======
+    deliveries,
+>>>>>>> main
     iterations,
     leases,
     notes,
@@ -254,6 +258,7 @@ class Store:
     request_cancel = _writes(cancels.request_cancel)
     cancel_requested = _reads(cancels.cancel_requested)
     take_send_slot = _writes(pacing.take_send_slot)
+    first_delivery = _writes(deliveries.first_delivery)
 
     # --- a conversation's extensions and the approvals of their calls --------------------
     set_extension_use = _writes(extension_use.set_extension_use)

@@ -62,6 +62,7 @@ TABLES = {
         "id", "conversation_id", "turn_position", "iteration_position", "seq", "extension",
         "function", "effect", "arguments", "approved", "reason", "remember", "created_at",
     ],
+    "delivery": ["key", "at"],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
     "search_fts": ["text"],
@@ -104,6 +105,8 @@ INDEXES = {
         "approval",
         ["conversation_id", "turn_position", "iteration_position", "seq"],
     ),
+    "sqlite_autoindex_delivery_1": ("delivery", ["key"]),
+    "delivery_at": ("delivery", ["at"]),
 }
 
 
