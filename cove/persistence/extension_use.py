@@ -25,6 +25,17 @@ class ExtensionUse:
     policy: Mapping[str, str]
 
 
+#: How each reason of a decision reads to people (``ApprovalRecord.why``).
+REASONS = {
+    "policy": "by the policy",
+    "person": "by the person",
+    "remembered": "as the person said to remember",
+    "timeout": "nobody answered in time",
+    "nobody": "nobody to ask",
+    "flag": "for the whole run (--approve-all / --reject-all)",
+}
+
+
 @dataclass(frozen=True)
 class ApprovalRecord:
     """One decision on an extension call, with where it happened.
@@ -55,6 +66,11 @@ class ApprovalRecord:
     reason: str
     remember: bool = False
     at: float = 0.0
+
+    @property
+    def why(self) -> str:
+        """What decided it, in words (``by the person``, ``nobody answered in time``…)."""
+        return REASONS.get(self.reason, self.reason)
 
 
 async def set_extension_use(

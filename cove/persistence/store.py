@@ -26,11 +26,8 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from cove.errors import CoveError, StoreError
 from cove.persistence import (
     cancels,
-<<<<<<< HEAD
-    extension_use,
-=======
     deliveries,
->>>>>>> main
+    extension_use,
     iterations,
     leases,
     notes,

@@ -90,21 +90,10 @@ def _turn(
     console.print(line((usage, "dim")))
 
 
-#: How each reason of a decision reads.
-REASONS = {
-    "policy": "by the policy",
-    "person": "by the person",
-    "remembered": "as the person said to remember",
-    "timeout": "nobody answered in time",
-    "nobody": "nobody to ask",
-    "flag": "for the whole run (--approve-all / --reject-all)",
-}
-
-
 def approval_line(approval: ApprovalRecord) -> Text:
     """One decision on an extension call, as ``cove show`` prints it."""
     verdict = "approved" if approval.approved else "denied"
-    why = REASONS.get(approval.reason, approval.reason)
+    why = approval.why
     remember = ", remembered for the conversation" if approval.remember else ""
     call = f"{approval.function}({cut(approval.arguments, 200)})"
     return line(
