@@ -14,9 +14,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from cove.channels.cli.exits import EXIT_FAILED
+from cove.channels.cli.plugin_commands import GROUP, load_command
 
 from tests.channels.cli.helpers import CoveProcess
 from tests.fakes.openai_server import FakeOpenAI
@@ -91,6 +96,10 @@ def test_run_approves_all_or_off_a_terminal_denies_and_show_lists_each_decision(
     shown = cove.json("show", conversation["id"])
     decisions = [(a["turn_position"], a["approved"], a["reason"]) for a in shown["approvals"]]
     assert decisions == [(1, True, "flag"), (2, False, "nobody")]
+    listed = cove("notes")  # the plugin's own command (group cove.commands)
+    assert (listed.returncode, listed.stdout) == (0, "one\n"), listed.stderr
+    assert cove("notes", "nothing like it").returncode == 1
+    assert "notes" in cove("--help").stdout
     both = cove("run", "--approve-all", "--reject-all", "x")
     assert both.returncode == 2
     assert "--approve-all and --reject-all exclude each other" in both.stderr
@@ -180,3 +189,17 @@ def test_chat_asks_on_its_terminal_and_an_answer_to_remember_is_not_asked_again(
     decisions = [(a["approved"], a["reason"], a["remember"]) for a in shown["approvals"]]
     assert decisions == [(True, "person", True), (True, "remembered", False)]
     assert json.loads((tmp_path / "n.json").read_text())[0]["text"] == "one"
+
+
+def test_a_command_that_cannot_be_loaded_says_why_when_run() -> None:
+    missing = EntryPoint(name="ghost", value="no_such_module:cmd", group=GROUP)
+    not_a_command = EntryPoint(name="odd", value="json:dumps", group=GROUP)
+    for point, why in [
+        (missing, "it cannot be imported: ModuleNotFoundError: No module named 'no_such_module'"),
+        (not_a_command, "it is a function, not a click command"),
+    ]:
+        result = CliRunner().invoke(load_command(point), [], standalone_mode=False)
+        assert result.return_value == EXIT_FAILED  # the cove group exits with it
+        assert f"cove: the command {point.name!r} from {point.value} cannot be loaded: {why}" in (
+            result.stderr
+        )
