@@ -22,7 +22,6 @@ from click.testing import CliRunner
 
 from cove.channels.cli.exits import EXIT_FAILED
 from cove.channels.cli.plugin_commands import GROUP, load_command
-
 from tests.channels.cli.helpers import CoveProcess
 from tests.fakes.openai_server import FakeOpenAI
 from tests.plugins.test_example_plugin import notes
