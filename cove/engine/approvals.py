@@ -3,28 +3,29 @@
 The environment hands the turn each call its policy did not simply allow (``approval.py``).
 ``TurnApprovals`` turns the ruling into a verdict — the policy's own for ``allow`` and ``deny``,
 the channel's ``Approver`` for ``ask`` (nobody to ask, or no answer within the timeout, is a
-denial) — and records it with the iteration and the call's order in it. A replay is given the
-recorded verdicts and never asks.
+denial) — and records it with its place: the iteration, the block and the call's order among
+the block's extension calls. A replay is given the recorded verdicts and never asks; a call
+with none recorded was allowed by default when it ran, and is allowed again.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from cove.environment.extensions.approval import ApprovalRequest, Approver, Ruling, Verdict
 from cove.persistence.extension_use import ApprovalRecord
 from cove.persistence.store import Store
 
-#: Recorded verdicts by (iteration position, order of the call in the iteration).
-RecordedVerdicts = Mapping[tuple[int, int], Verdict]
+#: Recorded verdicts by (iteration, block, order of the call among the block's calls).
+RecordedVerdicts = Mapping[tuple[int, int, int], Verdict]
 
 
 def recorded_verdicts(records: list[ApprovalRecord], turn_position: int) -> RecordedVerdicts:
     """The verdicts of one turn's recorded approvals, for its replay."""
     return {
-        (r.iteration_position, r.seq): Verdict(r.approved, r.reason, r.remember)
+        (r.iteration_position, r.block_position, r.seq): Verdict(r.approved, r.reason, r.remember)
         for r in records
         if r.turn_position == turn_position
     }
@@ -49,19 +50,21 @@ class TurnApprovals:
     approver: Approver | None = None
     timeout_s: float = 120.0
     recorded: RecordedVerdicts | None = None
-    _calls: dict[int, int] = field(default_factory=dict)  # approvals so far, by iteration
 
-    async def approve(self, iteration: int, request: ApprovalRequest, ruling: Ruling) -> Verdict:
-        """The verdict on one call of iteration ``iteration``, recorded before it is returned."""
-        seq = self._calls.get(iteration, 0)
-        self._calls[iteration] = seq + 1
+    async def approve(
+        self, place: tuple[int, int, int], request: ApprovalRequest, ruling: Ruling
+    ) -> Verdict:
+        """The verdict on the call at ``place`` (iteration, block, order among the block's
+        extension calls), recorded before it is returned."""
+        iteration, block, seq = place
         if self.recorded is not None:
-            verdict = self.recorded.get((iteration, seq)) or _by_policy(ruling)
+            verdict = self.recorded.get(place) or Verdict(True, "policy")
         else:
             verdict = await self._decide(request, ruling)
         record = ApprovalRecord(
             turn_position=self.turn_position,
             iteration_position=iteration,
+            block_position=block,
             seq=seq,
             extension=request.extension,
             function=request.function,

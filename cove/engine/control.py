@@ -94,11 +94,13 @@ class TurnControl:
         self.steering = []
         return notes
 
-    async def approve(self, request: ApprovalRequest, ruling: Ruling) -> Verdict:
-        """Decide (and record) an extension call the policy did not simply allow."""
+    async def approve(self, request: ApprovalRequest, ruling: Ruling, call: int) -> Verdict:
+        """Decide (and record) an extension call the policy did not simply allow: the
+        ``call``-th extension call of the running block."""
         if self.approvals is None:
             return Verdict(ruling.rule == "allow", "policy" if ruling.rule != "ask" else "nobody")
-        return await self.approvals.approve(self.current_iteration, request, ruling)
+        place = (self.current_iteration, self.current_block or 0, call)
+        return await self.approvals.approve(place, request, ruling)
 
     async def set_title(self, text: str) -> None:
         """Set the conversation's title (cut to a sensible length)."""

@@ -107,6 +107,7 @@ class Environment:
         self._closed = False
         self._block_position: int | None = None
         self._forget: list[str] = []
+        self._calls = 0  # extension calls of the running block so far
         self._lost_on_open: dict[str, str] = {}  # name -> type name, written with the next block
 
     @classmethod
@@ -242,6 +243,7 @@ class Environment:
         client = self._live()
         self._block_position = position
         self._forget = []
+        self._calls = 0
         imports_before = client.imports()
         try:
             outcome = await client.execute(
@@ -415,10 +417,11 @@ class Environment:
         await self._live().configure(functions=self._registry.names, constants=constants)
 
     async def _on_call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        await self._approve(name, args, kwargs)
+        call, self._calls = self._calls, self._calls + 1  # every call counts: a stable place
+        await self._approve(name, args, kwargs, call)
         return await self._registry.dispatch(self._context(), name, args, kwargs)
 
-    async def _approve(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    async def _approve(self, name: str, args: list[Any], kwargs: dict[str, Any], call: int) -> None:
         """Let the call run, or raise the ``PermissionError`` the sandbox code sees.
 
         A call the policy does not simply allow goes to the turn, which asks (when the ruling
@@ -445,7 +448,7 @@ class Environment:
             )
         else:
             async with self._live().paused():
-                verdict = await self._hooks.approve(request, ruling)
+                verdict = await self._hooks.approve(request, ruling, call)
         if verdict.remember and verdict.reason == "person":
             rule: Rule = "allow" if verdict.approved else "deny"
             self.policy[name] = rule

@@ -3,8 +3,9 @@
 ``conversation_extensions`` keeps, per conversation, the names of the extensions it runs with
 (chosen at creation, copied to a fork, used again on reopen and replay) and its own approval
 policy: entries set for it and answers its person asked to remember. ``approval`` keeps each
-decision on an extension call the policy did not simply allow, keyed by the turn, the iteration
-and the call's order among that iteration's approvals, so a replay gives the same answers back.
+decision on an extension call the policy did not simply allow, keyed by the turn, the iteration,
+the block and the call's order among the block's extension calls (all of them, so the key does
+not depend on the policy), so a replay gives the same answers back.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class ApprovalRecord:
     Attributes:
         turn_position: The turn's position in its conversation.
         iteration_position: The iteration's position in its turn (0-based).
-        seq: The call's order among the iteration's approvals (0-based).
+        block_position: The block's position in its iteration (0-based).
+        seq: The call's order among the block's extension calls (0-based).
         extension: The extension of the function called.
         function: The function called.
         effect: Its effect (``write``, ``network``, …).
@@ -57,6 +59,7 @@ class ApprovalRecord:
 
     turn_position: int
     iteration_position: int
+    block_position: int
     seq: int
     extension: str
     function: str
@@ -128,13 +131,15 @@ async def record_approval(call: Call, conversation_id: str, record: ApprovalReco
     """Keep one decision; one already kept at the same place stays as it is."""
     async with call.writing() as db:
         await db.run(
-            "INSERT INTO approval (conversation_id, turn_position, iteration_position, seq,"
-            " extension, function, effect, arguments, approved, reason, remember, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO approval (conversation_id, turn_position, iteration_position,"
+            " block_position, seq, extension, function, effect, arguments, approved, reason,"
+            " remember, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT DO NOTHING",
             (
                 conversation_id,
                 record.turn_position,
                 record.iteration_position,
+                record.block_position,
                 record.seq,
                 record.extension,
                 record.function,
@@ -153,20 +158,22 @@ async def approvals(
 ) -> list[ApprovalRecord]:
     """The conversation's decisions in order (of one turn when ``turn_position`` is given)."""
     query = (
-        "SELECT turn_position, iteration_position, seq, extension, function, effect, arguments,"
-        " approved, reason, remember, created_at FROM approval WHERE conversation_id = ?"
+        "SELECT turn_position, iteration_position, block_position, seq, extension, function,"
+        " effect, arguments, approved, reason, remember, created_at FROM approval"
+        " WHERE conversation_id = ?"
     )
     params: list[object] = [conversation_id]
     if turn_position is not None:
         query += " AND turn_position = ?"
         params.append(turn_position)
-    query += " ORDER BY turn_position, iteration_position, seq"
+    query += " ORDER BY turn_position, iteration_position, block_position, seq"
     async with call.reading() as db:
         rows = await db.rows(query, params)
     return [
         ApprovalRecord(
             turn_position=int(row["turn_position"]),
             iteration_position=int(row["iteration_position"]),
+            block_position=int(row["block_position"]),
             seq=int(row["seq"]),
             extension=row["extension"],
             function=row["function"],

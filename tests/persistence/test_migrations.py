@@ -59,8 +59,9 @@ TABLES = {
     "send_slot": ["key", "next_at"],
     "conversation_extensions": ["conversation_id", "names", "policy"],
     "approval": [
-        "id", "conversation_id", "turn_position", "iteration_position", "seq", "extension",
-        "function", "effect", "arguments", "approved", "reason", "remember", "created_at",
+        "id", "conversation_id", "turn_position", "iteration_position", "block_position", "seq",
+        "extension", "function", "effect", "arguments", "approved", "reason", "remember",
+        "created_at",
     ],
     "delivery": ["key", "at"],
     "schema_migrations": ["version", "name", "applied_at"],
@@ -103,7 +104,7 @@ INDEXES = {
     "sqlite_autoindex_conversation_extensions_1": ("conversation_extensions", ["conversation_id"]),
     "sqlite_autoindex_approval_1": (
         "approval",
-        ["conversation_id", "turn_position", "iteration_position", "seq"],
+        ["conversation_id", "turn_position", "iteration_position", "block_position", "seq"],
     ),
     "sqlite_autoindex_delivery_1": ("delivery", ["key"]),
     "delivery_at": ("delivery", ["at"]),

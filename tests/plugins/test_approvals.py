@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cove.conversation import ApprovalAnswer, ApprovalRequest, Conversations
+from cove.events import ReplayFinished
 from tests.fakes.openai_server import FakeOpenAI
 from tests.plugins.test_example_plugin import Person, notes, settings_for, turn
 from tests.scripted import reply
@@ -109,3 +110,32 @@ async def test_waiting_for_the_person_costs_the_block_nothing_and_silence_is_a_d
     assert "TimeoutError" not in block.error  # neither the block's limit nor its budget ran out
     assert notes(notes_file) == ["one"]
     assert [(a.approved, a.reason) for a in decided] == [(True, "person"), (False, "timeout")]
+
+
+async def test_replay_gives_back_what_was_decided_whatever_the_policy_says_now(
+    database: str,
+    tmp_path: Path,
+    fake_openai: FakeOpenAI,
+    notes_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    code = 'found = notes_search("")\nwrite_file("a.txt", "x")\nn = notes_add("one")'
+    fake_openai.add_replies(reply([code], "{{n}}"))
+    settings = settings_for(database, tmp_path, fake_openai, extension_policy=("notes_add=allow",))
+    async with await Conversations.open(settings) as convs:
+        conversation = await convs.create()
+        assert (await turn(convs, conversation.id, "add one")).answer == "1"
+        decided = await convs.approvals(conversation.id)
+    # Only notes_add was decided (the others were allowed by default); its place counts every
+    # extension call of the block, so it does not move when the policy rules more calls.
+    assert [(a.function, a.block_position, a.seq, a.reason) for a in decided] == [
+        ("notes_add", 0, 2, "policy")
+    ]
+    stricter = settings.replace(extension_policy=("notes_search=deny", "write=deny"))
+    monkeypatch.setenv("NOTEBOOK_FILE", str(tmp_path / "replayed.json"))
+    async with await Conversations.open(stricter) as convs:
+        events = [event async for event in convs.replay(conversation.id)]
+    finished = events[-1]
+    assert isinstance(finished, ReplayFinished)
+    assert (finished.ok, finished.mismatches) == (True, 0)
+    assert notes(tmp_path / "replayed.json") == ["one"]

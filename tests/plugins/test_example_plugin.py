@@ -106,10 +106,8 @@ async def test_a_conversation_calls_the_plugin_asks_before_a_write_and_replays_t
         assert "    text: The note, at most 2,000 characters." in prompt
         assert "- notes_search(text: str = '') -> list[str]" in prompt
         decided = await convs.approvals(conversation.id)
-        assert [(a.turn_position, a.iteration_position, a.seq) for a in decided] == [
-            (1, 0, 0),
-            (2, 0, 0),
-        ]
+        places = [(a.turn_position, a.iteration_position, a.block_position, a.seq) for a in decided]
+        assert places == [(1, 0, 0, 0), (2, 0, 0, 0)]
         assert [(a.approved, a.reason) for a in decided] == [(True, "person"), (False, "person")]
 
         # Replay: the recorded answers, nobody asked; a fresh notebook as the world it runs in.

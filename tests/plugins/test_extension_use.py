@@ -14,6 +14,7 @@ def decision(turn: int, iteration: int, seq: int, approved: bool = True) -> Appr
     return ApprovalRecord(
         turn_position=turn,
         iteration_position=iteration,
+        block_position=0,
         seq=seq,
         extension="notes_add",
         function="notes_add",

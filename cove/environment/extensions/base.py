@@ -68,9 +68,10 @@ class TurnHooks(Protocol):
         """Several one-shot LLM calls run concurrently; replies in prompt order."""
         ...
 
-    async def approve(self, request: ApprovalRequest, ruling: Ruling) -> Verdict:
+    async def approve(self, request: ApprovalRequest, ruling: Ruling, call: int) -> Verdict:
         """Decide a call the policy did not simply allow (asking the person when the ruling is
-        ``ask``), record the verdict with the running iteration and return it."""
+        ``ask``), record the verdict with its place (the running block, ``call``: its order
+        among the block's extension calls) and return it."""
         ...
 
 

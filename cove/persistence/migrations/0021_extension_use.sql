@@ -2,7 +2,7 @@
 -- conversation_extensions: the extensions it was created with (a JSON list of names, used again
 -- on reopen, fork and replay) and its own approval policy (a JSON object, name -> allow, ask or
 -- deny), which answers a person asked to remember join. approval: one row per extension call
--- the policy did not simply allow, with the iteration it ran in; replay gives these back.
+-- the policy did not simply allow, with the block it ran in; replay gives these back.
 
 CREATE TABLE conversation_extensions (
     conversation_id TEXT PRIMARY KEY REFERENCES conversation(id) ON DELETE CASCADE,
@@ -15,7 +15,8 @@ CREATE TABLE approval (
     conversation_id TEXT NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
     turn_position INTEGER NOT NULL,
     iteration_position INTEGER NOT NULL,
-    seq INTEGER NOT NULL,                 -- the call's order among the iteration's approvals
+    block_position INTEGER NOT NULL,
+    seq INTEGER NOT NULL,                 -- the call's order among the block's extension calls
     extension TEXT NOT NULL,
     function TEXT NOT NULL,
     effect TEXT NOT NULL,
@@ -24,5 +25,5 @@ CREATE TABLE approval (
     reason TEXT NOT NULL,                 -- policy, person, remembered, timeout, nobody, flag
     remember INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
-    UNIQUE (conversation_id, turn_position, iteration_position, seq)
+    UNIQUE (conversation_id, turn_position, iteration_position, block_position, seq)
 );

@@ -12,6 +12,7 @@ CREATE TABLE approval (
     conversation_id TEXT COLLATE "C" NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
     turn_position BIGINT NOT NULL,
     iteration_position BIGINT NOT NULL,
+    block_position BIGINT NOT NULL,
     seq BIGINT NOT NULL,
     extension TEXT NOT NULL,
     function TEXT NOT NULL,
@@ -21,5 +22,5 @@ CREATE TABLE approval (
     reason TEXT NOT NULL,
     remember INTEGER NOT NULL DEFAULT 0,
     created_at DOUBLE PRECISION NOT NULL,
-    UNIQUE (conversation_id, turn_position, iteration_position, seq)
+    UNIQUE (conversation_id, turn_position, iteration_position, block_position, seq)
 );
