@@ -93,8 +93,12 @@ def test_run_approves_all_or_off_a_terminal_denies_and_show_lists_each_decision(
     assert notes(tmp_path / "n.json") == ["one"]
     [conversation] = cove.json("list")
     shown = cove.json("show", conversation["id"])
-    decisions = [(a["turn_position"], a["approved"], a["reason"]) for a in shown["approvals"]]
+    decisions = [(a["turn"], a["approved"], a["reason"]) for a in shown["approvals"]]
     assert decisions == [(1, True, "flag"), (2, False, "nobody")]
+    assert shown["approvals"][1]["why"] == "nobody to ask"
+    assert [(a["iteration"], a["block"], a["call"]) for a in shown["approvals"]] == [(1, 1, 1)] * 2
+    exported = json.loads(cove("export", conversation["id"], "--format", "json").stdout)
+    assert exported["approvals"] == shown["approvals"]
     listed = cove("notes")  # the plugin's own command (group cove.commands)
     assert (listed.returncode, listed.stdout) == (0, "one\n"), listed.stderr
     assert cove("notes", "nothing like it").returncode == 1
