@@ -17,6 +17,7 @@ from cove.config.extension_section import ExtensionSettings
 from cove.config.sections import (
     DEFAULT_PRICES,
     MEMORY_DB,
+    Endpoint,
     LoopSettings,
     ModelSettings,
     Price,
@@ -30,6 +31,7 @@ from cove.config.sources import unknown_env_vars
 __all__ = [
     "DEFAULT_PRICES",
     "MEMORY_DB",
+    "Endpoint",
     "ExtensionSettings",
     "LoopSettings",
     "ModelSettings",

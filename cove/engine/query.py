@@ -68,6 +68,9 @@ class TurnRequest:
             bounds); None: the configured one.
         approver: How the sending channel asks its person about an extension call the
             policy says to ask about; None: nobody can be asked, so such a call is denied.
+        instructions: The conversation's instructions for this turn, shown in the system
+            prompt (resolved from the conversation's profile where the turn starts; replay:
+            the recorded ones); None: none.
     """
 
     conversation_id: str
@@ -80,6 +83,7 @@ class TurnRequest:
     no_model: bool = False
     timeout_s: float | None = None
     approver: Approver | None = field(default=None, compare=False)
+    instructions: str | None = None
 
 
 class Query:
@@ -257,7 +261,7 @@ class Query:
             control=control,
             inputs=self.inputs,
             turn=turn,
-            system_prompt=system_prompt(self.env.system_prompt_docs()),
+            system_prompt=system_prompt(self.env.system_prompt_docs(), self.request.instructions),
             handover_message=(
                 request_message(control.request, handover, self.attachments) if handover else None
             ),

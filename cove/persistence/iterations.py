@@ -108,7 +108,7 @@ async def record_reply(call: Call, iteration_id: int, reply: ReplyWrite) -> None
 async def _write_reply(db: Sql, iteration_id: int, reply: ReplyWrite) -> None:
     await db.run(
         "UPDATE iteration SET raw_reply = ?, thinking = ?, tokens_in = ?, tokens_out = ?,"
-        " cost_usd = ?, llm_ms = ?, planned_blocks = ? WHERE id = ?",
+        " cost_usd = ?, llm_ms = ?, planned_blocks = ?, model = ? WHERE id = ?",
         (
             reply.raw_reply,
             reply.thinking,
@@ -117,6 +117,7 @@ async def _write_reply(db: Sql, iteration_id: int, reply: ReplyWrite) -> None:
             reply.usage.cost_usd,
             reply.llm_ms,
             json.dumps(list(reply.planned_blocks)),
+            reply.model,
             iteration_id,
         ),
     )

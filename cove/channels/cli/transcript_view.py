@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from cove.channels.cli.render import cut, line, python_code
@@ -115,7 +116,8 @@ def _iteration(
 ) -> None:
     console.print(
         f"[cyan]iteration {it.position + 1}[/cyan] [dim]{it.status} · "
-        f"{it.usage.tokens_in}+{it.usage.tokens_out} tokens · model {it.llm_ms:.0f} ms · "
+        f"{it.usage.tokens_in}+{it.usage.tokens_out} tokens · "
+        f"{escape(clean(it.model)) + ' ' if it.model else ''}model {it.llm_ms:.0f} ms · "
         f"seed {it.seed}[/dim]"
     )
     for note in it.steering:
