@@ -150,7 +150,7 @@ async def test_a_nul_a_block_printed_is_kept_as_a_replacement_character(url: str
 
 async def _waiting_on_a_lock(conn: asyncpg.Connection) -> None:
     """Return once some other session of the server waits for a row lock."""
-    while not await conn.fetchval(
+    while not await conn.fetchval(  # noqa: ASYNC110 (the server's state: no event to wait on)
         "SELECT count(*) FROM pg_stat_activity"
         " WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
     ):
