@@ -282,7 +282,7 @@ async def _insert_units(
     return added
 
 
-_BLOCK_COLUMNS = (
+_INSERT_BLOCK = (
     "INSERT INTO block (iteration_id, position, code, ok, result_preview, result_encoded,"
     " result_blob, stdout, stderr, error, duration_ms, timed_out, seed, clock)"
 )
@@ -316,7 +316,7 @@ async def _insert_guarded_block(
     fields = await _block_fields(db, block)
     guard, params = _guard(db, iteration_id, fence)
     row = await db.row(
-        _BLOCK_COLUMNS
+        _INSERT_BLOCK
         + " SELECT i.id, "
         + ", ".join("?" * len(fields))
         + guard
@@ -339,7 +339,7 @@ async def _insert_blocks(
         fields = await _block_fields(db, block)
         block_ids[block.position] = int(
             await db.value(
-                _BLOCK_COLUMNS + " VALUES (?, " + ", ".join("?" * len(fields)) + ") RETURNING id",
+                _INSERT_BLOCK + " VALUES (?, " + ", ".join("?" * len(fields)) + ") RETURNING id",
                 [iteration_id, *fields],
             )
         )
