@@ -31,7 +31,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.concurrency_bench import MODEL_DELAY_S, reply, worker_rss_kb  # noqa: E402
+from bench.concurrency_bench import MODEL_DELAY_S, reply, worker_pss_kb  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 _URL = re.compile(r"^cove serve: http://localhost:(\d+)/")
@@ -131,7 +131,7 @@ def scrape(text: str) -> dict[str, float]:
 
 async def sample(pid: int, samples: list[dict[int, int]], stop: asyncio.Event) -> None:
     while not stop.is_set():
-        samples.append(await asyncio.to_thread(worker_rss_kb, pid))
+        samples.append(await asyncio.to_thread(worker_pss_kb, pid))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 0.05)
 

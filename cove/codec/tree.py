@@ -15,7 +15,7 @@ encoding (the worker's tracker).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cove.codec.chunks import (
@@ -65,6 +65,11 @@ class TreeEncoder(Encoder):
         self.built: dict[str, bytes] = {}
         self.sizes: dict[str, int] = {}  # every chunk reached, with its size
         self.log: list[str] | None = None  # when a list: the name of every chunk reached
+        # Interior runs chunks built or reused, by the names they group: a caller that keeps
+        # them (the worker's tracker) hands them to the next encoding of the same value, whose
+        # unchanged groups then cost a lookup, not an encoding and a hash.
+        self.interior: dict[tuple[str, ...], tuple[str, int]] = {}
+        self.earlier: Mapping[tuple[str, ...], tuple[str, int]] = {}
 
     def tree(self, value: object) -> Tree:
         """The tree of ``value``.
@@ -92,6 +97,7 @@ class TreeEncoder(Encoder):
         self.used = 0
         self.built.clear()
         self.sizes.clear()
+        self.interior.clear()
         self._path.clear()
 
     def finish(self, root: str) -> Tree:
@@ -176,9 +182,11 @@ def _nothing(name: str) -> bool:
     return False
 
 
-def leaf(enc: TreeEncoder, items: Sequence[Json]) -> str:
-    """The chunk of one run of item trees (split in halves while longer than ``LEAF_CHARS``)."""
-    text = dumps(items if isinstance(items, list) else list(items))
+def leaf(enc: TreeEncoder, items: Sequence[Json], text: str | None = None) -> str:
+    """The chunk of one run of item trees (split in halves while longer than ``LEAF_CHARS``);
+    ``text``, when given, is ``dumps(items)`` already made."""
+    if text is None:
+        text = dumps(items if isinstance(items, list) else list(items))
     if len(text) > LEAF_CHARS and len(items) > 1:
         middle = len(items) // 2
         halves = [leaf(enc, items[:middle]), leaf(enc, items[middle:])]
@@ -189,10 +197,20 @@ def leaf(enc: TreeEncoder, items: Sequence[Json]) -> str:
 def index(enc: TreeEncoder, names: list[str]) -> Json:
     """The runs node over leaf chunks ``names`` (grouped into interior chunks as needed)."""
     while len(names) > FANOUT:
-        names = [
-            enc.put(dumps({"runs": names[i : i + FANOUT]})) for i in range(0, len(names), FANOUT)
-        ]
+        names = [_interior(enc, tuple(names[i : i + FANOUT])) for i in range(0, len(names), FANOUT)]
     return {"runs": names}
+
+
+def _interior(enc: TreeEncoder, group: tuple[str, ...]) -> str:
+    """The interior chunk over ``group``: the one ``enc.earlier`` names when the caller still
+    holds it (its text is a function of the names alone), else built."""
+    found = enc.earlier.get(group)
+    if found is not None and enc.known(found[0]):
+        name = enc.keep(found[0], None, found[1])
+    else:
+        name = enc.put(dumps({"runs": list(group)}))
+    enc.interior[group] = (name, enc.sizes[name])
+    return name
 
 
 def encode_tree(

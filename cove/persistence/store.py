@@ -26,6 +26,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from cove.errors import CoveError, StoreError
 from cove.persistence import (
     cancels,
+    deliveries,
     iterations,
     leases,
     notes,
@@ -253,6 +254,7 @@ class Store:
     request_cancel = _writes(cancels.request_cancel)
     cancel_requested = _reads(cancels.cancel_requested)
     take_send_slot = _writes(pacing.take_send_slot)
+    first_delivery = _writes(deliveries.first_delivery)
 
     # --- turns and iterations ------------------------------------------------------------
     start_turn = _writes(writes.start_turn)

@@ -13,7 +13,9 @@ from types import TracebackType
 import httpx
 import pytest
 
-CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "haproxy.cfg"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+CONFIG = DEPLOY / "haproxy.cfg"
+TELEGRAM_CONFIG = DEPLOY / "haproxy-telegram.cfg"
 
 
 def require_haproxy() -> str:
@@ -35,9 +37,16 @@ def _free_port() -> int:
 
 
 class Proxy:
-    """``haproxy -f deploy/haproxy.cfg`` with ``COVE_NODE1``/``COVE_NODE2`` at two node ports."""
+    """``haproxy -f deploy/haproxy.cfg`` with ``COVE_NODE1``/``COVE_NODE2`` at two node ports;
+    with ``hook_ports`` (the nodes' Telegram webhook listeners), ``deploy/haproxy-telegram.cfg``
+    too, its frontend at ``telegram_url``."""
 
-    def __init__(self, binary: str, node_ports: tuple[int, int]) -> None:
+    def __init__(
+        self,
+        binary: str,
+        node_ports: tuple[int, int],
+        hook_ports: tuple[int, int] | None = None,
+    ) -> None:
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         env = {
@@ -46,8 +55,19 @@ class Proxy:
             "COVE_NODE1": f"127.0.0.1:{node_ports[0]}",
             "COVE_NODE2": f"127.0.0.1:{node_ports[1]}",
         }
+        files = ["-f", str(CONFIG)]
+        self.telegram_url = ""
+        if hook_ports is not None:
+            telegram = _free_port()
+            self.telegram_url = f"http://127.0.0.1:{telegram}"
+            env |= {
+                "COVE_TELEGRAM_BIND": f"127.0.0.1:{telegram}",
+                "COVE_HOOK1": f"127.0.0.1:{hook_ports[0]}",
+                "COVE_HOOK2": f"127.0.0.1:{hook_ports[1]}",
+            }
+            files += ["-f", str(TELEGRAM_CONFIG)]
         self.proc = subprocess.Popen(
-            [binary, "-db", "-f", str(CONFIG)],
+            [binary, "-db", *files],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

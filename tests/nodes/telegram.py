@@ -56,16 +56,22 @@ class BotNode:
 
     async def deliver(self, update: dict[str, Any]) -> None:
         """Post one update to this node's webhook; it must be taken (200)."""
-        async with httpx.AsyncClient(timeout=30) as http:
-            answer = await http.post(
-                f"http://127.0.0.1:{self.hook_port}{HOOK_PATH}",
-                json=update,
-                headers={"X-Telegram-Bot-Api-Secret-Token": SECRET},
-            )
+        answer = await post_update(f"http://127.0.0.1:{self.hook_port}", update)
         assert answer.status_code == 200, answer.text
 
     def stop(self) -> None:
         self.process.stop()
+
+
+async def post_update(base_url: str, update: dict[str, Any]) -> httpx.Response:
+    """Post one update to the webhook at ``base_url`` (a node's, or the proxy's), as Telegram
+    does."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        return await http.post(
+            f"{base_url}{HOOK_PATH}",
+            json=update,
+            headers={"X-Telegram-Bot-Api-Secret-Token": SECRET},
+        )
 
 
 def answer_by_mark(body: dict[str, Any]) -> str:

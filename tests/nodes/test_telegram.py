@@ -1,5 +1,6 @@
 """Telegram across two nodes on one PostgreSQL database: whichever node an update reaches, the
-chat's conversation lease decides who runs it and every message is answered exactly once; the
+chat's conversation lease decides who runs it and every message is answered exactly once (an
+update posted twice through the proxy, reaching both nodes, too); the
 Bot API's limits (per chat, overall) hold across both nodes, as the fake Bot API's record of
 when each call arrived shows."""
 
@@ -19,7 +20,8 @@ from cove.channels.telegram.handlers import ELSEWHERE
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.fakes.telegram_server import FakeTelegram
 from tests.nodes.cluster import model_calls, rows
-from tests.nodes.telegram import BotNode, answer_by_mark
+from tests.nodes.proxy import Proxy, require_haproxy
+from tests.nodes.telegram import BotNode, answer_by_mark, post_update
 
 pytestmark = pytest.mark.slow  # two cove serve processes
 
@@ -129,3 +131,36 @@ async def test_the_pace_per_chat_and_overall_holds_across_both_nodes(
     assert all(count(texts, answer) == 1 for answer in expected)
     turns = await rows(shared_url, "SELECT request FROM turn")
     assert sorted(request for (request,) in turns) == sorted(f"msg-{n}" for n in range(1, 7))
+
+
+async def test_an_update_posted_twice_through_the_proxy_reaches_both_nodes_and_runs_once(
+    tmp_path: Path, fake: FakeOpenAI, tg: FakeTelegram, shared_url: str
+) -> None:
+    # Telegram posts an update again when it saw no answer in time; behind the proxy the
+    # second post reaches the other node (round robin), which must drop it.
+    binary = require_haproxy()
+    a = BotNode(tmp_path, "a", fake, tg, shared_url, [CHAT])
+    try:
+        b = BotNode(tmp_path, "b", fake, tg, shared_url, [CHAT])
+        try:
+            ports = (a.process.port, b.process.port)
+            with Proxy(binary, ports, (a.hook_port, b.hook_port)) as proxy:
+                proxy.wait_until_up()
+                update = tg.text_update(CHAT, "msg-1")
+                posts = [await post_update(proxy.telegram_url, update) for _ in range(2)]
+                assert [post.status_code for post in posts] == [200, 200]
+                assert {post.headers["x-cove-node"] for post in posts} == {"hook1", "hook2"}
+                await tg.wait_for(lambda: "answer msg-1" in tg.texts(CHAT), timeout=60)
+                answer = await post_update(proxy.telegram_url, tg.text_update(CHAT, "msg-2"))
+                assert answer.status_code == 200
+                await tg.wait_for(lambda: "answer msg-2" in tg.texts(CHAT), timeout=60)
+        finally:
+            b.stop()
+    finally:
+        a.stop()
+
+    texts = tg.texts(CHAT)
+    assert [count(texts, f"answer msg-{n}") for n in (1, 2)] == [1, 1]
+    turns = await rows(shared_url, "SELECT request, status FROM turn ORDER BY position")
+    assert turns == [("msg-1", "done"), ("msg-2", "done")]
+    assert len(fake.requests) == 2

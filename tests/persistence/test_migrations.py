@@ -57,6 +57,7 @@ TABLES = {
     ],
     "cancel_request": ["turn_id", "requested_by", "requested_at"],
     "send_slot": ["key", "next_at"],
+    "delivery": ["key", "at"],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
     "search_fts": ["text"],
@@ -94,6 +95,8 @@ INDEXES = {
     "sqlite_autoindex_turn_note_1": ("turn_note", ["turn_id", "seq"]),
     "sqlite_autoindex_block_figure_1": ("block_figure", ["block_id", "position"]),
     "sqlite_autoindex_send_slot_1": ("send_slot", ["key"]),
+    "sqlite_autoindex_delivery_1": ("delivery", ["key"]),
+    "delivery_at": ("delivery", ["at"]),
 }
 
 

@@ -46,6 +46,9 @@ log = logging.getLogger("cove.telegram")
 #: The update kinds the bot asks Telegram for.
 UPDATES = ["message"]
 
+#: How long an update's id is remembered: Telegram gives up redelivering after 24 hours.
+REDELIVERY_WINDOW_S = 2 * 24 * 3600.0
+
 
 class TelegramChannel:
     """The Telegram bot over a ``Conversations``: ``await start()``, later ``await stop()``."""
@@ -72,7 +75,13 @@ class TelegramChannel:
         self.webhook_port = 0  # the port the webhook listens on, once started
         self._started = False
         self._redaction = Redaction(token)
+        self._bot_id = bot_id
         _register(self.app, self.core)
+
+    async def _first_delivery(self, update_id: int) -> bool:
+        """Whether this update reaches cove for the first time on any node (recording it)."""
+        key = f"telegram:{self._bot_id}:{update_id}"
+        return await self.convs.first_delivery(key, REDELIVERY_WINDOW_S)
 
     async def start(self) -> None:
         """Connect (``getMe``), register the commands and begin receiving updates.
@@ -160,7 +169,9 @@ class TelegramChannel:
                 f"cannot listen for the webhook on {host}:{port}: {exc.strerror}"
             ) from exc
         config = uvicorn.Config(
-            webhook_app(self.app, path, secret), log_level="warning", lifespan="off"
+            webhook_app(self.app, path, secret, self._first_delivery),
+            log_level="warning",
+            lifespan="off",
         )
         config.load()
         server = uvicorn.Server(config)

@@ -20,6 +20,7 @@ import gc
 import sys
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from itertools import chain
 from types import (
     BuiltinMethodType,
@@ -82,7 +83,7 @@ class Reach:
         namespace: dict[str, Any],
         builtins: dict[str, Any],
         is_sandbox_class: Callable[[type], bool],
-        known: Callable[[str, object], frozenset[int] | None] = lambda name, value: None,
+        known: Callable[[str, object], AbstractSet[int] | None] = lambda name, value: None,
         pure: Callable[[object], bool] = lambda value: False,
     ) -> None:
         self.namespace = namespace
@@ -97,7 +98,7 @@ class Reach:
         self.builtins = builtins
         self.is_sandbox_class = is_sandbox_class
         self.names: list[str] = []  # in the order met: the block's own names come first
-        self.walked: dict[str, tuple[object, frozenset[int]]] = {}  # name -> (value, its ids)
+        self.walked: dict[str, tuple[object, AbstractSet[int]]] = {}  # name -> (value, its ids)
         self._named: set[str] = set()
         self._codes: set[int] = set()
 

@@ -22,6 +22,7 @@ else is left to the codec.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter, is_
@@ -60,19 +61,31 @@ class _Run:
     # its new items alone.
     trees: list[Any] | None = None
     charged: int = 0
+    text: str = ""  # with ``trees``: their leaf text, which a grown run's extends
 
 
 class Runs:
     """What a container held, run by run, and the tree it was encoded as."""
 
-    __slots__ = ("kind", "length", "obj", "runs", "tree")
+    __slots__ = ("full", "interior", "kind", "length", "obj", "runs", "tree")
 
-    def __init__(self, kind: Kind, obj: Any, runs: list[_Run], tree: Tree) -> None:
+    def __init__(
+        self,
+        kind: Kind,
+        obj: Any,
+        runs: list[_Run],
+        tree: Tree,
+        interior: dict[tuple[str, ...], tuple[str, int]] | None = None,
+    ) -> None:
         self.kind = kind
         self.obj = obj
         self.length = len(obj)
         self.runs = runs
         self.tree = tree
+        self.interior = interior or {}  # the tree's interior chunks (``TreeEncoder.interior``)
+        # The chunks of the leading full runs, merged, with their count and total size: what
+        # an append keeps, made once per run filled rather than once per append.
+        self.full: tuple[int, dict[str, int], int] = (0, {}, 0)
 
     def holds(self, value: Any, hint: Hint | None = None) -> bool:
         """Whether ``value`` (the recorded object) holds the same objects in the same order
@@ -120,7 +133,7 @@ def _table(rows: list[Any], kinds: set[type]) -> bool:
     )
 
 
-def hint_of(previous: Runs, held: frozenset[int], touched: Mapping[int, bool]) -> Hint:
+def hint_of(previous: Runs, held: AbstractSet[int], touched: Mapping[int, bool]) -> Hint:
     """The ``Hint`` for ``previous`` (whose value holds the objects ``held``) from what the
     witness recorded (``touched``: by id, True when the object only grew)."""
     top = touched.get(id(previous.obj))
@@ -129,13 +142,19 @@ def hint_of(previous: Runs, held: frozenset[int], touched: Mapping[int, bool]) -
 
 
 def encode(
-    value: Any, kind: Kind, enc: TreeEncoder, previous: Runs | None, hint: Hint | None = None
+    value: Any,
+    kind: Kind,
+    enc: TreeEncoder,
+    previous: Runs | None,
+    hint: Hint | None = None,
+    held: bool = False,
 ) -> tuple[Tree, Runs] | None:
     """The tree of ``value`` (of shape ``kind``) and its record, keeping ``previous``'s runs
     where they still hold the same objects and their chunks are known to ``enc``.
 
     ``hint`` (for ``previous``'s very object) says what may have changed since ``previous``;
-    without it, every run is compared object by object.
+    without it, every run is compared object by object. ``held``: the caller knows ``enc``
+    knows every chunk of ``previous``'s tree (it is the tree the caller last reported).
 
     Returns None when a changed run no longer has the shape (the caller encodes it whole).
     """
@@ -146,7 +165,8 @@ def encode(
         return tree, Runs(kind, value, short, tree)
     reuse = previous if previous is not None and previous.kind == kind else None
     enc.enter(value, 0)
-    built = _kept_prefix(reuse, enc, hint)
+    built = _kept_prefix(reuse, enc, hint, held)
+    kept = len(built)
     try:
         for start in range(len(built) * RUN_ITEMS, len(value), RUN_ITEMS):
             number = start // RUN_ITEMS
@@ -169,30 +189,51 @@ def encode(
     except UnicodeEncodeError:
         return None  # a string with lone surrogates: the codec encodes it again, tagged
     enc.leave(value)
+    if reuse is not None:
+        enc.earlier = reuse.interior
     node = index(enc, [run.name for run in built])
     root = dumps({"dict": node} if kind == "dict" else node)
     tree = enc.finish(root)
-    return tree, Runs(kind, value, built, tree)
+    record = Runs(kind, value, built, tree, dict(enc.interior))
+    if reuse is not None and reuse.full[0] <= kept:  # the very runs it merged were kept
+        record.full = reuse.full
+    return tree, record
 
 
-def _kept_prefix(reuse: Runs | None, enc: TreeEncoder, hint: Hint | None) -> list[_Run]:
+def _kept_prefix(reuse: Runs | None, enc: TreeEncoder, hint: Hint | None, held: bool) -> list[_Run]:
     """The leading runs of ``reuse`` that ``hint`` proves unchanged (an untouched container, or
     the full runs before the end of one that only grew, none of its rows touched), kept in one
-    step when ``enc`` knows all their chunks; else none (the caller compares run by run)."""
+    step when ``enc`` knows all their chunks (``held``: the caller knows it does); else none
+    (the caller compares run by run)."""
     if reuse is None or hint is None or hint[1] or hint[0] is False:
         return []
-    top, _, length = hint
-    count = len(reuse.runs) if top is None else min(len(reuse.runs), length // RUN_ITEMS)
+    # Its full runs; a short last one is compared by the caller.
+    count = min(len(reuse.runs), hint[2] // RUN_ITEMS)
     prefix = reuse.runs[:count]
-    per_run = list(map(attrgetter("sizes"), prefix))  # C-speed: a long value has many runs
-    sizes = dict(chain.from_iterable(map(dict.items, per_run)))
-    if not all(map(enc.known, sizes)):
+    sizes, total = _merged(reuse, count)
+    if not held and not all(map(enc.known, sizes)):
         return []
     enc.sizes.update(sizes)
     if enc.log is not None:
-        enc.log.extend(chain.from_iterable(per_run))
-    enc.charge(sum(map(sum, map(dict.values, per_run))))
+        enc.log.extend(sizes)
+    enc.charge(total)
     return prefix
+
+
+def _merged(reuse: Runs, count: int) -> tuple[dict[str, int], int]:
+    """The chunks of ``reuse``'s first ``count`` runs (full ones), merged, and their total
+    size: kept on the record (``Runs.full``) and extended when a run filled, so an append
+    costs its own run, not every run's."""
+    made, sizes, total = reuse.full
+    if made > count:
+        made, sizes, total = 0, {}, 0
+    if count > made:
+        per_run = list(map(attrgetter("sizes"), reuse.runs[made:count]))  # C-speed
+        sizes = dict(sizes)  # the record's own stays as it was
+        sizes.update(chain.from_iterable(map(dict.items, per_run)))
+        total += sum(map(sum, map(dict.values, per_run)))
+        reuse.full = (count, sizes, total)
+    return sizes, total
 
 
 def _views(kind: Kind, value: Any) -> tuple[list[Any], list[Any] | None]:
@@ -319,13 +360,18 @@ def _build(
         assert run.values is not None
         keys = enc.trees(fresh, len(fresh), 1)
         values = enc.trees(run.values[len(kept) :], len(fresh), 1)
-        trees = kept + [[key, value] for key, value in zip(keys, values, strict=True)]
+        added = [[key, value] for key, value in zip(keys, values, strict=True)]
     else:
-        trees = kept + enc.trees(fresh, len(fresh), 1)
+        added = enc.trees(fresh, len(fresh), 1)
+    trees = kept + added
+    # The leaf text of kept + added is the kept one's extended (the codec's JSON is compact).
+    text = (
+        f"{grown.text[:-1]},{dumps(added)[1:]}" if kept and grown and grown.text else dumps(trees)
+    )
     if len(segment) < RUN_ITEMS and len(enc.sizes) == chunks:
-        run.trees, run.charged = trees, base + enc.used - used
+        run.trees, run.charged, run.text = trees, base + enc.used - used, text
     enc.log = []
-    run.name = leaf(enc, trees)
+    run.name = leaf(enc, trees, text)
     run.sizes = {name: enc.sizes[name] for name in enc.log}
     enc.log = None
     return run

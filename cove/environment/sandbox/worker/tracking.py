@@ -36,6 +36,7 @@ import contextlib
 import inspect
 import weakref
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -74,7 +75,8 @@ _IMMUTABLE = frozenset(
 class _Tracked:
     value: object
     digest: str  # of its tree's root (of its opaque record when it has no tree)
-    ids: frozenset[int] = frozenset()  # the objects the value is made of
+    # The objects the value is made of (a ``set``, once grown in place, is this record's own).
+    ids: AbstractSet[int] = frozenset()
     runs: Runs | None = None  # for a container of scalars or a table: what it held, by identity
     closure: frozenset[str] = frozenset()  # the chunks of the tree reported for it (host-held)
     quick: str | None = None  # an array's or a pandas value's buffer fingerprint
@@ -346,7 +348,7 @@ class VariableTracker:
         namespace: dict[str, Any],
         name: str,
         found: list[dict[str, Any]],
-        walked: tuple[object, frozenset[int]] | None,
+        walked: tuple[object, AbstractSet[int]] | None,
     ) -> set[str]:
         """``_check``, failing closed: a value the tracker cannot handle (a foreign type whose
         hash, comparison or traversal raises) is reported opaque, never an error."""
@@ -375,7 +377,7 @@ class VariableTracker:
         namespace: dict[str, Any],
         name: str,
         found: list[dict[str, Any]],
-        walked: tuple[object, frozenset[int]] | None,
+        walked: tuple[object, AbstractSet[int]] | None,
     ) -> set[str]:
         """Bring ``name``'s tracking up to date; if it changed, the variables sharing with it."""
         old = self.state.get(name)
@@ -426,14 +428,14 @@ class VariableTracker:
         value: object,
         old: _Tracked | None,
         found: list[dict[str, Any]],
-        walked: tuple[object, frozenset[int]] | None,
+        walked: tuple[object, AbstractSet[int]] | None,
     ) -> set[str]:
         """Snapshot ``value`` and report it when its content changed; track it either way.
 
         An array or a pandas value is first compared by a hash of its buffers: unchanged, it is
         not encoded at all."""
         ids = walked[1] if walked is not None and walked[0] is value else None
-        delta: tuple[frozenset[int], frozenset[int]] | None = None
+        delta: tuple[AbstractSet[int], AbstractSet[int]] | None = None
         quick = codec.data_fingerprint(value)
         if quick is not None and old is not None and old.value is value and old.quick == quick:
             return self._retrack(name, value, old, ids)
@@ -458,13 +460,13 @@ class VariableTracker:
 
     def _held_now(
         self, name: str, value: object, old: _Tracked, record: Runs
-    ) -> tuple[frozenset[int] | None, tuple[frozenset[int], frozenset[int]] | None]:
+    ) -> tuple[AbstractSet[int] | None, tuple[AbstractSet[int], AbstractSet[int]] | None]:
         """The objects ``value`` (still of ``old``'s shape) holds, from ``old``'s and what the
         witness saw, without a walk, with what was added and removed; ``(None, None)`` when they
         must be found by a walk."""
         if value is not old.value or old.runs is None or record.kind != old.runs.kind:
             return None, None
-        none: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset())
+        none: tuple[AbstractSet[int], AbstractSet[int]] = (frozenset(), frozenset())
         if record.kind != "table":
             return old.ids, none  # the container itself
         if name in self._suspect:
@@ -474,11 +476,15 @@ class VariableTracker:
         if self._touched[id(value)]:  # it only grew: its old rows, and the new ones
             rows: list[Any] = value  # type: ignore[assignment]
             added = frozenset(map(id, rows[old.runs.length :])) - old.ids
-            return old.ids | added, (added, frozenset())
+            # A record's ``set`` of ids is its own (only made here): from the second append
+            # on, the rows' ids grow in place instead of being copied (50,000 ids: ~3 ms).
+            ids = old.ids if type(old.ids) is set else set(old.ids)
+            ids |= added
+            return ids, (added, frozenset())
         return None, None
 
     def _retrack(
-        self, name: str, value: object, old: _Tracked, ids: frozenset[int] | None
+        self, name: str, value: object, old: _Tracked, ids: AbstractSet[int] | None
     ) -> set[str]:
         """``name`` provably holds what it held: only its index of held objects may change (an
         element swapped for an equal object, which a later change through it concerns)."""
@@ -492,8 +498,8 @@ class VariableTracker:
         self,
         name: str,
         record: _Tracked,
-        ids: frozenset[int] | None = None,
-        delta: tuple[frozenset[int], frozenset[int]] | None = None,
+        ids: AbstractSet[int] | None = None,
+        delta: tuple[AbstractSet[int], AbstractSet[int]] | None = None,
     ) -> set[str]:
         """Record ``name``'s value; the other variables holding objects it held or now holds.
 
@@ -564,7 +570,7 @@ class VariableTracker:
     def _reach(self) -> Reach:
         return Reach(self.namespace, self.builtins, self._is_sandbox_class, self._known, self._pure)
 
-    def _known(self, name: str, value: object) -> frozenset[int] | None:
+    def _known(self, name: str, value: object) -> AbstractSet[int] | None:
         """The held objects of a variable that holds no code, without a walk: an immutable
         object, or the container of scalars (or table) it was (whether it still holds what it
         held is for the check to say; until then, its ids are the recorded ones)."""
@@ -677,10 +683,11 @@ class VariableTracker:
         kind = previous.kind if previous is not None else runs.kind_of(value)
         if kind is not None:
             encoder = TreeEncoder(source_of=self.source_of, known=known, **limits)
-            hint = None
+            hint, held = None, False
             if previous is not None and old is not None and name not in self._suspect:
                 hint = runs.hint_of(previous, old.ids, self._touched)
-            done = runs.encode(value, kind, encoder, previous, hint)
+                held = old.closure is previous.tree.closure  # reported whole: host-held
+            done = runs.encode(value, kind, encoder, previous, hint, held)
             if done is not None:
                 tree, record = done
                 return _Tracked(value, tree.digest, runs=record), tree

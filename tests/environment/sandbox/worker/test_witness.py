@@ -352,6 +352,33 @@ def test_a_last_run_grown_item_by_item_has_exactly_the_tree_the_codec_builds() -
             assert same(session.stored(change), session.live(name)), (code, name)
 
 
+def test_growth_across_interior_groups_and_long_leaves_has_exactly_the_codec_tree() -> None:
+    # 16,382 ints are 64 runs, one interior group short of a second level: appends add the
+    # 65th run (a level of interior chunks appears), fill it, and change a member of a group
+    # kept from the last encoding. Strings of 700 characters make a last run whose leaf text
+    # passes LEAF_CHARS while it grows, so it is split in halves.
+    session = Session()
+    session.run("nums = list(range(16_382))\ntexts = ['x' * 700 for _ in range(300)]")
+    steps = [
+        *["nums.append(-1)"] * 4,
+        "nums.extend(range(300))",
+        "nums[100] = -len(nums)",
+        "nums.append(len(nums))",
+        *["texts.append('y' * 700)"] * 3,
+        "texts.extend(['z' * 700] * 60)",
+        "texts.append('w')",
+        "nums.pop()",
+        "nums.append(7)",
+    ]
+    for code in steps * 2:
+        changes = session.run(code)
+        assert changes, code
+        for name, change in changes.items():
+            tree = codec.encode_tree(session.live(name), max_bytes=1 << 30, max_depth=100)
+            assert change["encoded"] == tree.root, (code, name)
+            assert same(session.stored(change), session.live(name)), (code, name)
+
+
 DATA_ROUTES: dict[str, tuple[list[str], str, set[str]]] = {
     "an array augmented": (["import numpy as np\na = np.arange(600)"], "a += 1", {"a"}),
     "an array item": (["import numpy as np\na = np.arange(600)"], "a[0] = -5", {"a"}),
