@@ -16,6 +16,7 @@ from cove.config.channel_sections import (
 from cove.config.sections import (
     DEFAULT_PRICES,
     MEMORY_DB,
+    Endpoint,
     LoopSettings,
     ModelSettings,
     Price,
@@ -29,6 +30,7 @@ from cove.config.sources import unknown_env_vars
 __all__ = [
     "DEFAULT_PRICES",
     "MEMORY_DB",
+    "Endpoint",
     "LoopSettings",
     "ModelSettings",
     "Price",

@@ -5,12 +5,15 @@ Create, send, cancel, fork, delete, inspect, search, replay and watch conversati
 
 from cove.conversation.conversations import Conversations, LLMFactory
 from cove.conversation.handle import TurnHandle
+from cove.conversation.profiles import KEEP, Profile
 from cove.conversation.scripted import scripted_factory
 from cove.conversation.stats import ProcessStats
 from cove.conversation.watch.lists import ListWatch
 from cove.conversation.watch.rebuild import iteration_budget, timeline
 from cove.conversation.watch.sequence import turn_of
 from cove.conversation.watch.stream import WatchStream
+from cove.engine.budgets import INSTRUCTIONS_CHARS
+from cove.engine.prompt import checked_instructions
 from cove.persistence.history import HistoryFigures
 from cove.persistence.pacing import SendSlot
 from cove.persistence.records import (
@@ -25,6 +28,8 @@ from cove.persistence.records import (
 )
 
 __all__ = [
+    "INSTRUCTIONS_CHARS",
+    "KEEP",
     "BlockRecord",
     "ConversationRecord",
     "Conversations",
@@ -33,6 +38,7 @@ __all__ = [
     "LLMFactory",
     "ListWatch",
     "ProcessStats",
+    "Profile",
     "SearchHit",
     "SendSlot",
     "Transcript",
@@ -41,6 +47,7 @@ __all__ = [
     "TurnRecord",
     "VarVersionRecord",
     "WatchStream",
+    "checked_instructions",
     "iteration_budget",
     "scripted_factory",
     "timeline",

@@ -19,6 +19,7 @@ from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
 from cove.conversation.memory import live_memory_budget, pss_bytes
+from cove.conversation.profiles import ProfileAPI
 from cove.conversation.recovered import as_listed, as_recovered
 from cove.conversation.stats import ProcessStats
 from cove.conversation.turns import Turns
@@ -27,6 +28,8 @@ from cove.conversation.watch.api import WatchAPI
 from cove.conversation.watch.watching import Tap, Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
+from cove.engine.llm.fallback import FallbackClient
+from cove.engine.prompt import checked_instructions
 from cove.engine.query import TurnRequest
 from cove.engine.replay import replay_conversation
 from cove.environment.environment import Environment
@@ -66,7 +69,7 @@ def _worker_memory(env: Environment) -> int | None:
     return pss_bytes(pid) if pid is not None else None
 
 
-class Conversations(WatchAPI, VariablesAPI):
+class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
     """Create, drive, inspect, fork, replay and watch conversations. Use ``async with``."""
 
     def __init__(self, settings: Settings, store: Store, pool: WorkerPool, llm_factory: LLMFactory):
@@ -209,17 +212,30 @@ class Conversations(WatchAPI, VariablesAPI):
         external_id: str | None = None,
         *,
         owner: str | None = None,
+        instructions: str | None = None,
+        model: str | None = None,
     ) -> ConversationRecord:
         """Create a conversation with its own workspace directory.
 
         ``owner`` is the principal the channel acts for (a web user, a Telegram chat); calls
         that pass the same ``owner`` see only that owner's conversations. None: no owner.
+        ``instructions`` and ``model`` are its profile from its first turn (``set_profile``).
+
+        Raises:
+            CoveError, ModelError: The instructions or the model are refused (as by
+                ``set_profile``); nothing is created.
         """
         self._check_open()
+        if instructions is not None:
+            instructions = checked_instructions(instructions)
+        if model is not None:
+            model = await self.checked_model(model)
         record = await self._store.create_conversation(
             channel=channel, title=title, external_id=external_id, owner=owner
         )
         await self._workspaces.ensure(record.id)
+        if instructions is not None or model is not None:
+            await self._store.change_profile(record.id, instructions=instructions, model=model)
         return record
 
     async def for_external(
@@ -530,9 +546,19 @@ class Conversations(WatchAPI, VariablesAPI):
     # -- internals -------------------------------------------------------------------------
 
     def _llm(self, model: str) -> LLMClient:
+        """The client a turn asking for ``model`` uses: with the fallback list, one that goes
+        on with the next model when one is unavailable."""
+        chain = self.settings.model.fallbacks(model)
+        if len(chain) == 1:
+            return self._client(model)
+        return FallbackClient([self._client(name) for name in chain])
+
+    def _client(self, model: str) -> LLMClient:
+        """The one client of ``model`` (on its own endpoint when the settings give one)."""
         client = self._llms.get(model)
         if client is None:
-            client = self._llms[model] = self._llm_factory(self.settings.model, model)
+            settings = self.settings.model.for_model(model)
+            client = self._llms[model] = self._llm_factory(settings, model)
         return client
 
     async def _open_environment(self, conversation_id: str) -> Environment:

@@ -64,6 +64,9 @@ class TurnRequest:
             and calls no model (``given.py``); the turn records no model.
         timeout_s: With ``no_model``, the block's time limit (clamped to the sandbox's
             bounds); None: the configured one.
+        instructions: The conversation's instructions for this turn, shown in the system
+            prompt (resolved from the conversation's profile where the turn starts; replay:
+            the recorded ones); None: none.
     """
 
     conversation_id: str
@@ -75,6 +78,7 @@ class TurnRequest:
     owner: str | None = None
     no_model: bool = False
     timeout_s: float | None = None
+    instructions: str | None = None
 
 
 class Query:
@@ -241,7 +245,7 @@ class Query:
             control=control,
             inputs=self.inputs,
             turn=turn,
-            system_prompt=system_prompt(self.env.system_prompt_docs()),
+            system_prompt=system_prompt(self.env.system_prompt_docs(), self.request.instructions),
             handover_message=(
                 request_message(control.request, handover, self.attachments) if handover else None
             ),

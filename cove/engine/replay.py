@@ -14,6 +14,7 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from cove import codec
@@ -66,6 +67,7 @@ async def replay_conversation(
             total_blocks = total_mismatches = 0
             try:
                 for turn in transcript.turns:
+                    recorded = await store.profile(record.id, at_turn=turn.position)
                     checked = await _replay_turn(
                         settings,
                         scratch_store,
@@ -73,6 +75,7 @@ async def replay_conversation(
                         copy.id,
                         turn,
                         recorded_versions.get(turn.position, []),
+                        recorded.instructions,
                     )
                     total_blocks += checked.blocks
                     total_mismatches += len(checked.mismatches)
@@ -95,6 +98,7 @@ async def _replay_turn(
     conversation_id: str,
     turn: TurnRecord,
     versions: Sequence[VarVersionRecord],
+    instructions: str | None,
 ) -> ReplayTurnChecked:
     stop = stop_point(turn)
     # The iterations whose model call is replayed: all but one stopped before its reply came.
@@ -106,7 +110,7 @@ async def _replay_turn(
         env=env,
         llm=NoModel() if turn.model is None else _recorded_client(turn, iterations),
         conversation=conversation,
-        request=_request(conversation_id, turn, iterations),
+        request=replace(_request(conversation_id, turn, iterations), instructions=instructions),
         inputs=_recorded_inputs(turn, iterations, stop),
         steering={it.position: list(it.steering) for it in iterations if it.steering},
         attachments=turn.attachments,
@@ -115,6 +119,7 @@ async def _replay_turn(
     replayed = await store.transcript(conversation_id, turn=position)  # that turn only
     mismatches = _compare_blocks(turn, replayed.turns[0])
     mismatches += _compare_steering(turn, replayed.turns[0])
+    mismatches += _compare_prompts(turn, replayed.turns[0])
     mismatches += _compare_versions(turn.position, versions, replayed.var_versions)
     blocks = sum(len(it.blocks) for it in turn.iterations)
     return ReplayTurnChecked(
@@ -235,6 +240,16 @@ def _compare_steering(recorded: TurnRecord, replayed: TurnRecord) -> list[str]:
         f"steering of iteration {it.position + 1} (turn {recorded.position}) was not replayed"
         for it in recorded.iterations
         if it.steering and new.get(it.position) != it.steering
+    ]
+
+
+def _compare_prompts(recorded: TurnRecord, replayed: TurnRecord) -> list[str]:
+    """Each iteration must be sent the same system prompt again (the recorded instructions)."""
+    new = {it.position: it.system_prompt_hash for it in replayed.iterations}
+    return [
+        f"the system prompt of iteration {it.position + 1} (turn {recorded.position}) differs"
+        for it in recorded.iterations
+        if it.position in new and new[it.position] != it.system_prompt_hash
     ]
 
 

@@ -161,7 +161,7 @@ async def _write_reply(db: Sql, reply: ReplyWrite, where: str, params: Sequence[
     rows it changed."""
     return await db.run(
         "UPDATE iteration SET raw_reply = ?, thinking = ?, tokens_in = ?, tokens_out = ?,"
-        " cost_usd = ?, llm_ms = ?, planned_blocks = ? WHERE id" + where,
+        " cost_usd = ?, llm_ms = ?, planned_blocks = ?, model = ? WHERE id" + where,
         (
             reply.raw_reply,
             reply.thinking,
@@ -170,6 +170,7 @@ async def _write_reply(db: Sql, reply: ReplyWrite, where: str, params: Sequence[
             reply.usage.cost_usd,
             reply.llm_ms,
             json.dumps(list(reply.planned_blocks)),
+            reply.model,
             *params,
         ),
     )

@@ -2,8 +2,8 @@
 
 ``Store`` is the interface the engine and the conversation layer use; no SQL is written above
 it. Each of its methods is one unit function (``writes``, ``iterations``, ``reads``, ``leases``,
-``cancels``, ``notes``, ``values``, ``history``, ``pacing``, ``forks``, …) bound here by
-name, so its signature and docstring are written once, where its statements are. A unit
+``cancels``, ``notes``, ``values``, ``history``, ``pacing``, ``forks``, ``profiles``, …) bound
+here by name, so its signature and docstring are written once, where its statements are. A unit
 receives a ``Call`` (the database, the time of the call, the turn's fence, the history budget)
 and runs on the backend's read connection or in one write transaction; a write unit runs to its
 end even when its caller is cancelled (a write unit is never half-done; its result is dropped)::
@@ -31,6 +31,7 @@ from cove.persistence import (
     leases,
     notes,
     pacing,
+    profiles,
     reads,
     recent,
     values,
@@ -242,6 +243,8 @@ class Store:
     conversation_ids = _reads(reads.conversation_ids)
     forks = _reads(forking.forks)
     set_title = _writes(writes.set_title)
+    profile = _reads(profiles.profile)
+    change_profile = _writes(profiles.change_profile)
     delete_conversation = _writes(writes.delete_conversation)
 
     # --- leases and cancel requests ------------------------------------------------------

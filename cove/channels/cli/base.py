@@ -91,11 +91,13 @@ def global_options(f: F) -> F:
         "directory).",
     )(f)
     f = click.option(
+        "-m",
         "--model",
         metavar="NAME",
         expose_value=False,
         callback=_remember("model"),
-        help="Model name (default: $COVE_MODEL).",
+        help="Model name (default: $COVE_MODEL); cove run and cove chat remember it with the "
+        "conversation.",
     )(f)
     return f
 
@@ -161,14 +163,27 @@ def examples(*lines: str) -> str:
 
 def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment and the global flags of the current command."""
+    return _settings(click.get_current_context().meta.get("cove.model"), overrides)
+
+
+def conversation_settings(**overrides: Any) -> Settings:
+    """``load_settings`` for ``cove run`` and ``cove chat``: there ``-m/--model`` names the
+    conversation's model (``chosen_model``: remembered with it and checked against what the
+    endpoint offers) instead of replacing the configured one."""
+    return _settings(None, overrides)
+
+
+def _settings(model: str | None, overrides: dict[str, Any]) -> Settings:
     from cove.config import Settings  # not for --version or --help
 
     meta = click.get_current_context().meta
-    return Settings.load(
-        db_path=meta.get("cove.db"),
-        model=meta.get("cove.model"),
-        **overrides,
-    )
+    return Settings.load(db_path=meta.get("cove.db"), model=model, **overrides)
+
+
+def chosen_model() -> str | None:
+    """The model ``-m/--model`` names for the current command, or None."""
+    model = click.get_current_context().meta.get("cove.model")
+    return None if model is None else str(model)
 
 
 def unknown_variables(env: Mapping[str, str]) -> list[str]:

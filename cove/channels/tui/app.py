@@ -215,6 +215,7 @@ class CoveApp(AppHost):
         self.current = conversation_id
         self.sidebar.select(conversation_id)
         self.status.set(conversation=conversation_id[:12], iteration="", usage="")
+        await self.guard(lambda: actions.show_profile(self, conversation_id))
         replaced, self._watching = self._watching, (conversation_id, asyncio.Event())
         if replaced is not None:
             # Its follower is cancelled and will never set it: wake who waits, to look again.
@@ -307,7 +308,7 @@ class CoveApp(AppHost):
             await self.attached(self.current)
             files, self.attachments = self.attachments, []
             try:
-                handle = self.convs.send(self.current, text, files, model=self.model)
+                handle = self.convs.send(self.current, text, files)
             except BaseException:
                 self.attachments = files + self.attachments  # nothing sent: kept for the next
                 raise
