@@ -13,6 +13,7 @@ from cove.config.channel_sections import (
     TuiSettings,
     WebSettings,
 )
+from cove.config.extension_section import ExtensionSettings
 from cove.config.sections import (
     DEFAULT_PRICES,
     MEMORY_DB,
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_PRICES",
     "MEMORY_DB",
     "Endpoint",
+    "ExtensionSettings",
     "LoopSettings",
     "ModelSettings",
     "Price",

@@ -470,6 +470,7 @@ class Iteration:
         """Run one block in the environment with its seed and clock."""
         s, control, turn = self.setup, self.setup.control, self.setup.turn
         control.current_block = index
+        control.current_iteration = self.position
         try:
             return await s.env.run_block(
                 block.code,

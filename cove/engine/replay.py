@@ -13,13 +13,14 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from cove import codec
 from cove.codec import DEFAULT_MAX_DEPTH
 from cove.config import Settings
+from cove.engine.approvals import RecordedVerdicts, recorded_verdicts
 from cove.engine.determinism import RecordedInputs
 from cove.engine.given import NoModel, given_block
 from cove.engine.iteration import NOT_RUN_CANCELLED
@@ -28,6 +29,9 @@ from cove.engine.llm.scripted import RecordedClient
 from cove.engine.protocol import CodeBlock
 from cove.engine.query import Query, TurnRequest
 from cove.environment.environment import Environment
+from cove.environment.extensions import builtin_extensions
+from cove.environment.extensions.approval import Rule
+from cove.environment.extensions.base import Extension
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import CodecError
 from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished, TurnStarted
@@ -40,7 +44,13 @@ KILLED = "CancelledError:"
 
 
 async def replay_conversation(
-    settings: Settings, store: Store, pool: WorkerPool, conversation_id: str
+    settings: Settings,
+    store: Store,
+    pool: WorkerPool,
+    conversation_id: str,
+    *,
+    extensions: Sequence[Extension] | None = None,
+    policy: Mapping[str, Rule] | None = None,
 ) -> AsyncIterator[Event]:
     """Replay a conversation, yielding one ``ReplayTurnChecked`` per turn and ``ReplayFinished``.
 
@@ -49,20 +59,28 @@ async def replay_conversation(
         store: The store holding the recorded conversation (only read).
         pool: The worker pool the fresh sandbox comes from.
         conversation_id: Id or unique prefix of the conversation.
+        extensions: The conversation's extensions (default: cove's built-ins).
+        policy: Its approval policy; the recorded verdicts are given back whatever it says,
+            and nobody is asked.
     """
     record = await store.resolve(conversation_id)
     transcript = await store.transcript(record.id)
     recorded_versions = _versions_by_turn(transcript.var_versions)
+    approvals = await store.approvals(record.id)
     async with _scratch(settings.store.workspaces / record.id) as scratch:
         workspace = scratch / "workspace"
         async with Store.open(str(scratch / "replay.db")) as scratch_store:
             copy = await scratch_store.create_conversation(channel="replay", title=record.title)
+            chosen = builtin_extensions() if extensions is None else tuple(extensions)
+            await scratch_store.set_extension_use(copy.id, [e.name for e in chosen], {})
             env = await Environment.open(
                 conversation_id=copy.id,
                 settings=settings.sandbox,
                 pool=pool,
                 store=scratch_store,
                 workspace=workspace,
+                extensions=chosen,
+                policy=policy,
             )
             total_blocks = total_mismatches = 0
             try:
@@ -75,6 +93,7 @@ async def replay_conversation(
                         copy.id,
                         turn,
                         recorded_versions.get(turn.position, []),
+                        recorded_verdicts(approvals, turn.position),
                         recorded.instructions,
                     )
                     total_blocks += checked.blocks
@@ -98,6 +117,7 @@ async def _replay_turn(
     conversation_id: str,
     turn: TurnRecord,
     versions: Sequence[VarVersionRecord],
+    verdicts: RecordedVerdicts,
     instructions: str | None,
 ) -> ReplayTurnChecked:
     stop = stop_point(turn)
@@ -114,6 +134,7 @@ async def _replay_turn(
         inputs=_recorded_inputs(turn, iterations, stop),
         steering={it.position: list(it.steering) for it in iterations if it.steering},
         attachments=turn.attachments,
+        approvals=verdicts,
     )
     replayed_status, position = await _run(query, turn.position)
     replayed = await store.transcript(conversation_id, turn=position)  # that turn only

@@ -27,6 +27,7 @@ from cove.errors import CoveError, StoreError
 from cove.persistence import (
     cancels,
     deliveries,
+    extension_use,
     iterations,
     leases,
     notes,
@@ -258,6 +259,13 @@ class Store:
     cancel_requested = _reads(cancels.cancel_requested)
     take_send_slot = _writes(pacing.take_send_slot)
     first_delivery = _writes(deliveries.first_delivery)
+
+    # --- a conversation's extensions and the approvals of their calls --------------------
+    set_extension_use = _writes(extension_use.set_extension_use)
+    conversation_extensions = _reads(extension_use.extension_use)
+    remember_rule = _writes(extension_use.remember_rule)
+    record_approval = _writes(extension_use.record_approval)
+    approvals = _reads(extension_use.approvals)
 
     # --- turns and iterations ------------------------------------------------------------
     start_turn = _writes(writes.start_turn)

@@ -40,6 +40,8 @@ TABLES: tuple[tuple[str, str], ...] = (
     ("cancel_request", "turn_id"),
     ("turn_note", "id"),
     ("conversation_profile", "id"),
+    ("conversation_extensions", "conversation_id"),
+    ("approval", "id"),
 )
 #: The tables whose integer ids a sequence hands out on PostgreSQL.
 IDENTITY_TABLES = (
@@ -53,6 +55,7 @@ IDENTITY_TABLES = (
     "turn_note",
     "search_doc",
     "conversation_profile",
+    "approval",
 )
 
 

@@ -110,3 +110,30 @@ def test_the_panel_says_when_the_endpoint_cannot_list_its_models(
     page.wait_for_selector("#settings-status:text('Saved')")
     profile = api(site, "GET", f"/api/conversations/{cid}/profile").json()
     assert profile["instructions"] == "Short answers."
+
+
+def test_a_message_can_go_to_another_model_once(site: Site, page: Any) -> None:  # noqa: F811
+    site.fake.listed = ["fake-model", "big-model"]
+    site.fake.add_replies(answer("From big."), answer("From the usual."))
+    cid = site.conversation()
+    page.goto(f"{site.url}/c/{cid}")
+    page.click("#settings summary")
+    page.wait_for_selector("#model-picker option[value='big-model']", state="attached")
+    page.select_option("#model-picker", "big-model")
+    page.click("#settings-once")
+    assert page.text_content("#once-name") == "big-model"
+    send(page, "ask the big one")
+    page.wait_for_selector("#turn-1[data-status='done'] .answer")
+    assert page.is_hidden("#once-model")  # used once
+    send(page, "and now the usual")
+    page.wait_for_selector("#turn-2[data-status='done'] .answer")
+    assert [r["model"] for r in site.fake.requests] == ["big-model", "fake-model"]
+    profile = api(site, "GET", f"/api/conversations/{cid}/profile").json()
+    assert profile["model"] is None  # the conversation's own model never changed
+    unknown = api(
+        site, "POST", f"/api/conversations/{cid}/messages", json={"text": "x", "model": "nope"}
+    )
+    assert unknown.status_code == 422 and "does not offer" in unknown.json()["message"]
+    wrong = api(site, "POST", f"/api/conversations/{cid}/messages", json={"text": "x", "model": 7})
+    assert wrong.status_code == 422 and "'model'" in wrong.json()["message"]
+    assert len(site.fake.requests) == 2  # neither refused message ran

@@ -58,6 +58,12 @@ TABLES = {
     ],
     "cancel_request": ["turn_id", "requested_by", "requested_at"],
     "send_slot": ["key", "next_at"],
+    "conversation_extensions": ["conversation_id", "names", "policy"],
+    "approval": [
+        "id", "conversation_id", "turn_position", "iteration_position", "block_position", "seq",
+        "extension", "function", "effect", "arguments", "approved", "reason", "remember",
+        "created_at",
+    ],
     "conversation_profile": [
         "id", "conversation_id", "from_turn", "instructions", "model", "set_at",
     ],
@@ -100,6 +106,11 @@ INDEXES = {
     "sqlite_autoindex_turn_note_1": ("turn_note", ["turn_id", "seq"]),
     "sqlite_autoindex_block_figure_1": ("block_figure", ["block_id", "position"]),
     "sqlite_autoindex_send_slot_1": ("send_slot", ["key"]),
+    "sqlite_autoindex_conversation_extensions_1": ("conversation_extensions", ["conversation_id"]),
+    "sqlite_autoindex_approval_1": (
+        "approval",
+        ["conversation_id", "turn_position", "iteration_position", "block_position", "seq"],
+    ),
     "sqlite_autoindex_delivery_1": ("delivery", ["key"]),
     "delivery_at": ("delivery", ["at"]),
 }

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_CODES_HELP, exit_code_for
+from cove.channels.cli.plugin_commands import load_command, plugin_commands
 from cove.errors import CoveError
 
 if TYPE_CHECKING:
@@ -48,13 +49,16 @@ class CoveGroup(click.Group):
         self.modules: dict[str, str] = {}  # command name -> the module that registers it
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        """Every command's name, registered or not yet imported."""
-        return sorted({*self.commands, *self.modules})
+        """Every command's name, registered or not yet imported, installed packages' too."""
+        return sorted({*self.commands, *self.modules, *plugin_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """The command named ``cmd_name``, importing the module that registers it."""
+        """The command named ``cmd_name``, importing the module that registers it (cove's
+        own first, then an installed package's: ``plugin_commands.py``)."""
         if cmd_name not in self.commands and cmd_name in self.modules:
             importlib.import_module(self.modules[cmd_name])
+        elif cmd_name not in self.commands and cmd_name in plugin_commands():
+            self.commands[cmd_name] = load_command(plugin_commands()[cmd_name])
         return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from cove.channels.cli.approvals import first, terminal_approver
 from cove.channels.cli.base import chosen_model, command, conversation_settings, examples
 from cove.channels.cli.chat_commands import HELP, ChatState, Leave, run_chat_command
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_OK
@@ -223,6 +224,9 @@ async def _turn(state: ChatState, text: str) -> bool:
                 text,
                 max_iterations=state.max_iterations,
                 model_options=state.options,
+                approver=first(view.close, terminal_approver(state.console))
+                if sys.stdin.isatty()
+                else None,
             ):
                 view.handle(event)
         except Busy as exc:  # another process runs a turn here: the chat stays

@@ -10,6 +10,7 @@ from typing import BinaryIO
 
 import click
 
+from cove.channels.cli.approvals import first, run_approver
 from cove.channels.cli.base import chosen_model, command, conversation_settings, examples, program
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_FAILED, STATUS_EXIT
 from cove.channels.cli.json_out import EventNumbering
@@ -24,7 +25,7 @@ from cove.channels.cli.render import (
 from cove.channels.cli.signals import routed_signals
 from cove.channels.figures import SavedFigure, save_figures
 from cove.config import Settings
-from cove.conversation import Conversations
+from cove.conversation import Approver, Conversations
 from cove.errors import ConfigError
 from cove.events import BlockFinished, Event, TurnFinished, TurnStarted
 from cove.results import BlockFigure
@@ -41,6 +42,7 @@ class Request:
     attachments: list[tuple[str, bytes]]
     conversation: str | None  # an id or prefix, LATEST, or None for a new conversation
     options: ModelOptions
+    approver: Approver | None = None  # answers approval requests (None: they are denied)
     system: str | None = None  # the conversation's instructions from this turn on ("" clears)
     model: str | None = None  # the conversation's model from this turn on
 
@@ -90,6 +92,16 @@ class Request:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--events", is_flag=True, help="Stream the turn's events as JSON lines.")
 @click.option("-q", "--quiet", is_flag=True, help="Nothing on stderr but errors.")
+@click.option(
+    "--approve-all",
+    is_flag=True,
+    help="Approve every extension call the policy asks about (recorded as such).",
+)
+@click.option(
+    "--reject-all",
+    is_flag=True,
+    help="Deny every extension call the policy asks about (the model is told why).",
+)
 def run_command(
     question: str | None,
     continue_: str | None,
@@ -101,6 +113,8 @@ def run_command(
     as_json: bool,
     events: bool,
     quiet: bool,
+    approve_all: bool,
+    reject_all: bool,
 ) -> int:
     """Ask one question; print the answer on stdout.
 
@@ -110,11 +124,16 @@ def run_command(
     Text piped on stdin is attached to the request as the file stdin.txt; with QUESTION
     "-" stdin is the request itself. While the turn runs, a progress line shows on stderr
     when stderr is a terminal. Ctrl-C cancels the turn (exit 5); Ctrl-C again quits at once.
+    An extension call the approval policy asks about is asked on the terminal; off a
+    terminal, without --approve-all, it is denied.
     --system and -m/--model are remembered with the conversation: its later turns run with
     them.
     """
+    if approve_all and reject_all:
+        raise click.UsageError("--approve-all and --reject-all exclude each other")
     request = _request(question, continue_, cid, attach, options, sys.stdin.buffer)
     request.system, request.model = system, chosen_model()
+    request.approver = run_approver(approve_all, reject_all, console_for(sys.stderr))
     settings = conversation_settings(max_iterations=max_iterations)
     return asyncio.run(_run(settings, request, as_json=as_json, events=events, quiet=quiet))
 
@@ -238,8 +257,15 @@ async def _stream(
 ) -> _Seen:
     seen = _Seen()
     numbering = EventNumbering()
+    approver = request.approver
+    if approver is not None and progress is not None:
+        approver = first(progress.close, approver)
     handle = convs.send(
-        conversation_id, request.text, request.attachments, model_options=request.options
+        conversation_id,
+        request.text,
+        request.attachments,
+        model_options=request.options,
+        approver=approver,
     )
     try:
         async for event in handle:

@@ -32,6 +32,7 @@ from cove.channels.serve.channel import Channel, telegram_channel
 from cove.channels.serve.http import Access, HttpServer, build_app
 from cove.channels.serve.metrics import ServeMetrics
 from cove.channels.serve.ops import OpsState
+from cove.channels.serve.plugins import channel_factory
 from cove.channels.web.listen import listen
 from cove.channels.web.security import login_url, new_token
 from cove.config import Settings
@@ -64,6 +65,8 @@ class ServeOptions:
     token_configured: bool = False
     #: More ``Host`` names to answer on a loopback bind (a reverse proxy's public name).
     allow_hosts: tuple[str, ...] = ()
+    #: Channels installed packages add (``plugins.py``), by name.
+    channels: tuple[str, ...] = ()
 
 
 class Service:
@@ -77,6 +80,8 @@ class Service:
         self.llm_factory = llm_factory
         self.stopping = asyncio.Event()
         self._signals = 0
+        # Loaded before anything starts: a channel that is not installed stops the service now.
+        self._factories = [channel_factory(name) for name in options.channels]
 
     def _on_signal(self, signum: int) -> None:
         self._signals += 1
@@ -116,6 +121,7 @@ class Service:
             ("web", self.options.web),
             ("telegram", self.options.telegram),
             ("mcp", self.options.mcp),
+            *((name, True) for name in self.options.channels),
         )
         names = tuple(name for name, on in chosen if on)
         ops = OpsState(metrics=metrics, readiness=Readiness(self.settings), channels=names)
@@ -125,6 +131,7 @@ class Service:
         channels: list[Channel] = [http]
         if self.options.telegram:
             channels.append(telegram_channel(convs, self.settings, metrics))
+        channels += [factory(convs, self.settings) for factory in self._factories]
         started: list[Channel] = []
         try:
             for channel in channels:

@@ -279,7 +279,9 @@ function chatPage() {
   // The first message of a new conversation creates it, with its turn.
   const post = async (text) => {
     await creating?.catch(() => {});
-    if (cid) return api("POST", `/api/conversations/${cid}/messages`, { text });
+    const model = profile.takeOnce();
+    if (!cid && model) await conversation.ensure();  // created first; its turn is sent below
+    if (cid) return api("POST", `/api/conversations/${cid}/messages`, model ? { text, model } : { text });
     await create({ text });
     return { queued: false };
   };

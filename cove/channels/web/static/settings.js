@@ -67,7 +67,31 @@ export function settingsPanel(api, conversation) {
       say(error.message, true);  // the form keeps what was typed
     }
   });
+  // A model for the next message alone: the conversation keeps its own.
+  let once = null;
+  const onceNote = $("#once-model");
+  const setOnce = (model) => {
+    once = model;
+    onceNote.hidden = !model;
+    $("#once-name").textContent = model || "";
+  };
+  $("#settings-once").addEventListener("click", () => {
+    if (!picker.value) {
+      say("Choose a model for the next message first.", true);
+      return;
+    }
+    setOnce(picker.value);
+    say(`The next message goes to ${picker.value}.`);
+    $("#message").focus();
+  });
+  $("#once-clear").addEventListener("click", () => { setOnce(null); $("#message").focus(); });
   return {
+    // The model the next message asks for (once: taking it clears it).
+    takeOnce() {
+      const model = once;
+      setOnce(null);
+      return model;
+    },
     // What a new conversation is created with, when the panel was filled in before it existed.
     pending() {
       if (!loaded) return {};
