@@ -6,9 +6,10 @@ process appear live too), and sends read their own ``TurnHandle`` only for the q
 errors. Every background task runs through ``guard`` so an error becomes a notification, never a
 traceback that ends the app.
 
-Events of the conversation shown are not drawn one by one: ``apply`` queues them and the queue is
-emptied after the next screen refresh, in one pass whose changes are painted together. However
-many events arrive between two frames, the pane is laid out and painted once for them.
+Events of the conversation shown are not drawn one by one: ``apply`` queues them and the app's
+loop empties the queue in one pass when it next comes round (events that arrive together are
+applied together); the changes only mark widgets, and Textual lays out and paints at most once
+per frame, so however many events arrive between two frames the pane is drawn once for them.
 """
 
 from __future__ import annotations
@@ -289,11 +290,11 @@ class CoveApp(AppHost):
         """Take one event of the conversation shown; it is drawn with the others of its frame."""
         self.arrived.append(event)
         if len(self.arrived) == 1:
-            self.call_after_refresh(self.show_arrived)
+            self.call_later(self.show_arrived)
 
     def show_arrived(self) -> None:
-        """Draw the events queued since the last frame in one pass: the pane, then the status
-        bar and the panels, each changed once however many events concern it."""
+        """Apply the queued events in one pass: the pane, then the status bar and the panels,
+        each changed once however many events concern it (the frame paints them together)."""
         events, self.arrived = self.arrived, []
         if not events:
             return
