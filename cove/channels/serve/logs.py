@@ -56,8 +56,9 @@ class JsonFormatter(logging.Formatter):
         }
         for name in _FIELDS:
             body[name] = getattr(record, name, None)
-        if getattr(record, "serve_process", None) is not None:
-            body["process"] = record.serve_process
+        process = getattr(record, "serve_process", None)
+        if process is not None:
+            body["process"] = process
         for name, value in getattr(record, "fields", {}).items():
             body.setdefault(name, value)
         if record.exc_info:

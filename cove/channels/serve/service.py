@@ -28,11 +28,11 @@ from dataclasses import dataclass, field, replace
 
 from starlette.applications import Starlette
 
-from cove.channels.serve.affinity import Affinity, mark_forwarded
+from cove.channels.serve.affinity import mark_forwarded
 from cove.channels.serve.channel import Channel, telegram_channel
 from cove.channels.serve.http import Access, HttpServer, build_app
-from cove.channels.serve.metrics import ServeMetrics
 from cove.channels.serve.logs import PROCESS
+from cove.channels.serve.metrics import ServeMetrics
 from cove.channels.serve.ops import OpsState
 from cove.channels.serve.supervisor import MCP_HOME, ChildSockets, Supervisor
 from cove.channels.web.listen import listen

@@ -44,8 +44,8 @@ _SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGCHLD}
 #: A process that dies sooner than this after it started is restarted only after a pause.
 YOUNG_S = 5.0
 RESTART_PAUSE_S = 1.0
-#: The longest path a unix socket may have (``sun_path``), less the file's own name.
-_MAX_DIR_CHARS = 100
+#: The longest path a unix socket may have (``sun_path`` less its NUL).
+_MAX_SOCKET_PATH = 107
 
 
 def default_processes() -> int:
@@ -113,6 +113,8 @@ class Supervisor:
         folder = _socket_folder(self.settings.store.data_dir)
         paths = [folder / f"{index}.sock" for index in range(self.processes)]
         unix = [_bind_unix(path) for path in paths]
+        fields = {"processes": self.processes, "sockets": str(folder)}
+        log.info("starting processes", extra={"fields": fields})
         signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
             for index in range(self.processes):
@@ -173,9 +175,7 @@ class Supervisor:
             os.close(child.ready_fd)
             child.ready_fd = None
 
-    def _supervise(
-        self, tcp: socket.socket, unix: list[socket.socket], paths: list[Path]
-    ) -> int:
+    def _supervise(self, tcp: socket.socket, unix: list[socket.socket], paths: list[Path]) -> int:
         stopping = False
         while self._children or (self._due and not stopping):
             timeout = max(0.0, min(self._due.values()) - time.monotonic()) if self._due else 1.0
@@ -183,7 +183,9 @@ class Supervisor:
             if info is not None and info.si_signo != signal.SIGCHLD:
                 stopping = True
                 self._signals += 1
-                log.info("stopping", extra={"fields": {"signal": signal.Signals(info.si_signo).name}})
+                log.info(
+                    "stopping", extra={"fields": {"signal": signal.Signals(info.si_signo).name}}
+                )
                 self._stop_all(signal.Signals(info.si_signo))
                 self._due.clear()
             for index, status in self._reap():
@@ -243,7 +245,7 @@ def _child_main(parent: int, run_child: RunChild, sockets: ChildSockets) -> None
         _die_with(parent)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
         code = run_child(sockets)
-    except BaseException:  # noqa: BLE001 — a forked process must never return into the parent's code
+    except BaseException:  # a forked process must never return into the parent's code
         traceback.print_exc()
     finally:
         logging.shutdown()
@@ -265,7 +267,7 @@ def _socket_folder(data_dir: Path) -> Path:
     """A new 0700 folder for the processes' unix sockets: under the data directory, or a
     temporary one when that path is too long for a socket's address."""
     base = data_dir / "run"
-    if len(str(base)) + 24 <= _MAX_DIR_CHARS:
+    if len(str(base)) + len("/serve-12345678/999.sock") <= _MAX_SOCKET_PATH:
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(base, 0o700)
         return Path(tempfile.mkdtemp(prefix="serve-", dir=base))  # mkdtemp: mode 0700
