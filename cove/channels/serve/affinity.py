@@ -1,11 +1,13 @@
 """Conversation affinity between the processes of one ``cove serve --processes N``.
 
-Every process serves the whole HTTP surface on the shared port: reads, pages and event streams
-work anywhere (the database is shared and watchers follow other processes' commits). A request
-that makes a turn run — or acts on the running one — belongs to the conversation's *home*
-process (a stable hash of its id over N), where its environment is live and its sandbox warm.
-A process that receives such a request for another home forwards it over that process's private
-unix socket and relays the answer; the home process checks the login itself.
+Every process serves the whole HTTP surface on the shared port: reads and pages work anywhere
+(the database is shared). A request that makes a turn run — or acts on the running one — belongs
+to the conversation's *home* process (a stable hash of its id over N), where its environment is
+live and its sandbox warm; so does the conversation's event stream, which the home process
+feeds straight from the turn instead of rebuilding it from the store after every commit, as a
+watcher in another process must. A process that receives such a request for another home
+forwards it over that process's private unix socket and relays the answer as it comes (an
+event stream included); the home process checks the login itself.
 
 The forwarded request is rebuilt from what the HTTP server already parsed: the method, a path
 that matched one of the routes below (a conversation id of plain characters), the query, the
@@ -29,12 +31,15 @@ from cove.channels.serve.logs import REQUEST_ID
 
 log = logging.getLogger("cove.serve.affinity")
 
+#: The response header naming the process that received and forwarded the request.
+VIA = b"x-cove-via"
 #: Marks a request that arrived over a process's private socket: it is never forwarded again.
 FORWARDED = "cove.forwarded"
 #: The largest body forwarded (a message is at most 100,000 characters; MCP calls are small).
 MAX_FORWARD_BYTES = 2_000_000
-#: Requests that run a turn or act on the running one: (method, path pattern).
+#: Requests that run a turn, act on the running one or follow it: (method, path pattern).
 _TURN_ROUTES = (
+    ("GET", re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})/events$")),
     ("POST", re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})/messages$")),
     ("POST", re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})/cancel$")),
     ("DELETE", re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})$")),
@@ -172,20 +177,21 @@ class Affinity:
             log.warning("forward failed", extra={"fields": {"to": home, "error": str(exc)}})
             await _refuse(send, 503, "the process that runs this conversation is restarting")
             return
+        headers = [
+            (k, v)
+            for k, v in response.headers.raw
+            if k.lower() not in _HOP_BY_HOP and k.lower() not in (b"x-request-id", VIA)
+        ]
+        headers.append((VIA, str(self.placement.index).encode()))
         try:
             await send(
-                {
-                    "type": "http.response.start",
-                    "status": response.status_code,
-                    "headers": [
-                        (k, v)
-                        for k, v in response.headers.raw
-                        if k.lower() not in _HOP_BY_HOP and k.lower() != b"x-request-id"
-                    ],
-                }
+                {"type": "http.response.start", "status": response.status_code, "headers": headers}
             )
-            async for chunk in response.aiter_raw():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            try:
+                async for chunk in response.aiter_raw():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except httpx.TransportError as exc:  # the home process died: end what was relayed
+                log.warning("forward cut", extra={"fields": {"to": home, "error": str(exc)}})
             await send({"type": "http.response.body", "body": b""})
         finally:
             await response.aclose()

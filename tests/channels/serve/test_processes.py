@@ -111,14 +111,15 @@ async def test_turns_run_in_their_home_process_with_their_sandbox_warm(
 async def stream_on(
     service: ServeProcess, cid: str, process: int, after: int | None = None
 ) -> tuple[httpx.AsyncClient, httpx.Response]:
-    """The conversation's event stream served by ``process``: new connections until the
-    kernel hands one to it."""
+    """The conversation's event stream on a connection ``process`` accepted (new connections
+    until the kernel hands one to it); the home process feeds it, relayed by any other."""
     query = f"?after={after}" if after is not None else ""
     for _ in range(100):
         client = await service.client(timeout=120).__aenter__()
         request = client.build_request("GET", f"/api/conversations/{cid}/events{query}")
         response = await client.send(request, stream=True)
-        if response.headers["x-cove-process"] == str(process):
+        assert response.headers["x-cove-process"] == str(home_of(cid, 2))
+        if response.headers.get("x-cove-via", str(home_of(cid, 2))) == str(process):
             return client, response
         await response.aclose()
         await client.aclose()
@@ -134,6 +135,15 @@ async def follow(response: httpx.Response) -> list[dict[str, Any]]:
             if seen[-1]["type"] == "turn_finished":
                 return seen
     raise AssertionError(f"the stream ended: {seen}")
+
+
+async def events_until_the_end(response: httpx.Response) -> list[dict[str, Any]]:
+    """The stream's events until it ends."""
+    seen: list[dict[str, Any]] = []
+    async for line in response.aiter_lines():
+        if line.startswith("data: "):
+            seen.append(json.loads(line[6:]))
+    return seen
 
 
 async def test_a_watcher_on_either_process_follows_a_turn(tmp_path: Path, fake: FakeOpenAI) -> None:
@@ -179,10 +189,11 @@ async def test_a_killed_process_is_restarted_and_its_conversation_goes_on(
         first = await turn(service, cid, "<<p = 41>>")
         assert first["answer"] == "p=41"
 
-        # The home process dies in the middle of a turn's block; the other one's watcher sees
-        # the turn end as interrupted.
+        # The home process dies in the middle of a turn's block. A watcher on the other process
+        # (its stream relayed from the home) sees the stream end, reconnects after the last
+        # event it saw, as a browser does, and sees the turn end interrupted.
         client, stream = await stream_on(service, cid, 1 - home, first["seq"])
-        watching = asyncio.create_task(follow(stream))
+        watching = asyncio.create_task(events_until_the_end(stream))
         async with service.client(timeout=60) as sender:
             await sender.post(
                 f"/api/conversations/{cid}/messages",
@@ -195,10 +206,13 @@ async def test_a_killed_process_is_restarted_and_its_conversation_goes_on(
         )
         killed = process_pid(service, home)
         os.kill(killed, signal.SIGKILL)
-        cut = await watching
+        seen = await watching
         await stream.aclose()
         await client.aclose()
-        assert cut[-1]["status"] == "interrupted"
+        last = max([first["seq"], *(event["seq"] for event in seen)])
+        async with service.client(timeout=120) as watcher:
+            cut = await sse(watcher, cid, last, "turn_finished")
+        assert cut[-1]["type"] == "turn_finished" and cut[-1]["status"] == "interrupted"
 
         def restarted(line: str) -> bool:
             if '"process started"' not in line:
