@@ -17,6 +17,7 @@ length is set anew, so nothing the client framed can be smuggled past the home's
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import zlib
@@ -37,6 +38,8 @@ VIA = b"x-cove-via"
 FORWARDED = "cove.forwarded"
 #: The largest body forwarded (a message is at most 100,000 characters; MCP calls are small).
 MAX_FORWARD_BYTES = 2_000_000
+#: How long an idle connection to another process is kept (that process keeps it longer).
+FORWARD_KEEP_ALIVE_S = 30
 #: Requests that run a turn, act on the running one or follow it: (method, path pattern).
 _TURN_ROUTES = (
     ("GET", re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})/events$")),
@@ -116,7 +119,11 @@ class Peers:
         if client is None:
             transport = httpx.AsyncHTTPTransport(uds=str(self.placement.sockets[index]))
             timeout = httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0)
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+            limits = httpx.Limits(
+                max_connections=None,
+                max_keepalive_connections=64,
+                keepalive_expiry=FORWARD_KEEP_ALIVE_S,
+            )
             client = httpx.AsyncClient(transport=transport, timeout=timeout, limits=limits)
             self._clients[index] = client
         return client
@@ -149,6 +156,16 @@ class Affinity:
     def _client(self, home: int) -> httpx.AsyncClient:
         return self.peers.client(home)
 
+    async def _send(self, home: int, request: httpx.Request) -> httpx.Response:
+        """Send, once more for a request that changes nothing when the connection was lost
+        before an answer (a kept-alive connection the other side had just closed)."""
+        try:
+            return await self._client(home).send(request, stream=True)
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+            if request.method not in ("GET", "HEAD"):
+                raise
+            return await self._client(home).send(request, stream=True)
+
     async def _forward(self, home: int, scope: Scope, receive: Receive, send: Send) -> None:
         query: bytes = scope.get("query_string", b"")
         if not _QUERY.match(query):
@@ -172,9 +189,10 @@ class Affinity:
         )
         log.debug("forwarded", extra={"fields": {"to": home, "path": scope["path"]}})
         try:
-            response = await self._client(home).send(request, stream=True)
+            response = await self._send(home, request)
         except httpx.TransportError as exc:
-            log.warning("forward failed", extra={"fields": {"to": home, "error": str(exc)}})
+            fields = {"to": home, "error": f"{type(exc).__name__}: {exc}"}
+            log.warning("forward failed", extra={"fields": fields})
             await _refuse(send, 503, "the process that runs this conversation is restarting")
             return
         headers = [
@@ -187,14 +205,36 @@ class Affinity:
             await send(
                 {"type": "http.response.start", "status": response.status_code, "headers": headers}
             )
+            # An event stream never ends by itself: stop relaying when the client leaves.
+            relay = asyncio.ensure_future(_relay(home, response, send))
+            left = asyncio.ensure_future(_disconnected(receive))
             try:
-                async for chunk in response.aiter_raw():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except httpx.TransportError as exc:  # the home process died: end what was relayed
-                log.warning("forward cut", extra={"fields": {"to": home, "error": str(exc)}})
-            await send({"type": "http.response.body", "body": b""})
+                await asyncio.wait((relay, left), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (relay, left):
+                    task.cancel()
+                await asyncio.gather(relay, left, return_exceptions=True)
+            if relay.done() and not relay.cancelled():
+                relay.result()  # raises what failed in the relay
         finally:
             await response.aclose()
+
+
+async def _relay(home: int, response: httpx.Response, send: Send) -> None:
+    """Pass the home's answer on as it comes; a cut (the home died) ends it cleanly, so an
+    event stream's client reconnects."""
+    try:
+        async for chunk in response.aiter_raw():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    except httpx.TransportError as exc:
+        log.warning("forward cut", extra={"fields": {"to": home, "error": str(exc)}})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return once the client disconnects (the request body was read before)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _read_body(receive: Receive) -> bytes | None:

@@ -178,10 +178,13 @@ class HttpServer:
 
     name = "http"
 
-    def __init__(self, app: ASGIApp, sock: socket.socket, lifespan: bool = True) -> None:
+    def __init__(
+        self, app: ASGIApp, sock: socket.socket, lifespan: bool = True, keep_alive_s: int = 5
+    ) -> None:
         self.app = app
         self.sock = sock
         self.lifespan = lifespan  # off for a second server of an app another one runs
+        self.keep_alive_s = keep_alive_s
         name = sock.getsockname()
         self.host: str = name[0] if isinstance(name, tuple) else str(name)
         self.port: int = name[1] if isinstance(name, tuple) else 0
@@ -198,6 +201,7 @@ class HttpServer:
             proxy_headers=False,
             server_header=False,
             timeout_graceful_shutdown=3,
+            timeout_keep_alive=self.keep_alive_s,
         )
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[self.sock]))

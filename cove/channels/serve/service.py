@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from starlette.applications import Starlette
 
-from cove.channels.serve.affinity import mark_forwarded
+from cove.channels.serve.affinity import FORWARD_KEEP_ALIVE_S, mark_forwarded
 from cove.channels.serve.channel import Channel, telegram_channel
 from cove.channels.serve.http import Access, HttpServer, build_app
 from cove.channels.serve.logs import PROCESS
@@ -139,7 +139,13 @@ class Service:
         http = HttpServer(app, sock)
         channels: list[Channel] = [http]
         if self.child is not None:  # turns forwarded by the other processes
-            channels.append(HttpServer(mark_forwarded(app), self.child.unix, lifespan=False))
+            forwarded = mark_forwarded(app)
+            # Kept open longer than the forwarding side keeps an idle connection, so that
+            # side never sends on a connection this one is closing.
+            keep = 2 * FORWARD_KEEP_ALIVE_S
+            channels.append(
+                HttpServer(forwarded, self.child.unix, lifespan=False, keep_alive_s=keep)
+            )
         if self.options.telegram:
             channels.append(telegram_channel(convs, self.settings, metrics))
         started: list[Channel] = []

@@ -21,7 +21,7 @@ import pytest
 
 from cove.channels.serve.affinity import MAX_FORWARD_BYTES, home_of
 from tests.channels.serve.process import ServeProcess, serve_env
-from tests.channels.serve.test_serve_process import sse
+from tests.channels.serve.test_serve_process import metric, sse
 from tests.fakes.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.slow  # cove serve and its processes
@@ -162,6 +162,12 @@ async def test_a_watcher_on_either_process_follows_a_turn(tmp_path: Path, fake: 
         for client, response in streams:
             await response.aclose()
             await client.aclose()
+        # The home lets go of the relayed watcher once its client left (read on its socket).
+        home_socket = owner_only(socket_folder(service))[home_of(cid, 2)]
+        transport = httpx.AsyncHTTPTransport(uds=str(home_socket))
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as home:
+            while metric((await home.get("/metrics")).text, "cove_watchers") != 0:  # noqa: ASYNC110
+                await asyncio.sleep(0.1)  # bounded by the test's timeout
     finally:
         service.proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(service.proc.wait, 60)
@@ -259,6 +265,12 @@ async def test_sigterm_drains_every_process(tmp_path: Path, fake: FakeOpenAI) ->
     assert records[-1]["msg"] == "stopped" and "process" not in records[-1]
 
 
+def socket_folder(service: ServeProcess) -> Path:
+    """The folder of the processes' unix sockets, as the supervisor logged it."""
+    starting = [r for r in service.records() if r["msg"] == "starting processes"]
+    return Path(starting[0]["sockets"])
+
+
 def owner_only(folder: Path) -> list[Path]:
     """The processes' sockets in ``folder``, checked to be reachable by their owner only."""
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
@@ -275,9 +287,7 @@ async def test_a_forwarded_request_needs_the_login_and_a_bounded_body(
     env = serve_env(tmp_path, fake) | {"COVE_SERVE_PROCESSES": "2", "COVE_WEB_TOKEN": token}
     service = ServeProcess(env, "--web")
     try:
-        # Under the data directory when its path is short enough for a socket address.
-        starting = [r for r in service.records() if r["msg"] == "starting processes"]
-        folder = Path(starting[0]["sockets"])
+        folder = socket_folder(service)
         sockets = owner_only(folder)
 
         good = {"authorization": f"Bearer {token}"}
