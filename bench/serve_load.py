@@ -236,7 +236,10 @@ async def run_serve_level(
         log: deque[str] = deque(maxlen=200)
         proc, port, token = start_serve(env, log, processes)
         out: dict[str, Any] = {"statuses": {}, "calls": 0, "overhead": []}
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+        # Idle connections dropped before the server drops them (5 s): no send on a closing one.
+        limits = httpx.Limits(
+            max_connections=None, max_keepalive_connections=None, keepalive_expiry=2.0
+        )
         try:
             async with httpx.AsyncClient(
                 base_url=f"http://127.0.0.1:{port}",

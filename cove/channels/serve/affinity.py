@@ -183,7 +183,9 @@ class Affinity:
             for k, v in scope["headers"]
             if k.lower() not in _HOP_BY_HOP and k.lower() not in _REQUEST_ONLY
         ]
-        headers.append((b"x-request-id", (REQUEST_ID.get() or "").encode()))
+        request_id = REQUEST_ID.get()  # the same id in both processes' log lines
+        if request_id:
+            headers.append((b"x-request-id", request_id.encode()))
         request = self._client(home).build_request(
             scope["method"], url, headers=headers, content=body
         )

@@ -101,7 +101,7 @@ class Supervisor:
         self._children: dict[int, _Child] = {}  # by index
         self._due: dict[int, float] = {}  # restarts waiting for their pause, by index
         self._started: dict[int, float] = {}  # when each process that ended had started
-        self._signals = 0
+        self._signals: list[int] = []  # the stop signals received
 
     def run(self) -> int:
         """Serve until a stop signal and every process has stopped; returns the exit status.
@@ -182,7 +182,7 @@ class Supervisor:
             info = signal.sigtimedwait(_SIGNALS, timeout)
             if info is not None and info.si_signo != signal.SIGCHLD:
                 stopping = True
-                self._signals += 1
+                self._signals.append(info.si_signo)
                 log.info(
                     "stopping", extra={"fields": {"signal": signal.Signals(info.si_signo).name}}
                 )
@@ -199,7 +199,8 @@ class Supervisor:
                 if child.ready_fd is not None and select.select([child.ready_fd], [], [], 0)[0]:
                     self._ready(index)
         log.info("stopped")
-        return 0 if self._signals <= 1 else 128 + signal.SIGTERM
+        # A second signal made the processes exit at once: say so, as a single service does.
+        return 0 if len(self._signals) <= 1 else 128 + self._signals[-1]
 
     def _restart_later(self, index: int, status: int) -> None:
         lived = time.monotonic() - self._started.pop(index, time.monotonic())

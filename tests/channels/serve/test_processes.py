@@ -325,3 +325,36 @@ async def test_a_forwarded_request_needs_the_login_and_a_bounded_body(
         service.stop()
     assert not any(r["msg"] == "turn started" for r in service.records())
     assert not await asyncio.to_thread(folder.exists)  # removed at the end
+
+
+async def test_mcp_runs_in_process_0_and_is_reached_through_either(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    from tests.channels.mcp.helpers import TOKEN, mcp_env, over_http, run
+    from tests.channels.mcp.test_http import ACCEPT, INITIALIZE
+
+    env = mcp_env(tmp_path, fake) | {"COVE_SERVE_PROCESSES": "2"}
+    service = ServeProcess(env, "--web", "--mcp")
+    headers = {**ACCEPT, "Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+    try:
+        # New connections until process 1 takes one: it forwards the call to process 0.
+        via = set()
+        for _ in range(100):
+            async with httpx.AsyncClient(base_url=service.base_url, timeout=60) as http:
+                answer = await http.post("/mcp", content=json.dumps(INITIALIZE), headers=headers)
+            assert answer.status_code == 200, answer.text
+            assert answer.headers["x-cove-process"] == "0"
+            via.add(answer.headers.get("x-cove-via", "0"))
+            if via == {"0", "1"}:
+                break
+        assert via == {"0", "1"}
+        # A whole session (its calls on several connections) keeps its state.
+        async with over_http(f"{service.base_url}/mcp") as client:
+            cid = (await run(client, "notes = ['one']"))["conversation_id"]
+            again = await run(client, "notes.append('two')\nnotes", cid)
+            assert again["value"] == "['one', 'two']"
+    finally:
+        service.proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(service.proc.wait, 60)
+        service.stop()
+    assert {p for _, _, p in started_in(service)} == {0}
