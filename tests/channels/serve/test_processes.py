@@ -76,9 +76,10 @@ async def turn(service: ServeProcess, cid: str, text: str, after: int | None = N
 
 def started_in(service: ServeProcess) -> list[tuple[str, int, int]]:
     """(conversation, turn, process) of every ``turn started`` record."""
+    records = [json.loads(line) for line in service.lines if line.startswith("{")]
     return [
         (r["conversation_id"], r["turn"], r["process"])
-        for r in service.records()
+        for r in records
         if r["msg"] == "turn started"
     ]
 
