@@ -6,7 +6,7 @@ subprocess, so the host's peak RSS (a high-water mark) belongs to that level alo
 ``max_live_environments=32`` the 100-level has to evict and rebuild environments.
 
 Per level it prints: turns per second; p50/p99 turn latency minus the model's own time
-(latency - 50 ms x model calls of that turn); the host's peak RSS; the sandbox workers' RSS
+(latency - 50 ms x model calls of that turn); the host's peak RSS; the sandbox workers' PSS
 (sampled from ``/proc`` while they run: the largest total seen and the mean per worker); and
 whether ``convs._live.peak`` stayed within ``max_live_environments``.
 
@@ -40,6 +40,7 @@ from typing import Any
 
 from cove.config import ModelSettings, Settings
 from cove.conversation.conversations import Conversations
+from cove.conversation.memory import pss_bytes
 from cove.engine.llm import LLMClient, Message
 from cove.engine.llm.scripted import ScriptedClient
 from cove.events import IterationStarted, TurnFinished
@@ -64,8 +65,8 @@ class LevelResult:
     host_peak_rss_kb: int
     workers_started: int
     workers_peak: int
-    workers_peak_rss_kb: int
-    worker_rss_kb: float
+    workers_peak_pss_kb: int
+    worker_pss_kb: float
     live_peak: int
     max_live: int
     statuses: dict[str, int]
@@ -86,15 +87,17 @@ def reply(messages: Sequence[Message]) -> Mapping[str, Any]:
     return out
 
 
-def worker_rss_kb(host: int | None = None) -> dict[int, int]:
-    """VmRSS in kB of each sandbox worker of the ``host`` process (this one), by pid.
+def worker_pss_kb(host: int | None = None) -> dict[int, int]:
+    """PSS in kB of each sandbox worker of the ``host`` process (this one), by pid: what each
+    takes with the pages it shares with the zygote and its siblings divided among them (RSS
+    would count the shared interpreter and libraries once per worker).
 
     Workers are the children of the host, and the children of its zygote (the fork server,
     itself not counted).
     """
     me = str(host or os.getpid())
     parents: dict[int, str] = {}
-    rss: dict[int, int] = {}
+    pss: dict[int, int] = {}
     zygotes: set[str] = set()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -112,14 +115,16 @@ def worker_rss_kb(host: int | None = None) -> dict[int, int]:
                 zygotes.add(entry.name)
                 continue
             parents[int(entry.name)] = parent
-            rss[int(entry.name)] = int(fields["VmRSS"].split()[0])
-    return {pid: kb for pid, kb in rss.items() if parents[pid] == me or parents[pid] in zygotes}
+            taken = pss_bytes(int(entry.name))
+            if taken is not None:
+                pss[int(entry.name)] = taken // 1024
+    return {pid: kb for pid, kb in pss.items() if parents[pid] == me or parents[pid] in zygotes}
 
 
 async def sample_workers(samples: list[dict[int, int]], stop: asyncio.Event) -> None:
-    """Append ``worker_rss_kb()`` every ``SAMPLE_EVERY_S`` until ``stop`` is set."""
+    """Append ``worker_pss_kb()`` every ``SAMPLE_EVERY_S`` until ``stop`` is set."""
     while not stop.is_set():
-        samples.append(await asyncio.to_thread(worker_rss_kb))
+        samples.append(await asyncio.to_thread(worker_pss_kb))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), SAMPLE_EVERY_S)
 
@@ -175,8 +180,8 @@ async def run_level(conversations: int, turns: int) -> LevelResult:
         host_peak_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         workers_started=len({pid for sample in busy for pid in sample}),
         workers_peak=max(len(s) for s in busy),
-        workers_peak_rss_kb=max(sum(s.values()) for s in busy),
-        worker_rss_kb=sum(sum(s.values()) for s in busy) / max(1, sum(len(s) for s in busy)),
+        workers_peak_pss_kb=max(sum(s.values()) for s in busy),
+        worker_pss_kb=sum(sum(s.values()) for s in busy) / max(1, sum(len(s) for s in busy)),
         live_peak=live_peak,
         max_live=settings.sandbox.max_live_environments,
         statuses=statuses,
@@ -211,7 +216,7 @@ def report(result: LevelResult) -> str:
         f"{percentile(result.overhead_ms, 50):>8.1f} {percentile(result.overhead_ms, 99):>8.1f} | "
         f"{result.host_peak_rss_kb / 1024:>9.1f} | {result.workers_started:>7} "
         f"{result.workers_peak:>4} "
-        f"{result.workers_peak_rss_kb / 1024:>8.1f} {result.worker_rss_kb / 1024:>7.1f} | {bound}"
+        f"{result.workers_peak_pss_kb / 1024:>8.1f} {result.worker_pss_kb / 1024:>7.1f} | {bound}"
     )
 
 
@@ -235,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{MODEL_DELAY_S * 1000:.0f} ms per call; max_live_environments={MAX_LIVE}; "
         f"{os.cpu_count()} cores\n"
         "overhead = turn latency - 50 ms x model calls of the turn; workers (sampled every "
-        f"{SAMPLE_EVERY_S * 1000:.0f} ms): started, peak alive, peak total RSS, mean RSS each\n"
+        f"{SAMPLE_EVERY_S * 1000:.0f} ms): started, peak alive, peak total PSS, mean PSS each\n"
     )
     header = (
         f"{'convs':>5} | {'turns/s':>9} | {'p50 ms':>8} {'p99 ms':>8} | {'host MB':>9} | "
@@ -263,8 +268,8 @@ def serve_report(result: Any) -> str:
         f"{result.conversations:>5} {result.max_live:>5} | {result.turns / result.seconds:>7.1f} | "
         f"{percentile(result.overhead_ms, 50):>7.0f} {percentile(result.overhead_ms, 99):>7.0f} | "
         f"{result.serve_peak_rss_kb / 1024:>7.0f} | {result.workers_started:>5} "
-        f"{result.workers_peak:>4} {result.workers_peak_rss_kb / 1024:>7.0f} "
-        f"{result.worker_rss_kb / 1024:>6.1f} | {wait * 1000:>6.1f} {model * 1000:>7.1f} | "
+        f"{result.workers_peak:>4} {result.workers_peak_pss_kb / 1024:>7.0f} "
+        f"{result.worker_pss_kb / 1024:>6.1f} | {wait * 1000:>6.1f} {model * 1000:>7.1f} | "
         f"{result.serve_cpu_s / result.turns * 1000:>6.1f} "
         f"{result.driver_cpu_s / result.turns * 1000:>6.1f}"
     )

@@ -38,7 +38,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.concurrency_bench import MODEL_DELAY_S, percentile, reply, worker_rss_kb  # noqa: E402
+from bench.concurrency_bench import MODEL_DELAY_S, percentile, reply, worker_pss_kb  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 _URL = re.compile(r"^cove serve: http://localhost:(\d+)/login\?token=([A-Za-z0-9_-]+)")
@@ -153,10 +153,10 @@ def scrape(text: str) -> dict[str, float]:
 
 
 def workers_of(hosts: list[int]) -> dict[int, int]:
-    """VmRSS in kB of every sandbox worker of the serving processes, by pid."""
+    """PSS in kB of every sandbox worker of the serving processes, by pid."""
     found: dict[int, int] = {}
     for host in hosts:
-        found |= worker_rss_kb(host)
+        found |= worker_pss_kb(host)
     return found
 
 

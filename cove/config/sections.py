@@ -128,6 +128,9 @@ class SandboxSettings:
     workspace_quota_mb: int = 512  # one conversation's workspace: disk blocks + 1 KiB per entry
     workspace_max_entries: int = 100_000  # files, directories and links in one workspace
     max_live_environments: int = 32  # conversations kept open with a worker each
+    # The memory (PSS of their workers) live environments may take, in MiB; past it the least
+    # recently used idle ones close. 0: a quarter of the machine's memory.
+    live_memory_mb: int = 0
 
     def __post_init__(self) -> None:
         positive(
@@ -141,7 +144,7 @@ class SandboxSettings:
             "workspace_max_entries",
             "max_live_environments",
         )
-        not_negative(self, "worker_pool_size")
+        not_negative(self, "worker_pool_size", "live_memory_mb")
         if self.block_timeout_min_s > self.block_timeout_max_s:
             raise invalid(self, "block_timeout_min_s", "must not exceed block_timeout_max_s")
 

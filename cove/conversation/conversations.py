@@ -18,6 +18,7 @@ from cove.config import ModelSettings, Settings
 from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
+from cove.conversation.memory import live_memory_budget, pss_bytes
 from cove.conversation.recovered import as_listed, as_recovered
 from cove.conversation.stats import ProcessStats
 from cove.conversation.turns import Turns
@@ -59,6 +60,12 @@ def _openai_factory(settings: ModelSettings, model: str) -> LLMClient:
     return OpenAIClient(settings, model=model)
 
 
+def _worker_memory(env: Environment) -> int | None:
+    """What a live environment's worker takes (PSS), or None when it has none."""
+    pid = env.worker_pid
+    return pss_bytes(pid) if pid is not None else None
+
+
 class Conversations(WatchAPI, VariablesAPI):
     """Create, drive, inspect, fork, replay and watch conversations. Use ``async with``."""
 
@@ -69,7 +76,12 @@ class Conversations(WatchAPI, VariablesAPI):
         self._llm_factory = llm_factory
         self._llms: dict[str, LLMClient] = {}
         self.owner = new_owner_id()
-        self._live = LiveCache(settings.sandbox.max_live_environments, self._open_environment)
+        self._live = LiveCache(
+            settings.sandbox.max_live_environments,
+            self._open_environment,
+            live_memory_budget(settings.sandbox.live_memory_mb),
+            _worker_memory,
+        )
         self._pool_started = False
         self._closed = False
         self._workspaces = Workspaces(settings.store.workspaces, settings.sandbox)
@@ -94,6 +106,9 @@ class Conversations(WatchAPI, VariablesAPI):
         return ProcessStats(
             live_environments=len(self._live),
             live_capacity=self._live.capacity,
+            live_memory_bytes=self._live.memory(),
+            live_memory_budget_bytes=self._live.memory_budget or 0,
+            evicted_for_memory=self._live.evicted_for_memory,
             workers_busy=busy,
             workers_idle=idle,
             watchers=self._watching.watcher_count(),

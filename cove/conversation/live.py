@@ -1,14 +1,17 @@
-"""Live environments: an LRU cache with a hard bound."""
+"""Live environments: an LRU cache bounded by count and by memory."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from cove.environment.environment import Environment
+
+log = logging.getLogger("cove.conversation")
 
 
 @dataclass
@@ -18,6 +21,7 @@ class LiveConversation:
     conversation_id: str
     env: Environment
     users: int = 0  # turns using this entry; never evicted while > 0
+    memory: int = 0  # bytes its worker took (PSS) when its last use ended
 
 
 class LiveCache:
@@ -27,16 +31,30 @@ class LiveCache:
     becomes idle, so the bound holds under any load. An evicted environment is closed outside
     the cache-wide lock, by the conversation that needs its slot, so a slow close holds up only
     that conversation; one whose environment is still closing waits before opening a new one.
+
+    With a ``memory_budget``, an entry's memory is measured (``measure``: its worker's PSS) when
+    each use ends; while the live entries take more than the budget, the least recently used
+    idle ones (never the one just used) are evicted and closed in the background.
     """
 
-    def __init__(self, capacity: int, opener: Callable[[str], Awaitable[Environment]]) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        opener: Callable[[str], Awaitable[Environment]],
+        memory_budget: int | None = None,
+        measure: Callable[[Environment], int | None] | None = None,
+    ) -> None:
         self.capacity = capacity
+        self.memory_budget = memory_budget
+        self._measure = measure
         self._opener = opener
         self._entries: OrderedDict[str, LiveConversation] = OrderedDict()
         self._opening: set[str] = set()
         self._closing: set[str] = set()  # evicted or dropped, environment still closing
+        self._background: set[asyncio.Task[None]] = set()  # closes of entries over the budget
         self._changed = asyncio.Condition()
         self.peak = 0
+        self.evicted_for_memory = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -49,6 +67,10 @@ class LiveCache:
         """The live entry of a conversation, if it has one."""
         return self._entries.get(conversation_id)
 
+    def memory(self) -> int:
+        """The bytes the live entries took when last measured."""
+        return sum(entry.memory for entry in self._entries.values())
+
     @contextlib.asynccontextmanager
     async def use(self, conversation_id: str) -> AsyncIterator[LiveConversation]:
         """Hold a conversation's live entry (opening its environment if needed) for the body."""
@@ -57,8 +79,34 @@ class LiveCache:
             yield entry
         finally:
             entry.users -= 1
+            if self._measure is not None:
+                entry.memory = self._measure(entry.env) or 0
             async with self._changed:
+                victims = self._over_budget(entry)
                 self._changed.notify_all()
+            for victim in victims:
+                task = asyncio.create_task(self._close_logged(victim))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+    def _over_budget(self, kept: LiveConversation) -> list[LiveConversation]:
+        """Under the lock: take out the least recently used idle entries (not ``kept``) while
+        the live ones take more than the memory budget; they are marked closing."""
+        if self.memory_budget is None:
+            return []
+        total = self.memory()
+        victims = []
+        for entry in list(self._entries.values()):
+            if total <= self.memory_budget:
+                break
+            if entry is kept or entry.users:
+                continue
+            del self._entries[entry.conversation_id]
+            self._closing.add(entry.conversation_id)
+            total -= entry.memory
+            victims.append(entry)
+        self.evicted_for_memory += len(victims)
+        return victims
 
     async def _acquire(self, conversation_id: str) -> LiveConversation:
         async with self._changed:
@@ -116,6 +164,13 @@ class LiveCache:
             self._opening.add(conversation_id)
             return None, victim
 
+    async def _close_logged(self, entry: LiveConversation) -> None:
+        """``_close`` in the background: a failure is logged (the entry is gone either way)."""
+        try:
+            await self._close(entry)
+        except Exception:
+            log.exception("closing the environment of %s failed", entry.conversation_id)
+
     async def _close(self, entry: LiveConversation) -> None:
         """Close an entry taken out of the cache and marked closing, outside the lock."""
         try:
@@ -153,10 +208,12 @@ class LiveCache:
             await self._close(entry)
 
     async def aclose(self) -> None:
-        """Close every live environment."""
+        """Close every live environment (and wait for those closing in the background)."""
         async with self._changed:
             entries = list(self._entries.values())
             self._entries.clear()
             self._closing.update(e.conversation_id for e in entries)
         for entry in entries:
             await self._close(entry)
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)

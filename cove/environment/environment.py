@@ -366,6 +366,11 @@ class Environment:
         """Whether ``aclose`` was called."""
         return self._closed
 
+    @property
+    def worker_pid(self) -> int | None:
+        """The process id of the sandbox worker, while one runs for this environment."""
+        return self._client.pid if self._client is not None else None
+
     def _live(self) -> SandboxClient:
         if self._closed or self._client is None:
             raise SandboxError(f"the environment of conversation {self.conversation_id} is closed")

@@ -194,6 +194,31 @@ async def test_evicted_environment_is_rebuilt_from_the_database(tmp_path: Path) 
         assert final(events).status == "done"
 
 
+async def test_live_environments_are_kept_by_their_workers_memory(tmp_path: Path) -> None:
+    # A 1 MiB budget is less than any worker takes: after each turn only the environment just
+    # used stays live, its worker's PSS is what the process reports, and a conversation whose
+    # environment closed continues from the store.
+    factory = scripted_factory(
+        [reply(["kept = [1, 2]"], "ok"), reply(["other = 1"], "ok"), reply([], "{{kept}}")]
+    )
+    settings = settings_for(tmp_path, max_live_environments=8, live_memory_mb=1)
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        a, b = await convs.create(), await convs.create()
+        await run(convs, a.id, "define")
+        used = convs.stats()
+        assert used.live_environments == 1 and used.live_memory_budget_bytes == 1024 * 1024
+        assert used.live_memory_bytes > 1024 * 1024  # a real worker's PSS, over the budget
+        await run(convs, b.id, "evicts a")
+        for _ in range(100):  # a's environment closes in the background
+            if convs._live.get(a.id) is None:
+                break
+            await asyncio.sleep(0.05)
+        assert convs._live.get(a.id) is None and convs._live.get(b.id) is not None
+        assert convs.stats().evicted_for_memory == 1
+        events = await run(convs, a.id, "use")
+        assert final(events).answer == "[1, 2]"
+
+
 async def test_fork_starts_from_the_parent_variables_at_that_turn(tmp_path: Path) -> None:
     factory = scripted_factory(
         [

@@ -202,3 +202,32 @@ async def test_reopen_replaces_the_environment_in_use_and_a_failed_one_leaves_th
     async with cache.use("c") as entry:
         assert counter.alive == 1
     await cache.aclose()
+
+
+async def test_over_the_memory_budget_the_coldest_idle_environments_close() -> None:
+    counter = Counter()
+    sizes = {"a": 100, "b": 100, "c": 100, "big": 400}
+
+    async def open_named(cid: str) -> Any:
+        env = await counter.open(cid)
+        env.cid = cid
+        return env
+
+    cache = LiveCache(10, open_named, memory_budget=250, measure=lambda env: sizes[env.cid])
+    for cid in ("a", "b"):
+        async with cache.use(cid):
+            pass
+    assert [e.conversation_id for e in cache.entries()] == ["a", "b"] and cache.memory() == 200
+    # "a" in use (so the most recent), then "c": 300 > 250, but "a" is in use and "c" was
+    # just used, so "b", the coldest, closes.
+    async with cache.use("a"), cache.use("c"):
+        pass
+    await asyncio.sleep(0.05)  # background closes
+    assert [e.conversation_id for e in cache.entries()] == ["a", "c"]
+    assert cache.evicted_for_memory == 1 and counter.alive == 2
+    async with cache.use("big"):
+        pass  # alone over the budget: it stays, every idle other closes
+    await asyncio.sleep(0.05)
+    assert [e.conversation_id for e in cache.entries()] == ["big"] and counter.alive == 1
+    await cache.aclose()
+    assert counter.alive == 0

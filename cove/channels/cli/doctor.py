@@ -11,6 +11,7 @@ from cove.channels.cli.exits import EXIT_FAILED, EXIT_OK
 from cove.channels.cli.models import listed_models
 from cove.channels.cli.render import console_for, line
 from cove.config import Settings
+from cove.conversation.memory import live_memory_budget
 from cove.conversation.service.health import Check, run_checks
 
 
@@ -27,7 +28,7 @@ def doctor_command() -> int:
 
 async def _doctor(settings: Settings) -> int:
     console = console_for(sys.stdout)
-    checks: list[Check] = [*await run_checks(settings), _environment()]
+    checks: list[Check] = [*await run_checks(settings), _environment(), _live(settings)]
     for check in checks:
         mark = ("OK  ", "green") if check.ok else ("FAIL", "red")
         console.print(line(mark, f" {check.name}: {check.detail}"))
@@ -46,6 +47,18 @@ def _environment() -> Check:
     if unknown:
         return Check("environment", False, f"unknown: {unknown}", "fix or remove the names above")
     return Check("environment", True, "no unknown COVE_* variables")
+
+
+def _live(settings: Settings) -> Check:
+    sandbox = settings.sandbox
+    budget = live_memory_budget(sandbox.live_memory_mb) // (1024 * 1024)
+    whose = "COVE_LIVE_MEMORY_MB" if sandbox.live_memory_mb else "a quarter of this machine's"
+    return Check(
+        "live environments",
+        True,
+        f"up to {sandbox.max_live_environments}, within {budget:,} MiB of worker memory "
+        f"(PSS; {whose}); a serving process reports what they take at /metrics",
+    )
 
 
 async def _unlisted_model(settings: Settings) -> str | None:

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import click
-from rich.markdown import Markdown
 from rich.text import Text
 
 from cove.channels.cli.base import command, examples, load_settings, program
 from cove.channels.cli.json_out import search_json, transcript_json, versions_json
 from cove.channels.cli.render import console_for, cut, line, print_json, print_table, write_text
+from cove.channels.cli.render import markdown as as_markdown
 from cove.channels.cli.transcript_view import FigureFiles, show_transcript
 from cove.channels.export import FigureLinks, to_markdown, when
 from cove.channels.figures import export_folder, figures_in, save_figures, write_export
@@ -146,7 +146,7 @@ async def _show(
         links = FigureLinks(lambda ref, f: str(files[ref, f.position])) if files else None
         markdown = to_markdown(transcript, links)
         if console.is_terminal:
-            console.print(Markdown(markdown))
+            console.print(as_markdown(markdown))
         else:
             write_text(markdown)
     else:

@@ -19,15 +19,18 @@ from cove.events import ReplayFinished, ReplayTurnChecked
 @command(
     "fork",
     short_help="Branch a conversation from one of its turns.",
-    epilog=examples("cove fork 3f2a --at 2     a new conversation with the variables of turn 2"),
+    epilog=examples(
+        "cove fork 3f2a --at 2     a new conversation with the variables of turn 2",
+        "cove fork 3f2a --at 0     a branch before turn 1: another first turn",
+    ),
 )
 @click.argument("conversation_id", metavar="ID")
 @click.option(
     "--at",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=0),
     required=True,
     metavar="N",
-    help="The turn whose variables the fork starts from.",
+    help="The turn whose variables the fork starts from (0: none of its turns).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def fork_command(conversation_id: str, at: int, as_json: bool) -> int:

@@ -16,12 +16,10 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.status import Status
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
@@ -229,7 +227,7 @@ class ProgressView:
         if event.thinking:
             c.print(line((cut(event.thinking), "dim italic")))
         for code in event.code:
-            c.print(Syntax(clean(code), "python", theme="ansi_dark", line_numbers=False))
+            c.print(python_code(clean(code)))
         if event.code:
             self._start_spinner("running code…")
 
@@ -258,7 +256,7 @@ class ProgressView:
         if event.error:
             c.print(line((event.error, "red")))
         if self.show_answer and event.answer:
-            c.print(Markdown(clean(event.answer)) if c.is_terminal else event.answer, markup=False)
+            c.print(markdown(clean(event.answer)) if c.is_terminal else event.answer, markup=False)
         c.print(line((summary, "dim")))
 
     def _start_spinner(self, text: str) -> None:
@@ -291,3 +289,19 @@ def print_json_line(data: object, stream: TextIO | None = None) -> None:
     out = stream or sys.stdout
     out.write(json_escaped(json.dumps(data, ensure_ascii=False, default=str)) + "\n")
     out.flush()
+
+
+def markdown(text: str) -> RenderableType:
+    """``text`` rendered as Markdown for a terminal (rich's Markdown is imported only then:
+    it costs a command that prints no answer a tenth of a second)."""
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
+def python_code(code: str) -> RenderableType:
+    """``code`` highlighted as Python for a terminal (rich's Syntax, with pygments, is imported
+    only when code is shown)."""
+    from rich.syntax import Syntax
+
+    return Syntax(code, "python", theme="ansi_dark", line_numbers=False)

@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
-from rich.syntax import Syntax
 
-from cove.channels.cli.render import cut, line
+from cove.channels.cli.render import cut, line, python_code
 from cove.channels.export import when
 from cove.conversation import IterationRecord, Transcript, TurnRecord, VarVersionRecord
 from cove.text import clean
@@ -112,7 +111,7 @@ def _iteration(
     for block in it.blocks:
         # A labelled rule between blocks: consecutive blocks never read as one.
         console.print(line((f"── block {block.position + 1} of {total} ", "blue")))
-        console.print(Syntax(clean(block.code), "python", theme="ansi_dark"))
+        console.print(python_code(clean(block.code)))
         _block_result(console, block.stdout, block.ok, block.result_preview, block.error)
         ref = (where[0], it.position + 1, block.position + 1)
         for figure in block.figures:
@@ -133,9 +132,7 @@ def _iteration(
                 )
             )
         )
-        console.print(
-            Syntax(clean(it.planned_blocks[it.running_block]), "python", theme="ansi_dark")
-        )
+        console.print(python_code(clean(it.planned_blocks[it.running_block])))
     for sq in it.subqueries:
         answer = cut(sq.reply or sq.error or "", 200)
         console.print(line((f"llm_query: {cut(sq.prompt, 200)} → {answer}", "dim")))

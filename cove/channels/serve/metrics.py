@@ -111,6 +111,15 @@ class ServeMetrics:
         Gauge("cove_live_environments_max", "The live-environment bound.", registry=r).set_function(
             lambda: convs.stats().live_capacity
         )
+        Gauge(
+            "cove_live_memory_bytes", "What live environments' workers take (PSS).", registry=r
+        ).set_function(lambda: convs.stats().live_memory_bytes)
+        Gauge(
+            "cove_live_memory_budget_bytes", "The memory live environments may take.", registry=r
+        ).set_function(lambda: convs.stats().live_memory_budget_bytes)
+        Gauge(
+            "cove_live_evicted_for_memory", "Environments closed to stay in budget.", registry=r
+        ).set_function(lambda: convs.stats().evicted_for_memory)
         workers = Gauge("cove_workers", "Sandbox worker processes.", ["state"], registry=r)
         workers.labels("busy").set_function(lambda: convs.stats().workers_busy)
         workers.labels("idle").set_function(lambda: convs.stats().workers_idle)

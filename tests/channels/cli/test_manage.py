@@ -31,6 +31,19 @@ def test_fork_delete_and_replay(cli: Cove, server: FakeOpenAI) -> None:
     assert cli.json("list") == []
 
 
+def test_a_fork_at_turn_0_is_another_first_turn(cli: Cove, server: FakeOpenAI) -> None:
+    server.add_replies(reply(["x = 1"], "{{x}}"), reply(["y = 2"], "{{y}}"))
+    assert cli("run", "first try").exit_code == 0
+    [conv] = cli.json("list")
+    forked = cli.json("fork", conv["id"], "--at", "0")
+    assert forked["parent_id"] == conv["id"] and forked["fork_turn"] == 0
+    assert cli("run", "-c", forked["id"], "second try").exit_code == 0
+    shown = cli.json("show", forked["id"])
+    assert [t["request"] for t in shown["turns"]] == ["second try"]
+    assert "x" not in {v["name"] for v in cli.json("vars", forked["id"])}
+    assert cli("fork", conv["id"], "--at", "-1").exit_code == 2
+
+
 def test_a_file_that_is_not_a_database_is_refused_and_left_alone(cli: Cove) -> None:
     cli.db.write_bytes(b"my thesis, not a database\n" * 100)
     result = cli("list")
