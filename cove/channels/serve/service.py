@@ -39,6 +39,7 @@ from cove.channels.web.listen import listen
 from cove.channels.web.security import login_url, new_token
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
+from cove.conversation.memory import live_memory_budget
 from cove.conversation.service.operations import Readiness
 
 log = logging.getLogger("cove.serve")
@@ -210,6 +211,7 @@ def run_service(settings: Settings, options: ServeOptions, processes: int) -> in
     if processes <= 1:
         code: int = asyncio.run(Service(settings, options).run())
         return code
+    settings = memory_shared(settings, processes)
 
     def run_child(sockets: ChildSockets) -> int:
         index = sockets.placement.index
@@ -229,6 +231,14 @@ def run_service(settings: Settings, options: ServeOptions, processes: int) -> in
         mcp=options.mcp,
     )
     return supervisor.run()
+
+
+def memory_shared(settings: Settings, processes: int) -> Settings:
+    """The settings of each of ``processes`` processes: the live environments' memory budget
+    (``live_memory_mb``, or its default share of the machine) divided among them."""
+    budget_mb = live_memory_budget(settings.sandbox.live_memory_mb) // (1024 * 1024)
+    sandbox = replace(settings.sandbox, live_memory_mb=max(1, budget_mb // processes))
+    return replace(settings, sandbox=sandbox)
 
 
 def announce(options: ServeOptions, port: int) -> None:
