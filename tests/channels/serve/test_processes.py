@@ -328,32 +328,54 @@ async def test_a_forwarded_request_needs_the_login_and_a_bounded_body(
     assert not await asyncio.to_thread(folder.exists)  # removed at the end
 
 
+def rpc_result(answer: httpx.Response) -> Any:
+    """The JSON-RPC result of an MCP answer (plain JSON or one server-sent event)."""
+    assert answer.status_code == 200, answer.text
+    text = answer.text
+    if answer.headers["content-type"].startswith("text/event-stream"):
+        text = next(line[6:] for line in text.splitlines() if line.startswith("data: "))
+    return json.loads(text)["result"]
+
+
 async def test_mcp_runs_in_process_0_and_is_reached_through_either(
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:
-    from tests.channels.mcp.helpers import TOKEN, mcp_env, over_http, run
+    from tests.channels.mcp.helpers import TOKEN, mcp_env
     from tests.channels.mcp.test_http import ACCEPT, INITIALIZE
 
     env = mcp_env(tmp_path, fake) | {"COVE_SERVE_PROCESSES": "2"}
     service = ServeProcess(env, "--web", "--mcp")
     headers = {**ACCEPT, "Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+
+    async def post(body: dict[str, Any], session: str | None = None) -> httpx.Response:
+        """One MCP message on a new connection (the kernel picks the process)."""
+        sent = {**headers, **({"mcp-session-id": session} if session else {})}
+        async with httpx.AsyncClient(base_url=service.base_url, timeout=60) as http:
+            return await http.post("/mcp", content=json.dumps(body), headers=sent)
+
     try:
-        # New connections until process 1 takes one: it forwards the call to process 0.
-        via = set()
-        for _ in range(100):
-            async with httpx.AsyncClient(base_url=service.base_url, timeout=60) as http:
-                answer = await http.post("/mcp", content=json.dumps(INITIALIZE), headers=headers)
-            assert answer.status_code == 200, answer.text
+        session = (await post(INITIALIZE)).headers["mcp-session-id"]
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await post(initialized, session)).status_code == 202
+        # The session's calls on new connections until process 1 has taken (and forwarded) one:
+        # each finds the session and the conversation's state in process 0.
+        call = {"jsonrpc": "2.0", "method": "tools/call", "id": 2}
+        first = await post(
+            call | {"params": {"name": "run_python", "arguments": {"code": "n = 0"}}}, session
+        )
+        cid = rpc_result(first)["structuredContent"]["conversation_id"]
+        via = {first.headers.get("x-cove-via", "0")}
+        count = 0
+        while via != {"0", "1"} and count < 60:
+            count += 1
+            arguments = {"code": "n += 1\nn", "conversation": cid}
+            answer = await post(
+                call | {"params": {"name": "run_python", "arguments": arguments}}, session
+            )
             assert answer.headers["x-cove-process"] == "0"
+            assert rpc_result(answer)["structuredContent"]["value"] == str(count)
             via.add(answer.headers.get("x-cove-via", "0"))
-            if via == {"0", "1"}:
-                break
         assert via == {"0", "1"}
-        # A whole session (its calls on several connections) keeps its state.
-        async with over_http(f"{service.base_url}/mcp") as client:
-            cid = (await run(client, "notes = ['one']"))["conversation_id"]
-            again = await run(client, "notes.append('two')\nnotes", cid)
-            assert again["value"] == "['one', 'two']"
     finally:
         service.proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(service.proc.wait, 60)
