@@ -7,6 +7,7 @@ no one in without the login.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -110,20 +111,26 @@ async def test_turns_run_in_their_home_process_with_their_sandbox_warm(
 
 
 async def stream_on(
-    service: ServeProcess, cid: str, process: int, after: int | None = None
-) -> tuple[httpx.AsyncClient, httpx.Response]:
+    stack: contextlib.AsyncExitStack,
+    service: ServeProcess,
+    cid: str,
+    process: int,
+    after: int | None = None,
+) -> httpx.Response:
     """The conversation's event stream on a connection ``process`` accepted (new connections
-    until the kernel hands one to it); the home process feeds it, relayed by any other."""
+    until the kernel hands one to it), closed with ``stack``; the home process feeds it,
+    relayed by any other."""
     query = f"?after={after}" if after is not None else ""
     for _ in range(100):
-        client = await service.client(timeout=120).__aenter__()
-        request = client.build_request("GET", f"/api/conversations/{cid}/events{query}")
-        response = await client.send(request, stream=True)
+        attempt = contextlib.AsyncExitStack()
+        client = await attempt.enter_async_context(service.client(timeout=120))
+        url = f"/api/conversations/{cid}/events{query}"
+        response = await attempt.enter_async_context(client.stream("GET", url))
         assert response.headers["x-cove-process"] == str(home_of(cid, 2))
         if response.headers.get("x-cove-via", str(home_of(cid, 2))) == str(process):
-            return client, response
-        await response.aclose()
-        await client.aclose()
+            stack.push_async_exit(attempt)
+            return response
+        await attempt.aclose()
     raise AssertionError(f"no connection reached process {process}")
 
 
@@ -152,17 +159,15 @@ async def test_a_watcher_on_either_process_follows_a_turn(tmp_path: Path, fake: 
     try:
         async with service.client(timeout=60) as client:
             cid = (await client.post("/api/conversations", json={})).json()["id"]
-        streams = [await stream_on(service, cid, process) for process in (0, 1)]
-        following = [asyncio.create_task(follow(response)) for _, response in streams]
-        finished = await turn(service, cid, "<<p = 7>>")
-        assert finished["answer"] == "p=7"
-        for seen in await asyncio.gather(*following):
-            assert seen[0]["type"] == "turn_started"
-            assert "block_finished" in [event["type"] for event in seen]
-            assert seen[-1]["status"] == "done" and seen[-1]["answer"] == "p=7"
-        for client, response in streams:
-            await response.aclose()
-            await client.aclose()
+        async with contextlib.AsyncExitStack() as stack:
+            streams = [await stream_on(stack, service, cid, process) for process in (0, 1)]
+            following = [asyncio.create_task(follow(response)) for response in streams]
+            finished = await turn(service, cid, "<<p = 7>>")
+            assert finished["answer"] == "p=7"
+            for seen in await asyncio.gather(*following):
+                assert seen[0]["type"] == "turn_started"
+                assert "block_finished" in [event["type"] for event in seen]
+                assert seen[-1]["status"] == "done" and seen[-1]["answer"] == "p=7"
         # The home lets go of the relayed watcher once its client left (read on its socket).
         home_socket = owner_only(socket_folder(service))[home_of(cid, 2)]
         transport = httpx.AsyncHTTPTransport(uds=str(home_socket))
@@ -199,23 +204,22 @@ async def test_a_killed_process_is_restarted_and_its_conversation_goes_on(
         # The home process dies in the middle of a turn's block. A watcher on the other process
         # (its stream relayed from the home) sees the stream end, reconnects after the last
         # event it saw, as a browser does, and sees the turn end interrupted.
-        client, stream = await stream_on(service, cid, 1 - home, first["seq"])
-        watching = asyncio.create_task(events_until_the_end(stream))
-        async with service.client(timeout=60) as sender:
-            await sender.post(
-                f"/api/conversations/{cid}/messages",
-                json={"text": "<<import time; time.sleep(120); p = 0>>"},
+        async with contextlib.AsyncExitStack() as stack:
+            stream = await stream_on(stack, service, cid, 1 - home, first["seq"])
+            watching = asyncio.create_task(events_until_the_end(stream))
+            async with service.client(timeout=60) as sender:
+                await sender.post(
+                    f"/api/conversations/{cid}/messages",
+                    json={"text": "<<import time; time.sleep(120); p = 0>>"},
+                )
+            await asyncio.to_thread(
+                service.wait_for,
+                lambda line: '"turn started"' in line and cid in line and '"turn": 2' in line,
+                60,
             )
-        await asyncio.to_thread(
-            service.wait_for,
-            lambda line: '"turn started"' in line and cid in line and '"turn": 2' in line,
-            60,
-        )
-        killed = process_pid(service, home)
-        os.kill(killed, signal.SIGKILL)
-        seen = await watching
-        await stream.aclose()
-        await client.aclose()
+            killed = process_pid(service, home)
+            os.kill(killed, signal.SIGKILL)
+            seen = await watching
         last = max([first["seq"], *(event["seq"] for event in seen)])
         async with service.client(timeout=120) as watcher:
             cut = await sse(watcher, cid, last, "turn_finished")
