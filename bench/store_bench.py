@@ -1,10 +1,13 @@
 """What the store costs per iteration, and how many turns 10 conversations commit at once.
 
-An iteration is recorded the way the engine does it: ``start_iteration`` (the exact prompt,
-before the model is called), ``record_reply`` when the reply arrives, ``record_block`` as each of
-its 3 blocks finishes (2 variable versions), ``finish_iteration``: six write units. The script
-times each iteration's six units (p50 and p90 over ``--iterations``), then runs 10
-conversations at once, each taking turns of 3 such iterations, and reports turns per second.
+An iteration is recorded the way the engine does it, under the conversation's lease (every
+write fenced): ``start_iteration`` (the exact prompt, before the model is called),
+``record_reply`` when the reply arrives, ``record_block`` as each of its 3 blocks finishes (2
+variable versions), ``finish_iteration``: six write units. The script times each iteration's six
+units (p50 and p90 over ``--iterations``), then runs 10 conversations at once, each taking turns
+of 3 such iterations, and reports turns per second. It counts what an iteration sends: units
+(on SQLite one hop each to the connection's thread), statements, write transactions, and on
+PostgreSQL the round trips and statements on the wire (``tests/persistence/counting.py``).
 The store's cost sits beside a model call's, which takes 100 ms to 10 s.
 
 Backends: a SQLite file in a temporary folder (the default), ``--db postgresql://...``, or
@@ -27,9 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from cove.persistence.fence import Fence, fenced  # noqa: E402
+from cove.persistence.locations import open_database  # noqa: E402
 from cove.persistence.records import IterationWrite, ReplyWrite  # noqa: E402
-from cove.persistence.store import Store  # noqa: E402
+from cove.persistence.store import DEFAULT_HISTORY_BUDGET, Store  # noqa: E402
 from cove.results import BlockResult, TurnOutcome, Usage, VarVersion  # noqa: E402
+from tests.persistence.counting import CountingDatabase, WireCounter  # noqa: E402
 from tests.postgres_server import PostgresServer  # noqa: E402
 
 SYSTEM_PROMPT = "You answer by writing Python code. " * 200
@@ -90,19 +96,62 @@ async def record_iteration(store: Store, turn_id: int, n: int, version: int) -> 
     await store.finish_iteration(iteration_id, IterationWrite(status="ok"))
 
 
+async def leased(store: Store, conversation_id: str) -> Fence:
+    """The conversation's lease taken, as a turn's writes carry it (every write is fenced)."""
+    epoch = await store.acquire_lease(conversation_id, "bench", 600.0)
+    return Fence(conversation_id, "bench", epoch)
+
+
 async def per_iteration_ms(store: Store, count: int) -> list[float]:
     """The wall time of each of ``count`` iterations of one turn, in milliseconds."""
     conversation = await store.create_conversation(channel="bench")
-    turn = await store.start_turn(conversation.id, "bench")
-    for n in range(20):  # warm-up: connections, statement caches
-        await record_iteration(store, turn.id, n, n)
-    times = []
-    for n in range(20, 20 + count):
-        started = time.perf_counter()
-        await record_iteration(store, turn.id, n, n)
-        times.append((time.perf_counter() - started) * 1000)
-    await store.finish_turn(turn.id, TurnOutcome("done", answer="ok"))
+    with fenced(await leased(store, conversation.id)):
+        turn = await store.start_turn(conversation.id, "bench")
+        for n in range(20):  # warm-up: connections, statement caches
+            await record_iteration(store, turn.id, n, n)
+        times = []
+        for n in range(20, 20 + count):
+            started = time.perf_counter()
+            await record_iteration(store, turn.id, n, n)
+            times.append((time.perf_counter() - started) * 1000)
+        await store.finish_turn(turn.id, TurnOutcome("done", answer="ok"))
     return times
+
+
+async def per_iteration_counts(store: Store, db: CountingDatabase, count: int = 50) -> str:
+    """Units, statements and write transactions per iteration (warm), as one line."""
+    conversation = await store.create_conversation(channel="bench")
+    with fenced(await leased(store, conversation.id)):
+        turn = await store.start_turn(conversation.id, "bench")
+        for n in range(5):
+            await record_iteration(store, turn.id, n, n)
+        db.counts.take()
+        for n in range(5, 5 + count):
+            await record_iteration(store, turn.id, n, n)
+        counts = db.counts.take()
+    return (
+        f"{counts.units / count:.1f} units ({counts.transactions / count:.1f} write"
+        f" transactions), {counts.statements / count:.1f} statements through Sql"
+        f" (+ BEGIN and COMMIT per transaction)"
+    )
+
+
+async def wire_counts(url: str, count: int = 50) -> str:
+    """Round trips and statements on the wire per iteration (PostgreSQL), as one line."""
+    async with WireCounter(url) as counter, Store.open(counter.url) as store:
+        conversation = await store.create_conversation(channel="bench")
+        with fenced(await leased(store, conversation.id)):
+            turn = await store.start_turn(conversation.id, "bench")
+            for n in range(5):
+                await record_iteration(store, turn.id, n, n)
+            counter.counts.take()
+            for n in range(5, 5 + count):
+                await record_iteration(store, turn.id, n, n)
+            wire = counter.counts.take()
+    return (
+        f"{wire.round_trips / count:.1f} round trips, {wire.statements / count:.1f} statements"
+        f" (BEGIN, COMMIT, NOTIFY included), {wire.prepares / count:.1f} prepared"
+    )
 
 
 async def concurrent_turns_per_s(store: Store, turns: int) -> float:
@@ -111,12 +160,13 @@ async def concurrent_turns_per_s(store: Store, turns: int) -> float:
 
     async def run(conversation_id: str) -> None:
         written = 0
-        for _ in range(turns):
-            turn = await store.start_turn(conversation_id, "bench turn")
-            for n in range(ITERATIONS_PER_TURN):
-                await record_iteration(store, turn.id, n, written)
-                written += 1
-            await store.finish_turn(turn.id, TurnOutcome("done", answer="ok"))
+        with fenced(await leased(store, conversation_id)):
+            for _ in range(turns):
+                turn = await store.start_turn(conversation_id, "bench turn")
+                for n in range(ITERATIONS_PER_TURN):
+                    await record_iteration(store, turn.id, n, written)
+                    written += 1
+                await store.finish_turn(turn.id, TurnOutcome("done", answer="ok"))
 
     started = time.perf_counter()
     await asyncio.gather(*(run(c.id) for c in conversations))
@@ -135,10 +185,13 @@ async def read_ms(store: Store, count: int = 300) -> float:
 
 
 async def measure(location: str, count: int) -> None:
-    async with Store.open(location) as store:
+    db = CountingDatabase(await open_database(location, read_only=False))
+    async with Store(db, time.time, DEFAULT_HISTORY_BUDGET) as store:
         floor = await read_ms(store)
         times = await per_iteration_ms(store, count)
         rate = await concurrent_turns_per_s(store, max(1, count // 50))
+        sent = await per_iteration_counts(store, db)
+    wire = await wire_counts(location) if store.kind == "postgres" else None
     p50 = statistics.median(times)
     p90 = statistics.quantiles(times, n=10)[-1]
     print(f"backend: {store.kind}")
@@ -148,6 +201,11 @@ async def measure(location: str, count: int) -> None:
         f"{count} iterations: p50 {p50:.2f} ms, p90 {p90:.2f} ms"
     )
     print(f"  beside a model call of 100 ms to 10 s: {p50:.2f}% of a 100 ms call")
+    print(f"  sent per iteration: {sent}")
+    if wire is not None:
+        print(f"  on the wire per iteration: {wire}")
+    else:
+        print("  round trips per iteration: one hop to the connection's thread per unit")
     print(
         f"{CONVERSATIONS} conversations at once, turns of {ITERATIONS_PER_TURN} iterations: "
         f"{rate:.1f} turns/s"

@@ -136,7 +136,8 @@ class ModelRetry(Event):
 
 @dataclass(frozen=True)
 class ModelReply(Event):
-    """The model's parsed reply for one iteration."""
+    """The model's parsed reply for one iteration; ``model`` is the model that answered (a
+    fallback model when the turn's own was unavailable; None for a turn with no model)."""
 
     type: ClassVar[str] = "model_reply"
     turn_id: int
@@ -145,6 +146,7 @@ class ModelReply(Event):
     code: tuple[str, ...]
     answer: str | None = None
     parse_error: str | None = None
+    model: str | None = None
 
 
 @dataclass(frozen=True)

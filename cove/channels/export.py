@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 from cove.conversation import (
+    ApprovalRecord,
     BlockRecord,
     IterationRecord,
     Transcript,
@@ -180,6 +181,29 @@ def transcript_json(transcript: Transcript) -> dict[str, Any]:
     data["turns"] = [_turn(turn) for turn in data["turns"]]
     data["var_versions"] = [_version(v) for v in data["var_versions"]]
     return data
+
+
+def approvals_json(approvals: Sequence[ApprovalRecord]) -> list[dict[str, Any]]:
+    """Decisions on extension calls as JSON: where each was made counted from 1 (``turn``,
+    ``iteration``, ``block``, ``call``: its order among the block's extension calls)."""
+    return [
+        {
+            "turn": a.turn_position,
+            "iteration": a.iteration_position + 1,
+            "block": a.block_position + 1,
+            "call": a.seq + 1,
+            "extension": a.extension,
+            "function": a.function,
+            "effect": a.effect,
+            "arguments": a.arguments,
+            "approved": a.approved,
+            "reason": a.reason,
+            "why": a.why,
+            "remember": a.remember,
+            "at": a.at,
+        }
+        for a in approvals
+    ]
 
 
 def versions_json(versions: Sequence[VarVersionRecord]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cove.channels.export import FigureLinks, to_markdown, transcript_json
+from cove.channels.export import FigureLinks, approvals_json, to_markdown, transcript_json
 from cove.conversation import Conversations, Transcript, TurnRecord
 from cove.results import BlockFigure
 from cove.text import json_escaped
@@ -140,7 +140,11 @@ async def write_export(
         text = to_markdown(transcript, links)
     else:
         values = await convs.history(cid)
-        data = {**transcript_json(transcript), "values": dataclasses.asdict(values)}
+        data = {
+            **transcript_json(transcript),
+            "values": dataclasses.asdict(values),
+            "approvals": approvals_json(await convs.approvals(cid)),
+        }
         for turn in data["turns"]:
             for it in turn["iterations"]:
                 for block in it["blocks"]:

@@ -13,9 +13,11 @@ from cove.config.channel_sections import (
     TuiSettings,
     WebSettings,
 )
+from cove.config.extension_section import ExtensionSettings
 from cove.config.sections import (
     DEFAULT_PRICES,
     MEMORY_DB,
+    Endpoint,
     LoopSettings,
     ModelSettings,
     Price,
@@ -29,6 +31,8 @@ from cove.config.sources import unknown_env_vars
 __all__ = [
     "DEFAULT_PRICES",
     "MEMORY_DB",
+    "Endpoint",
+    "ExtensionSettings",
     "LoopSettings",
     "ModelSettings",
     "Price",

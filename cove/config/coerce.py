@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cove.config.keys import Key
-from cove.config.sections import Price
+from cove.config.sections import Endpoint, Price
 from cove.errors import ConfigError
 
 TRUE_WORDS = ("1", "true", "yes", "on")
@@ -58,7 +58,7 @@ def _coerce(hint: Any, value: Any) -> Any:
     if origin is tuple:
         return _tuple(typing.get_args(hint)[0], value)
     if origin is Mapping:
-        return _prices(value)
+        return _table(typing.get_args(hint)[1], value)
     if hint in (int, float, bool):
         return _scalar(hint, value)
     if hint is str and isinstance(value, str):
@@ -89,7 +89,8 @@ def _tuple(item: Any, value: Any) -> tuple[Any, ...]:
     return tuple(_coerce(item, part) for part in value)
 
 
-def _prices(value: Any) -> dict[str, Price]:
-    if not isinstance(value, Mapping) or not all(isinstance(p, Price) for p in value.values()):
+def _table(item: type[Price] | type[Endpoint], value: Any) -> dict[str, Any]:
+    """A table of prices or endpoints: already built (TOML files are read into them)."""
+    if not isinstance(value, Mapping) or not all(isinstance(p, item) for p in value.values()):
         raise TypeError(value)
     return dict(value)

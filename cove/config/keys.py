@@ -9,6 +9,7 @@ from typing import Any
 
 from cove.config.channel_sections import ServeSettings, TelegramSettings, TuiSettings, WebSettings
 from cove.config.checks import flat_key
+from cove.config.extension_section import ExtensionSettings
 from cove.config.sections import LoopSettings, ModelSettings, SandboxSettings, StoreSettings
 
 SECTIONS: dict[str, type] = {
@@ -20,6 +21,7 @@ SECTIONS: dict[str, type] = {
     "telegram": TelegramSettings,
     "serve": ServeSettings,
     "tui": TuiSettings,
+    "extensions": ExtensionSettings,
 }
 #: Older TOML files have one ``[channels]`` table holding the channels' flat keys.
 LEGACY_TABLES: dict[str, frozenset[str]] = {

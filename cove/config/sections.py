@@ -9,7 +9,7 @@ Flat keys are what the environment (``COVE_<FLAT KEY>``), flat TOML keys and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import platformdirs
@@ -34,6 +34,20 @@ class Price:
 
     input_per_mtok: float
     output_per_mtok: float
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one model is served when it is not the main endpoint (``[model.endpoints.NAME]``).
+
+    Attributes:
+        base_url: The OpenAI-compatible endpoint's base URL (None: OpenAI's API).
+        api_key: Its API key (hidden from ``repr``; None: the main endpoint's key is not
+            sent there, the placeholder is).
+    """
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
 
 
 DEFAULT_PRICES: dict[str, Price] = {
@@ -66,14 +80,47 @@ class ModelSettings:
     # accept images); it counts as budgets.IMAGE_CHARS of the context message.
     model_images: bool = False
     prices: Mapping[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    # The fallback order: when a model's retries are exhausted (rate limits, 5xx, timeouts,
+    # no connection), the turn goes on with the next of these it has not tried.
+    models: tuple[str, ...] = ()
+    # Models served elsewhere than base_url: name -> its endpoint ([model.endpoints.NAME]).
+    endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         positive(self, "request_timeout_s")
         not_negative(self, "max_retries", "retry_base_delay_s")
+        for name in self.models:
+            if not name.strip():
+                raise invalid(self, "models", "has an empty model name")
 
     def price_of(self, model: str) -> Price | None:
         """The price entry for ``model``, or None when the model is unknown."""
         return self.prices.get(model)
+
+    def fallbacks(self, model: str) -> tuple[str, ...]:
+        """The models a turn asking for ``model`` tries, in order: it, then ``models``."""
+        return (model, *(name for name in self.models if name != model))
+
+    def configured(self) -> tuple[str, ...]:
+        """The models the settings name: the main one, the fallback list, the endpoints'."""
+        return tuple(dict.fromkeys((self.name, *self.models, *self.endpoints)))
+
+    def one_per_endpoint(self) -> tuple[str, ...]:
+        """The main model, then one model of each other endpoint: what to list models with."""
+        seen = {(self.base_url, self.api_key)}
+        picked = [self.name]
+        for name, endpoint in self.endpoints.items():
+            if (endpoint.base_url, endpoint.api_key) not in seen:
+                seen.add((endpoint.base_url, endpoint.api_key))
+                picked.append(name)
+        return tuple(picked)
+
+    def for_model(self, model: str) -> ModelSettings:
+        """These settings for a client of ``model``: on its own endpoint when it has one."""
+        endpoint = self.endpoints.get(model)
+        if endpoint is None:
+            return replace(self, name=model)
+        return replace(self, name=model, base_url=endpoint.base_url, api_key=endpoint.api_key)
 
 
 @dataclass(frozen=True)

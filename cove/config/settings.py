@@ -23,6 +23,7 @@ from cove.config.channel_sections import (
     WebSettings,
 )
 from cove.config.coerce import coerce
+from cove.config.extension_section import ExtensionSettings
 from cove.config.keys import KEYS
 from cove.config.sections import (
     LoopSettings,
@@ -51,6 +52,7 @@ class Settings:
     telegram: TelegramSettings = field(default_factory=TelegramSettings)
     serve: ServeSettings = field(default_factory=ServeSettings)
     tui: TuiSettings = field(default_factory=TuiSettings)
+    extensions: ExtensionSettings = field(default_factory=ExtensionSettings)
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied, given by flat key (``max_iterations=3``, ``model=...``).

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cove.config.keys import KEYS, LEGACY_TABLES, SECTIONS, Key, key_in_section
-from cove.config.sections import Price
+from cove.config.sections import Endpoint, Price
 from cove.errors import ConfigError
 
 ENV_ALIASES = {
@@ -27,7 +27,7 @@ ENV_ALIASES = {
     "OPENAI_API_KEY": "api_key",
     "TELEGRAM_BOT_TOKEN": "telegram_token",
 }
-NOT_FROM_ENV = frozenset({"prices"})
+NOT_FROM_ENV = frozenset({"prices", "endpoints"})
 # COVE_* names read elsewhere: the config file's path, a TUI test switch.
 OTHER_ENV = frozenset({"COVE_CONFIG", "COVE_TUI_SCRIPTED_REPLIES"})
 
@@ -69,7 +69,7 @@ def read_toml(path: Path) -> dict[str, Given]:
 
     Raises:
         ConfigError: The file cannot be read or parsed, names an unknown setting, gives one
-            setting twice, or has a malformed ``prices`` table.
+            setting twice, or has a malformed ``prices`` or ``endpoints`` table.
     """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -93,6 +93,9 @@ def read_toml(path: Path) -> dict[str, Given]:
         raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
     if "prices" in values:
         values["prices"] = Given(_prices(path, values["prices"].value), values["prices"].source)
+    if "endpoints" in values:
+        given = values["endpoints"]
+        values["endpoints"] = Given(_endpoints(path, given.value), given.source)
     return values
 
 
@@ -120,3 +123,23 @@ def _prices(path: Path, table: Any) -> dict[str, Price]:
             f"{path}: [prices] needs one table per model with numeric input and output "
             f"prices per million tokens ({exc!r})"
         ) from exc
+
+
+def _endpoints(path: Path, table: Any) -> dict[str, Endpoint]:
+    """``[model.endpoints.NAME]`` tables: each a ``base_url`` and an ``api_key``."""
+    endpoints: dict[str, Endpoint] = {}
+    for name, entry in table.items() if isinstance(table, dict) else ():
+        if not isinstance(entry, dict) or not set(entry) <= {"base_url", "api_key"}:
+            break
+        base_url, api_key = entry.get("base_url"), entry.get("api_key")
+        if not all(v is None or isinstance(v, str) for v in (base_url, api_key)):
+            break
+        endpoints[name] = Endpoint(base_url, api_key)
+    else:
+        if isinstance(table, dict):
+            return endpoints
+    raise ConfigError(
+        f"{path}: [model.endpoints] needs one table per model holding only base_url and api_key "
+        "(text)",
+        setting="endpoints",
+    )

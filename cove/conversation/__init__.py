@@ -4,13 +4,20 @@ Create, send, cancel, fork, delete, inspect, search, replay and watch conversati
 """
 
 from cove.conversation.conversations import Conversations, LLMFactory
+from cove.conversation.extensions import FunctionRule, installed
 from cove.conversation.handle import TurnHandle
+from cove.conversation.profiles import KEEP, Profile
 from cove.conversation.scripted import scripted_factory
 from cove.conversation.stats import ProcessStats
 from cove.conversation.watch.lists import ListWatch
 from cove.conversation.watch.rebuild import iteration_budget, timeline
 from cove.conversation.watch.sequence import turn_of
 from cove.conversation.watch.stream import WatchStream
+from cove.engine.budgets import INSTRUCTIONS_CHARS
+from cove.engine.prompt import checked_instructions
+from cove.environment.extensions.approval import ApprovalAnswer, ApprovalRequest, Approver
+from cove.environment.extensions.installed import Catalog, InstalledExtension, PluginProblem
+from cove.persistence.extension_use import ApprovalRecord
 from cove.persistence.history import HistoryFigures
 from cove.persistence.pacing import SendSlot
 from cove.persistence.records import (
@@ -25,14 +32,25 @@ from cove.persistence.records import (
 )
 
 __all__ = [
+    "INSTRUCTIONS_CHARS",
+    "KEEP",
+    "ApprovalAnswer",
+    "ApprovalRecord",
+    "ApprovalRequest",
+    "Approver",
     "BlockRecord",
+    "Catalog",
     "ConversationRecord",
     "Conversations",
+    "FunctionRule",
     "HistoryFigures",
+    "InstalledExtension",
     "IterationRecord",
     "LLMFactory",
     "ListWatch",
+    "PluginProblem",
     "ProcessStats",
+    "Profile",
     "SearchHit",
     "SendSlot",
     "Transcript",
@@ -41,6 +59,8 @@ __all__ = [
     "TurnRecord",
     "VarVersionRecord",
     "WatchStream",
+    "checked_instructions",
+    "installed",
     "iteration_budget",
     "scripted_factory",
     "timeline",

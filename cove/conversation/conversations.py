@@ -15,10 +15,12 @@ from pathlib import Path
 from types import TracebackType
 
 from cove.config import ModelSettings, Settings
+from cove.conversation.extensions import ConversationExtensions
 from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
 from cove.conversation.memory import live_memory_budget, pss_bytes
+from cove.conversation.profiles import ProfileAPI
 from cove.conversation.recovered import as_listed, as_recovered
 from cove.conversation.stats import ProcessStats
 from cove.conversation.turns import Turns
@@ -27,12 +29,17 @@ from cove.conversation.watch.api import WatchAPI
 from cove.conversation.watch.watching import Tap, Watching
 from cove.conversation.workspaces import Workspaces
 from cove.engine.llm import LLMClient
+from cove.engine.llm.fallback import FallbackClient
+from cove.engine.prompt import checked_instructions
 from cove.engine.query import TurnRequest
 from cove.engine.replay import replay_conversation
 from cove.environment.environment import Environment
+from cove.environment.extensions.approval import Approver
+from cove.environment.extensions.installed import Catalog
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event
+from cove.persistence.extension_use import ApprovalRecord
 from cove.persistence.history import HistoryFigures
 from cove.persistence.opener import Opener
 from cove.persistence.pacing import SendSlot
@@ -45,6 +52,8 @@ from cove.persistence.records import (
 from cove.persistence.store import Store
 
 LLMFactory = Callable[[ModelSettings, str], LLMClient]
+#: The schema version (migration) that records approvals.
+APPROVALS_SCHEMA = 21
 
 
 def _openai_factory(settings: ModelSettings, model: str) -> LLMClient:
@@ -66,12 +75,20 @@ def _worker_memory(env: Environment) -> int | None:
     return pss_bytes(pid) if pid is not None else None
 
 
-class Conversations(WatchAPI, VariablesAPI):
+class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
     """Create, drive, inspect, fork, replay and watch conversations. Use ``async with``."""
 
-    def __init__(self, settings: Settings, store: Store, pool: WorkerPool, llm_factory: LLMFactory):
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        pool: WorkerPool,
+        llm_factory: LLMFactory,
+        catalog: Catalog | None = None,
+    ):
         self.settings = settings
         self._store = store
+        self._extensions = ConversationExtensions(settings, store, catalog)
         self._pool = pool
         self._llm_factory = llm_factory
         self._llms: dict[str, LLMClient] = {}
@@ -154,9 +171,18 @@ class Conversations(WatchAPI, VariablesAPI):
         else:
             self._turns.stop_accepting()
 
+    @property
+    def installed(self) -> Catalog:
+        """The extensions installed (built in and from plugins) and the plugins that failed."""
+        return self._extensions.catalog
+
     @staticmethod
     def open(
-        settings: Settings, *, llm_factory: LLMFactory | None = None, read_only: bool = False
+        settings: Settings,
+        *,
+        llm_factory: LLMFactory | None = None,
+        read_only: bool = False,
+        catalog: Catalog | None = None,
     ) -> Opener[Conversations]:
         """Open (and migrate) the database; the worker pool starts with the first turn.
 
@@ -167,14 +193,21 @@ class Conversations(WatchAPI, VariablesAPI):
             llm_factory: Builds the LLM client for a model name; default ``OpenAIClient``.
             read_only: Only inspect: the database is opened for reading, nothing is created
                 or written (no migration, no lease reaping); a missing database reads as empty.
+            catalog: The installed extensions (default: discovered from the entry points
+                when first needed).
         """
         return Opener(
-            lambda: Conversations._open(settings, llm_factory, read_only), Conversations.aclose
+            lambda: Conversations._open(settings, llm_factory, read_only, catalog),
+            Conversations.aclose,
         )
 
     @classmethod
     async def _open(
-        cls, settings: Settings, llm_factory: LLMFactory | None, read_only: bool
+        cls,
+        settings: Settings,
+        llm_factory: LLMFactory | None,
+        read_only: bool,
+        catalog: Catalog | None = None,
     ) -> Conversations:
         store = await Store.open(
             settings.store.database,
@@ -187,7 +220,8 @@ class Conversations(WatchAPI, VariablesAPI):
         except BaseException:
             await store.aclose()
             raise
-        return cls(settings, store, WorkerPool(settings.sandbox), llm_factory or _openai_factory)
+        pool = WorkerPool(settings.sandbox)
+        return cls(settings, store, pool, llm_factory or _openai_factory, catalog)
 
     async def __aenter__(self) -> Conversations:
         return self
@@ -209,17 +243,39 @@ class Conversations(WatchAPI, VariablesAPI):
         external_id: str | None = None,
         *,
         owner: str | None = None,
+        extensions: Sequence[str] | None = None,
+        policy: Mapping[str, str] | None = None,
+        instructions: str | None = None,
+        model: str | None = None,
     ) -> ConversationRecord:
         """Create a conversation with its own workspace directory.
 
         ``owner`` is the principal the channel acts for (a web user, a Telegram chat); calls
         that pass the same ``owner`` see only that owner's conversations. None: no owner.
+        ``extensions`` names the extensions it gets (default: the settings' choice) and
+        ``policy`` adds approval entries of its own (``{"write": "ask"}``); both are recorded
+        with it and kept by its forks. ``instructions`` and ``model`` are its profile from its
+        first turn (``set_profile``).
+
+        Raises:
+            ConfigError: An extension is not installed, or a policy entry is not
+                allow, ask or deny; nothing is created.
+            CoveError, ModelError: The instructions or the model are refused (as by
+                ``set_profile``); nothing is created.
         """
         self._check_open()
+        names = self._extensions.names_for_new(extensions)
+        if instructions is not None:
+            instructions = checked_instructions(instructions)
+        if model is not None:
+            model = await self.checked_model(model)
         record = await self._store.create_conversation(
             channel=channel, title=title, external_id=external_id, owner=owner
         )
+        await self._extensions.record(record.id, names, policy)
         await self._workspaces.ensure(record.id)
+        if instructions is not None or model is not None:
+            await self._store.change_profile(record.id, instructions=instructions, model=model)
         return record
 
     async def for_external(
@@ -307,6 +363,7 @@ class Conversations(WatchAPI, VariablesAPI):
             fork_turn=at_turn,
             owner=parent.owner,
         )
+        await self._extensions.copy(parent.id, record.id)
         await self._workspaces.copy(parent.id, record.id)
         return record
 
@@ -348,11 +405,13 @@ class Conversations(WatchAPI, VariablesAPI):
         max_iterations: int | None = None,
         owner: str | None = None,
         model_options: Mapping[str, ModelOption] | None = None,
+        approver: Approver | None = None,
     ) -> TurnHandle:
         """Run one turn; the handle streams its events (the last is ``TurnFinished``).
 
         ``model_options`` (``temperature``, ``max_tokens``, …) are sent with each of the turn's
-        model calls and recorded with the turn.
+        model calls and recorded with the turn. ``approver`` asks the sender's person about an
+        extension call the policy says to ask about; without one such a call is denied.
 
         Attachments are saved into the conversation's workspace before the turn starts.
         A second send on a busy conversation waits for its turn and first emits ``TurnQueued``;
@@ -374,6 +433,7 @@ class Conversations(WatchAPI, VariablesAPI):
             max_iterations=max_iterations,
             model_options=dict(model_options or {}),
             owner=owner,
+            approver=approver,
         )
         return self._turns.send(request)
 
@@ -523,16 +583,56 @@ class Conversations(WatchAPI, VariablesAPI):
         return await self._store.search(text, conversation_id=conversation_id, owner=owner)
 
     def replay(self, conversation_id: str) -> AsyncIterator[Event]:
-        """Re-run the recorded replies in a fresh sandbox and scratch database; compare."""
+        """Re-run the recorded replies in a fresh sandbox and scratch database; compare.
+
+        The replay has the conversation's recorded extensions and its recorded approvals
+        (nobody is asked).
+
+        Raises:
+            ConfigError: An extension the conversation was created with is not installed.
+        """
         self._check_open()
-        return replay_conversation(self.settings, self._store, self._pool, conversation_id)
+        return self._replay(conversation_id)
+
+    async def _replay(self, conversation_id: str) -> AsyncIterator[Event]:
+        record = await self.get(conversation_id)
+        choice = await self._extensions.choice(record.id, doing="replayed")
+        events = replay_conversation(
+            self.settings,
+            self._store,
+            self._pool,
+            record.id,
+            extensions=choice.extensions,
+            policy=choice.policy,
+        )
+        async for event in events:
+            yield event
+
+    async def approvals(
+        self, conversation_id: str, turn: int | None = None, *, owner: str | None = None
+    ) -> builtins.list[ApprovalRecord]:
+        """The decisions on the conversation's extension calls, in order (of one turn)."""
+        record = await self.get(conversation_id, owner=owner)
+        if self._store.schema_version < APPROVALS_SCHEMA:
+            return []  # a database opened read-only before it was migrated: none recorded
+        return await self._store.approvals(record.id, turn)
 
     # -- internals -------------------------------------------------------------------------
 
     def _llm(self, model: str) -> LLMClient:
+        """The client a turn asking for ``model`` uses: with the fallback list, one that goes
+        on with the next model when one is unavailable."""
+        chain = self.settings.model.fallbacks(model)
+        if len(chain) == 1:
+            return self._client(model)
+        return FallbackClient([self._client(name) for name in chain])
+
+    def _client(self, model: str) -> LLMClient:
+        """The one client of ``model`` (on its own endpoint when the settings give one)."""
         client = self._llms.get(model)
         if client is None:
-            client = self._llms[model] = self._llm_factory(self.settings.model, model)
+            settings = self.settings.model.for_model(model)
+            client = self._llms[model] = self._llm_factory(settings, model)
         return client
 
     async def _open_environment(self, conversation_id: str) -> Environment:
@@ -540,12 +640,15 @@ class Conversations(WatchAPI, VariablesAPI):
             self._pool_started = True
             await self._pool.start()
         workspace = await self._workspaces.ensure(conversation_id)
+        choice = await self._extensions.choice(conversation_id, doing="opened")
         return await Environment.open(
             conversation_id=conversation_id,
             settings=self.settings.sandbox,
             pool=self._pool,
             store=self._store,
             workspace=workspace,
+            extensions=choice.extensions,
+            policy=choice.policy,
         )
 
     def _check_open(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import replace
 
 from cove.config import Settings
 from cove.conversation.handle import TurnHandle, withdrawn_event
@@ -133,6 +134,16 @@ class Turns:
             return NoModel()
         return self.llm(request.model or self.settings.model.name)
 
+    async def _with_profile(self, conversation_id: str, request: TurnRequest) -> TurnRequest:
+        """The request with the conversation's instructions, and its model unless the turn
+        names one (read under the lease, so the turn runs with the profile of its position)."""
+        if request.no_model:
+            return request
+        profile = await self.store.profile(conversation_id)
+        return replace(
+            request, instructions=profile.instructions, model=request.model or profile.model
+        )
+
     async def _run_turn(self, request: TurnRequest, handle: TurnHandle) -> None:
         stream = handle.watcher
         try:
@@ -208,6 +219,7 @@ class Turns:
         ) as epoch:
             if not entry.env.current_at(epoch):  # another process ran turns since it opened
                 await self.live.reopen(entry)
+            request = await self._with_profile(record.id, request)
             query = Query(
                 settings=self.settings,
                 store=self.store,

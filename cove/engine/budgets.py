@@ -16,7 +16,14 @@ from typing import Final
 SYSTEM_CORE_CHARS: Final = 8_000
 #: The extensions' documentation; fixed per conversation, cut beyond this.
 EXTENSION_DOCS_CHARS: Final = 24_000
-SYSTEM_CHARS: Final = SYSTEM_CORE_CHARS + EXTENSION_DOCS_CHARS
+#: The conversation's instructions (a persona, house rules, a task): longer ones are refused
+#: when they are set, never cut.
+INSTRUCTIONS_CHARS: Final = 4_000
+#: The heading and tags around the instructions.
+INSTRUCTIONS_FRAMING_CHARS: Final = 200
+SYSTEM_CHARS: Final = (
+    SYSTEM_CORE_CHARS + EXTENSION_DOCS_CHARS + INSTRUCTIONS_CHARS + INSTRUCTIONS_FRAMING_CHARS
+)
 
 # --- Message 2: the request (with the previous turn's handover on a later turn) ---------------
 #: The turn's request; the full text stays in the sandbox as ``REQUEST``.

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cove.config import LoopSettings, ModelSettings
+from cove.engine.approvals import TurnApprovals
 from cove.engine.llm import Completion, LLMClient, Reasoning
+from cove.environment.extensions.approval import ApprovalRequest, Ruling, Verdict
 from cove.errors import CoveError, ModelError
 from cove.events import Event, TitleChanged
 from cove.persistence.records import SubqueryWrite
@@ -50,6 +52,8 @@ class TurnControl:
     outbox: list[Event] = field(default_factory=list)
     subqueries: list[SubqueryWrite] = field(default_factory=list)
     current_block: int | None = None
+    current_iteration: int = 0  # the running iteration's position
+    approvals: TurnApprovals | None = None  # None: nobody is asked and nothing is recorded
     reasoning: Reasoning = "balanced"
     cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
     running_llm: asyncio.Task[Any] | None = None
@@ -89,6 +93,14 @@ class TurnControl:
         notes = self.scheduled_steering.pop(position, []) + self.steering
         self.steering = []
         return notes
+
+    async def approve(self, request: ApprovalRequest, ruling: Ruling, call: int) -> Verdict:
+        """Decide (and record) an extension call the policy did not simply allow: the
+        ``call``-th extension call of the running block."""
+        if self.approvals is None:
+            return Verdict(ruling.rule == "allow", "policy" if ruling.rule != "ask" else "nobody")
+        place = (self.current_iteration, self.current_block or 0, call)
+        return await self.approvals.approve(place, request, ruling)
 
     async def set_title(self, text: str) -> None:
         """Set the conversation's title (cut to a sensible length)."""

@@ -60,6 +60,10 @@ class NoModel:
         """Refuse: a turn with no model makes no model call."""
         raise ModelError(NO_MODEL_ERROR)
 
+    async def models(self) -> list[str]:
+        """No model at all."""
+        return []
+
     async def aclose(self) -> None:
         """Nothing to close."""
 

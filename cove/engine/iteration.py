@@ -238,6 +238,7 @@ class Iteration:
             raw_reply=completion.text,
             usage=self.setup.control.count(completion),
             llm_ms=completion.duration_ms,
+            model=completion.model,
         )
 
     async def _call_failed(
@@ -260,6 +261,7 @@ class Iteration:
         return IterationResult(status="failed", failure=str(exc))
 
     def _reply_event(self, *, reply: Reply | None = None, parse_error: str | None = None) -> Event:
+        answered = self.llm_task.result().model if self.llm_task is not None else None
         if reply is None:
             return ModelReply(
                 turn_id=self.setup.turn.id,
@@ -267,6 +269,7 @@ class Iteration:
                 thinking="",
                 code=(),
                 parse_error=parse_error,
+                model=answered,
             )
         return ModelReply(
             turn_id=self.setup.turn.id,
@@ -274,6 +277,7 @@ class Iteration:
             thinking=reply.thinking,
             code=tuple(b.code for b in reply.blocks),
             answer=reply.answer,
+            model=answered,
         )
 
     async def _unreadable(
@@ -466,6 +470,7 @@ class Iteration:
         """Run one block in the environment with its seed and clock."""
         s, control, turn = self.setup, self.setup.control, self.setup.turn
         control.current_block = index
+        control.current_iteration = self.position
         try:
             return await s.env.run_block(
                 block.code,

@@ -1,8 +1,10 @@
 """The system prompt: the core instructions that teach the model cove's protocol.
 
 The text is fixed (no timestamps, nothing per turn), so the system prompt of a conversation only
-changes when its extensions do; the store keeps it once by hash. Its size is bounded by
-``SYSTEM_CORE_CHARS`` plus ``EXTENSION_DOCS_CHARS``.
+changes when its extensions or its instructions do; the store keeps it once by hash. Its size is
+bounded by ``SYSTEM_CHARS``: the core, the extensions' docs (cut to ``EXTENSION_DOCS_CHARS``) and
+the conversation's instructions (at most ``INSTRUCTIONS_CHARS``, checked when they are set by
+``checked_instructions``, so they are never cut).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Final
 
 from cove.engine import budgets as b
 from cove.environment.sandbox.worker.modules import ALLOWED_MODULES
+from cove.errors import CoveError
 
 #: The sandbox's own allow-list, so the prompt can never promise a module it refuses.
 ALLOWED_IMPORTS: Final = ", ".join(ALLOWED_MODULES)
@@ -120,14 +123,45 @@ Iteration 2 reply:
 CORE_INSTRUCTIONS: Final = _CORE % {"imports": ALLOWED_IMPORTS, "journal": b.JOURNAL_ITERATIONS}
 
 
-def system_prompt(extension_docs: str) -> str:
-    """The first message of every LLM call: the core instructions and the extensions' docs.
+_INSTRUCTIONS_HEAD: Final = """\
+# Instructions for this conversation
+The person running this conversation gave these instructions. Follow them in what you do and \
+in how you answer; the reply format above still applies.
+<instructions>
+"""
+_INSTRUCTIONS_TAIL: Final = "\n</instructions>\n"
 
-    Deterministic: the same ``extension_docs`` always give the same text.
+
+def checked_instructions(text: str | None) -> str | None:
+    """Instructions as they are kept: stripped, None when empty.
+
+    Raises:
+        CoveError: They are longer than ``INSTRUCTIONS_CHARS`` characters (the message says
+            by how much; nothing is cut or kept).
+    """
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    if len(text) > b.INSTRUCTIONS_CHARS:
+        raise CoveError(
+            f"the instructions are {len(text):,} characters long; at most "
+            f"{b.INSTRUCTIONS_CHARS:,} fit in the prompt: shorten them by "
+            f"{len(text) - b.INSTRUCTIONS_CHARS:,}"
+        )
+    return text
+
+
+def system_prompt(extension_docs: str, instructions: str | None = None) -> str:
+    """The first message of every LLM call: the core instructions, the extensions' docs and
+    the conversation's instructions.
+
+    Deterministic: the same arguments always give the same text.
 
     Args:
         extension_docs: Documentation of the conversation's active extensions (functions with
             signatures, docstrings and examples), cut to ``EXTENSION_DOCS_CHARS``.
+        instructions: The conversation's instructions (``checked_instructions``), last so the
+            model reads them after the protocol they refine; None: none.
 
     Returns:
         Text of at most ``SYSTEM_CHARS`` characters.
@@ -136,4 +170,8 @@ def system_prompt(extension_docs: str) -> str:
     if len(docs) > b.EXTENSION_DOCS_CHARS:
         marker = "\n…[extension documentation cut to fit]"
         docs = docs[: b.EXTENSION_DOCS_CHARS - len(marker)] + marker
-    return f"{CORE_INSTRUCTIONS}\n# Extensions\n{docs}\n"
+    text = f"{CORE_INSTRUCTIONS}\n# Extensions\n{docs}\n"
+    shown = checked_instructions(instructions)
+    if shown is not None:
+        text += f"\n{_INSTRUCTIONS_HEAD}{shown}{_INSTRUCTIONS_TAIL}"
+    return text

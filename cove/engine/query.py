@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cove.config import Settings
+from cove.engine.approvals import RecordedVerdicts, TurnApprovals
 from cove.engine.context import JOURNAL_ITERATIONS, Handover, request_message, system_prompt
 from cove.engine.control import TurnControl
 from cove.engine.determinism import BlockInputs, LiveInputs
@@ -23,6 +24,7 @@ from cove.engine.nudges import NudgeNote, NudgeState, builtin_nudges
 from cove.engine.policy import Ending, Streak, TurnPolicy, observed
 from cove.engine.protocol import CodeBlock
 from cove.environment.environment import Environment
+from cove.environment.extensions.approval import Approver
 from cove.errors import CoveError
 from cove.events import Event, Nudge, TurnFinished, TurnStarted
 from cove.persistence.records import ConversationRecord, ModelOption, TurnRecord
@@ -64,6 +66,11 @@ class TurnRequest:
             and calls no model (``given.py``); the turn records no model.
         timeout_s: With ``no_model``, the block's time limit (clamped to the sandbox's
             bounds); None: the configured one.
+        approver: How the sending channel asks its person about an extension call the
+            policy says to ask about; None: nobody can be asked, so such a call is denied.
+        instructions: The conversation's instructions for this turn, shown in the system
+            prompt (resolved from the conversation's profile where the turn starts; replay:
+            the recorded ones); None: none.
     """
 
     conversation_id: str
@@ -75,6 +82,8 @@ class TurnRequest:
     owner: str | None = None
     no_model: bool = False
     timeout_s: float | None = None
+    approver: Approver | None = field(default=None, compare=False)
+    instructions: str | None = None
 
 
 class Query:
@@ -92,6 +101,7 @@ class Query:
         inputs: BlockInputs | None = None,
         steering: dict[int, list[str]] | None = None,
         attachments: Sequence[tuple[str, int]] = (),
+        approvals: RecordedVerdicts | None = None,
     ) -> None:
         """Prepare the turn ``request`` asks of ``conversation``.
 
@@ -106,6 +116,7 @@ class Query:
             steering: Replay: the recorded notes by iteration position.
             attachments: The (name, size) of the files saved for the request, which its
                 request message lists.
+            approvals: Replay: the recorded verdicts on extension calls (nothing is asked).
         """
         self.settings = settings
         self.store = store
@@ -120,6 +131,7 @@ class Query:
         self._cancelled_early = False
         self._steering = steering or {}  # replay: recorded notes by iteration position
         self._early_notes: list[str] = []
+        self._approvals = approvals  # replay: recorded verdicts by (iteration, order)
 
     def steer(self, text: str) -> None:
         """Show ``text`` from the person in the next iteration's context message."""
@@ -179,6 +191,14 @@ class Query:
             if no_model
             else self.request.max_iterations or self.settings.loop.max_iterations,
             title=self.conversation.title,
+        )
+        control.approvals = TurnApprovals(
+            self.store,
+            self.conversation.id,
+            turn.position,
+            approver=self.request.approver,
+            timeout_s=self.settings.extensions.approval_timeout_s,
+            recorded=self._approvals,
         )
         control.scheduled_steering = {k: list(v) for k, v in self._steering.items()}
         control.steering, self._early_notes = self._early_notes, []
@@ -241,7 +261,7 @@ class Query:
             control=control,
             inputs=self.inputs,
             turn=turn,
-            system_prompt=system_prompt(self.env.system_prompt_docs()),
+            system_prompt=system_prompt(self.env.system_prompt_docs(), self.request.instructions),
             handover_message=(
                 request_message(control.request, handover, self.attachments) if handover else None
             ),

@@ -13,12 +13,14 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from cove import codec
 from cove.codec import DEFAULT_MAX_DEPTH
 from cove.config import Settings
+from cove.engine.approvals import RecordedVerdicts, recorded_verdicts
 from cove.engine.determinism import RecordedInputs
 from cove.engine.given import NoModel, given_block
 from cove.engine.iteration import NOT_RUN_CANCELLED
@@ -27,6 +29,9 @@ from cove.engine.llm.scripted import RecordedClient
 from cove.engine.protocol import CodeBlock
 from cove.engine.query import Query, TurnRequest
 from cove.environment.environment import Environment
+from cove.environment.extensions import builtin_extensions
+from cove.environment.extensions.approval import Rule
+from cove.environment.extensions.base import Extension
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import CodecError
 from cove.events import Event, ReplayFinished, ReplayTurnChecked, TurnFinished, TurnStarted
@@ -39,7 +44,13 @@ KILLED = "CancelledError:"
 
 
 async def replay_conversation(
-    settings: Settings, store: Store, pool: WorkerPool, conversation_id: str
+    settings: Settings,
+    store: Store,
+    pool: WorkerPool,
+    conversation_id: str,
+    *,
+    extensions: Sequence[Extension] | None = None,
+    policy: Mapping[str, Rule] | None = None,
 ) -> AsyncIterator[Event]:
     """Replay a conversation, yielding one ``ReplayTurnChecked`` per turn and ``ReplayFinished``.
 
@@ -48,24 +59,33 @@ async def replay_conversation(
         store: The store holding the recorded conversation (only read).
         pool: The worker pool the fresh sandbox comes from.
         conversation_id: Id or unique prefix of the conversation.
+        extensions: The conversation's extensions (default: cove's built-ins).
+        policy: Its approval policy; the recorded verdicts are given back whatever it says,
+            and nobody is asked.
     """
     record = await store.resolve(conversation_id)
     transcript = await store.transcript(record.id)
     recorded_versions = _versions_by_turn(transcript.var_versions)
+    approvals = await store.approvals(record.id)
     async with _scratch(settings.store.workspaces / record.id) as scratch:
         workspace = scratch / "workspace"
         async with Store.open(str(scratch / "replay.db")) as scratch_store:
             copy = await scratch_store.create_conversation(channel="replay", title=record.title)
+            chosen = builtin_extensions() if extensions is None else tuple(extensions)
+            await scratch_store.set_extension_use(copy.id, [e.name for e in chosen], {})
             env = await Environment.open(
                 conversation_id=copy.id,
                 settings=settings.sandbox,
                 pool=pool,
                 store=scratch_store,
                 workspace=workspace,
+                extensions=chosen,
+                policy=policy,
             )
             total_blocks = total_mismatches = 0
             try:
                 for turn in transcript.turns:
+                    recorded = await store.profile(record.id, at_turn=turn.position)
                     checked = await _replay_turn(
                         settings,
                         scratch_store,
@@ -73,6 +93,8 @@ async def replay_conversation(
                         copy.id,
                         turn,
                         recorded_versions.get(turn.position, []),
+                        recorded_verdicts(approvals, turn.position),
+                        recorded.instructions,
                     )
                     total_blocks += checked.blocks
                     total_mismatches += len(checked.mismatches)
@@ -95,6 +117,8 @@ async def _replay_turn(
     conversation_id: str,
     turn: TurnRecord,
     versions: Sequence[VarVersionRecord],
+    verdicts: RecordedVerdicts,
+    instructions: str | None,
 ) -> ReplayTurnChecked:
     stop = stop_point(turn)
     # The iterations whose model call is replayed: all but one stopped before its reply came.
@@ -106,15 +130,17 @@ async def _replay_turn(
         env=env,
         llm=NoModel() if turn.model is None else _recorded_client(turn, iterations),
         conversation=conversation,
-        request=_request(conversation_id, turn, iterations),
+        request=replace(_request(conversation_id, turn, iterations), instructions=instructions),
         inputs=_recorded_inputs(turn, iterations, stop),
         steering={it.position: list(it.steering) for it in iterations if it.steering},
         attachments=turn.attachments,
+        approvals=verdicts,
     )
     replayed_status, position = await _run(query, turn.position)
     replayed = await store.transcript(conversation_id, turn=position)  # that turn only
     mismatches = _compare_blocks(turn, replayed.turns[0])
     mismatches += _compare_steering(turn, replayed.turns[0])
+    mismatches += _compare_prompts(turn, replayed.turns[0])
     mismatches += _compare_versions(turn.position, versions, replayed.var_versions)
     blocks = sum(len(it.blocks) for it in turn.iterations)
     return ReplayTurnChecked(
@@ -235,6 +261,16 @@ def _compare_steering(recorded: TurnRecord, replayed: TurnRecord) -> list[str]:
         f"steering of iteration {it.position + 1} (turn {recorded.position}) was not replayed"
         for it in recorded.iterations
         if it.steering and new.get(it.position) != it.steering
+    ]
+
+
+def _compare_prompts(recorded: TurnRecord, replayed: TurnRecord) -> list[str]:
+    """Each iteration must be sent the same system prompt again (the recorded instructions)."""
+    new = {it.position: it.system_prompt_hash for it in replayed.iterations}
+    return [
+        f"the system prompt of iteration {it.position + 1} (turn {recorded.position}) differs"
+        for it in recorded.iterations
+        if it.position in new and new[it.position] != it.system_prompt_hash
     ]
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+import reprlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,14 @@ from cove.codec.preview import text_of
 from cove.codec.shapes import Definition, Opaque
 from cove.environment.data_docs import data_docs
 from cove.environment.extensions import builtin_extensions
+from cove.environment.extensions.approval import (
+    ApprovalRequest,
+    Rule,
+    Ruling,
+    Verdict,
+    decide,
+    refusal,
+)
 from cove.environment.extensions.base import CallContext, Extension, NudgeContext, TurnHooks
 from cove.environment.extensions.docs import render_docs
 from cove.environment.extensions.quota import WorkspaceQuota
@@ -63,6 +72,8 @@ class Environment:
         var_index: The current variables, most recently written first.
         restored: What came back, and what was lost, when the environment was opened.
         quota: The workspace's running usage, which the ``files`` extension writes through.
+        policy: The approval policy of its extension calls (``approval.py``): the settings'
+            entries, then the conversation's own, then answers remembered while it runs.
     """
 
     def __init__(
@@ -85,12 +96,18 @@ class Environment:
         #: lease; None when that is not known (see ``current_at``).
         self.state_epoch: int | None = None
         self.quota = WorkspaceQuota(workspace, settings)
+        self.policy: dict[str, Rule] = {}
+        self._remembered: set[str] = set()  # functions whose rule a person's answer set
+        self._owners: dict[
+            str, tuple[str, str, bool]
+        ] = {}  # function -> extension, effect, built in
         self._registry = ExtensionRegistry(())
         self._client: SandboxClient | None = None
         self._hooks: TurnHooks | None = None
         self._closed = False
         self._block_position: int | None = None
         self._forget: list[str] = []
+        self._calls = 0  # extension calls of the running block so far
         self._lost_on_open: dict[str, str] = {}  # name -> type name, written with the next block
 
     @classmethod
@@ -104,6 +121,7 @@ class Environment:
         workspace: Path,
         extensions: Sequence[Extension] | None = None,
         as_of_turn: int | None = None,
+        policy: Mapping[str, Rule] | None = None,
     ) -> Environment:
         """Acquire a worker and bring back the conversation's variables from the store.
 
@@ -119,6 +137,8 @@ class Environment:
             extensions: The candidate extensions (default: core, files, llm); each one's
                 ``activate(env)`` decides whether it is bound.
             as_of_turn: Restore the variables as of this turn position (default: the latest).
+            policy: The approval policy of extension calls (default: none, so a plugin's
+                call with an effect asks, and everything else runs).
 
         Raises:
             NotFound: The conversation does not exist in the store.
@@ -132,6 +152,13 @@ class Environment:
         candidates = builtin_extensions() if extensions is None else tuple(extensions)
         env.extensions = tuple(e for e in candidates if e.activate is None or e.activate(env))
         env._registry = registry_for(env.extensions)
+        env.policy = dict(policy or {})
+        builtins = builtin_extensions()
+        env._owners = {
+            f.name: (e.name, e.effect_of(f), any(e is b for b in builtins))
+            for e in env.extensions
+            for f in e.functions
+        }
         env._client = await pool.acquire(workspace=workspace, on_call=env._on_call)
         try:
             await env._configure()
@@ -216,6 +243,7 @@ class Environment:
         client = self._live()
         self._block_position = position
         self._forget = []
+        self._calls = 0
         imports_before = client.imports()
         try:
             outcome = await client.execute(
@@ -394,4 +422,55 @@ class Environment:
         await self._live().configure(functions=self._registry.names, constants=constants)
 
     async def _on_call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        call, self._calls = self._calls, self._calls + 1  # every call counts: a stable place
+        await self._approve(name, args, kwargs, call)
         return await self._registry.dispatch(self._context(), name, args, kwargs)
+
+    async def _approve(self, name: str, args: list[Any], kwargs: dict[str, Any], call: int) -> None:
+        """Let the call run, or raise the ``PermissionError`` the sandbox code sees.
+
+        A call the policy does not simply allow goes to the turn, which asks (when the ruling
+        is ``ask``) and records; the block's clocks stop while it waits. Outside a turn nobody
+        can be asked: ``ask`` is a denial there.
+        """
+        owner = self._owners.get(name)
+        if owner is None:
+            return  # not a function of these extensions: the registry says so
+        extension, effect, builtin = owner
+        ruling = decide(
+            self.policy, function=name, extension=extension, effect=effect, builtin=builtin
+        )
+        if name in self._remembered:
+            ruling = Ruling(ruling.rule, "remembered")
+        if not ruling.needs_turn:
+            return
+        request = ApprovalRequest(
+            self.conversation_id, extension, name, effect, _arguments_text(args, kwargs)
+        )
+        if self._hooks is None:
+            verdict = Verdict(
+                ruling.rule == "allow", "policy" if ruling.rule != "ask" else "nobody"
+            )
+        else:
+            async with self._live().paused():
+                verdict = await self._hooks.approve(request, ruling, call)
+        if verdict.remember and verdict.reason == "person":
+            rule: Rule = "allow" if verdict.approved else "deny"
+            self.policy[name] = rule
+            self._remembered.add(name)
+            await self.store.remember_rule(self.conversation_id, name, rule)
+        if not verdict.approved:
+            raise refusal(name, effect, verdict)
+
+
+_ARGUMENTS = reprlib.Repr()
+_ARGUMENTS.maxstring = _ARGUMENTS.maxother = 60
+
+
+def _arguments_text(args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+    """A short text of a call's (decoded, plain) arguments for the person to judge."""
+    parts = [_ARGUMENTS.repr(a) for a in args] + [
+        f"{k}={_ARGUMENTS.repr(v)}" for k, v in kwargs.items()
+    ]
+    text = ", ".join(parts)
+    return text if len(text) <= 300 else text[:299] + "…"

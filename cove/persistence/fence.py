@@ -7,6 +7,10 @@ first statement) and checks it inside its own transaction. A write issued
 under an epoch that a takeover has since replaced is refused with ``Busy`` and writes nothing,
 however long it waited in a queue. Writes made outside a fence (inspection, replay's scratch
 database, tests of the store alone) are not checked.
+
+The check is either a statement of its own (``check_fence``) or, for the writes of an
+iteration, a condition of the write itself (``fence_condition``): the write matches no row when
+the fence is stale, and only then does the unit read why (``refuse_stale``).
 """
 
 from __future__ import annotations
@@ -68,6 +72,21 @@ async def check_fence(db: Sql, fence: Fence | None, conversation_id: str) -> Non
     if row is None:
         raise NotFound("conversation", conversation_id)
     refuse_stale(fence, conversation_id, row[0], row[1])
+
+
+def fence_condition(fence: Fence | None, alias: str = "c") -> tuple[str, list[object]]:
+    """The condition (`` AND ...``, with its parameters) that the conversation row ``alias`` of a
+    write's statement still carries the lease ``fence`` was taken under; empty without a fence.
+
+    A fence naming another conversation does not apply. On PostgreSQL the statement must lock
+    that row (``Dialect.lock``), so a takeover waits for the write's commit or refuses it.
+    """
+    if fence is None:
+        return "", []
+    return (
+        f" AND ({alias}.id <> ? OR ({alias}.lease_owner = ? AND {alias}.lease_epoch = ?))",
+        [fence.conversation_id, fence.owner, fence.epoch],
+    )
 
 
 def refuse_stale(fence: Fence | None, conversation_id: str, holder: str | None, epoch: int) -> None:

@@ -5,6 +5,12 @@ as the reply arrives), ``record_block`` (each block with its variable versions a
 as it finishes) and ``finish_iteration`` (status, and whatever was not recorded yet): each is
 one store method and one write transaction, so a process killed mid-block leaves the reply, the
 finished blocks and which block was running.
+
+Each unit checks that its iteration (and turn) still runs and that the turn's fence still holds
+in the statement that writes: an ``INSERT … SELECT`` or ``UPDATE … WHERE id IN (SELECT …)`` over
+the iteration, its turn and its conversation (whose row PostgreSQL locks until the unit
+commits). A write that matches no row is refused, and only then does the unit read why
+(``_refused``), so a unit costs no statement for its checks.
 """
 
 from __future__ import annotations
@@ -12,13 +18,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from cove.codec.chunks import text_hash
 from cove.errors import Busy, NotFound, StoreError
 from cove.persistence import history, values
 from cove.persistence.blobs import put_blob, put_encoded
 from cove.persistence.database import Call
-from cove.persistence.fence import Fence, refuse_stale
+from cove.persistence.fence import Fence, fence_condition, refuse_stale
 from cove.persistence.records import IterationWrite, ReplyWrite, SubqueryWrite
 from cove.persistence.rows import figures_json
 from cove.persistence.search_index import index_blocks
@@ -48,16 +55,23 @@ async def start_iteration(
         Busy: the turn is no longer running (another process took the conversation over).
     """
     async with call.writing() as db:
-        await running_turn(db, turn_id, call.fence)
         digest = await put_blob(db, system_prompt.encode())
-        return int(
-            await db.value(
-                "INSERT INTO iteration (turn_id, position, status, system_prompt_hash,"
-                " request_message, context_message, seed, started_at)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?) RETURNING id",
-                (turn_id, position, digest, request_message, context_message, seed, call.now),
-            )
+        condition, fenced = fence_condition(call.fence)
+        iteration_id = await db.value(
+            "INSERT INTO iteration (turn_id, position, status, system_prompt_hash,"
+            " request_message, context_message, seed, started_at)"
+            " SELECT t.id, ?, 'running', ?, ?, ?, ?, ? FROM turn t"
+            " JOIN conversation c ON c.id = t.conversation_id"
+            " WHERE t.id = ? AND t.status = 'running'"
+            + condition
+            + db.dialect.lock("c")
+            + " RETURNING id",
+            (position, digest, request_message, context_message, seed, call.now, turn_id, *fenced),
         )
+        if iteration_id is None:
+            conversation_id = await running_turn(db, turn_id, call.fence)  # raises: says why
+            raise Busy(conversation_id, message=f"turn {turn_id} took no iteration")
+        return int(iteration_id)
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,42 @@ class _Running:
 
     conversation_id: str
     grown: int
+
+
+def _guard(db: Sql, iteration_id: int, fence: Fence | None) -> tuple[str, list[Any]]:
+    """``FROM … WHERE …`` selecting the iteration ``iteration_id`` (alias ``i``) while it and its
+    turn run and ``fence`` holds, with its turn ``t`` and conversation ``c`` (row locked on
+    PostgreSQL); and its parameters."""
+    condition, fenced = fence_condition(fence)
+    return (
+        " FROM iteration i JOIN turn t ON t.id = i.turn_id"
+        " JOIN conversation c ON c.id = t.conversation_id"
+        " WHERE i.id = ? AND i.status = 'running' AND t.status = 'running'"
+        + condition
+        + db.dialect.lock("c"),
+        [iteration_id, *fenced],
+    )
+
+
+#: What a guarded write returns beside its own columns: the iteration's conversation, and by
+#: how much its versions grew since its history was measured (``_Running``).
+_RUNNING = (
+    "(SELECT t.conversation_id FROM iteration i JOIN turn t ON t.id = i.turn_id"
+    " WHERE i.id = {0}),"
+    " (SELECT c.value_bytes - c.history_mark FROM iteration i JOIN turn t ON t.id = i.turn_id"
+    " JOIN conversation c ON c.id = t.conversation_id WHERE i.id = {0})"
+)
+
+
+async def _refused(db: Sql, iteration_id: int, fence: Fence | None) -> NoReturn:
+    """Raise what refused a guarded write to ``iteration_id`` (it matched no row).
+
+    Raises:
+        NotFound: unknown iteration.
+        Busy: the fence is stale, or the iteration or its turn is no longer running.
+    """
+    running = await _running_iteration(db, iteration_id, fence)
+    raise Busy(running.conversation_id, message=f"iteration {iteration_id} took no write")
 
 
 async def _running_iteration(db: Sql, iteration_id: int, fence: Fence | None) -> _Running:
@@ -101,14 +151,17 @@ async def record_reply(call: Call, iteration_id: int, reply: ReplyWrite) -> None
         Busy: the iteration or its turn is no longer running.
     """
     async with call.writing() as db:
-        await _running_iteration(db, iteration_id, call.fence)
-        await _write_reply(db, iteration_id, reply)
+        guard, params = _guard(db, iteration_id, call.fence)
+        if not await _write_reply(db, reply, " IN (SELECT i.id" + guard + ")", params):
+            await _refused(db, iteration_id, call.fence)
 
 
-async def _write_reply(db: Sql, iteration_id: int, reply: ReplyWrite) -> None:
-    await db.run(
+async def _write_reply(db: Sql, reply: ReplyWrite, where: str, params: Sequence[Any]) -> int:
+    """Write ``reply`` to the iteration whose id is ``where`` (``= ?``, or ``IN (…)``); how many
+    rows it changed."""
+    return await db.run(
         "UPDATE iteration SET raw_reply = ?, thinking = ?, tokens_in = ?, tokens_out = ?,"
-        " cost_usd = ?, llm_ms = ?, planned_blocks = ? WHERE id = ?",
+        " cost_usd = ?, llm_ms = ?, planned_blocks = ?, model = ? WHERE id" + where,
         (
             reply.raw_reply,
             reply.thinking,
@@ -117,7 +170,8 @@ async def _write_reply(db: Sql, iteration_id: int, reply: ReplyWrite) -> None:
             reply.usage.cost_usd,
             reply.llm_ms,
             json.dumps(list(reply.planned_blocks)),
-            iteration_id,
+            reply.model,
+            *params,
         ),
     )
 
@@ -140,8 +194,10 @@ async def record_block(
         StoreError: a version names another block, or a number is reused; nothing is written.
     """
     async with call.writing() as db:
-        running = await _running_iteration(db, iteration_id, call.fence)
-        added = await _insert_units(call, db, iteration_id, running, (block,), versions, subqueries)
+        block_id, running = await _insert_guarded_block(db, iteration_id, block, call.fence)
+        added = await _insert_units(
+            call, db, iteration_id, running, (), versions, subqueries, {block.position: block_id}
+        )
     if running.grown + added > call.history_budget:
         await history.keep_history(call, running.conversation_id)
 
@@ -162,20 +218,41 @@ async def finish_iteration(call: Call, iteration_id: int, result: IterationWrite
     if result.status not in ITERATION_END_STATUSES:
         raise StoreError(f"{result.status!r} is not a finished iteration status")
     async with call.writing() as db:
-        running = await _running_iteration(db, iteration_id, call.fence)
-        added = await _insert_units(
-            call, db, iteration_id, running, result.blocks, result.var_versions, result.subqueries
-        )
+        added = 0
+        if result.blocks or result.var_versions or result.subqueries:
+            # Checked first here: the versions need the conversation, and a stale write must
+            # not fail on them instead.
+            running = await _running_iteration(db, iteration_id, call.fence)
+            added = await _insert_units(
+                call,
+                db,
+                iteration_id,
+                running,
+                result.blocks,
+                result.var_versions,
+                result.subqueries,
+            )
         await index_blocks(db, "?", [iteration_id])  # while it still reads as running
         if result.reply is not None:
-            await _write_reply(db, iteration_id, result.reply)
-        await db.run(
-            "UPDATE iteration SET status = ?, parse_error = ?, refusal = ?, duration_ms = ?"
-            " WHERE id = ?",
-            (result.status, result.parse_error, result.refusal, result.duration_ms, iteration_id),
-        )
+            await _write_reply(db, result.reply, " = ?", [iteration_id])
+        running = await _close(db, iteration_id, result, call.fence)
     if running.grown + added > call.history_budget:
         await history.keep_history(call, running.conversation_id)
+
+
+async def _close(
+    db: Sql, iteration_id: int, result: IterationWrite, fence: Fence | None
+) -> _Running:
+    """Set the iteration's end, guarded; what it returns of its conversation."""
+    guard, params = _guard(db, iteration_id, fence)
+    row = await db.row(
+        "UPDATE iteration SET status = ?, parse_error = ?, refusal = ?, duration_ms = ?"
+        " WHERE id IN (SELECT i.id" + guard + ") RETURNING " + _RUNNING.format("iteration.id"),
+        (result.status, result.parse_error, result.refusal, result.duration_ms, *params),
+    )
+    if row is None:
+        await _refused(db, iteration_id, fence)
+    return _Running(str(row[0]), int(row[1]))
 
 
 async def _insert_units(
@@ -186,14 +263,16 @@ async def _insert_units(
     blocks: Sequence[BlockResult],
     versions: Sequence[VarVersion],
     subqueries: Sequence[SubqueryWrite],
+    inserted: dict[int, int] | None = None,
 ) -> int:
     """Insert blocks, the variable versions they made and sub-queries of one iteration; the
-    value bytes the versions added.
+    value bytes the versions added. ``inserted`` names the row ids of blocks already inserted
+    by position.
 
     Block code is not indexed for search here: ``finish_iteration`` (or whatever closes the
     iteration) indexes all its blocks at once (see ``search_index``).
     """
-    block_ids = await _insert_blocks(db, iteration_id, blocks)
+    block_ids = {**(inserted or {}), **await _insert_blocks(db, iteration_id, blocks)}
     added = 0
     if versions:
         added = await _insert_var_versions(
@@ -204,34 +283,65 @@ async def _insert_units(
     return added
 
 
+_INSERT_BLOCK = (
+    "INSERT INTO block (iteration_id, position, code, ok, result_preview, result_encoded,"
+    " result_blob, stdout, stderr, error, duration_ms, timed_out, seed, clock)"
+)
+
+
+async def _block_fields(db: Sql, block: BlockResult) -> list[Any]:
+    """A block's columns after ``iteration_id`` (a large result stored as a blob first)."""
+    inline, digest = await put_encoded(db, block.result_encoded)
+    return [
+        block.position,
+        block.code,
+        block.ok,
+        block.result_preview,
+        inline,
+        digest,
+        block.stdout,
+        block.stderr,
+        block.error,
+        block.duration_ms,
+        block.timed_out,
+        block.seed,
+        block.clock,
+    ]
+
+
+async def _insert_guarded_block(
+    db: Sql, iteration_id: int, block: BlockResult, fence: Fence | None
+) -> tuple[int, _Running]:
+    """Insert a block of the running iteration ``iteration_id`` (refused as ``_refused`` says
+    when it no longer runs or ``fence`` is stale); its row id and the iteration's conversation."""
+    fields = await _block_fields(db, block)
+    guard, params = _guard(db, iteration_id, fence)
+    row = await db.row(
+        _INSERT_BLOCK
+        + " SELECT i.id, "
+        + ", ".join("?" * len(fields))
+        + guard
+        + " RETURNING id, "
+        + _RUNNING.format("block.iteration_id"),
+        [*fields, *params],
+    )
+    if row is None:
+        await _refused(db, iteration_id, fence)
+    await _insert_figures(db, int(row[0]), block)
+    return int(row[0]), _Running(str(row[1]), int(row[2]))
+
+
 async def _insert_blocks(
     db: Sql, iteration_id: int, blocks: Sequence[BlockResult]
 ) -> dict[int, int]:
     """Insert an iteration's blocks; returns the row id of each by block position."""
     block_ids: dict[int, int] = {}
     for block in blocks:
-        inline, digest = await put_encoded(db, block.result_encoded)
+        fields = await _block_fields(db, block)
         block_ids[block.position] = int(
             await db.value(
-                "INSERT INTO block (iteration_id, position, code, ok, result_preview,"
-                " result_encoded, result_blob, stdout, stderr, error, duration_ms, timed_out,"
-                " seed, clock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    iteration_id,
-                    block.position,
-                    block.code,
-                    block.ok,
-                    block.result_preview,
-                    inline,
-                    digest,
-                    block.stdout,
-                    block.stderr,
-                    block.error,
-                    block.duration_ms,
-                    block.timed_out,
-                    block.seed,
-                    block.clock,
-                ),
+                _INSERT_BLOCK + " VALUES (?, " + ", ".join("?" * len(fields)) + ") RETURNING id",
+                [iteration_id, *fields],
             )
         )
         await _insert_figures(db, block_ids[block.position], block)

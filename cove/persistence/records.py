@@ -93,6 +93,7 @@ class ReplyWrite:
     usage: Usage = field(default=Usage(), metadata=FLAT)
     llm_ms: float = 0.0
     planned_blocks: tuple[str, ...] = ()  # the code of each block the reply asks to run
+    model: str | None = None  # the model that answered (a fallback one when the turn's failed)
 
 
 @dataclass(frozen=True)

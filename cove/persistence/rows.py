@@ -128,6 +128,7 @@ def iteration(
         usage=usage(row),
         llm_ms=row["llm_ms"],
         planned_blocks=tuple(json.loads(row["planned_blocks"] or "[]")),
+        model=row["model"],
         id=row["id"],
         turn_id=row["turn_id"],
         position=row["position"],

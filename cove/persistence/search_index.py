@@ -23,10 +23,10 @@ async def index_blocks(db: Sql, running_iterations: str, params: list[object]) -
     ``running_iterations`` is a subquery selecting iteration ids; call it before their status
     changes, inside the transaction that changes it.
     """
-    rows = await db.rows(
-        "SELECT i.turn_id, b.code FROM block b JOIN iteration i ON i.id = b.iteration_id"
+    await db.dialect.index_selected(
+        db,
+        "SELECT i.turn_id, 'code', b.code FROM block b JOIN iteration i ON i.id = b.iteration_id"
         f" WHERE i.status = 'running' AND i.id IN ({running_iterations})"
         " ORDER BY b.iteration_id, b.position",
         params,
     )
-    await db.dialect.index_texts(db, [(row[0], "code", row[1]) for row in rows])

@@ -68,6 +68,12 @@ class Dialect:
             [(last + n, text) for n, (_, _, text) in enumerate(texts, 1)],
         )
 
+    async def index_selected(self, db: Sql, select: str, params: Sequence[Any]) -> None:
+        """Add the searchable ``(turn id, kind, text)`` rows that ``select`` returns (read
+        first: their FTS5 rowids are numbered here)."""
+        rows = await db.rows(select, params)
+        await self.index_texts(db, [(row[0], row[1], row[2]) for row in rows])
+
     def search_query(self, cte: str, scope: str, label: str) -> tuple[str, list[Any]]:
         """The search: rows of (conversation, turn id, turn position, kind, snippet with each
         match between STX and ETX, title, first request), best first; its parameters are the

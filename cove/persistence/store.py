@@ -2,8 +2,8 @@
 
 ``Store`` is the interface the engine and the conversation layer use; no SQL is written above
 it. Each of its methods is one unit function (``writes``, ``iterations``, ``reads``, ``leases``,
-``cancels``, ``notes``, ``values``, ``history``, ``pacing``, ``forks``, …) bound here by
-name, so its signature and docstring are written once, where its statements are. A unit
+``cancels``, ``notes``, ``values``, ``history``, ``pacing``, ``forks``, ``profiles``, …) bound
+here by name, so its signature and docstring are written once, where its statements are. A unit
 receives a ``Call`` (the database, the time of the call, the turn's fence, the history budget)
 and runs on the backend's read connection or in one write transaction; a write unit runs to its
 end even when its caller is cancelled (a write unit is never half-done; its result is dropped)::
@@ -27,10 +27,12 @@ from cove.errors import CoveError, StoreError
 from cove.persistence import (
     cancels,
     deliveries,
+    extension_use,
     iterations,
     leases,
     notes,
     pacing,
+    profiles,
     reads,
     recent,
     values,
@@ -242,6 +244,8 @@ class Store:
     conversation_ids = _reads(reads.conversation_ids)
     forks = _reads(forking.forks)
     set_title = _writes(writes.set_title)
+    profile = _reads(profiles.profile)
+    change_profile = _writes(profiles.change_profile)
     delete_conversation = _writes(writes.delete_conversation)
 
     # --- leases and cancel requests ------------------------------------------------------
@@ -255,6 +259,13 @@ class Store:
     cancel_requested = _reads(cancels.cancel_requested)
     take_send_slot = _writes(pacing.take_send_slot)
     first_delivery = _writes(deliveries.first_delivery)
+
+    # --- a conversation's extensions and the approvals of their calls --------------------
+    set_extension_use = _writes(extension_use.set_extension_use)
+    conversation_extensions = _reads(extension_use.extension_use)
+    remember_rule = _writes(extension_use.remember_rule)
+    record_approval = _writes(extension_use.record_approval)
+    approvals = _reads(extension_use.approvals)
 
     # --- turns and iterations ------------------------------------------------------------
     start_turn = _writes(writes.start_turn)

@@ -16,10 +16,17 @@ _SUBQUERIES = (
 )
 
 
-def recorded_totals(dialect: Dialect) -> str:
-    """The SET clause: each total becomes at least the sum of the recorded ones."""
+def recorded_totals(dialect: Dialect, *, given: bool = False) -> str:
+    """The SET clause: each total becomes at least the sum of the recorded ones.
+
+    ``given``: the totals the turn reported are parameters (``tokens_in``, ``tokens_out``,
+    ``cost_usd``, in that order), set in the same statement; else the row's own.
+    """
     return ", ".join(
         f"{col} = "
-        + dialect.greatest(col, f"{_ITERATIONS.format(col=col)} + {_SUBQUERIES.format(col=col)}")
+        + dialect.greatest(
+            "?" if given else col,
+            f"{_ITERATIONS.format(col=col)} + {_SUBQUERIES.format(col=col)}",
+        )
         for col in ("tokens_in", "tokens_out", "cost_usd")
     )

@@ -39,6 +39,9 @@ TABLES: tuple[tuple[str, str], ...] = (
     ("steering", "id"),
     ("cancel_request", "turn_id"),
     ("turn_note", "id"),
+    ("conversation_profile", "id"),
+    ("conversation_extensions", "conversation_id"),
+    ("approval", "id"),
 )
 #: The tables whose integer ids a sequence hands out on PostgreSQL.
 IDENTITY_TABLES = (
@@ -51,6 +54,8 @@ IDENTITY_TABLES = (
     "steering",
     "turn_note",
     "search_doc",
+    "conversation_profile",
+    "approval",
 )
 
 

@@ -15,7 +15,7 @@ from cove.persistence import cancels, reads, values
 from cove.persistence.blobs import collect_blobs
 from cove.persistence.chain import last_position
 from cove.persistence.database import Call
-from cove.persistence.fence import Fence, check_fence, refuse_stale
+from cove.persistence.fence import Fence, check_fence, fence_condition, refuse_stale
 from cove.persistence.records import ConversationRecord, ModelOption, TurnRecord
 from cove.persistence.search_index import index_blocks, index_text
 from cove.persistence.sql import Sql
@@ -112,7 +112,15 @@ async def start_turn(
     files = json.dumps([list(item) for item in attachments]) if attachments else None
     options = json.dumps(dict(model_options)) if model_options else None
     async with call.writing() as db:
-        await check_fence(db, call.fence, conversation_id)
+        # The conversation's row first: its update checks the fence (and locks the row on
+        # PostgreSQL until the turn is in).
+        condition, fenced = fence_condition(call.fence, "conversation")
+        if not await db.run(
+            "UPDATE conversation SET updated_at = ? WHERE id = ?" + condition,
+            (call.now, conversation_id, *fenced),
+        ):
+            await check_fence(db, call.fence, conversation_id)  # raises: says why
+            raise NotFound("conversation", conversation_id)
         position = await last_position(db, conversation_id) + 1
         turn_id = int(
             await db.value(
@@ -123,9 +131,6 @@ async def start_turn(
             )
         )
         await index_text(db, turn_id, "request", request)
-        await db.run(
-            "UPDATE conversation SET updated_at = ? WHERE id = ?", (call.now, conversation_id)
-        )
         return await reads.turn(db, turn_id)
 
 
@@ -166,25 +171,34 @@ async def finish_turn(call: Call, turn_id: int, outcome: TurnOutcome) -> TurnRec
     if status not in FINAL_STATUSES:
         raise StoreError(f"{status!r} is not a finished turn status")
     async with call.writing() as db:
-        conversation_id = await running_turn(db, turn_id, call.fence)
         # Totals are never less than what the recorded iterations and sub-queries used (a
-        # failed or cancelled turn included), the same sums crash recovery writes.
-        await db.run(
-            "UPDATE turn SET status = ?, answer = ?, confidence = ?, tokens_in = ?,"
-            " tokens_out = ?, cost_usd = ?, finished_at = ?, error = ? WHERE id = ?",
+        # failed or cancelled turn included), the same sums crash recovery writes. The turn
+        # must still run under the caller's fence: checked by the update itself.
+        condition, fenced = fence_condition(call.fence)
+        conversation_id = await db.value(
+            "UPDATE turn SET status = ?, answer = ?, confidence = ?, finished_at = ?, error = ?, "
+            + recorded_totals(db.dialect, given=True)
+            + " WHERE id IN (SELECT t.id FROM turn t JOIN conversation c"
+            " ON c.id = t.conversation_id WHERE t.id = ? AND t.status = 'running'"
+            + condition
+            + db.dialect.lock("c")
+            + ") RETURNING conversation_id",
             (
                 status,
                 outcome.answer,
                 outcome.confidence,
+                call.now,
+                outcome.error,
                 usage.tokens_in,
                 usage.tokens_out,
                 usage.cost_usd,
-                call.now,
-                outcome.error,
                 turn_id,
+                *fenced,
             ),
         )
-        await db.run(f"UPDATE turn SET {recorded_totals(db.dialect)} WHERE id = ?", (turn_id,))
+        if conversation_id is None:
+            conversation_id = await running_turn(db, turn_id, call.fence)  # raises: says why
+            raise Busy(conversation_id, message=f"turn {turn_id} could not be finished")
         leftover = "cancelled" if status == "cancelled" else "interrupted"
         await index_blocks(db, "SELECT id FROM iteration WHERE turn_id = ?", [turn_id])
         await db.run(

@@ -65,3 +65,18 @@ async def test_a_move_into_a_database_that_holds_conversations_is_refused(
     with pytest.raises(CoveError, match="already holds 1 conversations"):
         await move_database(settings, there.store.database)
     assert await _inspect(there, cid) == await _inspect(settings, cid)
+
+
+def test_every_table_that_holds_a_conversation_is_moved() -> None:
+    # A migration adding a table must say here whether a move copies it.
+    from cove.persistence.transfer import TABLES as MOVED
+    from tests.persistence.test_migrations import TABLES as SCHEMA
+
+    rebuilt_or_transient = {
+        "schema_migrations",  # the target's own
+        "search_doc",  # rebuilt on the target from the moved turns
+        "send_slot",  # a pace of the live processes
+        "delivery",  # a sender's redelivery window
+    }
+    in_schema = {t for t in SCHEMA if not t.startswith("search_fts")} - rebuilt_or_transient
+    assert {table for table, _ in MOVED} == in_schema

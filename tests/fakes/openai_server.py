@@ -171,6 +171,8 @@ class FakeOpenAI:
             ``json_schema``, ``json_object``, ``reasoning_effort``, ``stream_options``, ``stream``.
         send_usage: Whether responses include ``usage``.
         errors: Tracebacks of exceptions raised by reply callables (answered with a 500).
+        listed: The model names ``GET /v1/models`` lists (``model`` alone by default).
+        models_status: When set, ``GET /v1/models`` answers this HTTP status instead.
     """
 
     def __init__(
@@ -195,6 +197,8 @@ class FakeOpenAI:
         self.send_usage = send_usage
         self.errors: list[str] = []
         self.model = model
+        self.listed: list[str] = [model]
+        self.models_status: int | None = None
         self.chunk_size = chunk_size
         self.latency_s = latency_s
         self._replies: collections.deque[FakeReply] = collections.deque(replies)
@@ -300,7 +304,10 @@ class FakeOpenAI:
     # -- HTTP --------------------------------------------------------------------------------
 
     async def _models(self, request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+        if self.models_status is not None:
+            return _error(self.models_status, "fake server: listing models failed")
+        data = [{"id": name, "object": "model"} for name in self.listed]
+        return JSONResponse({"object": "list", "data": data})
 
     async def _chat(self, request: Request) -> Response:
         body = await request.json()

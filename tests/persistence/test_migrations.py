@@ -31,6 +31,7 @@ TABLES = {
         "id", "turn_id", "position", "status", "system_prompt_hash", "request_message",
         "context_message", "raw_reply", "thinking", "parse_error", "tokens_in", "tokens_out",
         "llm_ms", "duration_ms", "seed", "started_at", "planned_blocks", "cost_usd", "refusal",
+        "model",
     ],
     "block": [
         "id", "iteration_id", "position", "code", "ok", "result_preview", "result_encoded",
@@ -57,6 +58,15 @@ TABLES = {
     ],
     "cancel_request": ["turn_id", "requested_by", "requested_at"],
     "send_slot": ["key", "next_at"],
+    "conversation_extensions": ["conversation_id", "names", "policy"],
+    "approval": [
+        "id", "conversation_id", "turn_position", "iteration_position", "block_position", "seq",
+        "extension", "function", "effect", "arguments", "approved", "reason", "remember",
+        "created_at",
+    ],
+    "conversation_profile": [
+        "id", "conversation_id", "from_turn", "instructions", "model", "set_at",
+    ],
     "delivery": ["key", "at"],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
@@ -81,6 +91,7 @@ INDEXES = {
     "var_version_block": ("var_version", ["block_id"]),
     "var_version_root": ("var_version", ["root_chunk"]),
     "value_ref_unused": ("value_ref", ["chunk_id"]),
+    "conversation_profile_turn": ("conversation_profile", ["conversation_id", "from_turn"]),
     "sqlite_autoindex_value_chunk_1": ("value_chunk", ["hash"]),
     # Primary keys on TEXT and UNIQUE constraints.
     "sqlite_autoindex_blob_1": ("blob", ["hash"]),
@@ -95,6 +106,11 @@ INDEXES = {
     "sqlite_autoindex_turn_note_1": ("turn_note", ["turn_id", "seq"]),
     "sqlite_autoindex_block_figure_1": ("block_figure", ["block_id", "position"]),
     "sqlite_autoindex_send_slot_1": ("send_slot", ["key"]),
+    "sqlite_autoindex_conversation_extensions_1": ("conversation_extensions", ["conversation_id"]),
+    "sqlite_autoindex_approval_1": (
+        "approval",
+        ["conversation_id", "turn_position", "iteration_position", "block_position", "seq"],
+    ),
     "sqlite_autoindex_delivery_1": ("delivery", ["key"]),
     "delivery_at": ("delivery", ["at"]),
 }

@@ -13,7 +13,8 @@ from urllib.parse import quote
 import asyncpg
 import pytest
 
-from cove.errors import NotADatabase, SchemaTooNew, StoreError
+from cove.errors import Busy, NotADatabase, SchemaTooNew, StoreError
+from cove.persistence.fence import Fence, fenced
 from cove.persistence.migrate import latest_version
 from cove.persistence.postgres.url import redacted
 from cove.persistence.records import IterationWrite
@@ -145,3 +146,60 @@ async def test_a_nul_a_block_printed_is_kept_as_a_replacement_character(url: str
         await store.finish_turn(turn.id, TurnOutcome("done", answer="printed"))
         [recorded] = (await store.transcript(conversation.id)).turns[0].iterations[0].blocks
     assert recorded.stdout == "a\ufffdb\n"
+
+
+async def _waiting_on_a_lock(conn: asyncpg.Connection) -> None:
+    """Return once some other session of the server waits for a row lock."""
+    while not await conn.fetchval(  # noqa: ASYNC110 (the server's state: no event to wait on)
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+    ):
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("takeover", ["commits", "rolls back"])
+async def test_a_guarded_iteration_write_waits_for_a_takeover_in_progress(
+    url: str, conn: asyncpg.Connection, takeover: str
+) -> None:
+    # The check rides in the write (INSERT ... SELECT ... FOR UPDATE OF the conversation): a
+    # takeover that has updated the lease but not committed holds the row, so the write waits,
+    # then lands only if the lease is still the one it was issued under.
+    async with Store.open(url) as store:
+        conversation = await store.create_conversation(channel="cli")
+        fence = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", 30.0))
+        with fenced(fence):
+            turn = await store.start_turn(conversation.id, "q")
+            iteration = await store.start_iteration(
+                turn.id, 0, system_prompt=SYSTEM_PROMPT, request_message="r", context_message="c"
+            )
+        other = conn.transaction()
+        await other.start()
+        await conn.execute(
+            "UPDATE conversation SET lease_owner = 'b', lease_epoch = lease_epoch + 1"
+            " WHERE id = $1",
+            conversation.id,
+        )
+        with fenced(fence):
+            write = asyncio.ensure_future(
+                store.record_block(iteration, BlockResult(position=0, code="x = 1", ok=True))
+            )
+        watcher = await asyncpg.connect(url)  # a third session sees the write wait
+        try:
+            waiting = asyncio.ensure_future(_waiting_on_a_lock(watcher))
+            await asyncio.wait({write, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)
+        finally:
+            await watcher.close()
+        assert not write.done(), "the write did not wait for the takeover's row lock"
+        await (other.commit() if takeover == "commits" else other.rollback())
+        await asyncio.gather(write, return_exceptions=True)
+        blocks = await conn.fetchval("SELECT count(*) FROM block")
+
+    if takeover == "commits":
+        assert isinstance(write.exception(), Busy)
+        assert "epoch 1 was refused" in str(write.exception())
+        assert blocks == 0
+    else:
+        assert write.exception() is None
+        assert blocks == 1

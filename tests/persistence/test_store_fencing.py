@@ -12,6 +12,7 @@ import pytest
 from cove.errors import Busy
 from cove.persistence.fence import Fence, fenced
 from cove.persistence.opener import Opener
+from cove.persistence.records import IterationWrite, ReplyWrite
 from cove.persistence.store import Store
 from cove.results import BlockResult, TurnOutcome
 from tests.persistence.store_helpers import FakeClock, count
@@ -77,7 +78,9 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
             "start_iteration": lambda: store.start_iteration(
                 turn.id, 1, system_prompt="s", request_message="r", context_message="c"
             ),
+            "record_reply": lambda: store.record_reply(iteration, ReplyWrite(raw_reply="late")),
             "record_block": lambda: store.record_block(iteration, block()),
+            "finish_iteration": lambda: store.finish_iteration(iteration, IterationWrite("ok")),
             "add_steering": lambda: store.add_steering(iteration, ["late note"]),
             "set_title": lambda: store.set_title(conversation.id, "stale title"),
             "finish_turn": lambda: store.finish_turn(turn.id, TurnOutcome("done", answer="late")),
@@ -90,6 +93,9 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
     assert count(db_path, "turn") == turns_before  # type: ignore[arg-type]
     assert count(db_path, "block") == 0  # type: ignore[arg-type]
     assert count(db_path, "steering") == 0  # type: ignore[arg-type]
+    assert count(db_path, "iteration") == 1  # type: ignore[arg-type]
+    (kept,) = (await store.transcript(conversation.id)).turns[0].iterations
+    assert kept.raw_reply is None and kept.status == "interrupted"
     record = await store.get_conversation(conversation.id)
     assert record.title is None and record.lease_owner == "b"
     assert (await store.get_turn(turn.id)).status == "interrupted"  # the takeover's doing

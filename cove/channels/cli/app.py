@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "doctor",
     "exec": "execute",
     "export": "inspect",
+    "extensions": "extensions",
     "fork": "manage",
     "list": "inspect",
     "mcp": "mcp",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_CODES_HELP, exit_code_for
+from cove.channels.cli.plugin_commands import load_command, plugin_commands
 from cove.errors import CoveError
 
 if TYPE_CHECKING:
@@ -48,13 +49,16 @@ class CoveGroup(click.Group):
         self.modules: dict[str, str] = {}  # command name -> the module that registers it
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        """Every command's name, registered or not yet imported."""
-        return sorted({*self.commands, *self.modules})
+        """Every command's name, registered or not yet imported, installed packages' too."""
+        return sorted({*self.commands, *self.modules, *plugin_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """The command named ``cmd_name``, importing the module that registers it."""
+        """The command named ``cmd_name``, importing the module that registers it (cove's
+        own first, then an installed package's: ``plugin_commands.py``)."""
         if cmd_name not in self.commands and cmd_name in self.modules:
             importlib.import_module(self.modules[cmd_name])
+        elif cmd_name not in self.commands and cmd_name in plugin_commands():
+            self.commands[cmd_name] = load_command(plugin_commands()[cmd_name])
         return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -91,11 +95,13 @@ def global_options(f: F) -> F:
         "directory).",
     )(f)
     f = click.option(
+        "-m",
         "--model",
         metavar="NAME",
         expose_value=False,
         callback=_remember("model"),
-        help="Model name (default: $COVE_MODEL).",
+        help="Model name (default: $COVE_MODEL); cove run and cove chat remember it with the "
+        "conversation.",
     )(f)
     return f
 
@@ -161,14 +167,27 @@ def examples(*lines: str) -> str:
 
 def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment and the global flags of the current command."""
+    return _settings(click.get_current_context().meta.get("cove.model"), overrides)
+
+
+def conversation_settings(**overrides: Any) -> Settings:
+    """``load_settings`` for ``cove run`` and ``cove chat``: there ``-m/--model`` names the
+    conversation's model (``chosen_model``: remembered with it and checked against what the
+    endpoint offers) instead of replacing the configured one."""
+    return _settings(None, overrides)
+
+
+def _settings(model: str | None, overrides: dict[str, Any]) -> Settings:
     from cove.config import Settings  # not for --version or --help
 
     meta = click.get_current_context().meta
-    return Settings.load(
-        db_path=meta.get("cove.db"),
-        model=meta.get("cove.model"),
-        **overrides,
-    )
+    return Settings.load(db_path=meta.get("cove.db"), model=model, **overrides)
+
+
+def chosen_model() -> str | None:
+    """The model ``-m/--model`` names for the current command, or None."""
+    model = click.get_current_context().meta.get("cove.model")
+    return None if model is None else str(model)
 
 
 def unknown_variables(env: Mapping[str, str]) -> list[str]:

@@ -13,7 +13,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from cove.channels.cli.base import command, examples, load_settings
+from cove.channels.cli.approvals import first, terminal_approver
+from cove.channels.cli.base import chosen_model, command, conversation_settings, examples
 from cove.channels.cli.chat_commands import HELP, ChatState, Leave, run_chat_command
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_OK
 from cove.channels.cli.options import ModelOptions, model_options
@@ -37,7 +38,7 @@ class Terminated(Exception):
     epilog=examples(
         "cove chat              a new conversation",
         "cove chat 3f2a         continue conversation 3f2a… (shows a recap of its last turns)",
-        "cove chat --model gpt-4.1",
+        "cove chat -m gpt-4.1   a new conversation with this model (remembered with it)",
     )
     + "\n\n\b\n"
     + HELP,
@@ -54,14 +55,14 @@ def chat_command(
     """
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (line editing and history for input())
-    settings = load_settings(max_iterations=max_iterations)
+    settings = conversation_settings(max_iterations=max_iterations)
     console = console_for(sys.stdout)
     with _sigterm_raises(), asyncio.Runner() as runner:
         try:
             convs = runner.run(Conversations.open(settings))
         except Terminated:
             return EXIT_CANCELLED
-        state = ChatState(convs, console, settings.model.name, max_iterations, options)
+        state = ChatState(convs, console, max_iterations, options, model=chosen_model())
         try:
             terminated = _session(runner, state, conversation_id)
         finally:
@@ -92,12 +93,15 @@ def _session(runner: asyncio.Runner, state: ChatState, conversation_id: str | No
     try:
         if conversation_id is not None:
             state.conversation_id = runner.run(state.convs.get(conversation_id)).id
-        state.convs.check_model(state.model)
+            if state.model is not None:  # -m: the conversation goes on with this model
+                runner.run(state.convs.set_profile(state.conversation_id, model=state.model))
+        model = runner.run(state.current_model())
+        state.convs.check_model(model)
         # Before the first prompt: a model the endpoint does not offer would fail the first turn.
-        missing = runner.run(model_not_offered(state.convs.settings, state.model))
+        missing = runner.run(model_not_offered(state.convs.settings, model))
         if missing is not None:
             raise missing
-        _banner(state)
+        _banner(state, model)
         if state.conversation_id is not None:
             runner.run(_recap(state))
         while True:
@@ -121,9 +125,9 @@ class _Sync:
         return self.runner.run(coro)
 
 
-def _banner(state: ChatState) -> None:
+def _banner(state: ChatState, model: str) -> None:
     which = f"conversation {state.conversation_id}" if state.conversation_id else "new conversation"
-    state.console.print(f"[bold]cove[/bold] {which} · model {escape(state.model)}")
+    state.console.print(f"[bold]cove[/bold] {which} · model {escape(model)}")
     state.console.print(
         "[dim]/help lists the commands. Ctrl-C cancels a running turn; "
         "Ctrl-C twice, Ctrl-D or /exit leaves.[/dim]"
@@ -189,7 +193,10 @@ async def _turn(state: ChatState, text: str) -> bool:
     """Run one turn; True after SIGTERM. A second Ctrl-C during the turn leaves the chat."""
     if state.conversation_id is None:
         # Created with its first turn, so leaving at once leaves nothing behind.
-        state.conversation_id = (await state.convs.create(channel="cli")).id
+        created = await state.convs.create(
+            channel="cli", model=state.model, instructions=state.instructions
+        )
+        state.conversation_id = created.id
         state.console.print(f"[dim]conversation {state.conversation_id}[/dim]")
     conversation_id = state.conversation_id
     view = ProgressView(state.console)
@@ -215,9 +222,11 @@ async def _turn(state: ChatState, text: str) -> bool:
             async for event in state.convs.send(
                 conversation_id,
                 text,
-                model=state.model,
                 max_iterations=state.max_iterations,
                 model_options=state.options,
+                approver=first(view.close, terminal_approver(state.console))
+                if sys.stdin.isatty()
+                else None,
             ):
                 view.handle(event)
         except Busy as exc:  # another process runs a turn here: the chat stays

@@ -12,7 +12,7 @@ from rich.console import Console
 from cove.channels.cli.options import ModelOptions
 from cove.channels.cli.render import cut, line, print_table
 from cove.channels.cli.transcript_view import show_transcript
-from cove.conversation import Conversations
+from cove.conversation import Conversations, checked_instructions
 from cove.errors import CoveError
 from cove.events import TurnFinished
 
@@ -27,7 +27,10 @@ HELP = """Chat commands:
   /var NAME        every version of one variable
   /show            the whole conversation: iterations, code, results
   /fork N          continue in a new branch from turn N
-  /model NAME      use another model for the next turns
+  /model           the model and the models the endpoint offers
+  /model NAME      use another model for the next turns (/model default: the configured one)
+  /instructions    the conversation's instructions (a persona, house rules, a task)
+  /instructions TEXT   replace them for the next turns (/instructions clear removes them)
   /cancel          stop a turn another cove process runs here (or drop a !multi message)
   !multi ... !end  a multi-line message: the lines between !multi and !end"""
 
@@ -38,14 +41,30 @@ class Leave(Exception):
 
 @dataclass
 class ChatState:
-    """What a chat is on: the conversation (None until the first turn) and the model."""
+    """What a chat is on: the conversation (None until the first turn) and what it is created
+    with (its model and instructions are then the conversation's own)."""
 
     convs: Conversations
     console: Console
-    model: str
     max_iterations: int | None
     options: ModelOptions = field(default_factory=dict)  # -o: sent with every turn
     conversation_id: str | None = None
+    model: str | None = None  # -m or /model before the first turn: the new conversation's
+    instructions: str | None = None  # /instructions before the first turn
+
+    async def current_model(self) -> str:
+        """The model the next turn runs with."""
+        if self.conversation_id is not None:
+            chosen = (await self.convs.profile(self.conversation_id)).model
+        else:
+            chosen = self.model
+        return chosen or self.convs.settings.model.name
+
+    async def current_instructions(self) -> str | None:
+        """The instructions the next turn runs with."""
+        if self.conversation_id is None:
+            return self.instructions
+        return (await self.convs.profile(self.conversation_id)).instructions
 
 
 def run_chat_command(state: ChatState, text: str, sync: Sync) -> bool:
@@ -146,11 +165,35 @@ def _fork(state: ChatState, arg: str, sync: Sync) -> None:
 
 def _model(state: ChatState, arg: str, sync: Sync) -> None:
     if not arg:
-        state.console.print(line((f"model {state.model}; /model NAME changes it", "dim")))
+        current = sync(state.current_model())
+        state.console.print(line((f"model {current}; /model NAME changes it", "dim")))
+        offered = sync(state.convs.models())  # a listing that fails is reported as an error
+        state.console.print(line(("the endpoint offers: ", "dim"), ", ".join(offered) or "none"))
         return
-    state.convs.check_model(arg)
-    state.model = arg
-    state.console.print(line((f"model {arg} for the next turns", "cyan")))
+    model = None if arg == "default" else arg
+    if state.conversation_id is None:
+        state.model = None if model is None else sync(state.convs.checked_model(model))
+    else:
+        state.convs.check_model(model or state.convs.settings.model.name)
+        sync(state.convs.set_profile(state.conversation_id, model=model))
+    state.console.print(line((f"model {sync(state.current_model())} for the next turns", "cyan")))
+
+
+def _instructions(state: ChatState, arg: str, sync: Sync) -> None:
+    if not arg:
+        current = sync(state.current_instructions())
+        if current is None:
+            state.console.print(line(("no instructions; /instructions TEXT sets them", "dim")))
+        else:
+            state.console.print(line(("instructions: ", "dim"), current))
+        return
+    text = None if arg == "clear" else arg
+    if state.conversation_id is None:
+        state.instructions = checked_instructions(text)
+    else:
+        sync(state.convs.set_profile(state.conversation_id, instructions=text))
+    done = "instructions cleared" if text is None else "instructions set for the next turns"
+    state.console.print(line((done, "cyan")))
 
 
 def _cancel(state: ChatState, arg: str, sync: Sync) -> None:
@@ -201,5 +244,6 @@ COMMANDS: dict[str, Callable[[ChatState, str, Sync], None]] = {
     "/show": _show,
     "/fork": _fork,
     "/model": _model,
+    "/instructions": _instructions,
     "/cancel": _cancel,
 }

@@ -11,8 +11,10 @@ from cove.channels.cli.exits import EXIT_FAILED, EXIT_OK
 from cove.channels.cli.models import listed_models
 from cove.channels.cli.render import console_for, line
 from cove.config import Settings
+from cove.conversation import installed
 from cove.conversation.memory import live_memory_budget
 from cove.conversation.service.health import Check, run_checks
+from cove.errors import ConfigError
 
 
 @command(
@@ -28,7 +30,12 @@ def doctor_command() -> int:
 
 async def _doctor(settings: Settings) -> int:
     console = console_for(sys.stdout)
-    checks: list[Check] = [*await run_checks(settings), _environment(), _live(settings)]
+    checks: list[Check] = [
+        *await run_checks(settings),
+        _environment(),
+        _live(settings),
+        _extensions(settings),
+    ]
     for check in checks:
         mark = ("OK  ", "green") if check.ok else ("FAIL", "red")
         console.print(line(mark, f" {check.name}: {check.detail}"))
@@ -59,6 +66,28 @@ def _live(settings: Settings) -> Check:
         f"up to {sandbox.max_live_environments}, within {budget:,} MiB of worker memory "
         f"(PSS; {whose}); a serving process reports what they take at /metrics",
     )
+
+
+def _extensions(settings: Settings) -> Check:
+    catalog, rules = installed(settings)
+    items = [
+        f"{item.name} ({', '.join(item.effects)}) from {item.source}" for item in catalog.installed
+    ]
+    asking = sorted({r.function for r in rules if r.rule != "allow"})
+    if asking:
+        items.append(f"not simply allowed (ask or deny): {', '.join(asking)}")
+    items += [f"FAILED {p.name} from {p.source}: {p.message}" for p in catalog.problems]
+    count = f"{len(catalog.installed)} installed"
+    try:
+        catalog.select(settings.extensions.enabled)
+    except ConfigError as exc:
+        fix = "install them, or change `extensions` (COVE_EXTENSIONS) to name installed ones"
+        return Check("extensions", False, f"setting extensions: {exc}", fix, tuple(items))
+    if catalog.problems:
+        failed = ", ".join(p.name for p in catalog.problems)
+        fix = "reinstall or uninstall the plugin(s) named above; cove runs without them"
+        return Check("extensions", False, f"{count}; failed to load: {failed}", fix, tuple(items))
+    return Check("extensions", True, count, items=tuple(items))
 
 
 async def _unlisted_model(settings: Settings) -> str | None:

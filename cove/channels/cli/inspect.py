@@ -19,7 +19,7 @@ from cove.channels.cli.json_out import search_json, transcript_json, versions_js
 from cove.channels.cli.render import console_for, cut, line, print_json, print_table, write_text
 from cove.channels.cli.render import markdown as as_markdown
 from cove.channels.cli.transcript_view import FigureFiles, show_transcript
-from cove.channels.export import FigureLinks, to_markdown, when
+from cove.channels.export import FigureLinks, approvals_json, to_markdown, when
 from cove.channels.figures import export_folder, figures_in, save_figures, write_export
 from cove.config import Settings
 from cove.conversation import Conversations, HistoryFigures, SearchHit, Transcript
@@ -139,9 +139,16 @@ async def _show(
         texts = {d: await convs.system_prompt(d) for d in digests} if prompts else None
         files = {} if as_json else await _figure_files(convs, transcript)
         figures = await convs.history(transcript.conversation.id)
+        approvals = await convs.approvals(transcript.conversation.id, turn)
     console = console_for(sys.stdout)
     if as_json:
-        print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})
+        print_json(
+            {
+                **transcript_json(transcript),
+                "values": dataclasses.asdict(figures),
+                "approvals": approvals_json(approvals),
+            }
+        )
     elif fmt == "md":
         links = FigureLinks(lambda ref, f: str(files[ref, f.position])) if files else None
         markdown = to_markdown(transcript, links)
@@ -150,7 +157,7 @@ async def _show(
         else:
             write_text(markdown)
     else:
-        show_transcript(console, transcript, texts, files)
+        show_transcript(console, transcript, texts, files, approvals)
         console.print(history_line(figures), markup=False, highlight=False)
     return 0
 
@@ -324,8 +331,16 @@ async def _export(settings: Settings, conversation_id: str, fmt: str, output: Pa
             print(f"cove: wrote {output}{folder}", file=sys.stderr)
             return 0
         figures = await convs.history(transcript.conversation.id)
+        approvals = await convs.approvals(transcript.conversation.id)
     if fmt == "json":
-        print_json({**transcript_json(transcript), "values": dataclasses.asdict(figures)})
+        values = dataclasses.asdict(figures)
+        print_json(
+            {
+                **transcript_json(transcript),
+                "values": values,
+                "approvals": approvals_json(approvals),
+            }
+        )
     else:
         write_text(to_markdown(transcript))
     return 0

@@ -10,7 +10,8 @@ from typing import BinaryIO
 
 import click
 
-from cove.channels.cli.base import command, examples, load_settings, program
+from cove.channels.cli.approvals import first, run_approver
+from cove.channels.cli.base import chosen_model, command, conversation_settings, examples, program
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_FAILED, STATUS_EXIT
 from cove.channels.cli.json_out import EventNumbering
 from cove.channels.cli.options import ModelOptions, model_options
@@ -24,7 +25,7 @@ from cove.channels.cli.render import (
 from cove.channels.cli.signals import routed_signals
 from cove.channels.figures import SavedFigure, save_figures
 from cove.config import Settings
-from cove.conversation import Conversations
+from cove.conversation import Approver, Conversations
 from cove.errors import ConfigError
 from cove.events import BlockFinished, Event, TurnFinished, TurnStarted
 from cove.results import BlockFigure
@@ -41,6 +42,9 @@ class Request:
     attachments: list[tuple[str, bytes]]
     conversation: str | None  # an id or prefix, LATEST, or None for a new conversation
     options: ModelOptions
+    approver: Approver | None = None  # answers approval requests (None: they are denied)
+    system: str | None = None  # the conversation's instructions from this turn on ("" clears)
+    model: str | None = None  # the conversation's model from this turn on
 
 
 @command(
@@ -53,6 +57,8 @@ class Request:
         'cat notes.txt | cove run "summarise this"  stdin becomes an attached file',
         "cove run - < request.txt                the whole request from stdin",
         'cove run -o temperature=0 "…"           a model option, recorded with the turn',
+        'cove run --system "Answer in French." "…"  instructions for the conversation',
+        'cove run -c -m gpt-4.1 "…"               the conversation goes on with another model',
         'cove run --json "…" | jq .answer',
     ),
 )
@@ -76,20 +82,39 @@ class Request:
     help="Copy a file into the conversation's workspace (repeatable).",
 )
 @model_options
+@click.option(
+    "--system",
+    metavar="TEXT",
+    help="The conversation's instructions (a persona, house rules, a task), kept with it from "
+    'this turn on; with -c they replace the current ones ("" clears them).',
+)
 @click.option("--max-iterations", type=click.IntRange(min=1), metavar="N")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--events", is_flag=True, help="Stream the turn's events as JSON lines.")
 @click.option("-q", "--quiet", is_flag=True, help="Nothing on stderr but errors.")
+@click.option(
+    "--approve-all",
+    is_flag=True,
+    help="Approve every extension call the policy asks about (recorded as such).",
+)
+@click.option(
+    "--reject-all",
+    is_flag=True,
+    help="Deny every extension call the policy asks about (the model is told why).",
+)
 def run_command(
     question: str | None,
     continue_: str | None,
     cid: str | None,
     attach: tuple[Path, ...],
     options: ModelOptions,
+    system: str | None,
     max_iterations: int | None,
     as_json: bool,
     events: bool,
     quiet: bool,
+    approve_all: bool,
+    reject_all: bool,
 ) -> int:
     """Ask one question; print the answer on stdout.
 
@@ -99,9 +124,17 @@ def run_command(
     Text piped on stdin is attached to the request as the file stdin.txt; with QUESTION
     "-" stdin is the request itself. While the turn runs, a progress line shows on stderr
     when stderr is a terminal. Ctrl-C cancels the turn (exit 5); Ctrl-C again quits at once.
+    An extension call the approval policy asks about is asked on the terminal; off a
+    terminal, without --approve-all, it is denied.
+    --system and -m/--model are remembered with the conversation: its later turns run with
+    them.
     """
+    if approve_all and reject_all:
+        raise click.UsageError("--approve-all and --reject-all exclude each other")
     request = _request(question, continue_, cid, attach, options, sys.stdin.buffer)
-    settings = load_settings(max_iterations=max_iterations)
+    request.system, request.model = system, chosen_model()
+    request.approver = run_approver(approve_all, reject_all, console_for(sys.stderr))
+    settings = conversation_settings(max_iterations=max_iterations)
     return asyncio.run(_run(settings, request, as_json=as_json, events=events, quiet=quiet))
 
 
@@ -161,15 +194,26 @@ class _Interrupts:
             asyncio.get_running_loop().create_task(self.convs.cancel(self.conversation_id))
 
 
-async def _conversation(convs: Conversations, wanted: str | None) -> str:
+async def _conversation(convs: Conversations, request: Request) -> str:
+    """The conversation the request goes to, with its instructions and model as asked."""
+    wanted = request.conversation
     if wanted is None:
-        return (await convs.create(channel="cli")).id
+        created = await convs.create(
+            channel="cli", instructions=request.system, model=request.model
+        )
+        return created.id
     if wanted == LATEST:
         latest = await convs.list(limit=1)
         if not latest:
             raise ConfigError("there is no conversation to continue yet: run without -c")
-        return latest[0].id
-    return (await convs.get(wanted)).id
+        conversation_id = latest[0].id
+    else:
+        conversation_id = (await convs.get(wanted)).id
+    if request.system is not None:
+        await convs.set_profile(conversation_id, instructions=request.system)
+    if request.model is not None:
+        await convs.set_profile(conversation_id, model=request.model)
+    return conversation_id
 
 
 async def _run(
@@ -181,7 +225,7 @@ async def _run(
         convs.check_model()
         interrupts = _Interrupts(convs)
         with routed_signals(interrupts.on_sigint, interrupts.on_sigterm):
-            conversation_id = await _conversation(convs, request.conversation)
+            conversation_id = await _conversation(convs, request)
             if interrupts.terminated:
                 return EXIT_CANCELLED
             interrupts.conversation_id = conversation_id
@@ -213,8 +257,15 @@ async def _stream(
 ) -> _Seen:
     seen = _Seen()
     numbering = EventNumbering()
+    approver = request.approver
+    if approver is not None and progress is not None:
+        approver = first(progress.close, approver)
     handle = convs.send(
-        conversation_id, request.text, request.attachments, model_options=request.options
+        conversation_id,
+        request.text,
+        request.attachments,
+        model_options=request.options,
+        approver=approver,
     )
     try:
         async for event in handle:

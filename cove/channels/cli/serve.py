@@ -30,6 +30,13 @@ from cove.errors import ConfigError
 @click.option(
     "--mcp", is_flag=True, help="Serve MCP over streamable HTTP at /mcp (behind the login)."
 )
+@click.option(
+    "--channel",
+    "channels",
+    multiple=True,
+    metavar="NAME",
+    help="Also run a channel an installed package adds (entry-point group cove.channels).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(
     "--port",
@@ -75,6 +82,7 @@ def serve_command(
     web: bool,
     telegram: bool,
     mcp: bool,
+    channels: tuple[str, ...],
     host: str,
     port: int,
     allow_hosts: tuple[str, ...],
@@ -96,7 +104,7 @@ def serve_command(
     from cove.channels.serve.supervisor import default_processes
 
     settings = load_settings()
-    web = web or not (telegram or mcp)
+    web = web or not (telegram or mcp or channels)
     if mcp:
         require("mcp", "cove serve --mcp")
     json_lines = {"auto": None, "json": True, "text": False}[log_format]
@@ -109,6 +117,7 @@ def serve_command(
         port=port,
         grace_s=settings.serve.shutdown_grace_s if grace is None else max(0.0, grace),
         allow_hosts=allow_hosts,
+        channels=tuple(dict.fromkeys(channels)),
         **_token(settings.web.token, host, web or mcp),
     )
     count = settings.serve.processes if processes is None else processes

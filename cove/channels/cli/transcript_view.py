@@ -10,10 +10,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
 
 from cove.channels.cli.render import cut, line, python_code
 from cove.channels.export import when
-from cove.conversation import IterationRecord, Transcript, TurnRecord, VarVersionRecord
+from cove.conversation import (
+    ApprovalRecord,
+    IterationRecord,
+    Transcript,
+    TurnRecord,
+    VarVersionRecord,
+)
 from cove.text import clean
 
 #: The file each figure was written to: ((turn, iteration, block), figure position) → path.
@@ -25,9 +33,10 @@ def show_transcript(
     transcript: Transcript,
     prompts: Mapping[str, str] | None = None,
     files: FigureFiles | None = None,
+    approvals: Sequence[ApprovalRecord] = (),
 ) -> None:
     """Print every turn; with ``prompts`` (digest → text), the exact prompts too; with
-    ``files``, the path of each figure."""
+    ``files``, the path of each figure; each of ``approvals`` under its iteration."""
     conv = transcript.conversation
     console.print(
         line(
@@ -43,7 +52,8 @@ def show_transcript(
         console.print(clean(text), markup=False)
     for turn in transcript.turns:
         versions = [v for v in transcript.var_versions if v.turn_position == turn.position]
-        _turn(console, turn, versions, prompts is not None, files or {})
+        decided = [a for a in approvals if a.turn_position == turn.position]
+        _turn(console, turn, versions, prompts is not None, files or {}, decided)
     if not transcript.turns:
         console.print("[dim]no turns yet[/dim]")
 
@@ -54,11 +64,14 @@ def _turn(
     versions: Sequence[VarVersionRecord],
     prompts: bool,
     files: FigureFiles,
+    approvals: Sequence[ApprovalRecord] = (),
 ) -> None:
     console.rule(f"turn {turn.position} · {turn.status}")
     console.print(line(("request: ", "bold"), cut(turn.request, 2000)))
     for it in turn.iterations:
         _iteration(console, it, prompts, (turn.position, files))
+        for approval in (a for a in approvals if a.iteration_position == it.position):
+            console.print(approval_line(approval))
         # Under the iteration whose blocks wrote them, not after the turn's last iteration.
         _written(console, [v for v in versions if v.iteration_position == it.position])
     if turn.answer:
@@ -77,6 +90,18 @@ def _turn(
     console.print(line((usage, "dim")))
 
 
+def approval_line(approval: ApprovalRecord) -> Text:
+    """One decision on an extension call, as ``cove show`` prints it."""
+    verdict = "approved" if approval.approved else "denied"
+    why = approval.why
+    remember = ", remembered for the conversation" if approval.remember else ""
+    call = f"{approval.function}({cut(approval.arguments, 200)})"
+    return line(
+        ("  approval: ", "green" if approval.approved else "red"),
+        f"{call} [{approval.effect}] {verdict} {why}{remember}",
+    )
+
+
 def _written(console: Console, versions: Sequence[VarVersionRecord]) -> None:
     if versions:
         written = ", ".join(
@@ -91,7 +116,8 @@ def _iteration(
 ) -> None:
     console.print(
         f"[cyan]iteration {it.position + 1}[/cyan] [dim]{it.status} · "
-        f"{it.usage.tokens_in}+{it.usage.tokens_out} tokens · model {it.llm_ms:.0f} ms · "
+        f"{it.usage.tokens_in}+{it.usage.tokens_out} tokens · "
+        f"{escape(clean(it.model)) + ' ' if it.model else ''}model {it.llm_ms:.0f} ms · "
         f"seed {it.seed}[/dim]"
     )
     for note in it.steering:

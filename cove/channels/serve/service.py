@@ -34,6 +34,7 @@ from cove.channels.serve.http import Access, HttpServer, build_app
 from cove.channels.serve.logs import PROCESS
 from cove.channels.serve.metrics import ServeMetrics
 from cove.channels.serve.ops import OpsState
+from cove.channels.serve.plugins import channel_factory
 from cove.channels.serve.supervisor import MCP_HOME, ChildSockets, Supervisor
 from cove.channels.web.listen import listen
 from cove.channels.web.security import login_url, new_token
@@ -68,6 +69,8 @@ class ServeOptions:
     token_configured: bool = False
     #: More ``Host`` names to answer on a loopback bind (a reverse proxy's public name).
     allow_hosts: tuple[str, ...] = ()
+    #: Channels installed packages add (``plugins.py``), by name.
+    channels: tuple[str, ...] = ()
 
 
 class Service:
@@ -91,6 +94,8 @@ class Service:
         self.child = child
         self.stopping = asyncio.Event()
         self._signals = 0
+        # Loaded before anything starts: a channel that is not installed stops the service now.
+        self._factories = [channel_factory(name) for name in options.channels]
 
     def _on_signal(self, signum: int) -> None:
         self._signals += 1
@@ -131,6 +136,7 @@ class Service:
             ("web", self.options.web),
             ("telegram", self.options.telegram),
             ("mcp", self.options.mcp),
+            *((name, True) for name in self.options.channels),
         )
         names = tuple(name for name, on in chosen if on)
         ops = OpsState(metrics=metrics, readiness=Readiness(self.settings), channels=names)
@@ -149,6 +155,7 @@ class Service:
             )
         if self.options.telegram:
             channels.append(telegram_channel(convs, self.settings, metrics))
+        channels += [factory(convs, self.settings) for factory in self._factories]
         started: list[Channel] = []
         try:
             for channel in channels:
@@ -212,12 +219,19 @@ def run_service(settings: Settings, options: ServeOptions, processes: int) -> in
         code: int = asyncio.run(Service(settings, options).run())
         return code
     settings = memory_shared(settings, processes)
+    for name in options.channels:  # one not installed stops the service here, before a fork
+        channel_factory(name)
 
     def run_child(sockets: ChildSockets) -> int:
         index = sockets.placement.index
         PROCESS.set(index)
         once = index == MCP_HOME  # the channels that must run once
-        mine = replace(options, telegram=options.telegram and once, mcp=options.mcp and once)
+        mine = replace(
+            options,
+            telegram=options.telegram and once,
+            mcp=options.mcp and once,
+            channels=options.channels if once else (),
+        )
         child_code: int = asyncio.run(Service(settings, mine, child=sockets).run())
         return child_code
 

@@ -44,6 +44,8 @@ COMMANDS: tuple[CommandHelp, ...] = (
     CommandHelp("history", "the turns so far"),
     CommandHelp("fork", "continue from turn N in a new conversation", "N"),
     CommandHelp("title", "rename this conversation", "TEXT"),
+    CommandHelp("instructions", "show or set its instructions (clear removes them)", "[TEXT]"),
+    CommandHelp("model", "show the models, or use another one (default: the configured)", "[NAME]"),
     CommandHelp("export", "the whole conversation as a Markdown file"),
     CommandHelp("replay", "re-run the recorded turns and compare"),
     CommandHelp("status", "which conversation this chat talks to"),
@@ -110,6 +112,8 @@ class Commands:
             "history": self.history,
             "fork": self.fork,
             "title": self.title,
+            "instructions": self.instructions,
+            "model": self.model,
             "export": self.export,
             "replay": self.replay,
             "status": self.status,
@@ -217,6 +221,39 @@ class Commands:
         record = await self.convs.rename(await self._current(chat), " ".join(args))
         await self.out.plain(chat, f"Renamed: {record.title}")
 
+    async def instructions(self, chat: ChatRef, args: list[str]) -> None:
+        cid = await self._current(chat)
+        if not args:
+            current = (await self.convs.profile(cid)).instructions
+            if current is None:
+                await self.out.plain(chat, "No instructions. /instructions TEXT sets them.")
+            else:
+                await self.out.say(chat, f"<b>Instructions</b>\n{_e(current)}")
+            return
+        text = None if args == ["clear"] else " ".join(args)
+        await self.convs.set_profile(cid, instructions=text)
+        await self.out.plain(
+            chat,
+            "Instructions cleared." if text is None else "Instructions set for the next turns.",
+        )
+
+    async def model(self, chat: ChatRef, args: list[str]) -> None:
+        cid = await self._current(chat)
+        if not args:
+            current = (await self.convs.profile(cid)).model or self.convs.settings.model.name
+            offered = await self.convs.models()
+            listed = _bounded([f"<code>{_e(name)}</code>" for name in offered], "models")
+            await self.out.say(
+                chat, f"Model: <code>{_e(current)}</code>\nThe endpoint offers:\n{listed}"
+            )
+            return
+        if len(args) != 1:
+            raise CoveError("usage: /model NAME  (/model alone lists them; /model default)")
+        chosen = None if args[0] == "default" else args[0]
+        profile = await self.convs.set_profile(cid, model=chosen)
+        model = profile.model or self.convs.settings.model.name
+        await self.out.say(chat, f"Model <code>{_e(model)}</code> for the next turns.")
+
     async def export(self, chat: ChatRef, args: list[str]) -> None:
         cid = await self._current(chat)
         document = to_markdown(await self.convs.inspect(cid)).encode()
@@ -251,12 +288,13 @@ class Commands:
         record = await self.convs.get(await self._current(chat))
         running = chat.key in self.core.roster.turns
         last = f" · last turn: {_e(record.last_status)}" if record.last_status else ""
+        model = (await self.convs.profile(record.id)).model or self.convs.settings.model.name
         await self.out.say(
             chat,
             f"Conversation <code>{_e(record.id)}</code>\n"
             f"title: {_e(record.label)}\n"
             f"turns: {record.turn_count} · {'running' if running else 'idle'}{last}\n"
-            f"model: {_e(self.convs.settings.model.name)}",
+            f"model: {_e(model)}",
         )
 
     async def unknown(self, chat: ChatRef, name: str) -> None:

@@ -49,7 +49,11 @@ HELP = """\
 
 async def new_conversation(app: AppHost) -> None:
     """Create a conversation and show it."""
-    record = await app.convs.create(channel="tui")
+    # A model switched to before any conversation was shown is the new one's; otherwise a
+    # new conversation starts with the configured model.
+    chosen = app.model if app.current is None else app.convs.settings.model.name
+    configured = app.convs.settings.model.name
+    record = await app.convs.create(channel="tui", model=None if chosen == configured else chosen)
     app.sidebar.upsert(entry_of(record))
     await app.open_conversation(record.id)
 
@@ -185,20 +189,71 @@ async def export(app: AppHost, kind: str) -> None:
 
 
 def switch_model(app: AppHost) -> None:
-    """Ask for the model the next turns use."""
+    """Ask for the model the shown conversation's next turns use (remembered with it;
+    ``default``: the configured model)."""
 
-    def done(name: str | None) -> None:
-        if name:
-            try:
-                app.convs.check_model(name)
-            except Exception as exc:
-                app.report(exc)
-                return
-            app.model = name
-            app.status.set(model=name)
-            app.notify(f"next turns use {name}")
+    async def done(name: str | None) -> None:
+        if name is not None:
+            await app.guard(lambda: use_model(app, None if name == "default" else name))
 
-    app.push_screen(AskText("Model for the next turns:", app.model), done)
+    question = "Model for the next turns (default: the configured one):"
+    app.push_screen(AskText(question, app.model), done)
+
+
+async def use_model(app: AppHost, name: str | None) -> None:
+    """Make ``name`` the shown conversation's model (for a conversation still to be created,
+    the one it is created with).
+
+    Raises:
+        CoveError: The endpoint does not offer it. ModelError: It could not be checked.
+    """
+    configured = app.convs.settings.model.name
+    app.convs.check_model(name or configured)
+    if app.current is not None:
+        profile = await app.convs.set_profile(app.current, model=name)
+        chosen = profile.model or configured
+    else:
+        chosen = await app.convs.checked_model(name) if name else configured
+    app.model = chosen
+    app.status.set(model=chosen)
+    app.notify(f"next turns use {chosen}")
+
+
+def edit_instructions(app: AppHost) -> None:
+    """Ask for the shown conversation's instructions (``clear`` removes them)."""
+
+    async def ask() -> None:
+        if app.current is None:
+            await new_conversation(app)
+        assert app.current is not None
+        current = (await app.convs.profile(app.current)).instructions or ""
+
+        async def done(text: str | None) -> None:
+            if text is not None:
+                await app.guard(lambda: set_instructions(app, None if text == "clear" else text))
+
+        question = "Instructions for the next turns (clear removes them):"
+        app.push_screen(AskText(question, current), done)
+
+    app.run_worker(app.guard(ask), group="instructions")
+
+
+async def set_instructions(app: AppHost, text: str | None) -> None:
+    """Set the shown conversation's instructions from its next turn on.
+
+    Raises:
+        CoveError: They are over the limit (nothing changes).
+    """
+    assert app.current is not None
+    profile = await app.convs.set_profile(app.current, instructions=text)
+    app.notify("instructions cleared" if profile.instructions is None else "instructions set")
+
+
+async def show_profile(app: AppHost, conversation_id: str) -> None:
+    """Show the model of the conversation ``conversation_id`` in the status line."""
+    profile = await app.convs.profile(conversation_id)
+    app.model = profile.model or app.convs.settings.model.name
+    app.status.set(model=app.model)
 
 
 Step = Callable[[AppHost], Awaitable[None]]

@@ -28,6 +28,7 @@ from cove.channels.tui.figures import open_figures
 from cove.channels.tui.format import clean
 from cove.channels.tui.host import AppHost
 from cove.channels.tui.palette import system_commands
+from cove.channels.tui.screens.dialogs import Approve
 from cove.channels.tui.styles import CSS
 from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.prompt import PromptArea
@@ -35,7 +36,13 @@ from cove.channels.tui.widgets.sidebar import Entry, Sidebar, entry_of
 from cove.channels.tui.widgets.status import StatusBar
 from cove.channels.tui.widgets.timeline import EarlierTurns, Timeline, cost_text
 from cove.channels.tui.widgets.variables import VariablesPanel
-from cove.conversation import ConversationRecord, Conversations, TurnHandle
+from cove.conversation import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    ConversationRecord,
+    Conversations,
+    TurnHandle,
+)
 from cove.events import (
     Event,
     IterationStarted,
@@ -215,6 +222,7 @@ class CoveApp(AppHost):
         self.current = conversation_id
         self.sidebar.select(conversation_id)
         self.status.set(conversation=conversation_id[:12], iteration="", usage="")
+        await self.guard(lambda: actions.show_profile(self, conversation_id))
         replaced, self._watching = self._watching, (conversation_id, asyncio.Event())
         if replaced is not None:
             # Its follower is cancelled and will never set it: wake who waits, to look again.
@@ -292,6 +300,23 @@ class CoveApp(AppHost):
 
     # -- sending and cancelling ------------------------------------------------------------
 
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Ask about an extension call in a modal (the turn waits; past its approval timeout
+        the modal goes and the call is denied)."""
+        answered: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+
+        def answer(given: ApprovalAnswer | None) -> None:
+            if not answered.done():
+                answered.set_result(given or ApprovalAnswer(False))
+
+        screen = Approve(request)
+        self.push_screen(screen, answer)
+        try:
+            return await answered
+        finally:
+            if not answered.done() and screen.is_active:
+                screen.dismiss(ApprovalAnswer(False))
+
     @on(PromptArea.Submitted)
     def submitted(self, message: PromptArea.Submitted) -> None:
         self.send_turn(message.text)
@@ -307,7 +332,7 @@ class CoveApp(AppHost):
             await self.attached(self.current)
             files, self.attachments = self.attachments, []
             try:
-                handle = self.convs.send(self.current, text, files, model=self.model)
+                handle = self.convs.send(self.current, text, files, approver=self.ask_approval)
             except BaseException:
                 self.attachments = files + self.attachments  # nothing sent: kept for the next
                 raise

@@ -23,7 +23,7 @@ class AppHost(App[None]):
     convs: Conversations
     current: str | None  # the conversation shown
     export_dir: Path
-    model: str  # the model next turns use
+    model: str  # the model the shown conversation's next turns use
     attachments: list[tuple[str, bytes]]  # files that go with the next message
 
     @property

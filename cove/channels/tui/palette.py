@@ -11,7 +11,7 @@ from cove.channels.tui.host import AppHost
 
 
 def system_commands(app: AppHost) -> Iterator[SystemCommand]:
-    """Fork, replay, export, attach a file, switch model, toggle panels, manage
+    """Fork, replay, export, attach a file, switch model, instructions, toggle panels, manage
     conversations."""
 
     def background(name: str, step: actions.Step) -> None:
@@ -34,6 +34,11 @@ def system_commands(app: AppHost) -> Iterator[SystemCommand]:
     yield SystemCommand("Attach a file…", "it goes with your next message", lambda: attach.ask(app))
     yield SystemCommand(
         "Switch model…", "the model next turns use", lambda: actions.switch_model(app)
+    )
+    yield SystemCommand(
+        "Instructions…",
+        "a persona, house rules, a task: the conversation's next turns follow them",
+        lambda: actions.edit_instructions(app),
     )
     yield SystemCommand("Toggle variables panel", "F3", app.action_toggle_variables)
     yield SystemCommand("Toggle conversation list", "F4", app.action_toggle_sidebar)

@@ -10,6 +10,7 @@ from starlette.routing import Route
 
 from cove.channels.export import FigureLinks, to_json, to_markdown
 from cove.channels.web.api_figures import figure_url
+from cove.channels.web.api_profile import optional_text
 from cove.channels.web.api_turns import message_text, start_turn
 from cove.channels.web.errors import BadInput
 from cove.channels.web.state import int_field, json_body, text_field, web
@@ -59,17 +60,22 @@ async def create(request: Request) -> Response:
     """Create a conversation; with ``text``, also send its first message.
 
     A page creates its conversation with the first message, so that opening "New
-    conversation" and leaving leaves nothing behind. Nothing is created when the message
+    conversation" and leaving leaves nothing behind; ``instructions`` and ``model`` are its
+    profile from its first turn. Nothing is created when the message
     cannot be sent (no model endpoint, a bad message); the turn's own failures are recorded
     in it as any turn's are.
     """
     body = await json_body(request)
     title = text_field(body, "title", required=False)
+    instructions = optional_text(body, "instructions")
+    model = optional_text(body, "model") or None
     state = web(request)
     text = message_text(body) if body.get("text") is not None else None
     if text is not None:
-        state.convs.check_model()
-    record = await state.convs.create(channel=CHANNEL, title=title)
+        state.convs.check_model(model)
+    record = await state.convs.create(
+        channel=CHANNEL, title=title, instructions=instructions, model=model
+    )
     if text is not None:
         try:
             await start_turn(state, record.id, text)

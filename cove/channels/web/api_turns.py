@@ -33,21 +33,29 @@ def message_text(body: dict[str, Any]) -> str:
     return text
 
 
-async def start_turn(state: WebState, conversation_id: str, text: str) -> bool:
-    """Start a turn of ``text``; True when it queued behind a running one.
+async def start_turn(
+    state: WebState, conversation_id: str, text: str, model: str | None = None
+) -> bool:
+    """Start a turn of ``text`` (with its own ``model``, when given); True when it queued
+    behind a running one.
 
     Answered once the turn started or queued: a refusal (busy in another process) raises here,
     for the request to report, not as an error nobody sees.
     """
-    return await state.start(state.convs.send(conversation_id, text), text)
+    return await state.start(state.convs.send(conversation_id, text, model=model), text)
 
 
 async def send(request: Request) -> Response:
-    text = message_text(await json_body(request))
+    body = await json_body(request)
+    text = message_text(body)
     state = web(request)
     record = await state.convs.get(request.path_params["cid"])  # 404 now, not in the stream
     state.convs.check_model()  # no model endpoint: a clear 503 now, not a silent failed turn
-    queued = await start_turn(state, record.id, text)
+    # A model for this turn alone (the conversation's stays as it is): checked before it runs.
+    model = text_field(body, "model", required=False)
+    if model is not None:
+        model = await state.convs.checked_model(model)
+    queued = await start_turn(state, record.id, text, model)
     body = {"conversation_id": record.id, "accepted": True, "queued": queued}
     return JSONResponse(body, status_code=202)
 

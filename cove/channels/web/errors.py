@@ -12,6 +12,7 @@ from cove.errors import (
     Busy,
     ConfigError,
     CoveError,
+    ModelError,
     NotFound,
     QuotaExceeded,
     SandboxError,
@@ -39,6 +40,8 @@ def status_of(exc: Exception) -> int:
         return 413
     if isinstance(exc, (StoreError, SandboxError, ConfigError)):
         return 503  # the server cannot serve it now; the request itself was fine
+    if isinstance(exc, ModelError):
+        return 502  # the model endpoint failed (listing its models, checking one)
     if isinstance(exc, CoveError):
         return 422
     return 500

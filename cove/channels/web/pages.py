@@ -161,6 +161,7 @@ async def inspector(request: Request) -> Response:
     system = await convs.system_prompt(iteration.system_prompt_hash)
     # What the iteration's model call was charged as it ran; unknown when its model had no price.
     cost = f"${iteration.usage.cost_usd:.4f}" if turn.cost_known else "unknown"
+    decided = await convs.approvals(transcript.conversation.id, turn.position)
     context = {
         "conv": transcript.conversation,
         "turn": turn,
@@ -170,6 +171,7 @@ async def inspector(request: Request) -> Response:
         "before": before,
         "after": after,
         "figures": [found for found in turn_figures(turn) if found[0][1] == number],
+        "approvals": [a for a in decided if a.iteration_position == iteration.position],
     }
     return _render(request, "inspect.html", context)
 

@@ -206,6 +206,7 @@ def _reply(turn: TurnRecord, iteration: IterationRecord) -> ModelReply | None:
             thinking="",
             code=(),
             parse_error=iteration.parse_error,
+            model=iteration.model,
         )
     if iteration.raw_reply is None:
         return None
@@ -213,7 +214,12 @@ def _reply(turn: TurnRecord, iteration: IterationRecord) -> ModelReply | None:
         parsed = parse_reply(iteration.raw_reply)
     except ReplyParseError as exc:
         return ModelReply(
-            turn_id=turn.id, iteration=number, thinking="", code=(), parse_error=str(exc)
+            turn_id=turn.id,
+            iteration=number,
+            thinking="",
+            code=(),
+            parse_error=str(exc),
+            model=iteration.model,
         )
     return ModelReply(
         turn_id=turn.id,
@@ -221,6 +227,7 @@ def _reply(turn: TurnRecord, iteration: IterationRecord) -> ModelReply | None:
         thinking=parsed.thinking,
         code=tuple(block.code for block in parsed.blocks),
         answer=parsed.answer,
+        model=iteration.model,
     )
 
 

@@ -104,6 +104,14 @@ class LLMClient(Protocol):
         """
         ...
 
+    async def models(self) -> list[str]:
+        """The names of the models the client's endpoint offers, sorted.
+
+        Raises:
+            ModelError: The endpoint cannot list them (down, refused, unreachable).
+        """
+        ...
+
     async def aclose(self) -> None:
         """Release connections; later calls raise ``ModelError``."""
         ...
@@ -139,6 +147,10 @@ class WithOptions:
             options={**self.options, **(options or {})},
             on_retry=on_retry,
         )
+
+    async def models(self) -> list[str]:
+        """The wrapped client's models."""
+        return await self.client.models()
 
     async def aclose(self) -> None:
         """Nothing to release: the wrapped client belongs to its owner."""

@@ -146,6 +146,10 @@ class ScriptedClient:
         self._subquery_position += 1
         return source[self._subquery_position - 1]
 
+    async def models(self) -> list[str]:
+        """The one model a script plays."""
+        return [self.model]
+
     async def aclose(self) -> None:
         """Close the client; later calls raise ``ModelError``."""
         self._closed = True
@@ -201,6 +205,10 @@ class RecordedClient:
         if on_delta is not None and text:
             await on_delta(text)
         return _estimated(text, messages, self.model, started)
+
+    async def models(self) -> list[str]:
+        """The model the record names."""
+        return [self.model]
 
     async def aclose(self) -> None:
         """Close the client; later calls raise ``ModelError``."""

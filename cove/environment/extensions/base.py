@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cove.config import SandboxSettings
+    from cove.environment.extensions.approval import ApprovalRequest, Ruling, Verdict
     from cove.environment.extensions.quota import WorkspaceQuota
     from cove.persistence.store import Store
 
@@ -65,6 +66,12 @@ class TurnHooks(Protocol):
 
     async def llm_query_batch(self, prompts: Sequence[str]) -> list[str]:
         """Several one-shot LLM calls run concurrently; replies in prompt order."""
+        ...
+
+    async def approve(self, request: ApprovalRequest, ruling: Ruling, call: int) -> Verdict:
+        """Decide a call the policy did not simply allow (asking the person when the ruling is
+        ``ask``), record the verdict with its place (the running block, ``call``: its order
+        among the block's extension calls) and return it."""
         ...
 
 
@@ -151,6 +158,8 @@ class ExtensionFunction:
         after: Hook run on the result (may rewrite it).
         on_error: Hook run on an exception (may fall back or ask for a retry).
         max_retries: Upper bound on ``Retry`` answers per call.
+        effect: What a call does beyond reading (``write``, ``network``, ``spend``, …); None:
+            the extension's ``effect``. Approval policies (``approval.py``) are keyed on it.
     """
 
     name: str
@@ -162,6 +171,7 @@ class ExtensionFunction:
     after: AfterHook | None = None
     on_error: ErrorHook | None = None
     max_retries: int = 2
+    effect: str | None = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +200,8 @@ class Extension:
         constants: The read-only names bound in the sandbox.
         activate: ``activate(env) -> bool``; inactive extensions are not bound or documented.
         nudge: ``nudge(ctx) -> str | None``; a hint for the model's next context message.
+        effect: What its functions do beyond reading, unless a function says otherwise:
+            ``read`` (nothing), ``write``, ``network``, ``spend`` or another short word.
     """
 
     name: str
@@ -199,6 +211,11 @@ class Extension:
     constants: tuple[ExtensionConstant, ...] = ()
     activate: Callable[[EnvironmentView], bool] | None = None
     nudge: Callable[[NudgeContext], str | None] | None = None
+    effect: str = "read"
+
+    def effect_of(self, function: ExtensionFunction) -> str:
+        """The effect of one of its functions: the function's own, else the extension's."""
+        return function.effect or self.effect
 
 
 def function_names(extensions: Sequence[Extension]) -> list[str]:

@@ -178,6 +178,7 @@ FILES = Extension(
             doc="Write str (as UTF-8) or bytes to a workspace file; returns the bytes written.",
             signature="write_file(path, content) -> int",
             examples=('write_file("out/report.md", report)',),
+            effect="write",
         ),
         ExtensionFunction(
             name="list_files",

@@ -39,6 +39,7 @@ LLM = Extension(
     name="llm",
     doc="One-shot questions to the language model from inside your code.",
     prompt=_PROMPT,
+    effect="spend",
     functions=(
         ExtensionFunction(
             name="llm_query",

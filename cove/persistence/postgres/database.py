@@ -2,7 +2,8 @@
 
 Reads take a pooled connection; a write unit takes one for its transaction, which ends by taking
 a number from the ``cove_commit`` sequence and notifying ``cove_commit`` (delivered when it
-commits) when it wrote anything, so other nodes' watchers learn of it (``commits.py``). A lease
+commits) when it wrote anything, so other nodes' watchers learn of it (``commits.py``): that
+notification and the COMMIT go as one message, one round trip. A lease
 check locks the conversation's row until the unit commits (``Dialect.lock``); the value store
 serialises its transactions with a transaction-scoped advisory lock, released at commit (never a
 session lock, which would pin a connection and vanish with it).
@@ -123,12 +124,19 @@ class PostgresDatabase:
 
     @contextlib.asynccontextmanager
     async def writing(self) -> AsyncIterator[PostgresSql]:
-        """One transaction on a pooled connection; it notifies ``cove_commit`` if it wrote."""
-        async with self._pool.acquire() as conn, conn.transaction():
-            unit = PostgresSql(conn)
-            yield unit
-            if unit.wrote:
-                await conn.execute("SELECT pg_notify('cove_commit', nextval('cove_commit')::text)")
+        """One transaction on a pooled connection; it notifies ``cove_commit`` if it wrote
+        (in the message that commits it)."""
+        async with self._pool.acquire() as conn:
+            await conn.execute("BEGIN")
+            try:
+                unit = PostgresSql(conn)
+                yield unit
+                await conn.execute(_NOTIFY_AND_COMMIT if unit.wrote else "COMMIT")
+            except BaseException:
+                if not conn.is_closed() and conn.is_in_transaction():
+                    with contextlib.suppress(*self.errors):
+                        await conn.execute("ROLLBACK")
+                raise
 
     async def run(self, unit: Unit[T]) -> T:
         """Run ``unit`` here: each of its statements is a round trip to the server."""

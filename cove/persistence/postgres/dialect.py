@@ -82,6 +82,16 @@ class PostgresDialect(Dialect):
                 [(turn_id, kind, text, text) for turn_id, kind, text in texts],
             )
 
+    async def index_selected(self, db: Sql, select: str, params: Sequence[Any]) -> None:
+        """Add the searchable ``(turn id, kind, text)`` rows that ``select`` returns, in one
+        ``INSERT … SELECT`` (nothing read back)."""
+        await db.run(
+            "INSERT INTO search_doc (turn_id, kind, text, words)"
+            " SELECT s.turn_id, s.kind, s.text, to_tsvector('simple', s.text)"
+            f" FROM ({select}) AS s (turn_id, kind, text)",
+            params,
+        )
+
     def search_query(self, cte: str, scope: str, label: str) -> tuple[str, list[Any]]:
         """The search over the GIN-indexed ``tsvector``s, best ``ts_rank`` first; the fifth
         column is the whole text (``marked`` cuts the snippet)."""

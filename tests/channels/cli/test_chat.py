@@ -18,6 +18,7 @@ def test_chat_reads_lines_until_end_of_input(cli: Cove, server: FakeOpenAI) -> N
 
 
 def test_chat_commands(cli: Cove, server: FakeOpenAI) -> None:
+    server.listed = ["fake-model", "other-model"]
     server.add_replies(
         reply(["x = 5", "y = [1, 2]"], "set"),
         reply(["x = x + 1"], "x is {{x}}"),
@@ -56,6 +57,7 @@ def test_chat_commands(cli: Cove, server: FakeOpenAI) -> None:
     assert "version\tkind\ttype\tturn\tpreview\n1\tvalue\tint\t1\t5\n2\tvalue\tint\t2\t6" in out
     assert "── block 2 of 2" in out  # /show
     assert "model other-model for the next turns" in out and "model other-model;" in out
+    assert "the endpoint offers: fake-model, other-model" in out
     assert "now in fork" in out
     assert "x\t1\tint\t1\t5" in vars_tables[2]  # the fork starts from turn 1: x is 5
     assert "z is 500" in out
@@ -68,10 +70,43 @@ def test_chat_commands(cli: Cove, server: FakeOpenAI) -> None:
 
 
 def test_model_switch_is_used_for_the_next_turn(cli: Cove, server: FakeOpenAI) -> None:
-    server.add_replies(reply(["a = 1"], "one"))
-    result = cli("chat", stdin="/model other-model\nhello\nquit\n")
+    server.listed = ["fake-model", "other-model"]
+    server.add_replies(reply(["a = 1"], "one"), reply([], "two"))
+    result = cli("chat", stdin="/model nope\n/model other-model\nhello\nquit\n")
     assert result.exit_code == 0, result.stderr
-    assert [r["model"] for r in server.requests] == ["other-model"]
+    assert "the endpoint does not offer the model 'nope'" in result.stdout
+    [conv] = cli.json("list")
+    # The conversation remembers its model: continuing it (no -m) keeps asking for it.
+    again = cli("chat", conv["id"][:8], stdin="more\nquit\n")
+    assert again.exit_code == 0, again.stderr
+    assert "model other-model" in again.stdout
+    assert [r["model"] for r in server.requests] == ["other-model", "other-model"]
+
+
+def test_instructions_in_chat_are_shown_set_cleared_and_refused_over_the_limit(
+    cli: Cove, server: FakeOpenAI
+) -> None:
+    server.add_replies(reply([], "one"), reply([], "two"))
+    long = "x" * 4001
+    script = [
+        "/instructions",
+        "/instructions Speak like a pirate.",
+        "/instructions",
+        "hello",
+        f"/instructions {long}",
+        "/instructions clear",
+        "again",
+        "quit",
+    ]
+    result = cli("chat", stdin="\n".join(script) + "\n")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "no instructions; /instructions TEXT sets them" in out
+    assert "instructions: Speak like a pirate." in out
+    assert "the instructions are 4,001 characters long" in out
+    assert "instructions cleared" in out
+    first, second = (r["messages"][0]["content"] for r in server.requests)
+    assert "Speak like a pirate." in first and "Speak like a pirate." not in second
 
 
 def test_multi_line_input_and_dropping_it(cli: Cove, server: FakeOpenAI) -> None:

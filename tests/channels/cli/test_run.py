@@ -235,6 +235,7 @@ def test_a_turn_against_a_dead_endpoint_or_an_unknown_model_is_recorded_failed(
     tmp_path: Path, cli: Cove, server: FakeOpenAI
 ) -> None:
     """The conversation stays (the request is kept), recognisable by its failed turn."""
+    server.listed = ["fake-model", "gpt-nowhere"]  # listed, yet refused when asked for
     server.add_faults(Fault.error(404, "The model `gpt-nowhere` does not exist"))
     unknown = cli("run", "--model", "gpt-nowhere", "hello")
     assert unknown.exit_code == 1

@@ -143,6 +143,7 @@ async def test_fork_replay_and_export_from_the_palette(tmp_path: Path) -> None:
 async def test_switch_model_and_toggle_panels_from_the_palette(
     fake_openai: FakeOpenAI, openai_settings: Settings
 ) -> None:
+    fake_openai.listed = ["fake-model", "other-model"]
     fake_openai.add_replies(REPLIES[0])
     async with await Conversations.open(openai_settings) as convs:
         conv = await convs.create(channel="tui", title="totals")

@@ -1,4 +1,4 @@
-"""Small modal dialogs: ask for a line of text, confirm a destructive action."""
+"""Small modal dialogs: ask for a line of text, confirm a destructive action, approve a call."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
 from cove.channels.tui.format import clean
+from cove.conversation import ApprovalAnswer, ApprovalRequest
 
 
 class AskText(ModalScreen[str | None]):
@@ -62,3 +63,34 @@ class Confirm(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class Approve(ModalScreen[ApprovalAnswer]):
+    """Approve or deny one extension call: ``y`` once, ``a`` for the rest of the conversation,
+    ``n``/Esc denies."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True, False)", "Approve"),
+        Binding("a", "answer(True, True)", "Always"),
+        Binding("n,escape", "answer(False, False)", "Deny"),
+    ]
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        super().__init__(classes="dialog")
+        self.request = request
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box", id="approval"):
+            yield Label(Text("Approval needed", style="bold"))
+            yield Label(Text(clean(self.request.text)))
+            with Horizontal(classes="buttons"):
+                yield Button("Approve (y)", variant="primary", id="approve")
+                yield Button("Always (a)", id="always")
+                yield Button("Deny (n)", variant="error", id="deny")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        approved = event.button.id in ("approve", "always")
+        self.dismiss(ApprovalAnswer(approved, remember=event.button.id == "always"))
+
+    def action_answer(self, approved: bool, remember: bool) -> None:
+        self.dismiss(ApprovalAnswer(approved, remember=remember))

@@ -31,7 +31,7 @@ class InspectorScreen(Screen[None]):
         it = self.it
         head = (
             f"turn {self.turn.position} · iteration {it.position + 1} · {it.status} · "
-            f"model {self.turn.model or '-'} · "
+            f"model {it.model or self.turn.model or '-'} · "
             f"tokens {it.usage.tokens_in:,} in / {it.usage.tokens_out:,} out"
             f" · model {duration(it.llm_ms)} of {duration(it.duration_ms)}"
             f" · {cost_text(it.usage.cost_usd, self.turn.cost_known)}"

@@ -4,6 +4,7 @@
 import { askText, confirmAction } from "./dialog.js";
 import { showFigures } from "./figures.js";
 import { follow } from "./follow.js";
+import { settingsPanel } from "./settings.js";
 import { shortcuts } from "./shortcuts.js";
 import { sidebar } from "./sidebar.js";
 
@@ -258,24 +259,29 @@ function chatPage() {
     listen();
   };
   let creating = null;  // the request creating it, while it runs (one conversation, not two)
+  let profile = null;  // the settings panel: its values go with the creation
   const create = async (body) => {
-    creating = api("POST", "/api/conversations", body);
+    creating = api("POST", "/api/conversations", { ...profile.pending(), ...body });
     try { created(await creating); } finally { creating = null; }
   };
   const conversation = {
     id: () => cid,
-    async ensure() {  // a file given before the first message creates the conversation
+    // A file or saved settings given before the first message create the conversation.
+    async ensure(body = {}) {
       await creating?.catch(() => {});
-      if (!cid) await create({});
+      if (!cid) await create(body);
       return cid;
     },
   };
+  profile = settingsPanel(api, conversation);
   if (cid) listen();
 
   // The first message of a new conversation creates it, with its turn.
   const post = async (text) => {
     await creating?.catch(() => {});
-    if (cid) return api("POST", `/api/conversations/${cid}/messages`, { text });
+    const model = profile.takeOnce();
+    if (!cid && model) await conversation.ensure();  // created first; its turn is sent below
+    if (cid) return api("POST", `/api/conversations/${cid}/messages`, model ? { text, model } : { text });
     await create({ text });
     return { queued: false };
   };

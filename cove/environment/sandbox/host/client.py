@@ -17,9 +17,10 @@ root or chunk naming a chunk the client neither holds nor received is a ``Protoc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -96,6 +97,8 @@ class SandboxClient:
         self._kill_requested = False
         self._pending_restart: str | None = None  # why the worker must be replaced before use
         self._closed = False
+        self._clocks: list[asyncio.Timeout] = []  # the served call's block limit and budget
+        self._paused_s = 0.0  # how long the served call was paused (``paused``)
 
     @property
     def pid(self) -> int | None:
@@ -113,6 +116,26 @@ class SandboxClient:
         A copy of all of them: for one name use ``snapshot``.
         """
         return dict(self._snapshots)
+
+    @contextlib.asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """Stop the block's clocks while the body runs (an extension call waiting for a person).
+
+        Neither the block's time limit nor its ``extension_time_budget_s`` counts that time,
+        and neither can expire during it; outside a served call this does nothing.
+        """
+        loop = asyncio.get_running_loop()
+        clocks = [(clock, clock.when()) for clock in self._clocks]
+        for clock, _ in clocks:
+            clock.reschedule(None)
+        started = loop.time()
+        try:
+            yield
+        finally:
+            elapsed = loop.time() - started
+            self._paused_s += elapsed
+            for clock, when in clocks:
+                clock.reschedule(None if when is None else when + elapsed)
 
     def snapshot(self, name: str) -> VarVersion | None:
         """The latest snapshot of user variable ``name``, or None when it is not live."""
@@ -344,11 +367,14 @@ class SandboxClient:
             if reply["op"] == "call" and not serving:
                 await worker.send(_REFUSED_CALL)
             elif reply["op"] == "call":
-                started = loop.time()
-                answer = await self._serve_within(reply, budget - spent)
+                started, deadline, self._paused_s = loop.time(), limit.when(), 0.0
+                self._clocks.append(limit)
+                try:
+                    answer = await self._serve_within(reply, budget - spent)
+                finally:
+                    self._clocks.remove(limit)
                 elapsed = loop.time() - started
-                spent += elapsed
-                deadline = limit.when()
+                spent += elapsed - self._paused_s
                 if deadline is not None:
                     limit.reschedule(deadline + elapsed)
                 await worker.send(answer)
@@ -372,8 +398,12 @@ class SandboxClient:
         if remaining <= 0:
             return exceeded
         try:
-            async with asyncio.timeout(remaining):
-                return await self._serve_call(request)
+            async with asyncio.timeout(remaining) as budget:
+                self._clocks.append(budget)
+                try:
+                    return await self._serve_call(request)
+                finally:
+                    self._clocks.remove(budget)
         except TimeoutError:
             return exceeded
 
