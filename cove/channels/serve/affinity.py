@@ -178,11 +178,7 @@ class Affinity:
             await _refuse(send, 413, f"the request body is over {MAX_FORWARD_BYTES:,} bytes")
             return
         url = "http://cove" + scope["path"] + (f"?{query.decode()}" if query else "")
-        headers = [
-            (k, v)
-            for k, v in scope["headers"]
-            if k.lower() not in _HOP_BY_HOP and k.lower() not in _REQUEST_ONLY
-        ]
+        headers = _end_to_end(scope["headers"])
         request_id = REQUEST_ID.get()  # the same id in both processes' log lines
         if request_id:
             headers.append((b"x-request-id", request_id.encode()))
@@ -220,6 +216,19 @@ class Affinity:
                 relay.result()  # raises what failed in the relay
         finally:
             await response.aclose()
+
+
+def _end_to_end(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The request's headers less the hop-by-hop ones (those ``Connection`` names included)
+    and those set anew."""
+    named = {
+        token.strip().lower()
+        for name, value in headers
+        if name.lower() == b"connection"
+        for token in value.split(b",")
+    }
+    dropped = _HOP_BY_HOP | _REQUEST_ONLY | named
+    return [(k, v) for k, v in headers if k.lower() not in dropped]
 
 
 async def _relay(home: int, response: httpx.Response, send: Send) -> None:

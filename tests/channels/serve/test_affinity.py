@@ -133,6 +133,7 @@ async def test_a_forwarded_request_is_rebuilt_not_passed_through(tmp_path: Path)
                 "upgrade": "h2c",
                 "x-request-id": "smuggled id",
                 "cookie": "cove_session=abc",
+                "x-secret": "for the next hop only",
             },
         )
         assert answer.status_code == 200 and answer.json() == {"size": 14}
@@ -142,7 +143,7 @@ async def test_a_forwarded_request_is_rebuilt_not_passed_through(tmp_path: Path)
     headers = {k.decode().lower(): v.decode() for k, v in seen["headers"]}
     assert seen["forwarded"] is True and seen["body"] == b'{"text": "hi"}'
     assert headers["content-length"] == "14" and headers["cookie"] == "cove_session=abc"
-    for dropped in ("keep-alive", "te", "upgrade", "transfer-encoding"):
+    for dropped in ("keep-alive", "te", "upgrade", "transfer-encoding", "x-secret"):
         assert dropped not in headers
     assert headers.get("connection", "keep-alive") == "keep-alive"  # the forwarder's own
     assert "x-request-id" not in headers  # only the forwarding side's own id is passed on
