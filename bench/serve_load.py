@@ -1,14 +1,21 @@
-"""The concurrency benchmark through ``cove serve``'s HTTP API (``concurrency_bench.py --serve``).
+"""The concurrency benchmark through ``cove serve``'s HTTP API (``concurrency_bench.py --serve``,
+or this script alone to compare process counts).
 
 A real ``cove serve`` subprocess, the real ``openai`` client against the fake endpoint (which
 waits 50 ms per call), and one client per conversation that sends over HTTP and reads the
 conversation's SSE stream. Everything but the model's own 50 ms is overhead: HTTP, SSE, the
 engine, the sandbox, the database and (with a small live-environment bound) evicting and
 rebuilding environments.
+
+Run: ``.venv/bin/python bench/serve_load.py [--processes 1 2] [--conversations 100]
+[--turns 3] [--bound 64]``: one row per process count (turns/s, client-seen overhead p50/p99,
+sandbox workers started), then the ratios of the last count to the first. The bound is per
+process: with affinity each process keeps only its own conversations live.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -31,10 +38,10 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.concurrency_bench import MODEL_DELAY_S, reply, worker_pss_kb  # noqa: E402
+from bench.concurrency_bench import MODEL_DELAY_S, percentile, reply, worker_pss_kb  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
-_URL = re.compile(r"^cove serve: http://localhost:(\d+)/")
+_URL = re.compile(r"^cove serve: http://localhost:(\d+)/login\?token=([A-Za-z0-9_-]+)")
 
 
 @dataclass
@@ -43,6 +50,7 @@ class ServeLevelResult:
 
     conversations: int
     max_live: int
+    processes: int
     turns: int
     seconds: float
     overhead_ms: list[float]
@@ -74,14 +82,21 @@ class Events:
         raise RuntimeError("the event stream ended")
 
 
-def start_serve(env: dict[str, str], log: deque[str]) -> tuple[subprocess.Popen[str], int]:
-    """``cove serve`` on a free port; returns the process and the port.
+def start_serve(
+    env: dict[str, str], log: deque[str], processes: int = 1
+) -> tuple[subprocess.Popen[str], int, str]:
+    """``cove serve --processes N`` on a free port; returns the process, the port and the
+    login token.
 
     Its stderr is read to the end by a thread (a full pipe would stall the service), keeping
     the last lines in ``log``.
     """
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cove", "serve", "--port", "0", "--log-level", "WARNING"],
+        [
+            sys.executable,
+            *("-m", "cove", "serve", "--port", "0", "--log-level", "WARNING"),
+            *("--processes", str(processes)),
+        ],
         env=env,
         cwd=ROOT,
         text=True,
@@ -95,8 +110,16 @@ def start_serve(env: dict[str, str], log: deque[str]) -> tuple[subprocess.Popen[
         match = _URL.match(line)
         if match:
             threading.Thread(target=log.extend, args=(proc.stderr,), daemon=True).start()
-            return proc, int(match.group(1))
+            return proc, int(match.group(1)), match.group(2)
     raise RuntimeError("cove serve did not start:\n" + "".join(log))
+
+
+def serving_pids(pid: int, processes: int) -> list[int]:
+    """The processes that run the service: ``pid`` alone, or the supervisor's children."""
+    if processes <= 1:
+        return [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(child) for child in children]
 
 
 def peak_rss_kb(pid: int) -> int:
@@ -129,9 +152,17 @@ def scrape(text: str) -> dict[str, float]:
     return out
 
 
-async def sample(pid: int, samples: list[dict[int, int]], stop: asyncio.Event) -> None:
+def workers_of(hosts: list[int]) -> dict[int, int]:
+    """PSS in kB of every sandbox worker of the serving processes, by pid."""
+    found: dict[int, int] = {}
+    for host in hosts:
+        found |= worker_pss_kb(host)
+    return found
+
+
+async def sample(hosts: list[int], samples: list[dict[int, int]], stop: asyncio.Event) -> None:
     while not stop.is_set():
-        samples.append(await asyncio.to_thread(worker_pss_kb, pid))
+        samples.append(await asyncio.to_thread(workers_of, hosts))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 0.05)
 
@@ -167,7 +198,26 @@ def _fake_reply(body: Mapping[str, Any]) -> Mapping[str, Any]:
     return reply(body["messages"])
 
 
-async def run_serve_level(conversations: int, turns: int, max_live: int) -> ServeLevelResult:
+async def scrape_every_process(base_url: str, processes: int) -> dict[str, float]:
+    """``/metrics`` of every process, summed (a scrape reaches the one the kernel picks: new
+    connections until each has answered)."""
+    seen: dict[str, dict[str, float]] = {}
+    for _ in range(50 * processes):
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+            response = await client.get("/metrics")
+        seen.setdefault(response.headers.get("x-cove-process", "0"), scrape(response.text))
+        if len(seen) == processes:
+            break
+    total: dict[str, float] = {}
+    for samples in seen.values():
+        for name, value in samples.items():
+            total[name] = total.get(name, 0.0) + value
+    return total
+
+
+async def run_serve_level(
+    conversations: int, turns: int, max_live: int, processes: int = 1
+) -> ServeLevelResult:
     """One level: ``conversations`` clients at once against a fresh ``cove serve``."""
     with (
         tempfile.TemporaryDirectory(prefix="cove-bench-") as tmp,
@@ -184,36 +234,47 @@ async def run_serve_level(conversations: int, turns: int, max_live: int) -> Serv
             "COVE_MAX_LIVE_ENVIRONMENTS": str(max_live),
         }
         log: deque[str] = deque(maxlen=200)
-        proc, port = start_serve(env, log)
+        proc, port, token = start_serve(env, log, processes)
         out: dict[str, Any] = {"statuses": {}, "calls": 0, "overhead": []}
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+        # Idle connections dropped before the server drops them (5 s): no send on a closing one.
+        limits = httpx.Limits(
+            max_connections=None, max_keepalive_connections=None, keepalive_expiry=2.0
+        )
         try:
             async with httpx.AsyncClient(
-                base_url=f"http://127.0.0.1:{port}", timeout=None, limits=limits
+                base_url=f"http://127.0.0.1:{port}",
+                timeout=None,
+                limits=limits,
+                headers={"authorization": f"Bearer {token}"},
             ) as client:
                 ids = [
                     (await client.post("/api/conversations", json={})).json()["id"]
-                    for _ in range(conversations + 1)
+                    for _ in range(conversations + 8 * processes)
                 ]
-                # A long-running service has its worker pool and zygote up: warm them first.
-                await converse(
-                    client, ids.pop(), 0, 1, {"statuses": {}, "calls": 0, "overhead": []}
-                )
-                cpu_before = (cpu_seconds(proc.pid), own_cpu_seconds())
+                # A long-running service has its worker pool and zygote up: warm them first
+                # (one conversation at home in each process).
+                warm = {"statuses": {}, "calls": 0, "overhead": []}
+                for cid in _one_per_home(ids, processes, conversations):
+                    ids.remove(cid)
+                    await converse(client, cid, 0, 1, warm)
+                ids = ids[:conversations]
+                hosts = serving_pids(proc.pid, processes)
+                everyone = [proc.pid, *hosts] if processes > 1 else hosts
+                cpu_before = (sum(map(cpu_seconds, everyone)), own_cpu_seconds())
                 samples: list[dict[int, int]] = []
                 stop = asyncio.Event()
-                sampler = asyncio.create_task(sample(proc.pid, samples, stop))
+                sampler = asyncio.create_task(sample(hosts, samples, stop))
                 started = time.perf_counter()
                 await asyncio.gather(
                     *(converse(client, cid, i, turns, out) for i, cid in enumerate(ids))
                 )
                 seconds = time.perf_counter() - started
-                serve_cpu = cpu_seconds(proc.pid) - cpu_before[0]
+                serve_cpu = sum(map(cpu_seconds, everyone)) - cpu_before[0]
                 driver_cpu = own_cpu_seconds() - cpu_before[1]
                 stop.set()
                 await sampler
-                scraped = scrape((await client.get("/metrics")).text)
-            serve_peak = peak_rss_kb(proc.pid)
+            scraped = await scrape_every_process(f"http://127.0.0.1:{port}", processes)
+            serve_peak = sum(map(peak_rss_kb, hosts))
         except Exception:
             print("".join(log), file=sys.stderr)
             raise
@@ -224,6 +285,7 @@ async def run_serve_level(conversations: int, turns: int, max_live: int) -> Serv
     return ServeLevelResult(
         conversations=conversations,
         max_live=max_live,
+        processes=processes,
         turns=conversations * turns,
         seconds=seconds,
         overhead_ms=out["overhead"],
@@ -238,3 +300,65 @@ async def run_serve_level(conversations: int, turns: int, max_live: int) -> Serv
         serve_cpu_s=serve_cpu,
         driver_cpu_s=driver_cpu,
     )
+
+
+def _one_per_home(ids: list[str], processes: int, keep: int) -> list[str]:
+    """From the spare ids (past the first ``keep``), one at home in each process."""
+    from cove.channels.serve.affinity import home_of
+
+    chosen: dict[int, str] = {}
+    for cid in ids[keep:]:
+        chosen.setdefault(home_of(cid, processes), cid)
+    return list(chosen.values())
+
+
+def report(result: ServeLevelResult) -> str:
+    """One row: processes, turns/s, overhead p50/p99, workers started, serve CPU per turn."""
+    return (
+        f"{result.processes:>9} | {result.turns / result.seconds:>7.1f} | "
+        f"{percentile(result.overhead_ms, 50):>7.0f} {percentile(result.overhead_ms, 99):>7.0f} | "
+        f"{result.workers_started:>7} | {result.serve_cpu_s / result.turns * 1000:>6.1f} | "
+        f"{result.statuses}"
+    )
+
+
+def main() -> None:
+    """Compare process counts on one load; print a row each and the ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--conversations", type=int, default=100)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--bound", type=int, default=64, help="max_live_environments")
+    args = parser.parse_args()
+    print(
+        f"cove serve, {args.conversations} concurrent conversations x {args.turns} turns of 1-2 "
+        f"iterations, model {MODEL_DELAY_S * 1000:.0f} ms per call, live-environment bound "
+        f"{args.bound} per process, worker pool {os.environ.get('COVE_WORKER_POOL_SIZE', 2)}; "
+        f"{os.cpu_count()} cores (shared: read absolute figures as upper bounds)\n"
+        "overhead = client-seen turn latency - 50 ms x model calls; workers = sandbox worker "
+        "processes started in the run; CPU = ms of serve CPU (every process) per turn\n"
+    )
+    header = (
+        f"{'processes':>9} | {'turns/s':>7} | {'p50 ms':>7} {'p99 ms':>7} | "
+        f"{'workers':>7} | {'CPU':>6} | statuses"
+    )
+    print(header)
+    print("-" * len(header))
+    results = []
+    for processes in args.processes:
+        result = asyncio.run(run_serve_level(args.conversations, args.turns, args.bound, processes))
+        results.append(result)
+        print(report(result), flush=True)
+    if len(results) > 1:
+        first, last = results[0], results[-1]
+        speed = (last.turns / last.seconds) / (first.turns / first.seconds)
+        p50 = percentile(first.overhead_ms, 50) / max(1e-9, percentile(last.overhead_ms, 50))
+        print(
+            f"\n{last.processes} vs {first.processes} processes: {speed:.2f}x turns/s, "
+            f"overhead p50 {p50:.2f}x lower, workers started {first.workers_started} -> "
+            f"{last.workers_started}"
+        )
+
+
+if __name__ == "__main__":
+    main()

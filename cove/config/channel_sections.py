@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from urllib.parse import urlsplit
 
-from cove.config.checks import invalid, not_negative, positive
+from cove.config.checks import FLAT_KEY, invalid, not_negative, positive
 
 #: Bot API limit for the files a bot may download.
 TELEGRAM_MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
@@ -105,9 +105,11 @@ class ServeSettings:
     """``cove serve``: the service that runs channels together."""
 
     shutdown_grace_s: float = 30.0  # how long a shutdown waits for running turns
+    # How many processes serve (conversation affinity between them); 0: one per core.
+    processes: int = field(default=0, metadata={FLAT_KEY: "serve_processes"})
 
     def __post_init__(self) -> None:
-        not_negative(self, "shutdown_grace_s")
+        not_negative(self, "shutdown_grace_s", "processes")
 
 
 @dataclass(frozen=True)

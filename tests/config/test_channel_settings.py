@@ -36,6 +36,7 @@ CHANNEL_SETTINGS: list[tuple[str, str, str, str, Any]] = [
     ("telegram", "group_edit_interval_s", "COVE_TELEGRAM_GROUP_EDIT_INTERVAL_S", "4", 4.0),
     ("telegram", "max_file_bytes", "COVE_TELEGRAM_MAX_FILE_BYTES", "1000", 1000),
     ("serve", "shutdown_grace_s", "COVE_SHUTDOWN_GRACE_S", "5", 5.0),
+    ("serve", "processes", "COVE_SERVE_PROCESSES", "3", 3),
     ("tui", "figure_viewer", "COVE_FIGURE_VIEWER", "xdg-open", "xdg-open"),
 ]
 SECRETS = {

@@ -22,6 +22,7 @@ from cove.errors import ConfigError
         "cove serve                         the web channel on 127.0.0.1:8000",
         "cove serve --web --telegram --port 9000 --log-format json",
         "cove serve --web --mcp             the web, and MCP clients at /mcp",
+        "cove serve --processes 4           four processes on one port",
     ),
 )
 @click.option("--web", is_flag=True, help="Serve the web channel (the default).")
@@ -60,6 +61,14 @@ from cove.errors import ConfigError
     "(default: the shutdown_grace_s setting).",
 )
 @click.option(
+    "--processes",
+    type=click.IntRange(0, 256),
+    default=None,
+    metavar="N",
+    help="Processes serving the one port, each conversation's turns in one of them "
+    "(default: the serve_processes setting; 0 there: one per core).",
+)
+@click.option(
     "--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING or ERROR."
 )
 @click.option(
@@ -78,6 +87,7 @@ def serve_command(
     port: int,
     allow_hosts: tuple[str, ...],
     grace: float | None,
+    processes: int | None,
     log_level: str,
     log_format: str,
 ) -> int:
@@ -89,8 +99,9 @@ def serve_command(
     and /metrics need no login; /readyz gives its details to logged-in callers only.
     """
     require("serve", "cove serve")
-    from cove.channels.serve import ServeOptions, Service
+    from cove.channels.serve import ServeOptions, run_service
     from cove.channels.serve.logs import configure_logging
+    from cove.channels.serve.supervisor import default_processes
 
     settings = load_settings()
     web = web or not (telegram or mcp or channels)
@@ -109,8 +120,10 @@ def serve_command(
         channels=tuple(dict.fromkeys(channels)),
         **_token(settings.web.token, host, web or mcp),
     )
-    code: int = asyncio.run(Service(settings, options).run())
-    return code
+    count = settings.serve.processes if processes is None else processes
+    if not web:  # only the web is served by every process; the others run once
+        count = 1
+    return run_service(settings, options, count or default_processes())
 
 
 @command(

@@ -21,7 +21,8 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cove.channels.serve import ops
-from cove.channels.serve.logs import REQUEST_ID
+from cove.channels.serve.affinity import Affinity, Peers, Placement
+from cove.channels.serve.logs import PROCESS, REQUEST_ID
 from cove.channels.web.security import Guard
 
 log = logging.getLogger("cove.serve.http")
@@ -33,7 +34,8 @@ _CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 class RequestContext:
     """Gives each request an id (a sane ``X-Request-ID`` or a new one) for every log line it
     causes, returns it as ``X-Request-ID`` and logs one access line: method, path (never the
-    query string, which may carry a login token), status and time."""
+    query string, which may carry a login token), status and time. One of several processes
+    also says which it is (``X-Cove-Process``)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -47,14 +49,17 @@ class RequestContext:
         token = REQUEST_ID.set(request_id)
         started, status = time.perf_counter(), 0
 
+        process = PROCESS.get()
+
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message["headers"] = [
-                    *message.get("headers", []),
-                    (b"x-request-id", request_id.encode()),
-                ]
+                headers = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
+                # A forwarded answer already names the process that answered it.
+                if process is not None and not any(k == b"x-cove-process" for k, _ in headers):
+                    headers.append((b"x-cove-process", str(process).encode()))
+                message["headers"] = headers
             await send(message)
 
         try:
@@ -107,9 +112,14 @@ def build_app(
     web: Starlette | None,
     access: Access,
     exact: Mapping[str, Starlette] | None = None,
+    placement: Placement | None = None,
 ) -> Starlette:
     """The service's app: operations endpoints, the ``exact`` apps at their paths (MCP at
     ``/mcp``), then the web channel (if any) at ``/``.
+
+    As one of several processes (``placement``), a turn's request for a conversation whose
+    home is another process is forwarded there (``affinity.Affinity``), before the login is
+    checked: the home process checks it.
 
     One ``Guard`` stands in front of all of it (the operations endpoints are its public paths,
     ``/readyz`` tells its details to logged-in callers only); anything mounted here is behind
@@ -119,9 +129,13 @@ def build_app(
     served = dict(exact or {})
     mounted = [*served.values(), *([web] if web is not None else [])]
 
+    peers = Peers(placement) if placement is not None else None
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
+            if peers is not None:
+                stack.push_async_callback(peers.aclose)
             for sub in mounted:
                 await stack.enter_async_context(sub.router.lifespan_context(sub))
             yield
@@ -136,6 +150,7 @@ def build_app(
         lifespan=lifespan,
         middleware=[
             Middleware(RequestContext),
+            *([Middleware(Affinity, peers=peers)] if peers is not None else []),
             Middleware(
                 Guard,
                 token=access.token,
@@ -163,11 +178,16 @@ class HttpServer:
 
     name = "http"
 
-    def __init__(self, app: ASGIApp, sock: socket.socket) -> None:
+    def __init__(
+        self, app: ASGIApp, sock: socket.socket, lifespan: bool = True, keep_alive_s: int = 5
+    ) -> None:
         self.app = app
         self.sock = sock
-        self.host: str = sock.getsockname()[0]
-        self.port: int = sock.getsockname()[1]
+        self.lifespan = lifespan  # off for a second server of an app another one runs
+        self.keep_alive_s = keep_alive_s
+        name = sock.getsockname()
+        self.host: str = name[0] if isinstance(name, tuple) else str(name)
+        self.port: int = name[1] if isinstance(name, tuple) else 0
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -175,12 +195,13 @@ class HttpServer:
         """Start serving on the socket."""
         config: Any = uvicorn.Config(
             self.app,
-            lifespan="on",
+            lifespan="on" if self.lifespan else "off",
             log_config=None,
             access_log=False,
             proxy_headers=False,
             server_header=False,
             timeout_graceful_shutdown=3,
+            timeout_keep_alive=self.keep_alive_s,
         )
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[self.sock]))

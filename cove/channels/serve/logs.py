@@ -20,6 +20,8 @@ from typing import Any, TextIO
 REQUEST_ID: ContextVar[str | None] = ContextVar("cove_request_id", default=None)
 CONVERSATION: ContextVar[str | None] = ContextVar("cove_conversation_id", default=None)
 TURN: ContextVar[int | None] = ContextVar("cove_turn", default=None)
+#: This process's index among ``cove serve --processes N`` (None when it serves alone).
+PROCESS: ContextVar[int | None] = ContextVar("cove_serve_process", default=None)
 
 _FIELDS = ("request_id", "conversation_id", "turn")
 
@@ -37,6 +39,7 @@ class ContextFilter(logging.Filter):
         record.request_id = getattr(record, "request_id", None) or REQUEST_ID.get()
         record.conversation_id = getattr(record, "conversation_id", None) or CONVERSATION.get()
         record.turn = getattr(record, "turn", None) or TURN.get()
+        record.serve_process = getattr(record, "serve_process", None) or PROCESS.get()
         return True
 
 
@@ -53,6 +56,9 @@ class JsonFormatter(logging.Formatter):
         }
         for name in _FIELDS:
             body[name] = getattr(record, name, None)
+        process = getattr(record, "serve_process", None)
+        if process is not None:
+            body["process"] = process
         for name, value in getattr(record, "fields", {}).items():
             body.setdefault(name, value)
         if record.exc_info:
@@ -71,6 +77,9 @@ class ReadableFormatter(logging.Formatter):
         request = getattr(record, "request_id", None)
         if request:
             ids.append(f"req {request}")
+        process = getattr(record, "serve_process", None)
+        if process is not None:
+            ids.insert(0, f"p{process}")
         where = f" [{' '.join(ids)}]" if ids else ""
         extra = " ".join(f"{k}={v}" for k, v in getattr(record, "fields", {}).items())
         line = (

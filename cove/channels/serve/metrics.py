@@ -23,6 +23,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from cove.channels.serve.affinity import Placement
 from cove.channels.serve.logs import bind_turn
 from cove.conversation import Conversations
 from cove.events import (
@@ -44,14 +45,24 @@ _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120
 class ServeMetrics:
     """The service's registry, fed by the event tap ``observe`` and read by ``render``.
 
-    It also knows which turns run now (``running``), which shutdown waits on (``idle``).
+    It also knows which turns run now (``running``), which shutdown waits on (``idle``). One
+    of several processes (``placement``) counts its own work and says which it is
+    (``cove_serve_process{index, processes}``): a scrape reaches one process.
     """
 
-    def __init__(self, convs: Conversations) -> None:
+    def __init__(self, convs: Conversations, placement: Placement | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
+        if placement is not None:
+            which = Gauge(
+                "cove_serve_process",
+                "This process of cove serve --processes N (1, labelled).",
+                ["index", "processes"],
+                registry=r,
+            )
+            which.labels(str(placement.index), str(placement.processes)).set(1)
         self.turns_started = Counter("cove_turns_started", "Turns started.", registry=r)
         self.turns = Counter("cove_turns", "Turns finished, by status.", ["status"], registry=r)
         self.turn_seconds = Histogram(

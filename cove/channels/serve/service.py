@@ -24,19 +24,23 @@ import os
 import signal
 import socket
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from starlette.applications import Starlette
 
+from cove.channels.serve.affinity import FORWARD_KEEP_ALIVE_S, mark_forwarded
 from cove.channels.serve.channel import Channel, telegram_channel
 from cove.channels.serve.http import Access, HttpServer, build_app
+from cove.channels.serve.logs import PROCESS
 from cove.channels.serve.metrics import ServeMetrics
 from cove.channels.serve.ops import OpsState
 from cove.channels.serve.plugins import channel_factory
+from cove.channels.serve.supervisor import MCP_HOME, ChildSockets, Supervisor
 from cove.channels.web.listen import listen
 from cove.channels.web.security import login_url, new_token
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
+from cove.conversation.memory import live_memory_budget
 from cove.conversation.service.operations import Readiness
 
 log = logging.getLogger("cove.serve")
@@ -70,14 +74,24 @@ class ServeOptions:
 
 
 class Service:
-    """One running service; ``run`` returns the exit status."""
+    """One running service; ``run`` returns the exit status.
+
+    Alone it binds its address; as one of ``cove serve --processes N`` (``child``) it serves on
+    the sockets the supervisor bound, forwards turns to their home process, and tells the
+    supervisor it serves instead of printing the address.
+    """
 
     def __init__(
-        self, settings: Settings, options: ServeOptions, llm_factory: LLMFactory | None = None
+        self,
+        settings: Settings,
+        options: ServeOptions,
+        llm_factory: LLMFactory | None = None,
+        child: ChildSockets | None = None,
     ) -> None:
         self.settings = settings
         self.options = options
         self.llm_factory = llm_factory
+        self.child = child
         self.stopping = asyncio.Event()
         self._signals = 0
         # Loaded before anything starts: a channel that is not installed stops the service now.
@@ -100,7 +114,7 @@ class Service:
             ListenError: The address cannot be bound (the port is in use, …).
         """
         # Bound first: a busy port fails at once, before a worker starts or a URL is printed.
-        sock = listen(self.options.host, self.options.port)
+        sock = self.child.tcp if self.child else listen(self.options.host, self.options.port)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._on_signal, signum)
@@ -115,7 +129,8 @@ class Service:
         return 0
 
     async def _serve(self, convs: Conversations, sock: socket.socket) -> None:
-        metrics = ServeMetrics(convs)
+        placement = self.child.placement if self.child else None
+        metrics = ServeMetrics(convs, placement)
         convs.observe(metrics.observe)
         chosen = (
             ("web", self.options.web),
@@ -127,8 +142,17 @@ class Service:
         ops = OpsState(metrics=metrics, readiness=Readiness(self.settings), channels=names)
         web = self._web(convs)
         access = Access(self.options.token, self.options.host, self.options.allow_hosts)
-        http = HttpServer(build_app(ops, web, access, self._mcp(convs)), sock)
+        app = build_app(ops, web, access, self._mcp(convs), placement)
+        http = HttpServer(app, sock)
         channels: list[Channel] = [http]
+        if self.child is not None:  # turns forwarded by the other processes
+            forwarded = mark_forwarded(app)
+            # Kept open longer than the forwarding side keeps an idle connection, so that
+            # side never sends on a connection this one is closing.
+            keep = 2 * FORWARD_KEEP_ALIVE_S
+            channels.append(
+                HttpServer(forwarded, self.child.unix, lifespan=False, keep_alive_s=keep)
+            )
         if self.options.telegram:
             channels.append(telegram_channel(convs, self.settings, metrics))
         channels += [factory(convs, self.settings) for factory in self._factories]
@@ -161,26 +185,14 @@ class Service:
         return {PATH: mcp_app(convs)}
 
     def _announce(self, http: HttpServer) -> None:
-        """The address on stderr once the socket listens; with the web, how to log in; with
-        MCP, its URL and the header its clients send.
-
-        A configured token is never printed (it may reach a log collector); a new one is, in
-        the login URL and the MCP line, as it is the only way in.
-        """
-        if not self.options.web:
-            line = login_url(self.options.host, http.port, None)
-        elif self.options.token_configured:
-            url = login_url(self.options.host, http.port, None)
-            line = f"{url} (log in at {url}login?token=<COVE_WEB_TOKEN>)"
-        else:
-            line = login_url(self.options.host, http.port, self.options.token)
-        print(f"cove serve: {line}", file=sys.stderr, flush=True)
-        if self.options.mcp:
-            url = login_url(self.options.host, http.port, None)
-            shown = "<COVE_WEB_TOKEN>" if self.options.token_configured else self.options.token
-            line = f"MCP at {url}mcp (Authorization: Bearer {shown})"
-            print(f"cove serve: {line}", file=sys.stderr, flush=True)
+        """Say the service serves: the address on stderr, or to the supervisor (which prints
+        it once every process serves)."""
         log.info("serving", extra={"fields": {"port": http.port, "grace_s": self.options.grace_s}})
+        if self.child is None:
+            announce(self.options, http.port)
+            return
+        os.write(self.child.ready_fd, b"r")
+        os.close(self.child.ready_fd)
 
     async def _drain(self, convs: Conversations, metrics: ServeMetrics) -> None:
         """Refuse new turns, give running ones the grace period, then cancel the rest."""
@@ -194,6 +206,75 @@ class Service:
             await convs.cancel(conversation_id)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(metrics.wait_idle(), CANCEL_WAIT_S)
+
+
+def run_service(settings: Settings, options: ServeOptions, processes: int) -> int:
+    """Serve as ``processes`` processes on one port (one: this process, as a ``Service``);
+    returns the exit status.
+
+    Raises:
+        ListenError: The address cannot be bound.
+    """
+    if processes <= 1:
+        code: int = asyncio.run(Service(settings, options).run())
+        return code
+    settings = memory_shared(settings, processes)
+    for name in options.channels:  # one not installed stops the service here, before a fork
+        channel_factory(name)
+
+    def run_child(sockets: ChildSockets) -> int:
+        index = sockets.placement.index
+        PROCESS.set(index)
+        once = index == MCP_HOME  # the channels that must run once
+        mine = replace(
+            options,
+            telegram=options.telegram and once,
+            mcp=options.mcp and once,
+            channels=options.channels if once else (),
+        )
+        child_code: int = asyncio.run(Service(settings, mine, child=sockets).run())
+        return child_code
+
+    supervisor = Supervisor(
+        settings,
+        options.host,
+        options.port,
+        processes,
+        run_child,
+        lambda port: announce(options, port),
+        mcp=options.mcp,
+    )
+    return supervisor.run()
+
+
+def memory_shared(settings: Settings, processes: int) -> Settings:
+    """The settings of each of ``processes`` processes: the live environments' memory budget
+    (``live_memory_mb``, or its default share of the machine) divided among them."""
+    budget_mb = live_memory_budget(settings.sandbox.live_memory_mb) // (1024 * 1024)
+    sandbox = replace(settings.sandbox, live_memory_mb=max(1, budget_mb // processes))
+    return replace(settings, sandbox=sandbox)
+
+
+def announce(options: ServeOptions, port: int) -> None:
+    """The address on stderr once the socket listens; with the web, how to log in; with
+    MCP, its URL and the header its clients send.
+
+    A configured token is never printed (it may reach a log collector); a new one is, in
+    the login URL and the MCP line, as it is the only way in.
+    """
+    if not options.web:
+        line = login_url(options.host, port, None)
+    elif options.token_configured:
+        url = login_url(options.host, port, None)
+        line = f"{url} (log in at {url}login?token=<COVE_WEB_TOKEN>)"
+    else:
+        line = login_url(options.host, port, options.token)
+    print(f"cove serve: {line}", file=sys.stderr, flush=True)
+    if options.mcp:
+        url = login_url(options.host, port, None)
+        shown = "<COVE_WEB_TOKEN>" if options.token_configured else options.token
+        line = f"MCP at {url}mcp (Authorization: Bearer {shown})"
+        print(f"cove serve: {line}", file=sys.stderr, flush=True)
 
 
 def _end_event_streams(web: Starlette | None) -> None:

@@ -35,6 +35,7 @@ def serve_env(tmp_path: Path, server: FakeOpenAI) -> dict[str, str]:
         "COVE_RETRY_BASE_DELAY_S": "0.01",
         "COVE_REQUEST_TIMEOUT_S": "120",
         "COVE_WORKER_POOL_SIZE": "1",
+        "COVE_SERVE_PROCESSES": "1",  # one process unless a test asks for more
     }
 
 
