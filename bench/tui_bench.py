@@ -1,20 +1,31 @@
-"""The terminal UI under load: a 300-iteration turn streamed into the app, and opening a
-conversation of 100 turns.
+"""The terminal UI under load: a turn run by the engine with the app following it, events fed
+one per frame and in a burst, in a fresh conversation and in a long one.
 
-Streaming: the app runs headless under Textual's Pilot; the bench feeds a turn's events
+Following a live turn (the figure the targets are about): a scripted model (it streams each reply
+in chunks, as an endpoint does) and the real store and sandbox worker run a turn of
+``--iterations`` iterations twice in the same conversation, once with nobody watching and once
+with the app following it through ``watch`` (headless under Textual's Pilot). The difference of
+the process's CPU time is the app's share; divided by the turn's events, the CPU per event. It is
+measured for iterations 6-15 and for the last ten but five (the cost must not grow with the
+turn), and in a fresh conversation and one of ``--turns`` earlier turns (it must not grow with the
+conversation either). The app draws once per frame, so events that arrive together share one
+layout and paint.
+
+One event per frame (the worst case: events slower than frames): the bench feeds a turn's events
 (``TurnStarted``, then per iteration ``IterationStarted``, ``ModelReply``, ``BlockFinished`` and
-``VarsChanged``, then ``TurnFinished``) to ``app.apply`` exactly as the watch does, and times each
-event until the app has processed it and refreshed (``pilot.pause()``). Two clocks: wall time
-(``pilot.pause`` sleeps in steps of 20 ms until the process is idle, so it is coarse) and the
-process's CPU time for the same span (the work the event caused: layout, rendering, the pilot's
-own bookkeeping; other processes on a loaded machine do not count). It prints mean and p99 per
-event, the means for the events of iterations 6-15 against 286-295 (the cost per event must not
-grow with the turn), and the process's peak RSS.
+``VarsChanged``, then ``TurnFinished``) to ``app.apply`` exactly as the watch does, one every
+``GAP`` seconds, so each gets a frame of its own; CPU per event for iterations 6-15 and late,
+in a fresh conversation and in one of ``--turns`` turns (the frame's cost is what a long
+conversation could add to: less noisy than the live figure, which depends on how many events a
+frame gathers).
 
-Opening: 100 turns are run through ``Conversations`` with a scripted model (real store and
-sandbox worker), then the time from opening the conversation to its newest turns being shown,
-and the CPU per event of a 20-iteration turn streamed into it (against the same turn streamed
-into an empty conversation, iterations 6-15 above: the length of the conversation must not show).
+A burst: 50 such events given to the app at once (a watcher that fell behind, a replay), CPU for
+the whole burst until it is drawn.
+
+Opening: the time from opening the ``--turns``-turn conversation to its newest turns being shown.
+
+CPU time is the process's (other processes on a loaded machine do not count; the sandbox worker
+is another process); wall times on a shared machine are upper bounds.
 
 Run: ``.venv/bin/python bench/tui_bench.py [--iterations 300] [--turns 100]``
 """
@@ -25,12 +36,9 @@ import argparse
 import asyncio
 import json
 import resource
-import statistics
 import tempfile
 import time
 from pathlib import Path
-
-from textual.pilot import Pilot
 
 from cove.channels.tui import CoveApp
 from cove.config import Settings
@@ -59,7 +67,7 @@ def iteration_events(turn_id: int, n: int, budget: int) -> list[Event]:
         BlockFinished(
             turn_id=turn_id,
             iteration=n,
-            index=0,
+            index=1,  # 1-based, as the engine sends it
             block=BlockResult(
                 position=0,
                 code=code,
@@ -80,81 +88,164 @@ def iteration_events(turn_id: int, n: int, budget: int) -> list[Event]:
     ]
 
 
-Timing = tuple[int, float, float]  # (iteration, wall seconds, CPU seconds)
+#: Seconds between events fed one per frame (a frame is 1/60 s; a loaded machine is slower).
+GAP = 0.05
+BURST = 50
+#: Turn ids of the turns the bench feeds (above any the store gives out in a run).
+FED, BURST_TURN = 10_000, 10_001
 
 
-async def feed(app: CoveApp, pilot: Pilot[None], turn_id: int, iterations: int) -> list[Timing]:
-    """Stream one turn of ``iterations`` iterations into the app, timing every event."""
-    app.apply(TurnStarted(turn_id=turn_id, position=turn_id, request="add up a long series"))
-    await pilot.pause()
-    times: list[Timing] = []
-    for n in range(1, iterations + 1):
-        for event in iteration_events(turn_id, n, iterations):
-            start, cpu = time.perf_counter(), time.process_time()
-            app.apply(event)
-            await pilot.pause()
-            times.append((n, time.perf_counter() - start, time.process_time() - cpu))
-    finish = TurnFinished(
+def settings_at(data: Path, iterations: int) -> Settings:
+    return Settings.load(env={}, data_dir=data).replace(
+        worker_pool_size=1, max_iterations=iterations + 5, sandbox_libraries=False
+    )
+
+
+async def drawn(app: CoveApp, turn_id: int) -> None:
+    """Until the app shows turn ``turn_id`` finished, and one more frame."""
+    # The app's state has no event to wait on: it is polled.
+    while turn_id not in app.timeline.turns or not app.timeline.turns[turn_id].finished:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(GAP)
+
+
+async def per_frame(iterations: int, turns: int, data: Path) -> dict[str, float]:
+    """A turn's events fed one per frame into a conversation of ``turns`` earlier turns: the CPU
+    per event, early and late in the turn; then a burst."""
+    settings = settings_at(data, iterations)
+    factory = scripted_factory(script(0, turns))
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create(channel="tui", title="fed")
+        for i in range(turns):
+            await convs.send(conv.id, f"compute x{i}").finished()
+        app = CoveApp(convs, conv.id)
+        async with app.run_test(size=SIZE) as pilot:
+            while app.timeline.turn_count < turns:  # noqa: ASYNC110 (polled, as in drawn)
+                await asyncio.sleep(0.01)
+            for _ in range(3):  # the transcript's widgets mounted and drawn
+                await pilot.pause()
+            fed = FED
+            app.apply(TurnStarted(turn_id=fed, position=turns + 1, request="add up a long series"))
+            marks: dict[int, float] = {}
+            for n in range(1, iterations + 1):
+                marks[n] = time.process_time()
+                for event in iteration_events(fed, n, iterations):
+                    app.apply(event)
+                    await asyncio.sleep(GAP)
+            marks[iterations + 1] = time.process_time()
+            app.apply(finish(fed, iterations))
+            await drawn(app, fed)
+            burst = await burst_cpu(app)
+    late = iterations - 14
+    return {
+        "early_ms": window(marks, 6, 10) / 4,
+        "late_ms": window(marks, late, 10) / 4,
+        "all_ms": window(marks, 1, iterations) / 4,
+        "burst_ms": burst,
+    }
+
+
+def window(marks: dict[int, float], first: int, count: int) -> float:
+    """CPU milliseconds per iteration over iterations ``first`` .. ``first + count - 1``."""
+    return (marks[first + count] - marks[first]) / count * 1e3
+
+
+def finish(turn_id: int, iterations: int) -> TurnFinished:
+    return TurnFinished(
         turn_id=turn_id,
         outcome=TurnOutcome("done", "The total is **45150**.", "high"),
         iterations=iterations,
         duration_ms=1.0,
     )
-    app.apply(finish)
-    await pilot.pause()
-    assert app.timeline.turns[turn_id].finished
-    return times
 
 
-def mean_ms(times: list[Timing], first: int, last: int, clock: int) -> float:
-    return statistics.mean(t[clock] for t in times if first <= t[0] <= last) * 1e3
+async def burst_cpu(app: CoveApp) -> float:
+    """CPU milliseconds from ``BURST`` events given at once to their being drawn."""
+    events: list[Event] = [TurnStarted(turn_id=BURST_TURN, position=BURST_TURN, request="a burst")]
+    n = 0
+    while len(events) < BURST - 1:
+        n += 1
+        events += iteration_events(BURST_TURN, n, 100)
+    events = [*events[: BURST - 1], finish(BURST_TURN, n)]
+    start = time.process_time()
+    for event in events:
+        app.apply(event)
+    await drawn(app, BURST_TURN)
+    return (time.process_time() - start) * 1e3
 
 
-async def stream(iterations: int, data: Path) -> dict[str, float]:
-    settings = Settings.load(env={}, data_dir=data).replace(worker_pool_size=1)
-    async with await Conversations.open(settings, llm_factory=scripted_factory([])) as convs:
-        app = CoveApp(convs)
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            times = await feed(app, pilot, 1, iterations)
-    wall = sorted(t[1] for t in times)
-    cpu = sorted(t[2] for t in times)
-    late = (iterations - 14, iterations - 5)
-    return {
-        "events": len(times),
-        "mean_ms": statistics.mean(wall) * 1e3,
-        "p99_ms": wall[int(len(wall) * 0.99)] * 1e3,
-        "cpu_mean_ms": statistics.mean(cpu) * 1e3,
-        "cpu_p99_ms": cpu[int(len(cpu) * 0.99)] * 1e3,
-        "early_mean_ms": mean_ms(times, 6, 15, 1),
-        "late_mean_ms": mean_ms(times, *late, 1),
-        "early_cpu_ms": mean_ms(times, 6, 15, 2),
-        "late_cpu_ms": mean_ms(times, *late, 2),
-    }
-
-
-async def open_long(turns: int, data: Path) -> dict[str, float]:
-    replies = [
+def script(iterations: int, turns: int) -> list[str]:
+    """The model's replies: ``turns`` one-iteration turns, then two turns of ``iterations``."""
+    short = [
         json.dumps(
             {"thinking": "t", "code": [f"x{i} = {i} * 2"], "answer": f"x{i} is {{{{x{i}}}}}"}
         )
         for i in range(turns)
     ]
-    settings = Settings.load(env={}, data_dir=data).replace(worker_pool_size=1)
-    async with await Conversations.open(settings, llm_factory=scripted_factory(replies)) as convs:
-        conv = await convs.create(channel="tui", title="a long one")
+    long: list[str] = []
+    for n in range(1, iterations + 1):
+        code = "total = 0\nrows = []" if n == 1 else iteration_code(n)
+        reply: dict[str, object] = {"thinking": f"step {n}: add {n} to the total", "code": [code]}
+        if n == iterations:
+            reply["answer"] = "The total is **{{total}}**."
+        long.append(json.dumps(reply))
+    return short + long + long
+
+
+def iteration_code(n: int) -> str:
+    return f"total = total + {n}\nrows.append({{'n': {n}, 'square': {n} * {n}}})\ntotal"
+
+
+async def run_turn(convs: Conversations, conv_id: str) -> tuple[dict[int, float], int, float]:
+    """Run one turn; the CPU mark at each iteration's start, the events, the CPU in all."""
+    start = time.process_time()
+    marks: dict[int, float] = {}
+    events = 0
+    async for event in convs.send(conv_id, "add up a long series"):
+        events += 1
+        if isinstance(event, IterationStarted):
+            marks[event.iteration] = time.process_time()
+    marks[max(marks) + 1] = time.process_time()
+    return marks, events, time.process_time() - start
+
+
+async def following(iterations: int, turns: int, data: Path) -> dict[str, float]:
+    """A turn run by the engine, alone and then with the app following it: the app's CPU per
+    event, in a conversation of ``turns`` earlier turns."""
+    settings = settings_at(data, iterations)
+    factory = scripted_factory(script(iterations, turns))
+    async with await Conversations.open(settings, llm_factory=factory) as convs:
+        conv = await convs.create(channel="tui", title="followed")
         for i in range(turns):
             await convs.send(conv.id, f"compute x{i}").finished()
+        alone, events, alone_cpu = await run_turn(convs, conv.id)
         app = CoveApp(convs, conv.id)
-        start = time.perf_counter()
         async with app.run_test(size=SIZE) as pilot:
-            timeline = app.timeline
-            while timeline.turn_count < turns or not timeline.turns[max(timeline.turns)].finished:
-                await pilot.pause(0.005)
-            await pilot.pause()
-            shown = time.perf_counter() - start
-            times = await feed(app, pilot, 10_000, 20)
-    return {"turns": turns, "open_s": shown, "cpu_ms": mean_ms(times, 6, 15, 2)}
+            opened = time.perf_counter()
+            while app.timeline.turn_count < turns + 1:  # noqa: ASYNC110 (polled, as in drawn)
+                await asyncio.sleep(0.01)
+            shown = time.perf_counter() - opened
+            for _ in range(3):  # the transcript's widgets mounted and drawn: not the turn's cost
+                await pilot.pause()
+            watched, _, watched_cpu = await run_turn(convs, conv.id)
+            last = max(app.timeline.turns)
+            start = time.process_time()
+            await drawn(app, last)
+            watched_cpu += time.process_time() - start  # the frames after the turn's end
+    per_iteration = events / iterations
+    late = iterations - 14
+
+    def share(first: int) -> float:
+        return (window(watched, first, 10) - window(alone, first, 10)) / per_iteration
+
+    return {
+        "events": events,
+        "engine_ms": alone_cpu / events * 1e3,
+        "app_ms": (watched_cpu - alone_cpu) / events * 1e3,
+        "early_ms": share(6),
+        "late_ms": share(late),
+        "open_s": shown,
+    }
 
 
 SHOWCASE = [
@@ -218,24 +309,37 @@ def main() -> None:
         print(f"saved {args.screenshot}")
         return
     with tempfile.TemporaryDirectory() as tmp:
-        streamed = asyncio.run(stream(args.iterations, Path(tmp) / "stream"))
-        opened = asyncio.run(open_long(args.turns, Path(tmp) / "open"))
+        fresh = asyncio.run(following(args.iterations, 0, Path(tmp) / "fresh"))
+        long = asyncio.run(following(args.iterations, args.turns, Path(tmp) / "long"))
+        frames = asyncio.run(per_frame(args.iterations, 0, Path(tmp) / "frames"))
+        frames_long = asyncio.run(per_frame(args.iterations, args.turns, Path(tmp) / "framesl"))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     late = f"{args.iterations - 14}-{args.iterations - 5}"
+    for name, run in (("fresh conversation", fresh), (f"after {args.turns} turns", long)):
+        print(
+            f"following a live {args.iterations}-iteration turn, {name} ({run['events']:.0f} "
+            f"events): app CPU {run['app_ms']:.2f} ms/event (the engine alone: "
+            f"{run['engine_ms']:.2f}); iterations 6-15 vs {late}: {run['early_ms']:.2f} vs "
+            f"{run['late_ms']:.2f} ms/event"
+        )
     print(
-        f"stream {args.iterations} iterations ({streamed['events']:.0f} events): "
-        f"wall mean {streamed['mean_ms']:.2f} ms/event, p99 {streamed['p99_ms']:.2f} ms; "
-        f"CPU mean {streamed['cpu_mean_ms']:.2f} ms/event, p99 {streamed['cpu_p99_ms']:.2f} ms"
+        f"  {args.turns} turns vs fresh: {long['app_ms'] / fresh['app_ms']:.2f}x "
+        f"(iterations 6-15: {long['early_ms'] / fresh['early_ms']:.2f}x)"
+    )
+    for name, run in (("fresh", frames), (f"after {args.turns} turns", frames_long)):
+        print(
+            f"one event per frame, {name}: CPU {run['all_ms']:.2f} ms/event; iterations 6-15 vs "
+            f"{late}: {run['early_ms']:.2f} vs {run['late_ms']:.2f} ms"
+        )
+    print(
+        f"  {args.turns} turns vs fresh: {frames_long['all_ms'] / frames['all_ms']:.2f}x "
+        f"(iterations 6-15: {frames_long['early_ms'] / frames['early_ms']:.2f}x)"
     )
     print(
-        f"  iterations 6-15 vs {late}: wall {streamed['early_mean_ms']:.2f} vs "
-        f"{streamed['late_mean_ms']:.2f} ms, CPU {streamed['early_cpu_ms']:.2f} vs "
-        f"{streamed['late_cpu_ms']:.2f} ms"
+        f"a burst of {BURST} events at once: CPU {frames['burst_ms']:.1f} ms until drawn "
+        f"({frames['burst_ms'] / BURST:.2f} ms/event)"
     )
-    print(
-        f"open a {opened['turns']:.0f}-turn conversation: {opened['open_s']:.2f} s; "
-        f"then a turn streamed into it: CPU {opened['cpu_ms']:.2f} ms/event (iterations 6-15)"
-    )
+    print(f"open a {args.turns}-turn conversation: {long['open_s']:.2f} s to its newest turns")
     print(f"peak RSS of the bench process: {peak_mb:.0f} MB")
 
 

@@ -5,6 +5,11 @@ the conversation pane follows ``watch`` of the conversation shown (so turns driv
 process appear live too), and sends read their own ``TurnHandle`` only for the queued state and
 errors. Every background task runs through ``guard`` so an error becomes a notification, never a
 traceback that ends the app.
+
+Events of the conversation shown are not drawn one by one: ``apply`` queues them and the app's
+loop empties the queue in one pass when it next comes round (events that arrive together are
+applied together); the changes only mark widgets, and Textual lays out and paints at most once
+per frame, so however many events arrive between two frames the pane is drawn once for them.
 """
 
 from __future__ import annotations
@@ -59,6 +64,21 @@ from cove.events import (
 NARROW_COLUMNS = 100
 
 
+def status_fields(events: Iterable[Event]) -> dict[str, str]:
+    """The status bar fields ``events`` leave changed (a later event's value wins)."""
+    fields: dict[str, str] = {}
+    for event in events:
+        if isinstance(event, TurnStarted):
+            fields.update(iteration="", usage="running")
+        elif isinstance(event, IterationStarted):
+            fields["iteration"] = f"{event.iteration}/{event.budget}"
+        elif isinstance(event, TurnFinished):
+            tokens = event.usage.tokens_in + event.usage.tokens_out
+            cost = cost_text(event.usage.cost_usd, event.cost_known)
+            fields["usage"] = f"{event.status} · {tokens:,} tokens · {cost}"
+    return fields
+
+
 class CoveApp(AppHost):
     """The ``cove tui`` application."""
 
@@ -93,6 +113,7 @@ class CoveApp(AppHost):
         self.attachments: list[tuple[str, bytes]] = []  # files the next message takes along
         self._watching: tuple[str, asyncio.Event] | None = None
         self._narrow: bool | None = None  # whether the terminal was narrow at the last resize
+        self.arrived: list[Event] = []  # events of the conversation shown, not drawn yet
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -248,6 +269,7 @@ class CoveApp(AppHost):
         async def run() -> None:
             async with self.convs.watch(conversation_id) as stream:
                 transcript = await self.convs.inspect(conversation_id)
+                self.arrived.clear()  # the previous conversation's: the transcript replaces them
                 await self.timeline.load(transcript)
                 await self.refresh_variables()
                 if self._watching is not None and self._watching[0] == conversation_id:
@@ -265,25 +287,36 @@ class CoveApp(AppHost):
                 self._watching[1].set()
 
     def apply(self, event: Event) -> None:
-        """One event of the conversation shown: the pane, the status bar, the panels."""
-        self.timeline.apply(event)
-        if isinstance(event, TurnStarted):
-            self.status.set(iteration="", usage="running")
-        elif isinstance(event, IterationStarted):
-            self.status.set(iteration=f"{event.iteration}/{event.budget}")
-        elif isinstance(event, VarsChanged):
-            for c in event.changes:
-                self.variables.update_row(c.name, c.version, c.type_name, c.preview, c.kind)
-        elif isinstance(event, TitleChanged):
-            entry = self.sidebar.entries.get(event.conversation_id)
-            if entry is not None:
-                entry.title = entry.label = event.title
-                self.sidebar.upsert(entry)
-        elif isinstance(event, TurnFinished):
-            tokens = event.usage.tokens_in + event.usage.tokens_out
-            cost = cost_text(event.usage.cost_usd, event.cost_known)
-            usage = f"{event.status} · {tokens:,} tokens · {cost}"
-            self.status.set(usage=usage)
+        """Take one event of the conversation shown; it is drawn with the others of its frame."""
+        self.arrived.append(event)
+        if len(self.arrived) == 1:
+            self.call_later(self.show_arrived)
+
+    def show_arrived(self) -> None:
+        """Apply the queued events in one pass: the pane, then the status bar and the panels,
+        each changed once however many events concern it (the frame paints them together)."""
+        events, self.arrived = self.arrived, []
+        if not events:
+            return
+        with self.batch_update():
+            for event in events:
+                self.timeline.apply(event)
+            fields = status_fields(events)
+            if fields:
+                self.status.set(**fields)
+            changes = [c for e in events if isinstance(e, VarsChanged) for c in e.changes]
+            if changes:
+                self.variables.update_rows(changes)
+            for event in events:
+                if isinstance(event, TitleChanged):
+                    self.retitle(event.conversation_id, event.title)
+
+    def retitle(self, conversation_id: str, title: str) -> None:
+        """Show a conversation's new title in the sidebar."""
+        entry = self.sidebar.entries.get(conversation_id)
+        if entry is not None:
+            entry.title = entry.label = title
+            self.sidebar.upsert(entry)
 
     async def refresh_variables(self) -> None:
         """Reload the variables panel from the store (when it is shown)."""

@@ -4,16 +4,19 @@ It is a single widget that renders its header line and, when expanded, its body:
 it streams (its last lines), then the thinking, each code block with its outcome, and notes.
 Textual re-arranges every widget of a scrolling pane when one changes size, so one widget per
 iteration (not one per block) keeps that cost small; an event re-renders only the iteration it
-belongs to. A block cursor (Up/Down, j/k) walks the blocks of expanded iterations and moves on
-to the neighbouring iterations at either end; ``c`` and ``v`` copy the selected block's code and
-value. A block's figures show as one placeholder line each; ``o`` opens the selected block's
-figures (collapsed: all of the iteration's), see ``channels/tui/figures.py``.
+belongs to, and lays the pane out again only when the iteration's height changed. Code is
+highlighted when first drawn, so folded and collapsed iterations never pay for it. A block
+cursor (Up/Down, j/k) walks the blocks of expanded iterations and moves on to the neighbouring
+iterations at either end; ``c`` and ``v`` copy the selected block's code and value. A block's
+figures show as one placeholder line each; ``o`` opens the selected block's figures
+(collapsed: all of the iteration's), see ``channels/tui/figures.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
@@ -69,10 +72,11 @@ class BlockShown:
     value: str | None = None
     figures: tuple[BlockFigure, ...] = ()
     saved: dict[int, Path] = field(default_factory=dict)  # figure position → its file
-    shown: Text = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.shown = code_piece(self.code)
+    @cached_property
+    def shown(self) -> Text:
+        """The code, highlighted when first drawn (a collapsed iteration never is)."""
+        return code_piece(self.code)
 
     def renderable(self, selected: bool) -> RenderableType:
         """The block as shown: code, then output, value or error (highlighted when selected)."""
@@ -378,7 +382,17 @@ class IterationView(Widget, can_focus=True):
             self._refresh()
 
     def _refresh(self) -> None:
-        if self.is_mounted:
+        """Repaint; lay the pane out again only when the height changed.
+
+        A layout re-arranges every widget of the pane, and most changes keep the height (a
+        streamed chunk once the last lines show, a header, the block cursor). Measuring renders
+        the iteration, which the repaint reuses.
+        """
+        if not self.is_mounted:
+            return
+        self.refresh()
+        size = self.content_size
+        if not size.width or self.get_content_height(size, size, size.width) != size.height:
             self.refresh(layout=True)
 
     def header(self) -> Text:

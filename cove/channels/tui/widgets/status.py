@@ -17,6 +17,7 @@ class StatusBar(Static):
         self.usage = ""
         self.endpoint = "endpoint: ?"
         self.queued = False
+        self._line = Text()
 
     def set(self, **fields: str | bool) -> None:
         """Change some fields (``model``, ``conversation``, ``iteration``, ``usage``, …)."""
@@ -33,4 +34,7 @@ class StatusBar(Static):
         if self.queued:
             parts.append((" queued ", "black on yellow"))
         parts.append((f" {self.endpoint} ", "dim"))
-        self.update(Text.assemble(*parts))
+        line = Text.assemble(*parts)
+        if line != self._line:
+            self._line = line
+            self.update(line, layout=False)  # one line, always: a repaint, never a layout

@@ -1,12 +1,13 @@
 """``Timeline``: a conversation's turns, loaded from its transcript and extended by events.
 
 Only the newest ``TURN_WINDOW`` turns are widgets (``TurnView``, iterations collapsed); older ones
-are one ``EarlierTurns`` line, so the cost of a layout change, which grows with the widgets in the
-pane, does not grow with the conversation. Enter on that line asks for the previous turns, which
-the app reads from the store and hands to ``show_earlier``. ``apply`` routes each live event to
-the one widget it changes. Events for turns or iterations already loaded from the store are
-ignored, so attaching the watch before reading the transcript leaves no gap and shows nothing
-twice.
+are one ``EarlierTurns`` line, so the cost of a frame, which grows with the widgets in the pane,
+does not grow with the conversation: a turn followed live in a long conversation costs what it
+costs in a fresh one. Enter on that line asks for the previous ``EARLIER_PAGE`` turns, which the
+app reads from the store and hands to ``show_earlier`` (the next turn to start folds them again).
+``apply`` routes each live event to the one widget it changes. Events for turns or iterations
+already loaded from the store are ignored, so attaching the watch before reading the transcript
+leaves no gap and shows nothing twice.
 """
 
 from __future__ import annotations
@@ -48,8 +49,11 @@ def cost_text(cost_usd: float, known: bool = True) -> str:
     return f"${cost_usd:.4f}" if known else "cost unknown"
 
 
-#: Turns kept as widgets; older ones fold into the ``EarlierTurns`` line.
-TURN_WINDOW = 8
+#: Turns kept as widgets; older ones fold into the ``EarlierTurns`` line. Each earlier turn shown
+#: adds its widgets to every frame's layout and paint (8 one-iteration turns: 1.6x a fresh pane).
+TURN_WINDOW = 3
+#: Earlier turns Enter on that line brings back at a time.
+EARLIER_PAGE = 8
 
 Versions = dict[tuple[int, int], list[VarVersionRecord]]
 
@@ -63,7 +67,7 @@ def versions_by_iteration(records: Sequence[VarVersionRecord]) -> Versions:
 
 
 class EarlierTurns(Widget, can_focus=True):
-    """The turns before the window, as one line; Enter asks for the previous ``TURN_WINDOW``."""
+    """The turns before the window, as one line; Enter asks for the previous ``EARLIER_PAGE``."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "unfold", "Earlier turns")]
 
@@ -82,7 +86,7 @@ class EarlierTurns(Widget, can_focus=True):
     def render(self) -> RenderableType:
         if not self.positions:
             return Text("")
-        count, page = len(self.positions), min(TURN_WINDOW, len(self.positions))
+        count, page = len(self.positions), min(EARLIER_PAGE, len(self.positions))
         return Text(
             f"▸ {count} earlier turn(s) (#{self.positions[0]}–#{self.positions[-1]}) · "
             f"Enter shows {page} more",
@@ -95,7 +99,7 @@ class EarlierTurns(Widget, can_focus=True):
 
     def action_unfold(self) -> None:
         if self.positions:
-            self.post_message(self.Wanted(self.positions[-TURN_WINDOW:]))
+            self.post_message(self.Wanted(self.positions[-EARLIER_PAGE:]))
 
 
 class Timeline(VerticalScroll):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -10,6 +12,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from cove.channels.tui.format import one_line
+from cove.results import VarVersion
 
 
 class VariablesPanel(Vertical):
@@ -35,13 +38,18 @@ class VariablesPanel(Vertical):
         self.rows = dict(rows)
         self._rebuild()
 
-    def update_row(self, name: str, version: int, type_name: str, preview: str, kind: str) -> None:
-        """Apply one variable change from a ``VarsChanged`` event."""
-        if kind == "deleted":
-            self.rows.pop(name, None)
-        else:
-            self.rows[name] = (version, type_name, preview)
-        self._rebuild()
+    def update_rows(self, changes: Sequence[VarVersion]) -> None:
+        """Apply the variable changes of ``VarsChanged`` events, oldest first.
+
+        A hidden panel only keeps the rows: it is reloaded from the store when shown.
+        """
+        for c in changes:
+            if c.kind == "deleted":
+                self.rows.pop(c.name, None)
+            else:
+                self.rows[c.name] = (c.version, c.type_name, c.preview)
+        if not self.has_class("hidden"):
+            self._rebuild()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
