@@ -25,7 +25,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -118,17 +120,25 @@ async def per_iteration_ms(store: Store, count: int) -> list[float]:
     return times
 
 
-async def per_iteration_counts(store: Store, db: CountingDatabase, count: int = 50) -> str:
-    """Units, statements and write transactions per iteration (warm), as one line."""
+T = TypeVar("T")
+
+
+async def _warm_then_counted(store: Store, take: Callable[[], T], count: int) -> T:
+    """Record 5 iterations, reset the counts (``take``), record ``count`` more: their counts."""
     conversation = await store.create_conversation(channel="bench")
     with fenced(await leased(store, conversation.id)):
         turn = await store.start_turn(conversation.id, "bench")
         for n in range(5):
             await record_iteration(store, turn.id, n, n)
-        db.counts.take()
+        take()
         for n in range(5, 5 + count):
             await record_iteration(store, turn.id, n, n)
-        counts = db.counts.take()
+        return take()
+
+
+async def per_iteration_counts(store: Store, db: CountingDatabase, count: int = 50) -> str:
+    """Units, statements and write transactions per iteration (warm), as one line."""
+    counts = await _warm_then_counted(store, db.counts.take, count)
     return (
         f"{counts.units / count:.1f} units ({counts.transactions / count:.1f} write"
         f" transactions), {counts.statements / count:.1f} statements through Sql"
@@ -139,15 +149,7 @@ async def per_iteration_counts(store: Store, db: CountingDatabase, count: int = 
 async def wire_counts(url: str, count: int = 50) -> str:
     """Round trips and statements on the wire per iteration (PostgreSQL), as one line."""
     async with WireCounter(url) as counter, Store.open(counter.url) as store:
-        conversation = await store.create_conversation(channel="bench")
-        with fenced(await leased(store, conversation.id)):
-            turn = await store.start_turn(conversation.id, "bench")
-            for n in range(5):
-                await record_iteration(store, turn.id, n, n)
-            counter.counts.take()
-            for n in range(5, 5 + count):
-                await record_iteration(store, turn.id, n, n)
-            wire = counter.counts.take()
+        wire = await _warm_then_counted(store, counter.counts.take, count)
     return (
         f"{wire.round_trips / count:.1f} round trips, {wire.statements / count:.1f} statements"
         f" (BEGIN, COMMIT, NOTIFY included), {wire.prepares / count:.1f} prepared"
