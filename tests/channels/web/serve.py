@@ -15,6 +15,7 @@ import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
+from cove.channels.http_server import Server
 from cove.channels.web.security import Guard
 
 TOKEN = "the-web-tests-login-token-0123456789"
@@ -51,7 +52,7 @@ async def served(
 
     ``bind`` is the address the guard believes it is bound to (``0.0.0.0``: any ``Host``).
     """
-    server = uvicorn.Server(_config(app, bind, allow_hosts))
+    server = Server(_config(app, bind, allow_hosts))
     task = asyncio.create_task(server.serve())
     while not server.started:  # uvicorn offers no event for "listening"
         if task.done():
@@ -67,7 +68,7 @@ async def served(
 @contextlib.contextmanager
 def served_in_thread(app: ASGIApp) -> Iterator[str]:
     """Serve ``app`` from a thread with its own loop (for the synchronous browser tests)."""
-    server = uvicorn.Server(_config(app))
+    server = Server(_config(app))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     ready = threading.Event()
