@@ -45,8 +45,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from cove.channels.http_server import Server
-
 FakeReply: TypeAlias = (
     str | Mapping[str, Any] | Callable[[dict[str, Any]], "str | Mapping[str, Any]"]
 )
@@ -212,7 +210,7 @@ class FakeOpenAI:
         self._host = host
         self._port = port
         self._stopping = threading.Event()
-        self._server: Server | None = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.app = Starlette(
             routes=[
@@ -269,7 +267,7 @@ class FakeOpenAI:
             log_level="critical",
             timeout_graceful_shutdown=1,
         )
-        self._server = Server(config)
+        self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
         )

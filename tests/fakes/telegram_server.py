@@ -44,8 +44,6 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from cove.channels.http_server import Server
-
 TOKEN = "123456789:AAFakeTokenForTestsDoNotLeak0123456789"
 BOT_ID = 123456789
 BOT_USERNAME = "cove_test_bot"
@@ -140,7 +138,7 @@ class FakeTelegram:
         self._changed = threading.Condition()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._arrived: asyncio.Event | None = None
-        self._server: Server | None = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
 
@@ -287,7 +285,7 @@ class FakeTelegram:
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self._app(), log_level="error", lifespan="off")
-        self._server = Server(config)
+        self._server = uvicorn.Server(config)
         ready = threading.Event()
 
         def serve() -> None:

@@ -47,7 +47,6 @@ def web_command(host: str, port: int, allow_hosts: tuple[str, ...], open_page: b
 def _serve(host: str, port: int, allow_hosts: tuple[str, ...], open_page: bool) -> int:
     import uvicorn
 
-    from cove.channels.http_server import Server
     from cove.channels.web import create_app
     from cove.channels.web.listen import listen
     from cove.channels.web.security import Guard, login_url, new_token
@@ -68,5 +67,5 @@ def _serve(host: str, port: int, allow_hosts: tuple[str, ...], open_page: bool) 
     )
     # uvicorn re-raises the Ctrl-C it shut down on: here that is a normal stop.
     with contextlib.suppress(KeyboardInterrupt):
-        Server(config).run(sockets=[sock])
+        uvicorn.Server(config).run(sockets=[sock])
     return 0

@@ -20,7 +20,6 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cove.channels.http_server import Server
 from cove.channels.serve import ops
 from cove.channels.serve.affinity import Affinity, Peers, Placement
 from cove.channels.serve.logs import PROCESS, REQUEST_ID
@@ -166,7 +165,7 @@ def build_app(
     return app
 
 
-class _Server(Server):
+class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: the service owns SIGTERM and SIGINT."""
 
     @contextlib.contextmanager

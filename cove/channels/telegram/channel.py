@@ -30,7 +30,6 @@ from telegram.ext import (
     filters,
 )
 
-from cove.channels.http_server import Server
 from cove.channels.telegram.commands import COMMANDS, Commands
 from cove.channels.telegram.handlers import Core
 from cove.channels.telegram.limiter import Limiter
@@ -71,7 +70,7 @@ class TelegramChannel:
         self.outbox = Outbox(self.app.bot, limiter)
         self.core = Core(convs, self.outbox, settings)
         self._webhook: asyncio.Task[None] | None = None
-        self._webhook_server: Server | None = None
+        self._webhook_server: uvicorn.Server | None = None
         self._sockets: list[socket.socket] = []
         self.webhook_port = 0  # the port the webhook listens on, once started
         self._started = False
@@ -175,7 +174,7 @@ class TelegramChannel:
             lifespan="off",
         )
         config.load()
-        server = Server(config)
+        server = uvicorn.Server(config)
         # The server's own pieces, not ``serve``: that would take over the process's signals.
         server.lifespan = config.lifespan_class(config)
         await server.startup(sockets=[sock])

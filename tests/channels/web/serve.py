@@ -15,7 +15,6 @@ import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
-from cove.channels.http_server import Server
 from cove.channels.web.security import Guard
 
 TOKEN = "the-web-tests-login-token-0123456789"
@@ -52,7 +51,7 @@ async def served(
 
     ``bind`` is the address the guard believes it is bound to (``0.0.0.0``: any ``Host``).
     """
-    server = Server(_config(app, bind, allow_hosts))
+    server = uvicorn.Server(_config(app, bind, allow_hosts))
     task = asyncio.create_task(server.serve())
     while not server.started:  # uvicorn offers no event for "listening"
         if task.done():
@@ -68,7 +67,7 @@ async def served(
 @contextlib.contextmanager
 def served_in_thread(app: ASGIApp) -> Iterator[str]:
     """Serve ``app`` from a thread with its own loop (for the synchronous browser tests)."""
-    server = Server(_config(app))
+    server = uvicorn.Server(_config(app))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     ready = threading.Event()
