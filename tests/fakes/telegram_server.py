@@ -186,7 +186,8 @@ class FakeTelegram:
     def press(self, chat_id: int, message_id: int, data: str, *, user_id: int | None = None) -> int:
         """Queue a press of an inline keyboard button (``data``) under a message the bot sent
         to ``chat_id``, by ``user_id`` (default: the chat's own user)."""
-        sent = self.messages[chat_id][message_id]
+        with self._changed:
+            sent = dict(self.messages[chat_id][message_id])
         user = user_id if user_id is not None else chat_id
         query = {
             "id": f"q{next(self._next_update)}",
