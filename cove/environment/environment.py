@@ -30,6 +30,7 @@ from cove.codec.shapes import Definition, Opaque
 from cove.environment.data_docs import data_docs
 from cove.environment.extensions import builtin_extensions
 from cove.environment.extensions.approval import (
+    RULES,
     ApprovalRequest,
     Rule,
     Ruling,
@@ -212,10 +213,21 @@ class Environment:
     # -- turns ---------------------------------------------------------------------------------
 
     async def begin_turn(self, hooks: TurnHooks) -> None:
-        """Bind the turn's hooks and refresh the per-turn constants (``REQUEST``...)."""
+        """Bind the turn's hooks, take in policy entries set since it opened and refresh the
+        per-turn constants (``REQUEST``...)."""
         self._live()
         self._hooks = hooks
+        await self._refresh_policy()
         await self._configure()
+
+    async def _refresh_policy(self) -> None:
+        """Take in the conversation's own policy entries changed since the environment read
+        them (``cove policy``, an answer remembered in another process)."""
+        use = await self.store.conversation_extensions(self.conversation_id)
+        for key, rule in (use.policy if use is not None else {}).items():
+            if rule in RULES and self.policy.get(key) != rule:
+                self.policy[key] = rule
+                self._remembered.discard(key)  # set by someone, not by an answer here
 
     def end_turn(self) -> None:
         """Unbind the turn's hooks; functions needing them fail clearly until the next turn."""

@@ -123,7 +123,7 @@ async def test_no_answer_in_time_is_a_denial_and_the_message_says_so(
     notes_file: Path,  # noqa: F811
 ) -> None:
     replies = [reply(['notes_add("late")']), reply(answer="nobody answered")]
-    settings = settings_for(tmp_path, approval_timeout_s=1.0)
+    settings = settings_for(tmp_path, approval_timeout_s=3.0)
     async with bot(replies, settings=settings) as b:
         tg = b.tg
         tg.send_text(ALLOWED, "note it")
