@@ -40,6 +40,7 @@ from cove.environment.extensions.approval import (
 )
 from cove.environment.extensions.base import CallContext, Extension, NudgeContext, TurnHooks
 from cove.environment.extensions.docs import render_docs
+from cove.environment.extensions.observers import EventObservers
 from cove.environment.extensions.quota import WorkspaceQuota
 from cove.environment.extensions.registry import ExtensionRegistry, registry_for
 from cove.environment.imports import import_binding, import_changes, import_snapshots
@@ -103,6 +104,8 @@ class Environment:
             str, tuple[str, str, bool]
         ] = {}  # function -> extension, effect, built in
         self._registry = ExtensionRegistry(())
+        #: The event observers of its extensions (``Extension.observe``).
+        self.observers = EventObservers(())
         self._client: SandboxClient | None = None
         self._hooks: TurnHooks | None = None
         self._closed = False
@@ -153,6 +156,7 @@ class Environment:
         candidates = builtin_extensions() if extensions is None else tuple(extensions)
         env.extensions = tuple(e for e in candidates if e.activate is None or e.activate(env))
         env._registry = registry_for(env.extensions)
+        env.observers = EventObservers(env.extensions)
         env.policy = dict(policy or {})
         builtins = builtin_extensions()
         env._owners = {
@@ -392,14 +396,17 @@ class Environment:
         await self._live().kill()
 
     async def aclose(self) -> None:
-        """Release the worker. Idempotent."""
+        """Release the worker and stop the event observers (after a short grace). Idempotent."""
         if self._closed:
             return
         self._closed = True
         self._hooks = None
         client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        try:
+            if client is not None:
+                await client.aclose()
+        finally:
+            await self.observers.aclose()
 
     @property
     def closed(self) -> bool:
