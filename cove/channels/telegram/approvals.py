@@ -7,8 +7,8 @@ the buttons Approve, Deny and Always (approve, and remember for the conversation
 or from a user the allow-list names by id or @username; anyone else is told no and changes
 nothing. The first answer wins; the message is then edited to say how it was decided, its
 keyboard gone. When the turn stops waiting (``approval_timeout_s`` without an answer, or the
-turn was cancelled) the message says so; the turn records the denial as it records every
-verdict.
+turn was cancelled) the message says so; a question Telegram refuses to deliver is a denial
+(nobody could be asked). The turn records each verdict as it records every verdict.
 """
 
 from __future__ import annotations
@@ -109,7 +109,11 @@ class ChatApprovals:
         approval_id = secrets.token_urlsafe(9)
         text = question(request)
         asked_at = time.monotonic()
-        sent = await self._outbox.plain(chat, text, keyboard(approval_id))
+        try:
+            sent = await self._outbox.plain(chat, text, keyboard(approval_id))
+        except TelegramError as exc:  # blocked, chat gone, …: nobody can be asked
+            log.warning("could not ask for approval in chat %s: %s", chat.key, exc)
+            return ApprovalAnswer(False, reason="nobody")
         answered: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
         waiting = _Waiting(chat, sender, text, sent.message_id, answered)
         self._waiting[approval_id] = waiting

@@ -141,3 +141,25 @@ async def test_no_answer_in_time_is_a_denial_and_the_message_says_so(
     assert toasts(tg) == ["This request is no longer waiting for an answer."]
     assert notes(notes_file) == []
     assert [(a.approved, a.reason) for a in decided] == [(False, "timeout")]
+
+
+async def test_a_question_telegram_refuses_to_deliver_is_a_denial(
+    bot: BotFactory,
+    notes_file: Path,  # noqa: F811
+) -> None:
+    replies = [reply(['notes_add("unasked")']), reply(answer="could not ask")]
+    async with bot(replies) as b:
+        tg = b.tg
+        tg.fail_next(
+            "sendMessage",
+            403,
+            "Forbidden: bot can't send messages with buttons here",
+            when=lambda params: "reply_markup" in params,
+        )
+        tg.send_text(ALLOWED, "note it")
+        await tg.wait_for(lambda: "could not ask" in tg.texts(ALLOWED))
+        [conv] = await b.convs.list()
+        decided = await b.convs.approvals(conv.id)
+    assert not asked(tg, ALLOWED)
+    assert notes(notes_file) == []
+    assert [(a.approved, a.reason) for a in decided] == [(False, "nobody")]
