@@ -13,6 +13,7 @@ from cove.channels.web.state import json_body, web
 
 
 def _flag(body: dict[str, Any], name: str, *, required: bool) -> bool:
+    """A boolean field of the body (422 when it is something else, or missing and required)."""
     value = body.get(name, None if required else False)
     if not isinstance(value, bool):
         raise HTTPException(422, f"field {name!r} must be true or false")
@@ -20,6 +21,7 @@ def _flag(body: dict[str, Any], name: str, *, required: bool) -> bool:
 
 
 async def answer(request: Request) -> Response:
+    """``{"approved": bool, "remember": bool}``: the answer to a card (404 unknown, 409 decided)."""
     body = await json_body(request)
     approved = _flag(body, "approved", required=True)
     remember = _flag(body, "remember", required=False)

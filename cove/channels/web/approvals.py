@@ -84,7 +84,7 @@ class WebApprovals:
             past = self._outcomes.get(approval_id)
             if past is None or past[0] != conversation_id:
                 raise NotFound("approval request", approval_id)
-            raise HTTPException(409, f"this call was already decided: {said(past[1])}")
+            raise HTTPException(409, f"this call was already decided: {_said(past[1])}")
         waiting.answered.set_result(ApprovalAnswer(approved, remember=remember))
         self._resolve(waiting, "approved" if approved else "denied", remember=remember)
 
@@ -97,7 +97,7 @@ class WebApprovals:
             self._outcomes.popitem(last=False)
         self._notices.withdraw(cid, waiting.id)
         notice = {"type": "approval_resolved", "id": waiting.id, "outcome": outcome}
-        self._notices.publish(cid, {**notice, "remember": remember, "said": said(outcome)})
+        self._notices.publish(cid, {**notice, "remember": remember, "said": _said(outcome)})
 
     def _asked(self, waiting: _Waiting) -> dict[str, Any]:
         request = waiting.request
@@ -112,7 +112,7 @@ class WebApprovals:
         }
 
 
-def said(outcome: Outcome) -> str:
+def _said(outcome: Outcome) -> str:
     """What the card says once the call is decided."""
     return {
         "approved": "Approved.",
