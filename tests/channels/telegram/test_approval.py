@@ -71,9 +71,10 @@ async def test_only_the_sender_answers_and_always_is_remembered(
         assert notes(notes_file) == []
 
         tg.press(GROUP, message, always, user_id=ALLOWED)
-        await tg.wait_for(lambda: "noted" in tg.texts(GROUP))
         approved = text + "\n\n✅ Approved, and always in this conversation."
-        assert tg.messages[GROUP][message]["text"] == approved
+        # The turn goes on at once; the question is edited beside it.
+        await tg.wait_for(lambda: tg.messages[GROUP][message]["text"] == approved)
+        await tg.wait_for(lambda: "noted" in tg.texts(GROUP))
         assert tg.keyboard(GROUP, message) == []  # decided: the buttons are gone
         assert toasts(tg)[1] == "✅ Approved, and always in this conversation."
 
@@ -106,8 +107,8 @@ async def test_deny_refuses_the_call_and_the_model_is_told(
         await tg.wait_for(lambda: asked(tg, ALLOWED))
         message = question(tg, ALLOWED)
         tg.press(ALLOWED, message, tg.keyboard(ALLOWED, message)[1][1])
+        await tg.wait_for(lambda: tg.messages[ALLOWED][message]["text"].endswith("\n\n🚫 Denied."))
         await tg.wait_for(lambda: "it was refused" in tg.texts(ALLOWED))
-        assert tg.messages[ALLOWED][message]["text"].endswith("\n\n🚫 Denied.")
         [conv] = await b.convs.list()
         decided = await b.convs.approvals(conv.id)
         transcript = await b.convs.inspect(conv.id)
