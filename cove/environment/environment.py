@@ -100,6 +100,7 @@ class Environment:
         self.quota = WorkspaceQuota(workspace, settings)
         self.policy: dict[str, Rule] = {}
         self._remembered: set[str] = set()  # functions whose rule a person's answer set
+        self._policy_read = True  # the conversation's own entries read in this turn (or open)
         self._owners: dict[
             str, tuple[str, str, bool]
         ] = {}  # function -> extension, effect, built in
@@ -217,16 +218,20 @@ class Environment:
     # -- turns ---------------------------------------------------------------------------------
 
     async def begin_turn(self, hooks: TurnHooks) -> None:
-        """Bind the turn's hooks, take in policy entries set since it opened and refresh the
-        per-turn constants (``REQUEST``...)."""
+        """Bind the turn's hooks and refresh the per-turn constants (``REQUEST``...); the
+        turn's first extension call takes in policy entries set since the last turn."""
         self._live()
         self._hooks = hooks
-        await self._refresh_policy()
+        self._policy_read = False
         await self._configure()
 
     async def _refresh_policy(self) -> None:
         """Take in the conversation's own policy entries changed since the environment read
-        them (``cove policy``, an answer remembered in another process)."""
+        them (``cove policy``, an answer remembered in another process): once per turn, at
+        its first extension call (a turn that calls none reads nothing)."""
+        if self._policy_read:
+            return
+        self._policy_read = True
         use = await self.store.conversation_extensions(self.conversation_id)
         for key, rule in (use.policy if use is not None else {}).items():
             if rule in RULES and self.policy.get(key) != rule:
@@ -456,6 +461,7 @@ class Environment:
         if owner is None:
             return  # not a function of these extensions: the registry says so
         extension, effect, builtin = owner
+        await self._refresh_policy()
         ruling = decide(
             self.policy, function=name, extension=extension, effect=effect, builtin=builtin
         )
