@@ -25,7 +25,8 @@ class Notices:
         """A queue of the conversation's notices while the body runs (the kept ones first)."""
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=64)
         for notice in self._kept.get(conversation_id, {}).values():
-            queue.put_nowait(notice)  # few: one per call waiting for an answer
+            with contextlib.suppress(asyncio.QueueFull):  # few: one per call waiting
+                queue.put_nowait(notice)
         listeners = self._queues.setdefault(conversation_id, set())
         listeners.add(queue)
         try:
