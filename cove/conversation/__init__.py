@@ -4,7 +4,7 @@ Create, send, cancel, fork, delete, inspect, search, replay and watch conversati
 """
 
 from cove.conversation.conversations import Conversations, LLMFactory
-from cove.conversation.extensions import FunctionRule, installed
+from cove.conversation.extensions import ConversationPolicy, FunctionRule, installed
 from cove.conversation.handle import TurnHandle
 from cove.conversation.profiles import KEEP, Profile
 from cove.conversation.scripted import scripted_factory
@@ -40,6 +40,7 @@ __all__ = [
     "Approver",
     "BlockRecord",
     "Catalog",
+    "ConversationPolicy",
     "ConversationRecord",
     "Conversations",
     "FunctionRule",
