@@ -1,9 +1,9 @@
 """The PostgreSQL backend: asyncpg's connection pool, one transaction per write unit.
 
-Reads take a pooled connection; a write unit takes one for its transaction, which ends by taking
-a number from the ``cove_commit`` sequence and notifying ``cove_commit`` (delivered when it
-commits) when it wrote anything, so other nodes' watchers learn of it (``commits.py``): that
-notification and the COMMIT go as one message, one round trip. A lease
+Reads take a pooled connection; a write unit takes one for its transaction. A unit that wrote
+anything ends with one message, one round trip: it takes a number from the ``cove_commit``
+sequence, commits, and then notifies ``cove_commit`` in a transaction of its own, so other
+nodes' watchers learn of it (``commits.py``). A lease
 check locks the conversation's row until the unit commits (``Dialect.lock``); the value store
 serialises its transactions with a transaction-scoped advisory lock, released at commit (never a
 session lock, which would pin a connection and vanish with it).
