@@ -113,20 +113,35 @@ async def leased(store: Store, conversation_id: str) -> Fence:
     return Fence(conversation_id, "bench", epoch)
 
 
-async def per_iteration_ms(store: Store, count: int) -> list[float]:
-    """The wall time of each of ``count`` iterations of one turn, in milliseconds."""
+@dataclass
+class IterationTimes:
+    """What ``count`` timed iterations took."""
+
+    wall_ms: list[float]
+    inside_ms: list[float]  # inside its units (SQLite: on the connection's thread)
+    cpu: str  # CPU per iteration, as words
+
+
+async def per_iteration_ms(
+    store: Store, db: CountingDatabase, cpu: CpuClock, count: int
+) -> IterationTimes:
+    """The wall time of each of ``count`` iterations of one turn in milliseconds, the time
+    spent inside their units and the CPU they took."""
     conversation = await store.create_conversation(channel="bench")
     with fenced(await leased(store, conversation.id)):
         turn = await store.start_turn(conversation.id, "bench")
         for n in range(20):  # warm-up: connections, statement caches
             await record_iteration(store, turn.id, n, n)
-        times = []
+        times, inside = [], []
+        before = cpu.read()
         for n in range(20, 20 + count):
-            started = time.perf_counter()
+            started, was_inside = time.perf_counter(), db.inside_s
             await record_iteration(store, turn.id, n, n)
             times.append((time.perf_counter() - started) * 1000)
+            inside.append((db.inside_s - was_inside) * 1000)
+        spent = cpu.spent_ms(before, count)
         await store.finish_turn(turn.id, TurnOutcome("done", answer="ok"))
-    return times
+    return IterationTimes(times, inside, spent)
 
 
 T = TypeVar("T")
@@ -259,23 +274,23 @@ async def measure(location: str, count: int, cpu: CpuClock) -> Figures:
         if store.kind == "postgres":
             label += f", synchronous_commit={await _synchronous_commit(location)}"
         floor = await read_ms(store)
-        before = cpu.read()
-        times = await per_iteration_ms(store, count)
-        iteration_cpu = cpu.spent_ms(before, count + 20)
+        timed = await per_iteration_ms(store, db, cpu, count)
         turns = max(1, count // 50)
         before = cpu.read()
         rate, _ = await concurrent_turns_per_s(store, turns)
         turn_cpu = cpu.spent_ms(before, CONVERSATIONS * turns)
         sent = await per_iteration_counts(store, db)
     wire = await wire_counts(location) if store.kind == "postgres" else None
-    p50 = statistics.median(times)
-    p90 = statistics.quantiles(times, n=10)[-1]
+    p50 = statistics.median(timed.wall_ms)
+    p90 = statistics.quantiles(timed.wall_ms, n=10)[-1]
+    where = "on the connection's thread" if store.kind == "sqlite" else "inside the units"
     print(f"backend: {label}")
     print(f"  one-statement read (a round trip to the database): p50 {floor:.3f} ms")
     print(
         f"  store cost per iteration (6 write units: start, reply, 3 blocks, finish), "
-        f"{count} iterations: p50 {p50:.2f} ms, p90 {p90:.2f} ms; {iteration_cpu}"
+        f"{count} iterations: p50 {p50:.2f} ms, p90 {p90:.2f} ms; {timed.cpu}"
     )
+    print(f"    of which {where}: p50 {statistics.median(timed.inside_ms):.2f} ms")
     print(f"    beside a model call of 100 ms to 10 s: {p50:.2f}% of a 100 ms call")
     print(f"    sent per iteration: {sent}")
     if wire is not None:
