@@ -35,9 +35,14 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def openai_settings(fake_openai: FakeOpenAI, tmp_path: Path) -> Settings:
-    """Settings aimed at ``fake_openai`` with a fake key, fast retries and a short timeout."""
+    """Settings aimed at ``fake_openai`` with a fake key, fast retries and a short timeout.
+
+    As with ``settings_for``, the sandbox's data libraries are off (a second or more of CPU for
+    every zygote); a module whose tests use them overrides this fixture to turn them on.
+    """
     return Settings.load(
         env={},
+        sandbox_libraries=False,
         data_dir=tmp_path,
         db_path=database_for(tmp_path, ""),
         base_url=fake_openai.base_url,

@@ -33,6 +33,7 @@ from cove.persistence.opening import (
     open_for_writing,
 )
 from cove.persistence.sqlite_commits import CommitPoller
+from cove.persistence.sqlite_threads import close_connection, reader, start_connection
 from cove.persistence.sqlite_units import ThreadTransactions, drive
 
 #: Write units between two requests for a WAL checkpoint (run off the store's connection).
@@ -88,7 +89,7 @@ class SqliteDatabase:
         # A checkpoint that cannot finish now (a reader holds old pages) is tried next time.
         with contextlib.suppress(sqlite3.Error, ValueError):
             if self._checkpoint_conn is None:
-                self._checkpoint_conn = await aiosqlite.connect(path, isolation_level=None)
+                self._checkpoint_conn = await start_connection(reader(path))
             await self._checkpoint_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     async def aclose(self) -> None:
@@ -96,9 +97,9 @@ class SqliteDatabase:
         if self._checkpoint is not None:
             await self._checkpoint
         if self._checkpoint_conn is not None:
-            await self._checkpoint_conn.close()
+            await close_connection(self._checkpoint_conn)
         await self.commits.aclose()
-        await self._conn.close()
+        await close_connection(self._conn)
 
 
 async def _on_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: object) -> T:
@@ -123,7 +124,7 @@ async def _connect(
         return opened[-1]
 
     try:
-        return await aiosqlite.Connection(open_, iter_chunk_size=64), opened[-1]
+        return await start_connection(open_), opened[-1]
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"cannot open database {target}: {exc}") from exc
 

@@ -15,6 +15,7 @@ import aiosqlite
 
 from cove.persistence.commit_signal import CommitSignal
 from cove.persistence.connection import MEMORY
+from cove.persistence.sqlite_threads import close_connection, reader, start_connection
 
 POLL_INTERVAL_S = 0.05
 QUIET_POLL_INTERVAL_S = 0.15
@@ -58,7 +59,7 @@ class CommitPoller(CommitSignal):
 
     async def _data_version(self) -> int:
         if self._conn is None:
-            self._conn = await aiosqlite.connect(self._path, isolation_level=None)
+            self._conn = await start_connection(reader(self._path))
         rows = await self._conn.execute_fetchall("PRAGMA data_version")
         return int(next(iter(rows))[0])
 
@@ -67,4 +68,4 @@ class CommitPoller(CommitSignal):
         await self._stop()
         if self._conn is not None:
             conn, self._conn = self._conn, None
-            await conn.close()
+            await close_connection(conn)

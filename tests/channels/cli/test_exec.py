@@ -58,11 +58,13 @@ def test_ctrl_c_cancels_the_running_block(tmp_path: Path) -> None:
     proc_cli.env["COVE_BLOCK_TIMEOUT_MAX_S"] = "600"
     made = proc_cli("exec", "n = 0")
     cid = conversation_of(made.stderr)
+    watch = proc_cli.popen("watch", cid, "--events")
+    assert watch.stdout is not None and watch.stderr is not None
+    # Attached before the block is sent (a watch follows the turns that start after it).
+    assert "watching" in watch.stderr.readline()
     spinning = proc_cli.popen(
         "exec", cid, "print('spinning', flush=True)\nwhile True:\n    n += 1", "--timeout", "600"
     )
-    watch = proc_cli.popen("watch", cid, "--events")
-    assert watch.stdout is not None
     for line in watch.stdout:  # another process sees the block start
         if json.loads(line)["type"] == "block_started":
             break

@@ -26,8 +26,16 @@ class CuttableProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return  # the listener was closed
-            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:  # the server is gone: so is this connection
+                client.close()
+                continue
             with self._lock:
+                if self._stopped:  # closed while this one was accepted: nothing else closes it
+                    client.close()
+                    upstream.close()
+                    return
                 self._open += [client, upstream]
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
@@ -50,6 +58,8 @@ class CuttableProxy:
             sock.close()
 
     def close(self) -> None:
+        with self._lock:
+            self._stopped = True
         self._listener.close()
         self.cut()
 

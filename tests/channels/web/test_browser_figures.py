@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from cove.config import Settings
 from tests.channels.data_story import (
     ANALYSIS,
     ANSWER,
@@ -37,6 +38,12 @@ pytestmark = pytest.mark.slow  # a real Chromium per test
 
 TALL = {"width": 1200, "height": 1040}
 LOADED = "(img) => img.complete && img.naturalWidth"
+
+
+@pytest.fixture
+def openai_settings(openai_settings: Settings) -> Settings:
+    """These tests run pandas and matplotlib in the sandbox: its data libraries are on."""
+    return openai_settings.replace(sandbox_libraries=True)
 
 
 def upload(page: Any, tmp_path: Path) -> None:
