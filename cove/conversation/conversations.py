@@ -92,6 +92,7 @@ class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
         self._pool = pool
         self._llm_factory = llm_factory
         self._llms: dict[str, LLMClient] = {}
+        self._fallbacks: dict[tuple[str, ...], FallbackClient] = {}
         self.owner = new_owner_id()
         self._live = LiveCache(
             settings.sandbox.max_live_environments,
@@ -622,10 +623,14 @@ class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
     def _llm(self, model: str) -> LLMClient:
         """The client a turn asking for ``model`` uses: with the fallback list, one that goes
         on with the next model when one is unavailable."""
-        chain = self.settings.model.fallbacks(model)
+        chain = tuple(self.settings.model.fallbacks(model))
         if len(chain) == 1:
             return self._client(model)
-        return FallbackClient([self._client(name) for name in chain])
+        # One per list, kept: it remembers which model is down across the turns.
+        fallback = self._fallbacks.get(chain)
+        if fallback is None:
+            fallback = self._fallbacks[chain] = FallbackClient([self._client(n) for n in chain])
+        return fallback
 
     def _client(self, model: str) -> LLMClient:
         """The one client of ``model`` (on its own endpoint when the settings give one)."""

@@ -59,12 +59,15 @@ class TurnControl:
     running_llm: asyncio.Task[Any] | None = None
     steering: list[str] = field(default_factory=list)  # the person's notes, not yet shown
     scheduled_steering: dict[int, list[str]] = field(default_factory=dict)  # replay: by position
+    unpriced_call: bool = False  # a model without a price answered: the turn's cost is unknown
     _extra_granted: int = 0
     _subquery_count: int = 0
     _semaphore: asyncio.Semaphore | None = None
 
     def count(self, completion: Completion) -> Usage:
         """Price one model call, add it to the turn's usage and return the call's usage."""
+        if self.model_settings.price_of(completion.model) is None:
+            self.unpriced_call = True  # a fallback model may have no price though the first has
         call = priced(self.model_settings, completion.model, completion.usage)
         self.usage = self.usage + call
         return call

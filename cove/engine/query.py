@@ -227,7 +227,8 @@ class Query:
             end = TurnEnd(TurnOutcome("failed", error=str(exc)), end.iterations)
         finally:
             outcome = replace(end.outcome, usage=control.usage)
-            await self.store.finish_turn(turn.id, outcome)
+            cost_known = cost_known and not control.unpriced_call
+            await self.store.finish_turn(turn.id, outcome, cost_known=cost_known)
         yield TurnFinished(
             turn_id=turn.id,
             outcome=outcome,

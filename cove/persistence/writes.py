@@ -158,9 +158,12 @@ async def running_turn(db: Sql, turn_id: int, fence: Fence | None) -> str:
     return conversation_id
 
 
-async def finish_turn(call: Call, turn_id: int, outcome: TurnOutcome) -> TurnRecord:
+async def finish_turn(
+    call: Call, turn_id: int, outcome: TurnOutcome, *, cost_known: bool = True
+) -> TurnRecord:
     """Close a running turn with its outcome and return it; iterations it left running end
-    with it.
+    with it. ``cost_known`` False: a model that answered had no price (the turn's cost is
+    unknown, whatever ``start_turn`` was told).
 
     Raises:
         NotFound: unknown turn.
@@ -177,6 +180,7 @@ async def finish_turn(call: Call, turn_id: int, outcome: TurnOutcome) -> TurnRec
         condition, fenced = fence_condition(call.fence)
         conversation_id = await db.value(
             "UPDATE turn SET status = ?, answer = ?, confidence = ?, finished_at = ?, error = ?, "
+            "cost_known = cost_known * ?, "
             + recorded_totals(db.dialect, given=True)
             + " WHERE id IN (SELECT t.id FROM turn t JOIN conversation c"
             " ON c.id = t.conversation_id WHERE t.id = ? AND t.status = 'running'"
@@ -189,6 +193,7 @@ async def finish_turn(call: Call, turn_id: int, outcome: TurnOutcome) -> TurnRec
                 outcome.confidence,
                 call.now,
                 outcome.error,
+                int(cost_known),
                 usage.tokens_in,
                 usage.tokens_out,
                 usage.cost_usd,

@@ -91,8 +91,7 @@ async def test_when_the_first_model_is_exhausted_the_turn_goes_on_with_the_next_
     )
     # The first model: 503 twice (one try and one retry), so its retries are exhausted.
     fake_openai.add_faults(Fault.server_error(503), Fault.server_error(503))
-    fake_openai.add_replies(reply([], "from the first model"))
-    backup_endpoint.add_replies(reply(["x = 41 + 1"]))
+    backup_endpoint.add_replies(reply(["x = 41 + 1"]), reply([], "x is {{x}}"))
     async with Conversations.open(settings) as convs:
         assert await convs.models() == ["backup-model", "fake-model"]
         conv = await convs.create()
@@ -101,10 +100,12 @@ async def test_when_the_first_model_is_exhausted_the_turn_goes_on_with_the_next_
         turn = transcript.turns[0]
         rebuilt = timeline(transcript)  # what another process's watcher is shown
     first, second = turn.iterations
-    assert (first.model, second.model) == ("backup-model", "fake-model")
+    # The second call goes straight to the backup: the first model is cooling down.
+    assert (first.model, second.model) == ("backup-model", "backup-model")
+    assert len(fake_openai.requests) == 2  # the two failed tries, nothing after
     assert turn.model == "fake-model"  # the model the turn asked for
     replies = [e for e in events if isinstance(e, ModelReply)]
-    assert [r.model for r in replies] == ["backup-model", "fake-model"]
+    assert [r.model for r in replies] == ["backup-model", "backup-model"]
     assert [r.model for r in rebuilt if isinstance(r, ModelReply)] == replies_models(replies)
     fell_back = [e for e in events if isinstance(e, ModelRetry) and "trying" in e.reason]
     assert len(fell_back) == 1 and "fake-model is unavailable" in fell_back[0].reason
@@ -112,15 +113,34 @@ async def test_when_the_first_model_is_exhausted_the_turn_goes_on_with_the_next_
     # The backup endpoint got its own key; the cost follows the model that answered.
     assert backup_endpoint.headers[0]["authorization"] == "Bearer sk-backup"
     assert FAKE_API_KEY not in str(backup_endpoint.headers)
-    assert first.usage.cost_usd == pytest.approx(
-        (first.usage.tokens_in * 100.0 + first.usage.tokens_out * 200.0) / 1e6
-    )
-    assert second.usage.cost_usd == pytest.approx(
-        (second.usage.tokens_in + second.usage.tokens_out) / 1e6
-    )
+    for iteration in (first, second):
+        assert iteration.usage.cost_usd == pytest.approx(
+            (iteration.usage.tokens_in * 100.0 + iteration.usage.tokens_out * 200.0) / 1e6
+        )
     finished = events[-1]
-    assert isinstance(finished, TurnFinished) and finished.answer == "from the first model"
+    assert isinstance(finished, TurnFinished) and finished.answer == "x is 42"
+    assert finished.cost_known and turn.cost_known
     assert turn.usage.cost_usd == pytest.approx(first.usage.cost_usd + second.usage.cost_usd)
+
+
+async def test_a_turn_answered_by_an_unpriced_fallback_model_has_an_unknown_cost(
+    fake_openai: FakeOpenAI, backup_endpoint: FakeOpenAI, openai_settings: Settings
+) -> None:
+    settings = openai_settings.replace(
+        models=("fake-model", "backup-model"),
+        endpoints={"backup-model": Endpoint(backup_endpoint.base_url, "sk-backup")},
+        prices={"fake-model": Price(1.0, 1.0)},  # the backup has no price
+        max_retries=0,
+    )
+    fake_openai.add_faults(Fault.server_error(503))
+    backup_endpoint.add_replies(reply([], "from the backup"))
+    async with Conversations.open(settings) as convs:
+        conv = await convs.create()
+        events = await sent(convs, conv.id, "go")
+        (turn,) = (await convs.inspect(conv.id)).turns
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished) and finished.answer == "from the backup"
+    assert not finished.cost_known and not turn.cost_known  # not "$0.0000"
 
 
 async def test_a_failure_another_model_would_not_cure_is_not_sent_to_the_next(

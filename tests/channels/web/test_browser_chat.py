@@ -179,14 +179,24 @@ def test_a_queued_message_refused_when_its_time_comes_is_reported(
         cid = httpx.post(f"{url}/api/conversations", json={}, headers=BEARER).json()["id"]
         page.goto(f"{url}/c/{cid}")
         send(page, "one")
-        assert second.reached.wait(10)
+        assert second.reached.wait(30)
+        # The answer to sending "two" ("queued") is held back until after its refusal has
+        # streamed in, as on a slow connection: it must not clear the refusal's notice.
+        held: list[tuple[Any, Any]] = []
+        page.route("**/messages", lambda route: held.append((route, route.fetch())))
         send(page, "two")
         page.wait_for_selector(".msg.queued:text('two (queued)')")
+        while not held:
+            page.wait_for_timeout(20)
         take_lease_elsewhere(
             settings.store.database, cid
         )  # the running turn stops, "two" cannot run
         page.wait_for_selector("#notice.error")
+        route, response = held[0]
+        route.fulfill(response=response)
+        page.wait_for_function("() => !document.querySelector('.msg.queued')")
+        page.wait_for_timeout(200)  # the page has handled the late answer
         assert page.text_content("#notice").startswith("Not sent: ")
-        assert page.locator(".msg.queued").count() == 0
+        assert page.locator("#notice.error").count() == 1
         assert page.input_value("#message") == "two"  # given back to edit or send again
         second.opened.set()

@@ -36,9 +36,12 @@ async function api(method, url, body, headers = {}) {
   return response.status === 204 ? null : response.json();
 }
 
+let noticesShown = 0;  // counts notices, so a late reply clears only its own
+
 function notice(text, isError = false) {
   const node = $("#notice");
   if (!node) return;
+  noticesShown += 1;
   node.textContent = text;
   node.classList.toggle("error", isError);
 }
@@ -326,11 +329,13 @@ function chatPage() {
     waiting.dataset.request = text;
     waiting.hidden = !running;  // shown at once when this page knows a turn runs
     turns.append(waiting);
+    const shown = noticesShown;
     try {
       const sent = await post(text);
       if (!sent.queued) waiting.remove();
       else waiting.hidden = false;  // unless its turn started meanwhile (then it is gone)
-      notice("");
+      // A notice that came while the request was answered (its refusal, streamed) stays.
+      if (noticesShown === shown) notice("");
     } catch (error) {
       waiting.remove();
       notice(`Not sent: ${error.message}`, true);
