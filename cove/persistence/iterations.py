@@ -403,8 +403,7 @@ async def _insert_var_versions(
         block_id = await _block_id(db, iteration_id, var, block_ids)
         inline, root, digest = None, None, None
         if var.encoded is not None:
-            added += await values.put_chunks(db, var.chunks)
-            inline, root, size = await values.put_root(db, var.encoded)
+            inline, root, size = await values.put_value(db, var.chunks, var.encoded)
             added += size
             digest = text_hash(var.encoded)
         rows.append(

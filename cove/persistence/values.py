@@ -1,7 +1,7 @@
 """The value store: chunks of variable values, shared by content and counted (migration 0019).
 
 A version's value is a root (``cove.codec.chunks``): kept inline in its row when it is short and
-names no chunk, else stored as a chunk itself (``var_version.root_chunk``). ``put_chunks`` adds
+names no chunk, else stored as a chunk itself (``var_version.root_chunk``). ``put_value`` adds
 the chunks a version brings, children first, each once whatever holds it already; ``value_ref``
 counts, for every chunk, the versions whose root it is and the chunks naming it. Releasing a
 version (a deleted conversation, a thinned one) lowers its root's count; ``collect`` then deletes
@@ -32,8 +32,17 @@ COLLECT_BATCH = 500
 _IN_BATCH = 500  # names per ``IN (...)`` list
 
 
-async def put_chunks(db: Sql, chunks: Iterable[tuple[str, bytes]]) -> int:
-    """Add the chunks the database lacks (children before parents); the bytes added.
+async def put_value(
+    db: Sql, chunks: Iterable[tuple[str, bytes]], root: str
+) -> tuple[str | None, int | None, int]:
+    """Keep a version's value: the chunks the database lacks (children before parents), then
+    its root — ``(inline text, None, bytes added)`` when the root is short and names no chunk,
+    else ``(None, root chunk id, bytes added)`` with the root chunk counted once more (for the
+    version that will name it).
+
+    A few statements whatever the value's size: one lookup of every chunk named, one insert
+    per new chunk, one for their counts, one update per distinct count change of the chunks
+    stored before.
 
     Raises:
         StoreError: A chunk's data does not hash to its name, or it names a chunk that is
@@ -41,38 +50,60 @@ async def put_chunks(db: Sql, chunks: Iterable[tuple[str, bytes]]) -> int:
             transaction rolls back).
     """
     given = list(chunks)
+    data = root.encode("utf-8", "surrogatepass")
+    root_kids = refs(data)
+    inline = not root_kids and len(data) <= INLINE_LIMIT
+    root_name = None if inline else text_hash(root)
+    if root_name is not None:
+        given.append((root_name, data))
     if not given:
-        return 0
+        return root, None, 0
     await db.dialect.lock_values(db)
-    stored = await chunk_ids(db, [name for name, _ in given])
+    kids_of = {name: list(dict.fromkeys(refs(chunk))) for name, chunk in given}
+    named = list(dict.fromkeys([*kids_of, *(kid for kids in kids_of.values() for kid in kids)]))
+    ids = await chunk_ids(db, named)
+    counts: dict[int, int] = {}
     added = 0
-    for name, data in given:
-        if name in stored:
+    new: list[int] = []
+    for name, chunk in given:
+        if name in ids:
             continue
-        if chunk_hash(data) != name:
+        if chunk_hash(chunk) != name:
             raise StoreError(f"chunk {name} does not hold what its name says")
-        stored[name] = await _insert(db, name, data)
-        added += len(data)
-    return added
-
-
-async def _insert(db: Sql, name: str, data: bytes) -> int:
-    """Insert a chunk whose children are stored; count it as their parent. Its id."""
-    kids = list(dict.fromkeys(refs(data)))
-    ids = await chunk_ids(db, kids)
-    missing = [kid for kid in kids if kid not in ids]
-    if missing:
-        raise StoreError(f"chunk {name} names chunk {missing[0]}, which is not stored")
-    children = [ids[kid] for kid in kids]
-    chunk_id = int(
-        await db.value(
-            "INSERT INTO value_chunk (hash, data, children) VALUES (?, ?, ?) RETURNING id",
-            (name, data, json.dumps(children)),
+        missing = [kid for kid in kids_of[name] if kid not in ids]
+        if missing:
+            raise StoreError(f"chunk {name} names chunk {missing[0]}, which is not stored")
+        children = [ids[kid] for kid in kids_of[name]]
+        ids[name] = int(
+            await db.value(
+                "INSERT INTO value_chunk (hash, data, children) VALUES (?, ?, ?) RETURNING id",
+                (name, chunk, json.dumps(children)),
+            )
         )
-    )
-    await db.run("INSERT INTO value_ref (chunk_id, refs) VALUES (?, 0)", (chunk_id,))
-    await _add_refs(db, children, 1)
-    return chunk_id
+        new.append(ids[name])
+        added += len(chunk)
+        for child in children:
+            counts[child] = counts.get(child, 0) + 1
+    if root_name is not None:
+        counts[ids[root_name]] = counts.get(ids[root_name], 0) + 1
+    await _new_refs(db, [(chunk_id, counts.pop(chunk_id, 0)) for chunk_id in new])
+    by_delta: dict[int, list[int]] = {}
+    for chunk_id, delta in counts.items():
+        by_delta.setdefault(delta, []).append(chunk_id)
+    for delta, chunk_ids_ in by_delta.items():
+        await _add_refs(db, chunk_ids_, delta)
+    return (root if inline else None), (None if root_name is None else ids[root_name]), added
+
+
+async def _new_refs(db: Sql, counted: Sequence[tuple[int, int]]) -> None:
+    """The counts of chunks just inserted (by the parents inserted with them, the root)."""
+    for start in range(0, len(counted), _IN_BATCH):
+        batch = counted[start : start + _IN_BATCH]
+        marks = ",".join("(?, ?)" for _ in batch)
+        await db.run(
+            f"INSERT INTO value_ref (chunk_id, refs) VALUES {marks}",
+            [value for pair in batch for value in pair],
+        )
 
 
 async def chunk_ids(db: Sql, names: Sequence[str]) -> dict[str, int]:
@@ -95,25 +126,6 @@ async def _add_refs(db: Sql, ids: Sequence[int], delta: int) -> None:
         await db.run(
             f"UPDATE value_ref SET refs = refs + ? WHERE chunk_id IN ({marks})", [delta, *batch]
         )
-
-
-async def put_root(db: Sql, root: str) -> tuple[str | None, int | None, int]:
-    """Keep a version's root: ``(inline text, None, 0)`` when it is short and names no chunk,
-    else ``(None, root chunk id, bytes added)`` with the chunk counted once more (for the
-    version that will name it).
-
-    Raises:
-        StoreError: The root names a chunk that is not stored.
-    """
-    data = root.encode("utf-8", "surrogatepass")
-    names = refs(data)
-    if not names and len(data) <= INLINE_LIMIT:
-        return root, None, 0
-    name = text_hash(root)
-    added = await put_chunks(db, [(name, data)])
-    chunk_id = (await chunk_ids(db, [name]))[name]
-    await _add_refs(db, [chunk_id], 1)
-    return None, chunk_id, added
 
 
 async def release_roots(db: Sql, where: str, params: Sequence[object]) -> None:

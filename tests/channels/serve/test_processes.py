@@ -285,7 +285,7 @@ def owner_only(folder: Path) -> list[Path]:
     return sockets
 
 
-async def test_a_forwarded_request_needs_the_login_and_a_bounded_body(
+async def test_a_forwarded_request_needs_the_login_its_own_host_and_a_bounded_body(
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:
     token = "processes-test-token-0123456789"
@@ -308,6 +308,25 @@ async def test_a_forwarded_request_needs_the_login_and_a_bounded_body(
                 )
                 assert refused.status_code == 401
                 assert refused.headers["x-cove-process"] == str(home_of(cid, 2))
+            foreign = ({"host": "127.0.0.1.evil.example"}, {"origin": "http://evil.example"})
+            for cid in cids:  # and a foreign Host or Origin, even with the login
+                for headers in foreign:
+                    refused = await client.post(
+                        f"/api/conversations/{cid}/messages",
+                        json={"text": "<<p = 1>>"},
+                        headers=good | headers,
+                    )
+                    assert refused.status_code == 403, (headers, refused.text)
+        async with service.client(timeout=60) as session:  # the browser's way: the cookie
+            for cid in cids:
+                for headers in foreign:
+                    refused = await session.post(
+                        f"/api/conversations/{cid}/messages",
+                        json={"text": "<<p = 1>>"},
+                        headers=headers,
+                    )
+                    assert refused.status_code == 403, (headers, refused.text)
+        async with httpx.AsyncClient(base_url=service.base_url, timeout=60) as client:
             huge = {"text": "x" * (MAX_FORWARD_BYTES + 10)}
             for cid in cids:
                 too_big = await client.post(
