@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cove.conversation.conversations import Conversations, LLMFactory
-    from cove.conversation.extensions import FunctionRule, installed
+    from cove.conversation.extensions import ConversationPolicy, FunctionRule, installed
     from cove.conversation.handle import TurnHandle
     from cove.conversation.profiles import KEEP, Profile
     from cove.conversation.reading import Reading, open_reading
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 _SOURCES: dict[str, str] = {
     "Conversations": "cove.conversation.conversations",
     "LLMFactory": "cove.conversation.conversations",
+    "ConversationPolicy": "cove.conversation.extensions",
     "FunctionRule": "cove.conversation.extensions",
     "installed": "cove.conversation.extensions",
     "TurnHandle": "cove.conversation.handle",
@@ -90,6 +91,7 @@ __all__ = [
     "Approver",
     "BlockRecord",
     "Catalog",
+    "ConversationPolicy",
     "ConversationRecord",
     "Conversations",
     "FunctionRule",

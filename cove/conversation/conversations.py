@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 
 from cove.config import ModelSettings, Settings
-from cove.conversation.extensions import ConversationExtensions
+from cove.conversation.extensions import ConversationExtensions, ConversationPolicy
 from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
@@ -514,6 +514,31 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
         )
         async for event in events:
             yield event
+
+    async def policy(self, conversation_id: str, *, owner: str | None = None) -> ConversationPolicy:
+        """The conversation's approval policy: its own entries, the settings', each function's
+        rule.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s).
+            ConfigError: An extension it was created with is no longer installed.
+        """
+        record = await self.get(conversation_id, owner=owner)
+        return await self._extensions.policy(record.id)
+
+    async def set_policy(
+        self, conversation_id: str, key: str, rule: str, *, owner: str | None = None
+    ) -> ConversationPolicy:
+        """Set the conversation's own policy entry ``key`` (a function, an extension or an
+        effect) to ``rule`` (allow, ask, deny); its policy afterwards. A turn running now keeps
+        the rule it started with; the next one uses the new one, in any process.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s).
+            ConfigError: A bad rule, or a key naming nothing of the conversation.
+        """
+        record = await self.get(conversation_id, owner=owner)
+        return await self._extensions.set_rule(record.id, key, rule)
 
     # -- internals -------------------------------------------------------------------------
 

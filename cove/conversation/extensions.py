@@ -23,12 +23,37 @@ from cove.persistence.store import Store
 
 @dataclass(frozen=True)
 class FunctionRule:
-    """How the settings' policy treats calls of one installed function (``cove extensions``)."""
+    """How a policy treats calls of one function (``cove extensions``, ``cove policy``).
+
+    ``entry`` is the policy entry that gave the rule (a function, extension or effect name),
+    or ``default`` when none did.
+    """
 
     function: str
     extension: str
     effect: str
     rule: Rule
+    entry: str = "default"
+
+
+@dataclass(frozen=True)
+class ConversationPolicy:
+    """A conversation's approval policy as it stands (``cove policy``).
+
+    Attributes:
+        own: The conversation's own entries (set at creation or later, and the answers its
+            person asked to remember); they win over the settings'.
+        settings: The settings' entries (``[extensions] policy``).
+        rules: What the two make of each function of the conversation's extensions.
+    """
+
+    own: Mapping[str, Rule]
+    settings: Mapping[str, Rule]
+    rules: tuple[FunctionRule, ...]
+
+
+#: Effects a conversation's policy may name even when none of its functions has them yet.
+KNOWN_EFFECTS = ("read", "write", "network", "spend")
 
 
 def installed(settings: Settings) -> tuple[Catalog, list[FunctionRule]]:
@@ -110,6 +135,53 @@ class ConversationExtensions:
         use = await self._store.conversation_extensions(parent_id)
         if use is not None:
             await self._store.set_extension_use(fork_id, use.names, use.policy)
+
+    async def policy(self, conversation_id: str) -> ConversationPolicy:
+        """The conversation's policy: its own entries, the settings', and each function's rule.
+
+        Raises:
+            ConfigError: An extension it was created with is no longer installed.
+        """
+        choice = await self.choice(conversation_id, doing="shown")
+        use = await self._store.conversation_extensions(conversation_id)
+        own = parse_policy([f"{k}={v}" for k, v in (use.policy if use else {}).items()])
+        builtins = set(builtin_catalog().names)
+        rules = []
+        for extension in choice.extensions:
+            for function in extension.functions:
+                effect = extension.effect_of(function)
+                ruling = decide(
+                    choice.policy,
+                    function=function.name,
+                    extension=extension.name,
+                    effect=effect,
+                    builtin=extension.name in builtins,
+                )
+                rules.append(
+                    FunctionRule(function.name, extension.name, effect, ruling.rule, ruling.entry)
+                )
+        return ConversationPolicy(own, dict(self._policy), tuple(rules))
+
+    async def set_rule(self, conversation_id: str, key: str, rule: str) -> ConversationPolicy:
+        """Set the conversation's own entry ``key = rule``; its policy afterwards.
+
+        A running environment takes it in at its next turn.
+
+        Raises:
+            ConfigError: ``rule`` is not allow, ask or deny, or ``key`` names no function,
+                extension or effect of the conversation (nor a common effect); nothing changes.
+        """
+        [(key, checked)] = parse_policy([f"{key}={rule}"], setting="policy").items()
+        before = await self.policy(conversation_id)
+        names = {r.function for r in before.rules} | {r.extension for r in before.rules}
+        effects = {r.effect for r in before.rules} | set(KNOWN_EFFECTS)
+        if key not in names | effects:
+            raise ConfigError(
+                f"{key!r} is not a function, an extension or an effect of conversation "
+                f"{conversation_id} (effects: {', '.join(sorted(effects))})"
+            )
+        await self._store.remember_rule(conversation_id, key, checked)
+        return await self.policy(conversation_id)
 
     async def choice(self, conversation_id: str, *, doing: str) -> ExtensionChoice:
         """The extensions and policy a conversation's environment is opened with.

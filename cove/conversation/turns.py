@@ -240,6 +240,7 @@ class Turns:
                             self._queues[record.id].finished = True
                         stamped = hub.publish(event)
                         if stamped is not None:
+                            entry.env.observers.deliver(stamped)
                             await keep_note(self.store, stamped)
             finally:
                 del self._running[record.id]

@@ -30,6 +30,7 @@ from cove.codec.shapes import Definition, Opaque
 from cove.environment.data_docs import data_docs
 from cove.environment.extensions import builtin_extensions
 from cove.environment.extensions.approval import (
+    RULES,
     ApprovalRequest,
     Rule,
     Ruling,
@@ -39,6 +40,7 @@ from cove.environment.extensions.approval import (
 )
 from cove.environment.extensions.base import CallContext, Extension, NudgeContext, TurnHooks
 from cove.environment.extensions.docs import render_docs
+from cove.environment.extensions.observers import EventObservers
 from cove.environment.extensions.quota import WorkspaceQuota
 from cove.environment.extensions.registry import ExtensionRegistry, registry_for
 from cove.environment.imports import import_binding, import_changes, import_snapshots
@@ -98,10 +100,13 @@ class Environment:
         self.quota = WorkspaceQuota(workspace, settings)
         self.policy: dict[str, Rule] = {}
         self._remembered: set[str] = set()  # functions whose rule a person's answer set
+        self._policy_read = True  # the conversation's own entries read in this turn (or open)
         self._owners: dict[
             str, tuple[str, str, bool]
         ] = {}  # function -> extension, effect, built in
         self._registry = ExtensionRegistry(())
+        #: The event observers of its extensions (``Extension.observe``).
+        self.observers = EventObservers(())
         self._client: SandboxClient | None = None
         self._hooks: TurnHooks | None = None
         self._closed = False
@@ -152,6 +157,7 @@ class Environment:
         candidates = builtin_extensions() if extensions is None else tuple(extensions)
         env.extensions = tuple(e for e in candidates if e.activate is None or e.activate(env))
         env._registry = registry_for(env.extensions)
+        env.observers = EventObservers(env.extensions)
         env.policy = dict(policy or {})
         builtins = builtin_extensions()
         env._owners = {
@@ -212,10 +218,25 @@ class Environment:
     # -- turns ---------------------------------------------------------------------------------
 
     async def begin_turn(self, hooks: TurnHooks) -> None:
-        """Bind the turn's hooks and refresh the per-turn constants (``REQUEST``...)."""
+        """Bind the turn's hooks and refresh the per-turn constants (``REQUEST``...); the
+        turn's first extension call takes in policy entries set since the last turn."""
         self._live()
         self._hooks = hooks
+        self._policy_read = False
         await self._configure()
+
+    async def _refresh_policy(self) -> None:
+        """Take in the conversation's own policy entries changed since the environment read
+        them (``cove policy``, an answer remembered in another process): once per turn, at
+        its first extension call (a turn that calls none reads nothing)."""
+        if self._policy_read:
+            return
+        self._policy_read = True
+        use = await self.store.conversation_extensions(self.conversation_id)
+        for key, rule in (use.policy if use is not None else {}).items():
+            if rule in RULES and self.policy.get(key) != rule:
+                self.policy[key] = rule
+                self._remembered.discard(key)  # set by someone, not by an answer here
 
     def end_turn(self) -> None:
         """Unbind the turn's hooks; functions needing them fail clearly until the next turn."""
@@ -380,14 +401,17 @@ class Environment:
         await self._live().kill()
 
     async def aclose(self) -> None:
-        """Release the worker. Idempotent."""
+        """Release the worker and stop the event observers (after a short grace). Idempotent."""
         if self._closed:
             return
         self._closed = True
         self._hooks = None
         client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        try:
+            if client is not None:
+                await client.aclose()
+        finally:
+            await self.observers.aclose()
 
     @property
     def closed(self) -> bool:
@@ -437,6 +461,7 @@ class Environment:
         if owner is None:
             return  # not a function of these extensions: the registry says so
         extension, effect, builtin = owner
+        await self._refresh_policy()
         ruling = decide(
             self.policy, function=name, extension=extension, effect=effect, builtin=builtin
         )

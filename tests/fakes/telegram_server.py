@@ -183,6 +183,28 @@ class FakeTelegram:
         """Queue a text message from a user for ``getUpdates`` (see ``text_update``)."""
         return self._queue(self.text_update(chat_id, text, **kw))
 
+    def press(self, chat_id: int, message_id: int, data: str, *, user_id: int | None = None) -> int:
+        """Queue a press of an inline keyboard button (``data``) under a message the bot sent
+        to ``chat_id``, by ``user_id`` (default: the chat's own user)."""
+        with self._changed:
+            sent = dict(self.messages[chat_id][message_id])
+        user = user_id if user_id is not None else chat_id
+        query = {
+            "id": f"q{next(self._next_update)}",
+            "from": {"id": user, "is_bot": False, "first_name": f"user{user}"},
+            "message": sent,
+            "chat_instance": f"i{chat_id}",
+            "data": data,
+        }
+        return self._queue({"update_id": next(self._next_update), "callback_query": query})
+
+    def keyboard(self, chat_id: int, message_id: int) -> list[tuple[str, str]]:
+        """The inline keyboard a message carries now: (text, callback data) per button."""
+        with self._changed:
+            markup = self.messages[chat_id][message_id].get("reply_markup") or {}
+        rows = markup.get("inline_keyboard", [])
+        return [(b["text"], b.get("callback_data", "")) for row in rows for b in row]
+
     def send_document(
         self, chat_id: int, data: bytes, name: str, *, caption: str | None = None, **kw: Any
     ) -> int:
@@ -453,7 +475,7 @@ class FakeTelegram:
 
     def _m_sendMessage(self, params: dict[str, Any], files: Any) -> dict[str, Any]:
         text = _checked_text(params.get("text"), params.get("parse_mode"))
-        return self._store(params, text=text)
+        return self._store(params, text=text, reply_markup=params.get("reply_markup"))
 
     def _m_sendDocument(
         self, params: dict[str, Any], files: dict[str, tuple[str, bytes]]
@@ -502,6 +524,11 @@ class FakeTelegram:
         with self._changed:
             message["text"] = text
             message["edits"] = message.get("edits", 0) + 1
+            # As Telegram does: an edit without a keyboard takes the message's away.
+            if params.get("reply_markup"):
+                message["reply_markup"] = params["reply_markup"]
+            else:
+                message.pop("reply_markup", None)
             message["edit_date"] = int(time.time())
         return message
 

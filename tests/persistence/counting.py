@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import struct
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,11 +95,14 @@ class _CountingTransactions:
 
 
 class CountingDatabase:
-    """A ``Database`` that counts the units it runs and the statements they send."""
+    """A ``Database`` that counts the units it runs and the statements they send, and adds up
+    the time spent inside them (``inside_s``; on SQLite, on the connection's thread: a unit
+    runs there whole, so the time is its statements' and not the hand-off's)."""
 
     def __init__(self, inner: Database) -> None:
         self._inner = inner
         self.counts = Counts()
+        self.inside_s = 0.0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -106,7 +110,15 @@ class CountingDatabase:
     async def run(self, unit: Unit[T]) -> T:
         self.counts.units += 1
         counts = self.counts
-        return await self._inner.run(lambda db: unit(_CountingTransactions(db, counts)))
+
+        async def counted(db: Transactions) -> T:
+            started = time.perf_counter()
+            try:
+                return await unit(_CountingTransactions(db, counts))
+            finally:
+                self.inside_s += time.perf_counter() - started
+
+        return await self._inner.run(counted)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -133,6 +133,20 @@ async def test_a_commit_of_another_node_wakes_a_follower(url: str) -> None:
         assert version > seen
 
 
+async def test_a_write_notifies_after_its_commit(url: str, conn: asyncpg.Connection) -> None:
+    # The notification goes in a transaction of its own once the unit has committed (so
+    # notifiers never queue behind one another's WAL flush): whoever it wakes reads the write.
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    async with Store.open(url) as store:
+        conversation = await store.create_conversation(channel="cli")
+        # Listening from here on: only the notifications of later commits are heard.
+        await conn.add_listener("cove_commit", lambda *args: heard.put_nowait(args[-1]))
+        await store.set_title(conversation.id, "after the commit")
+        await asyncio.wait_for(heard.get(), timeout=30)
+        title = await conn.fetchval("SELECT title FROM conversation WHERE id = $1", conversation.id)
+    assert title == "after the commit"
+
+
 async def test_a_nul_a_block_printed_is_kept_as_a_replacement_character(url: str) -> None:
     async with Store.open(url) as store:
         conversation = await store.create_conversation(channel="cli")

@@ -2,7 +2,7 @@
 
 The fence and the iteration's running state are conditions of the write itself, so a unit sends
 no statement for them; on PostgreSQL a write unit's round trips are its statements plus one
-BEGIN and one message that notifies and commits.
+BEGIN and one message that commits and then notifies.
 """
 
 from __future__ import annotations
@@ -96,10 +96,11 @@ async def test_on_postgresql_a_unit_is_its_statements_plus_two_round_trips(
             counted = await _iteration(store, turn.id, 1, counter.counts.take)
 
     # BEGIN, the statements (the versions' executemany is one exchange and a statement per
-    # row), then the notification and the COMMIT in one message; nothing prepared again.
+    # row), then one message taking the commit number, committing and notifying after the
+    # commit; nothing prepared again.
     assert counted == [
-        WireCounts(round_trips=2 + 2, statements=2 + 3, prepares=0),
-        WireCounts(round_trips=1 + 2, statements=1 + 3, prepares=0),
-        WireCounts(round_trips=2 + 2, statements=3 + 3, prepares=0),
-        WireCounts(round_trips=2 + 2, statements=2 + 3, prepares=0),
+        WireCounts(round_trips=2 + 2, statements=2 + 4, prepares=0),
+        WireCounts(round_trips=1 + 2, statements=1 + 4, prepares=0),
+        WireCounts(round_trips=2 + 2, statements=3 + 4, prepares=0),
+        WireCounts(round_trips=2 + 2, statements=2 + 4, prepares=0),
     ]

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "mcp",
     "migrate": "migrate",
     "models": "models",
+    "policy": "policy",
     "replay": "manage",
     "run": "run",
     "search": "inspect",

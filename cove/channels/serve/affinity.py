@@ -45,6 +45,10 @@ _TURN_ROUTES = (
     ("GET", re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})/events$")),
     ("POST", re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})/messages$")),
     ("POST", re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})/cancel$")),
+    (
+        "POST",
+        re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})/approvals/[A-Za-z0-9_-]{1,64}$"),
+    ),
     ("DELETE", re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})$")),
 )
 #: MCP sessions live in the memory of the one process that runs MCP.

@@ -24,12 +24,14 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.ext import (
     Application,
     ApplicationBuilder,
+    CallbackQueryHandler,
     CommandHandler,
     MessageHandler,
     TypeHandler,
     filters,
 )
 
+from cove.channels.telegram.approvals import PREFIX
 from cove.channels.telegram.commands import COMMANDS, Commands
 from cove.channels.telegram.handlers import Core
 from cove.channels.telegram.limiter import Limiter
@@ -44,7 +46,7 @@ from cove.errors import ConfigError, CoveError
 log = logging.getLogger("cove.telegram")
 
 #: The update kinds the bot asks Telegram for.
-UPDATES = ["message"]
+UPDATES = ["message", "callback_query"]
 
 #: How long an update's id is remembered: Telegram gives up redelivering after 24 hours.
 REDELIVERY_WINDOW_S = 2 * 24 * 3600.0
@@ -260,6 +262,7 @@ def _register(app: Application, core: Core) -> None:  # type: ignore[type-arg]
     content = (filters.TEXT & ~filters.COMMAND) | filters.Document.ALL | filters.PHOTO
     app.add_handler(MessageHandler(content, core.on_message))
     app.add_handler(MessageHandler(filters.COMMAND, core.unknown(commands.unknown)))
+    app.add_handler(CallbackQueryHandler(core.approvals.on_press, pattern=f"^{PREFIX}"))
 
     async def on_error(update: object, context: object) -> None:
         error = getattr(context, "error", None)

@@ -12,11 +12,12 @@ from typing import Any
 from telegram import Message, Update
 from telegram.ext import ContextTypes
 
+from cove.channels.telegram.approvals import ChatApprovals
 from cove.channels.telegram.outbox import ChatRef, Outbox
-from cove.channels.telegram.roster import Roster, chat_of, is_allowed
+from cove.channels.telegram.roster import Roster, chat_of, is_allowed, is_allowed_user
 from cove.channels.telegram.turns import TurnView, safe_name
 from cove.config import TelegramSettings
-from cove.conversation import Conversations, TurnHandle
+from cove.conversation import Approver, Conversations, TurnHandle
 from cove.errors import Busy, CoveError
 from cove.events import Event, TurnQueued, TurnStarted
 
@@ -53,6 +54,12 @@ class Core:
         self.stopping = asyncio.Event()  # set when the bot stops: no more waiting to send
         #: Per chat, the messages waiting for another node's turn; each set to withdraw it.
         self.waiting: dict[str, set[asyncio.Event]] = {}
+        self.approvals = ChatApprovals(
+            outbox,
+            convs.settings.extensions.approval_timeout_s,
+            lambda update: is_allowed_user(update, self.allow, self.allow_usernames),
+            self.spawn,
+        )
 
     def withdraw_waiting(self, chat: ChatRef | None = None) -> int:
         """Withdraw the messages waiting for another node's turn in ``chat`` (None: in every
@@ -136,7 +143,9 @@ class Core:
                 if not text:
                     return
                 cid = await self.roster.current(chat)
-                handle, first = await self._start(chat, cid, text, attachments)
+                sender = message.from_user.id if message.from_user else None
+                approver = self.approvals.approver(chat, sender)
+                handle, first = await self._start(chat, cid, text, attachments, approver)
             except _Withdrawn:
                 return  # by /cancel, which said so
             except CoveError as exc:
@@ -158,9 +167,15 @@ class Core:
             self.roster.untrack(chat, handle)
 
     async def _start(
-        self, chat: ChatRef, cid: str, text: str, attachments: list[tuple[str, bytes]]
+        self,
+        chat: ChatRef,
+        cid: str,
+        text: str,
+        attachments: list[tuple[str, bytes]],
+        approver: Approver,
     ) -> tuple[TurnHandle, Event | None]:
-        """Send the message as a turn; its handle and first event (None: none came).
+        """Send the message as a turn; its handle and first event (None: none came). The
+        calls it asks about are asked in the chat (``approver``).
 
         While another process (another node) holds the conversation's lease, its turn runs
         there: the chat is told once, and the message is sent when that lease is free (looked
@@ -175,7 +190,7 @@ class Core:
         withdrawn = asyncio.Event()
         self.waiting.setdefault(chat.key, set()).add(withdrawn)
         try:
-            return await self._start_when_free(chat, cid, text, attachments, withdrawn)
+            return await self._start_when_free(chat, cid, text, attachments, approver, withdrawn)
         finally:
             waiting = self.waiting.get(chat.key)
             if waiting is not None:
@@ -189,12 +204,13 @@ class Core:
         cid: str,
         text: str,
         attachments: list[tuple[str, bytes]],
+        approver: Approver,
         withdrawn: asyncio.Event,
     ) -> tuple[TurnHandle, Event | None]:
         waited, told = 0.0, False
         while True:
             if not await self._held_elsewhere(cid):
-                handle = self.convs.send(cid, text, attachments)
+                handle = self.convs.send(cid, text, attachments, approver=approver)
                 try:
                     return handle, await _first_event(handle)
                 except Busy as exc:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from telegram import Bot, InputFile, LinkPreviewOptions, Message
+from telegram import Bot, InlineKeyboardMarkup, InputFile, LinkPreviewOptions, Message
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TimedOut
 
@@ -115,12 +115,15 @@ class Outbox:
             sent.append(await self.say(chat, to_html(piece) + marker, piece + marker))
         return sent
 
-    async def plain(self, chat: ChatRef, text: str) -> Message:
-        """Send plain text (no formatting at all)."""
-        return await self._send(chat, text[:MAX_TEXT], None)
+    async def plain(
+        self, chat: ChatRef, text: str, keyboard: InlineKeyboardMarkup | None = None
+    ) -> Message:
+        """Send plain text (no formatting at all), with an inline ``keyboard`` under it."""
+        return await self._send(chat, text[:MAX_TEXT], None, keyboard)
 
     async def edit(self, chat: ChatRef, message_id: int, text: str) -> None:
-        """Replace a message's text (plain); an unchanged or vanished message is no error."""
+        """Replace a message's text (plain, its inline keyboard gone); an unchanged or
+        vanished message is no error."""
         try:
             await self.call(
                 lambda: self.bot.edit_message_text(
@@ -169,7 +172,13 @@ class Outbox:
             method="sendPhoto",
         )
 
-    async def _send(self, chat: ChatRef, text: str, mode: str | None) -> Message:
+    async def _send(
+        self,
+        chat: ChatRef,
+        text: str,
+        mode: str | None,
+        keyboard: InlineKeyboardMarkup | None = None,
+    ) -> Message:
         return await self.call(
             lambda: self.bot.send_message(
                 chat.chat_id,
@@ -177,6 +186,7 @@ class Outbox:
                 parse_mode=mode,
                 message_thread_id=chat.thread_id,
                 link_preview_options=NO_PREVIEW,
+                reply_markup=keyboard,
             ),
             method="sendMessage",
         )

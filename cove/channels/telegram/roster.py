@@ -45,6 +45,17 @@ def is_allowed(
     return user.id in allow or (user.username or "").lower() in usernames
 
 
+def is_allowed_user(
+    update: Update, allow: frozenset[int], usernames: frozenset[str] = frozenset()
+) -> bool:
+    """Whether the update's user is on the allow-list as a person (by user id or @username),
+    whatever the chat: a group on the list does not make each of its members one."""
+    user = update.effective_user
+    if user is None:
+        return False
+    return user.id in allow or (user.username or "").lower() in usernames
+
+
 def allow_warnings(allow: frozenset[int], usernames: frozenset[str]) -> list[str]:
     """What to warn about at start in an allow-list: empty, or naming users by @username."""
     if not allow and not usernames:

@@ -37,12 +37,13 @@ async def start_turn(
     state: WebState, conversation_id: str, text: str, model: str | None = None
 ) -> bool:
     """Start a turn of ``text`` (with its own ``model``, when given); True when it queued
-    behind a running one.
+    behind a running one. The calls it asks about go to the conversation's pages as cards.
 
     Answered once the turn started or queued: a refusal (busy in another process) raises here,
     for the request to report, not as an error nobody sees.
     """
-    return await state.start(state.convs.send(conversation_id, text, model=model), text)
+    handle = state.convs.send(conversation_id, text, model=model, approver=state.approvals.ask)
+    return await state.start(handle, text)
 
 
 async def send(request: Request) -> Response:

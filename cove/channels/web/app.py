@@ -17,6 +17,7 @@ from starlette.templating import Jinja2Templates
 
 from cove.channels.figures import figure_name, turn_figures
 from cove.channels.web import (
+    api_approvals,
     api_conversations,
     api_figures,
     api_files,
@@ -132,6 +133,7 @@ def create_app(
     routes = [
         *api_conversations.ROUTES,
         *api_turns.ROUTES,
+        *api_approvals.ROUTES,
         *api_files.ROUTES,
         *api_figures.ROUTES,
         *api_profile.ROUTES,

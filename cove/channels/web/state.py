@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
 
+from cove.channels.web.approvals import WebApprovals
 from cove.channels.web.errors import BadInput, message_of
+from cove.channels.web.notices import Notices
 from cove.channels.web.sse import Frames
 from cove.config import Settings
 from cove.conversation import Conversations, TurnHandle
@@ -32,35 +32,10 @@ def refused(request: str, exc: CoveError) -> dict[str, Any]:
     }
 
 
-class Notices:
-    """Messages from the web channel itself to the pages open on a conversation."""
-
-    def __init__(self) -> None:
-        self._queues: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
-
-    @contextlib.contextmanager
-    def listen(self, conversation_id: str) -> Iterator[asyncio.Queue[dict[str, Any]]]:
-        """A queue of the conversation's notices while the body runs."""
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=64)
-        listeners = self._queues.setdefault(conversation_id, set())
-        listeners.add(queue)
-        try:
-            yield queue
-        finally:
-            listeners.discard(queue)
-            if not listeners:
-                self._queues.pop(conversation_id, None)
-
-    def publish(self, conversation_id: str, notice: dict[str, Any]) -> None:
-        """Hand ``notice`` to every page listening on the conversation (never blocks)."""
-        for queue in self._queues.get(conversation_id, ()):
-            with contextlib.suppress(asyncio.QueueFull):
-                queue.put_nowait(notice)
-
-
 @dataclass
 class WebState:
-    """The app's ``Conversations``, the turns it sent that still run, and its notices."""
+    """The app's ``Conversations``, the turns it sent that still run, its notices and the
+    approval requests of those turns."""
 
     settings: Settings
     convs: Conversations
@@ -69,6 +44,10 @@ class WebState:
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     drains: set[asyncio.Task[None]] = field(default_factory=set)
     notices: Notices = field(default_factory=Notices)
+    approvals: WebApprovals = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.approvals = WebApprovals(self.notices, self.settings.extensions.approval_timeout_s)
 
     async def start(self, handle: TurnHandle, request: str) -> bool:
         """Wait until a sent turn starts or queues; True when it queued behind another.

@@ -74,12 +74,13 @@ class ApprovalAnswer:
         approved: Whether the call may run.
         remember: The answer holds for the rest of the conversation (for this function).
         reason: ``person`` for an answer someone gave; ``flag`` for one given for the whole
-            run (``cove run --approve-all`` / ``--reject-all``).
+            run (``cove run --approve-all`` / ``--reject-all``); ``nobody`` when the channel
+            could not ask after all (its question could not be sent): a denial.
     """
 
     approved: bool
     remember: bool = False
-    reason: Literal["person", "flag"] = "person"
+    reason: Literal["person", "flag", "nobody"] = "person"
 
 
 #: How a channel asks its person: an answer for each request (it may take its time; the turn

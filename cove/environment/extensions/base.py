@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from cove.config import SandboxSettings
     from cove.environment.extensions.approval import ApprovalRequest, Ruling, Verdict
     from cove.environment.extensions.quota import WorkspaceQuota
+    from cove.events import Event
     from cove.persistence.store import Store
 
 
@@ -188,6 +189,10 @@ class ExtensionConstant:
         return self.compute(ctx) if self.compute is not None else self.value
 
 
+#: ``observe(event)``: sees an event of a turn (sync or async; ``observers.py``).
+Observer = Callable[["Event"], "Awaitable[None] | None"]
+
+
 @dataclass(frozen=True)
 class Extension:
     """A named capability bundle; the only way to add capabilities to the sandbox.
@@ -202,6 +207,10 @@ class Extension:
         nudge: ``nudge(ctx) -> str | None``; a hint for the model's next context message.
         effect: What its functions do beyond reading, unless a function says otherwise:
             ``read`` (nothing), ``write``, ``network``, ``spend`` or another short word.
+        observe: ``observe(event)``, sync or async: sees every event of the turns this
+            process runs in a conversation that has the extension (but the streamed
+            ``ModelDelta``s: ``ModelReply`` has the whole reply), in order, after it is
+            published, never holding the turn up (``observers.py``).
     """
 
     name: str
@@ -212,6 +221,7 @@ class Extension:
     activate: Callable[[EnvironmentView], bool] | None = None
     nudge: Callable[[NudgeContext], str | None] | None = None
     effect: str = "read"
+    observe: Observer | None = None
 
     def effect_of(self, function: ExtensionFunction) -> str:
         """The effect of one of its functions: the function's own, else the extension's."""

@@ -1,11 +1,11 @@
 """Noticing other nodes' commits on PostgreSQL: ``LISTEN`` as the hint, the sequence as truth.
 
-Every write unit notifies ``cove_commit`` as it commits. A notification is only a hint: one sent
-while the listening connection was down is lost for good. So while someone follows, a connection
-of its own listens and also reads the ``cove_commit`` sequence every ``POLL_S``; a number that
-moved, a notification, or a reconnection each count as a commit, and a moved number counts once
-more on the next read (the number is taken just before its unit commits). Waiters then read the
-rows by sequence themselves (``watch.follow``), so nothing rests on the hint alone.
+Every write unit notifies ``cove_commit`` once it has committed. A notification is only a hint:
+one sent while the listening connection was down is lost for good. So while someone follows, a
+connection of its own listens and also reads the ``cove_commit`` sequence every ``POLL_S``; a
+number that moved, a notification, or a reconnection each count as a commit, and a moved number
+counts once more on the next read (the number is taken just before its unit commits). Waiters
+then read the rows by sequence themselves (``watch.follow``), so nothing rests on the hint alone.
 """
 
 from __future__ import annotations

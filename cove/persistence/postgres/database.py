@@ -1,9 +1,9 @@
 """The PostgreSQL backend: asyncpg's connection pool, one transaction per write unit.
 
-Reads take a pooled connection; a write unit takes one for its transaction, which ends by taking
-a number from the ``cove_commit`` sequence and notifying ``cove_commit`` (delivered when it
-commits) when it wrote anything, so other nodes' watchers learn of it (``commits.py``): that
-notification and the COMMIT go as one message, one round trip. A lease
+Reads take a pooled connection; a write unit takes one for its transaction. A unit that wrote
+anything ends with one message, one round trip: it takes a number from the ``cove_commit``
+sequence, commits, and then notifies ``cove_commit`` in a transaction of its own, so other
+nodes' watchers learn of it (``commits.py``). A lease
 check locks the conversation's row until the unit commits (``Dialect.lock``); the value store
 serialises its transactions with a transaction-scoped advisory lock, released at commit (never a
 session lock, which would pin a connection and vanish with it).
@@ -27,7 +27,11 @@ T = TypeVar("T")
 #: The value store's advisory lock key ("cove" + "vals" in ASCII).
 VALUES_LOCK = 0x636F76657661
 _READS = ("SELECT", "WITH")
-_NOTIFY_AND_COMMIT = "SELECT pg_notify('cove_commit', nextval('cove_commit')::text); COMMIT"
+#: Ends a write unit in one message: the unit takes its commit number, commits, and only then
+#: notifies, in a transaction of its own. A notifying transaction holds a lock every notifier of
+#: the cluster waits for until its commit is flushed, so notifying inside the unit would queue
+#: every node's commits behind one another's WAL flush; the notification alone flushes nothing.
+_COMMIT_AND_NOTIFY = "SELECT nextval('cove_commit'); COMMIT; SELECT pg_notify('cove_commit', '')"
 
 
 def _param(value: Any) -> Any:
@@ -131,7 +135,7 @@ class PostgresDatabase:
             try:
                 unit = PostgresSql(conn)
                 yield unit
-                await conn.execute(_NOTIFY_AND_COMMIT if unit.wrote else "COMMIT")
+                await conn.execute(_COMMIT_AND_NOTIFY if unit.wrote else "COMMIT")
             except BaseException:
                 if not conn.is_closed() and conn.is_in_transaction():
                     with contextlib.suppress(*self.errors):

@@ -1,6 +1,7 @@
 // cove's web client: one module, no framework, no build step.
 // Model output only ever reaches the DOM as textContent, or as HTML the server sanitised.
 
+import { approvalCards } from "./approvals.js";
 import { askText, confirmAction } from "./dialog.js";
 import { showFigures } from "./figures.js";
 import { follow } from "./follow.js";
@@ -231,6 +232,7 @@ function chatPage() {
       if (!input.value) input.value = e.request;
     },
   };
+  Object.assign(handlers, approvalCards(api, () => cid, turns, (message) => notice(message, true)));
   let refreshing = null;
   const variablesSoon = () => {
     clearTimeout(refreshing);
