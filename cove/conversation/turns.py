@@ -162,13 +162,13 @@ class Turns:
                     raise Busy(record.id, message=NOT_RUN_STOPPING)
                 handle.started = True
                 hub = self.watching.hub(record.id)
-                hub.local_turns += 1  # before the turn's first commit: the follower stands by
+                hub.turn_started()  # before the turn's first commit: the follower stands by
                 hub.attach(stream)
                 try:
                     async with self.live.use(record.id) as entry:
                         await self._turn_locked(entry, record.id, request, hub, handle)
                 finally:
-                    hub.local_turns -= 1
+                    hub.turn_ended()
                     hub.detach(stream)
             finally:
                 turns.leave(ticket)

@@ -280,7 +280,7 @@ class Store:
     turns = _reads(reads.turns)
     transcript = _reads(reads.transcript)
     transcript_since = _reads(reads.transcript_since)
-    change_marker = _reads(reads.change_marker)
+    change_markers = _reads(reads.change_markers)
     recent_blocks = _reads(reads.recent_blocks)
     subqueries = _reads(reads.subqueries)
     system_prompt = _reads(reads.system_prompt)
