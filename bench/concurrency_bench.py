@@ -87,38 +87,40 @@ def reply(messages: Sequence[Message]) -> Mapping[str, Any]:
     return out
 
 
-def worker_pss_kb(host: int | None = None) -> dict[int, int]:
+def worker_pss_kb(host: int | None = None, pss: bool = True) -> dict[int, int]:
     """PSS in kB of each sandbox worker of the ``host`` process (this one), by pid: what each
     takes with the pages it shares with the zygote and its siblings divided among them (RSS
-    would count the shared interpreter and libraries once per worker).
+    would count the shared interpreter and libraries once per worker). With ``pss`` False, 0
+    for each (which workers are alive, without the cost of reading PSS: the kernel walks each
+    worker's page tables, a few ms of CPU per worker).
 
     Workers are the children of the host, and the children of its zygote (the fork server,
     itself not counted).
     """
-    me = str(host or os.getpid())
-    parents: dict[int, str] = {}
-    pss: dict[int, int] = {}
-    zygotes: set[str] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    me = host or os.getpid()
+    workers: list[int] = []
+    for child in _children(me):  # the children's files, not a scan of every process
         with contextlib.suppress(OSError):
-            status = Path(entry.path, "status").read_text()
-            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-            if "VmRSS" not in fields:
-                continue
-            parent = fields.get("PPid", "").strip()
-            if (
-                parent == me
-                and b"sandbox.worker.zygote" in Path(entry.path, "cmdline").read_bytes()
-            ):
-                zygotes.add(entry.name)
-                continue
-            parents[int(entry.name)] = parent
-            taken = pss_bytes(int(entry.name))
-            if taken is not None:
-                pss[int(entry.name)] = taken // 1024
-    return {pid: kb for pid, kb in pss.items() if parents[pid] == me or parents[pid] in zygotes}
+            if b"sandbox.worker.zygote" in Path(f"/proc/{child}/cmdline").read_bytes():
+                workers += _children(child)
+            else:
+                workers.append(child)
+    found: dict[int, int] = {}
+    for pid in workers:
+        taken = pss_bytes(pid) if pss else 0
+        if taken is not None:
+            found[pid] = taken // 1024
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (of any of its threads)."""
+    children: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.scandir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                children += map(int, Path(task.path, "children").read_text().split())
+    return children
 
 
 async def sample_workers(samples: list[dict[int, int]], stop: asyncio.Event) -> None:

@@ -58,8 +58,8 @@ class ServeLevelResult:
     serve_peak_rss_kb: int
     workers_started: int
     workers_peak: int
-    workers_peak_rss_kb: int
-    worker_rss_kb: float
+    workers_peak_pss_kb: int
+    worker_pss_kb_mean: float
     statuses: dict[str, int]
     scraped: dict[str, float]
     serve_cpu_s: float  # CPU time of the serve process (and its reaped children) in the run
@@ -152,19 +152,44 @@ def scrape(text: str) -> dict[str, float]:
     return out
 
 
-def workers_of(hosts: list[int]) -> dict[int, int]:
-    """PSS in kB of every sandbox worker of the serving processes, by pid."""
+#: Which workers are alive is sampled this often; their PSS (costly: the kernel walks each
+#: worker's page tables) this often and once more when the load ends.
+ALIVE_EVERY_S = 0.25
+PSS_EVERY_S = 10.0
+
+
+def workers_of(hosts: list[int], pss: bool) -> dict[int, int]:
+    """PSS in kB (0 without ``pss``) of every sandbox worker of the serving processes, by pid."""
     found: dict[int, int] = {}
     for host in hosts:
-        found |= worker_pss_kb(host)
+        found |= worker_pss_kb(host, pss)
     return found
 
 
-async def sample(hosts: list[int], samples: list[dict[int, int]], stop: asyncio.Event) -> None:
-    while not stop.is_set():
-        samples.append(await asyncio.to_thread(workers_of, hosts))
+@dataclass
+class Samples:
+    """The workers seen alive (every sample) and their PSS (every ``PSS_EVERY_S``)."""
+
+    alive: list[set[int]]
+    pss: list[dict[int, int]]
+
+
+async def sample(hosts: list[int], samples: Samples, stop: asyncio.Event) -> None:
+    """Sample the workers until ``stop``: reading PSS every 50 ms took more CPU than the
+    service itself (on the 2 cores the service runs on)."""
+    last_pss = time.monotonic()
+    while True:
+        if stop.is_set():  # the load ended: the workers' memory once more
+            samples.pss.append(await asyncio.to_thread(workers_of, hosts, True))
+            return
+        pss = time.monotonic() - last_pss >= PSS_EVERY_S
+        found = await asyncio.to_thread(workers_of, hosts, pss)
+        samples.alive.append(set(found))
+        if pss:
+            last_pss = time.monotonic()
+            samples.pss.append(found)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 0.05)
+            await asyncio.wait_for(stop.wait(), ALIVE_EVERY_S)
 
 
 async def converse(
@@ -261,7 +286,7 @@ async def run_serve_level(
                 hosts = serving_pids(proc.pid, processes)
                 everyone = [proc.pid, *hosts] if processes > 1 else hosts
                 cpu_before = (sum(map(cpu_seconds, everyone)), own_cpu_seconds())
-                samples: list[dict[int, int]] = []
+                samples = Samples(alive=[], pss=[])
                 stop = asyncio.Event()
                 sampler = asyncio.create_task(sample(hosts, samples, stop))
                 started = time.perf_counter()
@@ -281,7 +306,8 @@ async def run_serve_level(
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
-    busy = [s for s in samples if s] or [{}]
+    alive = [s for s in samples.alive if s] or [set()]
+    busy = [s for s in samples.pss if s] or [{}]
     return ServeLevelResult(
         conversations=conversations,
         max_live=max_live,
@@ -291,10 +317,10 @@ async def run_serve_level(
         overhead_ms=out["overhead"],
         model_calls=out["calls"],
         serve_peak_rss_kb=serve_peak,
-        workers_started=len({pid for s in busy for pid in s}),
-        workers_peak=max(len(s) for s in busy),
-        workers_peak_rss_kb=max(sum(s.values()) for s in busy),
-        worker_rss_kb=sum(sum(s.values()) for s in busy) / max(1, sum(len(s) for s in busy)),
+        workers_started=len({pid for s in alive for pid in s}),
+        workers_peak=max(len(s) for s in alive),
+        workers_peak_pss_kb=max(sum(s.values()) for s in busy),
+        worker_pss_kb_mean=sum(sum(s.values()) for s in busy) / max(1, sum(len(s) for s in busy)),
         statuses=out["statuses"],
         scraped=scraped,
         serve_cpu_s=serve_cpu,
@@ -313,11 +339,14 @@ def _one_per_home(ids: list[str], processes: int, keep: int) -> list[str]:
 
 
 def report(result: ServeLevelResult) -> str:
-    """One row: processes, turns/s, overhead p50/p99, workers started, serve CPU per turn."""
+    """One row: processes, turns/s, overhead p50/p99, workers started, serve and driver CPU per
+    turn, serve peak RSS and workers' peak PSS."""
     return (
         f"{result.processes:>9} | {result.turns / result.seconds:>7.1f} | "
         f"{percentile(result.overhead_ms, 50):>7.0f} {percentile(result.overhead_ms, 99):>7.0f} | "
-        f"{result.workers_started:>7} | {result.serve_cpu_s / result.turns * 1000:>6.1f} | "
+        f"{result.workers_started:>7} | {result.serve_cpu_s / result.turns * 1000:>6.1f} "
+        f"{result.driver_cpu_s / result.turns * 1000:>6.1f} | "
+        f"{result.serve_peak_rss_kb / 1024:>6.0f} {result.workers_peak_pss_kb / 1024:>6.0f} | "
         f"{result.statuses}"
     )
 
@@ -336,11 +365,13 @@ def main() -> None:
         f"{args.bound} per process, worker pool {os.environ.get('COVE_WORKER_POOL_SIZE', 2)}; "
         f"{os.cpu_count()} cores (shared: read absolute figures as upper bounds)\n"
         "overhead = client-seen turn latency - 50 ms x model calls; workers = sandbox worker "
-        "processes started in the run; CPU = ms of serve CPU (every process) per turn\n"
+        "processes started in the run; CPU = ms of CPU per turn of serve (every process, not "
+        "the sandbox workers) and of this driver (the clients and the fake endpoint, on the same "
+        "cores); memory = serve's peak RSS and the workers' peak total PSS in MB\n"
     )
     header = (
         f"{'processes':>9} | {'turns/s':>7} | {'p50 ms':>7} {'p99 ms':>7} | "
-        f"{'workers':>7} | {'CPU':>6} | statuses"
+        f"{'workers':>7} | {'CPU':>6} {'driver':>6} | {'serve':>6} {'workers':>6} | statuses"
     )
     print(header)
     print("-" * len(header))

@@ -12,7 +12,8 @@
    300-iteration turn.
 
 The server is the real app on uvicorn in a thread; the model is scripted.
-Run: ``.venv/bin/python bench/web_bench.py [--requests 400] [--sse-clients 1,10,100,1000]``.
+Run: ``.venv/bin/python bench/web_bench.py [--requests 400] [--sse-clients 1,10,100,1000]
+[--no-browser]``.
 (The README's pictures come from ``tests/channels/web/test_screenshots.py``.)
 """
 
@@ -227,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--sse-clients", default="1,10,100,1000", help="comma-separated counts")
     parser.add_argument("--conversations", type=int, default=1000)
+    parser.add_argument("--no-browser", action="store_true", help="skip the browser render")
     parser.add_argument("--sse-child", nargs=3, metavar=("URL", "ID", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.sse_child:
@@ -267,6 +269,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     f"RSS +{fan['rss_growth_mb']:.1f} MB"
                 )
 
+        if args.no_browser:
+            return
         long_model = TimedClient(
             [code_reply(f"k = {i}") for i in range(299)] + [answer_reply("end")]
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -12,6 +13,11 @@ from dataclasses import dataclass
 from cove.environment.environment import Environment
 
 log = logging.getLogger("cove.conversation")
+
+#: An entry's memory is measured again when a use ends at least this long after the last
+#: measure: reading a worker's PSS walks its page tables (a few ms of the host's CPU with the
+#: data libraries loaded), too much to pay at the end of every turn.
+MEASURE_EVERY_S = 30.0
 
 
 @dataclass
@@ -21,7 +27,8 @@ class LiveConversation:
     conversation_id: str
     env: Environment
     users: int = 0  # turns using this entry; never evicted while > 0
-    memory: int = 0  # bytes its worker took (PSS) when its last use ended
+    memory: int = 0  # bytes its worker took (PSS) when last measured, at the end of a use
+    measured_at: float | None = None  # when (monotonic); None: not since its worker started
 
 
 class LiveCache:
@@ -33,8 +40,9 @@ class LiveCache:
     that conversation; one whose environment is still closing waits before opening a new one.
 
     With a ``memory_budget``, an entry's memory is measured (``measure``: its worker's PSS) when
-    each use ends; while the live entries take more than the budget, the least recently used
-    idle ones (never the one just used) are evicted and closed in the background.
+    its first use ends and then when a use ends ``measure_every_s`` or more after the last
+    measure; while the live entries take more than the budget, the least recently used idle
+    ones (never the one just used) are evicted and closed in the background.
     """
 
     def __init__(
@@ -43,8 +51,10 @@ class LiveCache:
         opener: Callable[[str], Awaitable[Environment]],
         memory_budget: int | None = None,
         measure: Callable[[Environment], int | None] | None = None,
+        measure_every_s: float = MEASURE_EVERY_S,
     ) -> None:
         self.capacity = capacity
+        self.measure_every_s = measure_every_s
         self.memory_budget = memory_budget
         self._measure = measure
         self._opener = opener
@@ -79,8 +89,7 @@ class LiveCache:
             yield entry
         finally:
             entry.users -= 1
-            if self._measure is not None:
-                entry.memory = self._measure(entry.env) or 0
+            self._measure_if_due(entry)
             async with self._changed:
                 victims = self._over_budget(entry)
                 self._changed.notify_all()
@@ -88,6 +97,14 @@ class LiveCache:
                 task = asyncio.create_task(self._close_logged(victim))
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
+
+    def _measure_if_due(self, entry: LiveConversation) -> None:
+        if self._measure is None:
+            return
+        now = time.monotonic()
+        if entry.measured_at is None or now - entry.measured_at >= self.measure_every_s:
+            entry.memory = self._measure(entry.env) or 0
+            entry.measured_at = now
 
     def _over_budget(self, kept: LiveConversation) -> list[LiveConversation]:
         """Under the lock: take out the least recently used idle entries (not ``kept``) while
@@ -188,6 +205,7 @@ class LiveCache:
         the cache, so the next use opens it anew.
         """
         await entry.env.aclose()
+        entry.measured_at = None  # a new worker: measured when this use ends
         try:
             entry.env = await self._opener(entry.conversation_id)
         except BaseException:

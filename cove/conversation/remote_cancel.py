@@ -1,11 +1,12 @@
 """Stop requests from other processes, obeyed by the process that runs the turn.
 
 ``Conversations.cancel`` of a turn that another process runs records a cancel request in the
-store (``Store.request_cancel``). The process holding the lease watches for one while its turn
-runs: after every commit the store's ``commits`` tell of (a request is a commit from another
-connection), and at least every ``CHECK_EVERY_S`` in case a poll was missed, it looks for a
-request for its running turn — one indexed read — and cancels the turn exactly as a local cancel
-does. The request is deleted with the turn's end (``finish_turn``).
+store (``Store.request_cancel``). The process holding the lease watches for one while its turns
+run: after every commit the store's ``commits`` tell of (a request is a commit from another
+connection), and at least every ``CHECK_EVERY_S`` in case a poll was missed, it reads the
+pending requests and cancels each of its turns that was asked to stop, exactly as a local cancel
+does. One watch serves every turn of the process (one read per commit, however many turns
+run). The request is deleted with the turn's end (``finish_turn``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
 
 from cove.errors import CoveError
 from cove.persistence.database import Commits
@@ -24,50 +26,54 @@ CHECK_EVERY_S = 2.0
 
 log = logging.getLogger(__name__)
 
-
-@contextlib.asynccontextmanager
-async def obeying_cancel_requests(
-    store: Store,
-    poller: Commits,
-    conversation_id: str,
-    cancel: Callable[[], Awaitable[None]],
-) -> AsyncIterator[None]:
-    """While the body runs a turn of the conversation, cancel it if another process asks.
-
-    Args:
-        store: The store the turn writes to.
-        poller: The process's commit poller (shared with the watchers).
-        conversation_id: The conversation whose running turn the body drives.
-        cancel: Cancels the turn (the same call a local cancel makes).
-    """
-    if not store.shared:  # a private database: no other process can ask
-        yield
-        return
-    task = asyncio.create_task(_watch(store, poller, conversation_id, cancel))
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+Cancel = Callable[[], Coroutine[Any, Any, None]]
 
 
-async def _watch(
-    store: Store,
-    poller: Commits,
-    conversation_id: str,
-    cancel: Callable[[], Awaitable[None]],
-) -> None:
-    async with poller.use():
-        seen = poller.version
-        while True:
-            try:
-                asker = await store.cancel_requested(conversation_id)
-            except CoveError as exc:  # the turn reports database trouble itself
-                log.warning("cannot read cancel requests of %s: %s", conversation_id, exc)
-                asker = None
-            if asker is not None:
-                log.info("cancelling the turn of %s as %s asked", conversation_id, asker)
-                await cancel()
-                return
-            seen = await poller.wait(seen, CHECK_EVERY_S)
+class CancelRequests:
+    """The watch for cancel requests of the turns this process runs."""
+
+    def __init__(self, store: Store, poller: Commits) -> None:
+        self.store = store
+        self.poller = poller
+        self._turns: dict[str, Cancel] = {}  # the running turns, by conversation
+        self._watch_task: asyncio.Task[None] | None = None
+        self._cancels: set[asyncio.Task[None]] = set()  # held until done
+
+    @contextlib.asynccontextmanager
+    async def obeying(self, conversation_id: str, cancel: Cancel) -> AsyncIterator[None]:
+        """While the body runs a turn of the conversation, cancel it (``cancel``: the call a
+        local cancel makes) if another process asks."""
+        if not self.store.shared:  # a private database: no other process can ask
+            yield
+            return
+        self._turns[conversation_id] = cancel
+        if self._watch_task is None:
+            self._watch_task = asyncio.create_task(self._watch())
+        try:
+            yield
+        finally:
+            if self._turns.get(conversation_id) is cancel:
+                del self._turns[conversation_id]
+            if not self._turns and self._watch_task is not None:
+                task, self._watch_task = self._watch_task, None
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _watch(self) -> None:
+        async with self.poller.use():
+            seen = self.poller.version
+            while self._turns:
+                try:
+                    asked = await self.store.cancel_requests()
+                except CoveError as exc:  # the turns report database trouble themselves
+                    log.warning("cannot read cancel requests: %s", exc)
+                    asked = {}
+                for conversation_id, asker in asked.items():
+                    cancel = self._turns.pop(conversation_id, None)
+                    if cancel is not None:
+                        log.info("cancelling the turn of %s as %s asked", conversation_id, asker)
+                        task = asyncio.create_task(cancel())
+                        self._cancels.add(task)
+                        task.add_done_callback(self._cancels.discard)
+                seen = await self.poller.wait(seen, CHECK_EVERY_S)

@@ -15,7 +15,7 @@ from cove.config import Settings
 from cove.conversation.handle import TurnHandle, withdrawn_event
 from cove.conversation.lease import held_lease
 from cove.conversation.live import LiveCache, LiveConversation
-from cove.conversation.remote_cancel import obeying_cancel_requests
+from cove.conversation.remote_cancel import CancelRequests
 from cove.conversation.turn_queue import TurnQueue
 from cove.conversation.watch.hub import ConversationHub
 from cove.conversation.watch.rebuild import keep_note
@@ -59,6 +59,7 @@ class Turns:
         self._admission = asyncio.Lock()
         self._queues: dict[str, TurnQueue] = {}
         self._running: dict[str, Query] = {}
+        self._cancel_requests = CancelRequests(store, watching.poller)
 
     def busy(self, conversation_id: str) -> bool:
         """True while a turn of the conversation runs or waits here."""
@@ -162,13 +163,13 @@ class Turns:
                     raise Busy(record.id, message=NOT_RUN_STOPPING)
                 handle.started = True
                 hub = self.watching.hub(record.id)
-                hub.local_turns += 1  # before the turn's first commit: the follower stands by
+                hub.turn_started()  # before the turn's first commit: the follower stands by
                 hub.attach(stream)
                 try:
                     async with self.live.use(record.id) as entry:
                         await self._turn_locked(entry, record.id, request, hub, handle)
                 finally:
-                    hub.local_turns -= 1
+                    hub.turn_ended()
                     hub.detach(stream)
             finally:
                 turns.leave(ticket)
@@ -232,9 +233,7 @@ class Turns:
             self._running[record.id] = query
             handle.query = query
             try:
-                async with obeying_cancel_requests(
-                    self.store, self.watching.poller, record.id, query.cancel
-                ):
+                async with self._cancel_requests.obeying(record.id, query.cancel):
                     async for event in query.run():
                         if isinstance(event, TurnFinished):
                             self._queues[record.id].finished = True

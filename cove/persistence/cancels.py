@@ -2,10 +2,10 @@
 
 A turn runs in the process holding its conversation's lease; another process cannot reach its
 tasks. ``request`` records a request for the conversation's running turn (idempotent: asking
-again keeps the first asker and time); the holder reads ``pending`` while its turn runs, cancels
-the turn as a local cancel does, and the request is deleted in the same transaction as the
-turn's end (``clear``, called by ``finish_turn`` and by crash recovery's interruption). A request
-names a turn, never a conversation, so it can never stop a later turn.
+again keeps the first asker and time); the holder reads the requests (``cancel_requests``)
+while its turn runs, cancels the turn as a local cancel does, and the request is deleted in the
+same transaction as the turn's end (``clear``, called by ``finish_turn`` and by crash recovery's
+interruption). A request names a turn, never a conversation, so it can never stop a later turn.
 """
 
 from __future__ import annotations
@@ -43,15 +43,15 @@ async def request_cancel(call: Call, conversation_id: str, requested_by: str) ->
         return int(turn_id)
 
 
-async def cancel_requested(call: Call, conversation_id: str) -> str | None:
-    """Who asked the conversation's running turn to stop, or None when nobody did."""
+async def cancel_requests(call: Call) -> dict[str, str]:
+    """Who asked each running turn to stop, by conversation: every pending request in one read
+    (requests live only while their turn runs, so there are few)."""
     async with call.reading() as db:
-        asker = await db.value(
-            "SELECT r.requested_by FROM turn t JOIN cancel_request r ON r.turn_id = t.id"
-            " WHERE t.conversation_id = ? AND t.status = 'running'",
-            (conversation_id,),
+        rows = await db.rows(
+            "SELECT t.conversation_id, r.requested_by FROM cancel_request r"
+            " JOIN turn t ON t.id = r.turn_id WHERE t.status = 'running'"
         )
-    return None if asker is None else str(asker)
+    return {str(row[0]): str(row[1]) for row in rows}
 
 
 async def clear(db: Sql, turns: str, params: list[object]) -> None:

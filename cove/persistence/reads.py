@@ -8,6 +8,7 @@ turns (and everything written in them) up to ``fork_turn``, then its own.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from cove.errors import AmbiguousId, NotFound
@@ -348,20 +349,28 @@ async def conversation_ids(call: Call) -> set[str]:
         return {str(row[0]) for row in await db.rows("SELECT id FROM conversation")}
 
 
-async def change_marker(call: Call, conversation_id: str) -> tuple[Any, ...]:
-    """A value that differs after any change a watcher of the conversation would see.
+#: Conversations per ``change_markers`` statement (an ``IN`` list of this many ids).
+_MARKERS_BATCH = 500
+
+
+async def change_markers(call: Call, conversation_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    """For each of the conversations, a value that differs after any change a watcher of it
+    would see; an unknown id is left out.
 
     The latest own turn's status, its iterations' progress (how many, how many answered, how
     many ended: each only grows), its block, steering and note counts, the title and the
-    lease: one indexed query, so a follower reads the transcript only when needed.
-
-    Raises:
-        NotFound: unknown conversation.
+    lease: indexed reads, one statement for up to 500 conversations, so the followers of a
+    process learn which of their conversations changed after a commit with one read, and read
+    a transcript only for those.
     """
+    found: dict[str, tuple[Any, ...]] = {}
     async with call.reading() as db:
-        row = await db.row(
-            """
-        SELECT c.title, c.lease_owner, t.id, t.status,
+        for start in range(0, len(conversation_ids), _MARKERS_BATCH):
+            batch = list(conversation_ids[start : start + _MARKERS_BATCH])
+            marks = ",".join("?" * len(batch))
+            rows = await db.rows(
+                f"""
+        SELECT c.id, c.title, c.lease_owner, t.id, t.status,
                (SELECT count(*) FROM iteration i WHERE i.turn_id = t.id),
                (SELECT count(*) FROM iteration i
                  WHERE i.turn_id = t.id AND i.raw_reply IS NOT NULL),
@@ -374,12 +383,14 @@ async def change_marker(call: Call, conversation_id: str) -> tuple[Any, ...]:
                (SELECT count(*) FROM turn_note n WHERE n.turn_id = t.id),
                (SELECT count(*) FROM var_version v WHERE v.conversation_id = c.id)
         FROM conversation c
-        LEFT JOIN turn t ON t.conversation_id = c.id
-        WHERE c.id = ?
-        ORDER BY t.position DESC LIMIT 1
+        LEFT JOIN turn t ON t.id = (
+            SELECT l.id FROM turn l WHERE l.conversation_id = c.id
+            ORDER BY l.position DESC LIMIT 1)
+        WHERE c.id IN ({marks})
         """,
-            (conversation_id,),
-        )
-    if row is None:
-        raise NotFound("conversation", conversation_id)
-    return tuple(row)
+                batch,
+            )
+            for row in rows:
+                values = tuple(row)
+                found[str(values[0])] = values[1:]
+    return found

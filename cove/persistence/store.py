@@ -256,7 +256,7 @@ class Store:
     reap_dead_leases = _writes(leases.reap_dead_leases)
     interrupt_orphans = _writes(leases.interrupt_orphans)
     request_cancel = _writes(cancels.request_cancel)
-    cancel_requested = _reads(cancels.cancel_requested)
+    cancel_requests = _reads(cancels.cancel_requests)
     take_send_slot = _writes(pacing.take_send_slot)
     first_delivery = _writes(deliveries.first_delivery)
 
@@ -280,7 +280,7 @@ class Store:
     turns = _reads(reads.turns)
     transcript = _reads(reads.transcript)
     transcript_since = _reads(reads.transcript_since)
-    change_marker = _reads(reads.change_marker)
+    change_markers = _reads(reads.change_markers)
     recent_blocks = _reads(reads.recent_blocks)
     subqueries = _reads(reads.subqueries)
     system_prompt = _reads(reads.system_prompt)

@@ -231,3 +231,32 @@ async def test_over_the_memory_budget_the_coldest_idle_environments_close() -> N
     assert [e.conversation_id for e in cache.entries()] == ["big"] and counter.alive == 1
     await cache.aclose()
     assert counter.alive == 0
+
+
+async def test_a_workers_memory_is_measured_again_only_after_the_interval() -> None:
+    counter = Counter()
+    measured: list[str] = []
+
+    async def open_named(cid: str) -> Any:
+        env = await counter.open(cid)
+        env.cid = cid
+        return env
+
+    def measure(env: Any) -> int:
+        measured.append(env.cid)
+        return 100
+
+    cache = LiveCache(10, open_named, memory_budget=1000, measure=measure, measure_every_s=0.2)
+    for _ in range(3):
+        async with cache.use("a"):
+            pass
+    assert measured == ["a"] and cache.memory() == 100  # its first use's end, then not again
+    await asyncio.sleep(0.25)
+    async with cache.use("a") as entry:
+        pass
+    assert measured == ["a", "a"]
+    await cache.reopen(entry)  # a new worker: measured when the next use ends
+    async with cache.use("a"):
+        pass
+    assert measured == ["a", "a", "a"]
+    await cache.aclose()

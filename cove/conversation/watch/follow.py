@@ -13,7 +13,9 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
+from cove.conversation.batched import Batched
 from cove.conversation.lease import owner_is_dead
 from cove.conversation.watch.hub import ConversationHub
 from cove.conversation.watch.rebuild import rebuild
@@ -27,20 +29,32 @@ from cove.persistence.store import Store
 #: How often a follower checks that a running turn's process is still alive.
 LEASE_CHECK_S = 1.0
 
+#: A conversation's change marker (``Store.change_markers``).
+Marker = tuple[Any, ...]
+
+
+def change_markers(store: Store) -> Batched[Marker]:
+    """The followers' reader of change markers: one read for those a commit wakes together."""
+    return Batched(store.change_markers, "conversation")
+
 
 async def follow(
     hub: ConversationHub,
     store: Store,
+    markers: Batched[Marker],
     poller: Commits,
     *,
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
     """Publish into ``hub`` what other processes commit, while it has watchers.
 
+    ``markers`` reads the conversation's change marker (``Store.change_markers``) together with
+    those of the other followers the same commit woke: one read per commit for them all.
+
     A database error ends the watchers with it (a watcher must not wait for what cannot come).
     """
     try:
-        await _follow(hub, store, poller, reap)
+        await _follow(hub, store, markers, poller, reap)
     except CoveError as exc:
         hub.close_watchers(exc)
 
@@ -51,7 +65,7 @@ class _Followed:
 
     title: str | None = None
     next_lease_check: float = 0.0
-    marker: tuple[object, ...] | None = None
+    marker: Marker | None = None
     running: bool = False
 
     def wait_s(self) -> float:
@@ -62,6 +76,7 @@ class _Followed:
 async def _follow(
     hub: ConversationHub,
     store: Store,
+    markers: Batched[Marker],
     poller: Commits,
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
@@ -69,27 +84,33 @@ async def _follow(
     async with poller.use():
         seen = poller.version
         while hub.watchers:
-            if hub.local_turns == 0:
-                try:
-                    transcript = await _changes(hub, store, state)
-                except NotFound:
-                    hub.close_watchers()
-                    return
-                # Re-checked after the read: a turn that started here meanwhile publishes live.
-                if transcript is not None and hub.local_turns == 0:
-                    stale = _publish(hub, transcript, state)
-                    if stale is not None:
-                        await reap(stale)
-                        continue
+            if hub.local_turns:
+                # The turn publishes its own events: no commit needs a look until it ends.
+                await hub.no_local_turn()
+                seen = poller.version
+                continue
+            try:
+                transcript = await _changes(hub, store, markers, state)
+            except NotFound:
+                hub.close_watchers()
+                return
+            # Re-checked after the read: a turn that started here meanwhile publishes live.
+            if transcript is not None and hub.local_turns == 0:
+                stale = _publish(hub, transcript, state)
+                if stale is not None:
+                    await reap(stale)
+                    continue
             seen = await poller.wait(seen, state.wait_s())
 
 
-async def _changes(hub: ConversationHub, store: Store, state: _Followed) -> Transcript | None:
+async def _changes(
+    hub: ConversationHub, store: Store, markers: Batched[Marker], state: _Followed
+) -> Transcript | None:
     """What was committed since the hub's last event, or None when nothing was.
 
     Most commits are to other conversations: a cheap check comes first.
     """
-    changed = await store.change_marker(hub.conversation_id)
+    changed = await markers.get(hub.conversation_id)
     lease_due = state.running and time.monotonic() >= state.next_lease_check
     if changed == state.marker and not lease_due:
         return None

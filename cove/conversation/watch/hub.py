@@ -137,6 +137,8 @@ class ConversationHub:
         # Weak: a watcher its reader dropped without closing stops costing anything.
         self.watchers: weakref.WeakSet[Watcher] = weakref.WeakSet()
         self.local_turns = 0  # turns of this conversation running in this process
+        self._no_local_turn = asyncio.Event()
+        self._no_local_turn.set()
         self.on_empty: Callable[[], None] | None = None  # called when the last watcher leaves
         self.deltas = DeltaPacer(self._publish, delta_pace_s)
 
@@ -154,6 +156,22 @@ class ConversationHub:
         if seq > self.sequencer.last:
             self.ring.clear()
             self.sequencer.last = seq
+
+    def turn_started(self) -> None:
+        """A turn of this process starts (before its first commit): it publishes its events
+        itself, so the follower stands by until ``no_local_turn``."""
+        self.local_turns += 1
+        self._no_local_turn.clear()
+
+    def turn_ended(self) -> None:
+        """A turn of this process ended (``turn_started``)."""
+        self.local_turns -= 1
+        if self.local_turns == 0:
+            self._no_local_turn.set()
+
+    async def no_local_turn(self) -> None:
+        """Return once no turn of this conversation runs in this process."""
+        await self._no_local_turn.wait()
 
     def attach(self, watcher: Watcher) -> None:
         """Start delivering new events to ``watcher``."""

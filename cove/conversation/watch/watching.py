@@ -8,7 +8,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
-from cove.conversation.watch.follow import follow
+from cove.conversation.watch.follow import change_markers, follow
 from cove.conversation.watch.hub import ConversationHub, Watcher
 from cove.conversation.watch.rebuild import latest_seq, rebuild
 from cove.conversation.watch.sequence import turn_of
@@ -35,6 +35,7 @@ class Watching:
         self._hubs: OrderedDict[str, ConversationHub] = OrderedDict()
         self._followers: dict[str, asyncio.Task[None]] = {}
         self._taps: list[Tap] = []
+        self._markers = change_markers(store)
 
     def observe(self, tap: Tap) -> None:
         """Call ``tap(event)`` for every event a turn run by this process publishes.
@@ -116,7 +117,7 @@ class Watching:
         cid = hub.conversation_id
         if self._following(cid):
             return
-        task = asyncio.create_task(follow(hub, self.store, self.poller, reap=reap))
+        task = asyncio.create_task(follow(hub, self.store, self._markers, self.poller, reap=reap))
         self._followers[cid] = task
 
         def done(finished: asyncio.Task[None]) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,9 @@ from cove.events import (
     TurnFinished,
     TurnQueued,
 )
+from cove.persistence import reads
+from cove.persistence.database import Call
+from cove.persistence.store import Store, _reads
 from tests.conversation.watch.watch_helpers import GatedClient, durable, kinds, three_iterations
 from tests.scripted import reply, settings_for
 
@@ -322,3 +326,33 @@ async def _until_finished(stream: object) -> AsyncIterator[Event]:
         yield event
         if isinstance(event, TurnFinished):
             return
+
+
+async def test_the_followers_one_commit_wakes_read_their_markers_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[list[str]] = []
+
+    async def counted(call: Call, conversation_ids: Sequence[str]) -> dict[str, Any]:
+        asked.append(list(conversation_ids))
+        return await reads.change_markers(call, conversation_ids)
+
+    monkeypatch.setattr(Store, "change_markers", _reads(counted))
+    settings = settings_for(tmp_path)
+    factory = scripted_factory([reply(["x = 1"], "{{x}}")])
+    async with Conversations.open(settings, llm_factory=factory) as convs:
+        ids = [(await convs.create()).id for _ in range(6)]
+        streams = [await convs.watch(cid).start() for cid in ids]
+        await asyncio.sleep(0.5)  # each follower's first look, alone as it attached
+        asked.clear()
+        # Another process runs a turn: every commit wakes the six followers here.
+        async with Conversations.open(settings, llm_factory=factory) as other:
+            ran = [e async for e in other.send(ids[0], "one")]
+        seen = await asyncio.wait_for(collect(streams[0]), 60)
+        for stream in streams:
+            await stream.aclose()
+    assert [e.seq for e in seen] == [e.seq for e in durable(ran)]  # nothing missed
+    # One read per commit for all six, not one per follower (a follower busy reading its
+    # conversation's transcript may ask a moment later, alone).
+    assert max(map(len, asked)) == len(ids)
+    assert sum(map(len, asked)) >= 3 * len(asked)
