@@ -75,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
+    load = os.getloadavg()[0]  # CPU times grow on a loaded machine (caches, frequency)
     with tempfile.TemporaryDirectory(prefix="cove-bench-") as tmp, FakeOpenAI() as fake:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -103,7 +104,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             for name, command in commands.items():
                 figures[name].append(cpu_of(command, env))
             figures["run (to its request)"].append(run_to_request(env, fake))
-    print(f"CPU seconds per start, median of {args.rounds} (user + system)")
+    print(
+        f"CPU seconds per start, median of {args.rounds} (user + system); load average "
+        f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} cores"
+    )
     for name, values in figures.items():
         median = statistics.median(values)
         target = TARGETS.get(name)

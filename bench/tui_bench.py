@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import tempfile
 import time
@@ -308,6 +309,7 @@ def main() -> None:
             asyncio.run(screenshot(args.screenshot.resolve(), Path(tmp)))
         print(f"saved {args.screenshot}")
         return
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         fresh = asyncio.run(following(args.iterations, 0, Path(tmp) / "fresh"))
         long = asyncio.run(following(args.iterations, args.turns, Path(tmp) / "long"))
@@ -341,6 +343,10 @@ def main() -> None:
     )
     print(f"open a {args.turns}-turn conversation: {long['open_s']:.2f} s to its newest turns")
     print(f"peak RSS of the bench process: {peak_mb:.0f} MB")
+    print(
+        f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end on "
+        f"{os.cpu_count()} cores (CPU times are upper bounds on a loaded machine)"
+    )
 
 
 if __name__ == "__main__":

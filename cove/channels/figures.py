@@ -1,6 +1,6 @@
 """Figures as files, for the channels that cannot show an image in place.
 
-The database keeps every figure a block made (``Conversations.figure`` reads one by its
+The database keeps every figure a block made (``Reading.figure`` reads one by its
 digest). A terminal cannot show an image inline everywhere, so ``cove run``, ``cove show``,
 ``cove watch`` and the TUI write the figures they report to
 ``<figures>/<conversation id>/t<turn>-i<iteration>-b<block>-<n>.png`` (``StoreSettings.figures``:
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cove.channels.export import FigureLinks, approvals_json, to_markdown, transcript_json
-from cove.conversation import Conversations, Transcript, TurnRecord
+from cove.conversation import Reading, Transcript, TurnRecord
 from cove.results import BlockFigure
 from cove.text import json_escaped
 
@@ -92,7 +92,7 @@ def export_folder(document: Path) -> Path:
 
 
 async def save_figures(
-    convs: Conversations,
+    convs: Reading,
     conversation_id: str,
     found: Iterable[tuple[FigureRef, BlockFigure]],
     folder: Path | None = None,
@@ -120,7 +120,7 @@ async def save_figures(
 
 
 async def write_export(
-    convs: Conversations, transcript: Transcript, document: Path, fmt: str
+    convs: Reading, transcript: Transcript, document: Path, fmt: str
 ) -> list[SavedFigure]:
     """Write a transcript's document (``md`` or ``json``) to ``document`` and its figures into
     ``export_folder(document)``; the figures written.

@@ -9,7 +9,6 @@ reaches them only through the public methods (``stats``, ``observe``, ``workspac
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -21,7 +20,7 @@ from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
 from cove.conversation.memory import live_memory_budget, pss_bytes
 from cove.conversation.profiles import ProfileAPI
-from cove.conversation.recovered import as_listed, as_recovered
+from cove.conversation.reading import Reading
 from cove.conversation.stats import ProcessStats
 from cove.conversation.turns import Turns
 from cove.conversation.variables import VariablesAPI
@@ -39,21 +38,12 @@ from cove.environment.extensions.installed import Catalog
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.errors import Busy, ConfigError, CoveError, NotFound, StoreError
 from cove.events import Event
-from cove.persistence.extension_use import ApprovalRecord
-from cove.persistence.history import HistoryFigures
 from cove.persistence.opener import Opener
 from cove.persistence.pacing import SendSlot
-from cove.persistence.records import (
-    ConversationRecord,
-    ModelOption,
-    SearchHit,
-    Transcript,
-)
+from cove.persistence.records import ConversationRecord, ModelOption
 from cove.persistence.store import Store
 
 LLMFactory = Callable[[ModelSettings, str], LLMClient]
-#: The schema version (migration) that records approvals.
-APPROVALS_SCHEMA = 21
 
 
 def _openai_factory(settings: ModelSettings, model: str) -> LLMClient:
@@ -75,8 +65,11 @@ def _worker_memory(env: Environment) -> int | None:
     return pss_bytes(pid) if pid is not None else None
 
 
-class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
-    """Create, drive, inspect, fork, replay and watch conversations. Use ``async with``."""
+class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
+    """Create, drive, inspect, fork, replay and watch conversations. Use ``async with``.
+
+    The reading methods (``get``, ``list``, ``inspect``, ``search``, …) are ``Reading``'s.
+    """
 
     def __init__(
         self,
@@ -86,8 +79,7 @@ class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
         llm_factory: LLMFactory,
         catalog: Catalog | None = None,
     ):
-        self.settings = settings
-        self._store = store
+        super().__init__(settings, store)
         self._extensions = ConversationExtensions(settings, store, catalog)
         self._pool = pool
         self._llm_factory = llm_factory
@@ -101,7 +93,6 @@ class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
             _worker_memory,
         )
         self._pool_started = False
-        self._closed = False
         self._workspaces = Workspaces(settings.store.workspaces, settings.sandbox)
         self._watching = Watching(store, store.commits)
         self._turns = Turns(
@@ -295,32 +286,6 @@ class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
                 raise
             return found
 
-    async def get(self, id_or_prefix: str, *, owner: str | None = None) -> ConversationRecord:
-        """A conversation by id or unique id prefix (raises NotFound / AmbiguousId).
-
-        With ``owner``, only that owner's conversations are found.
-        """
-        self._check_open()
-        return as_listed(await self._store.resolve(id_or_prefix, owner=owner))
-
-    async def list(
-        self,
-        channel: str | None = None,
-        limit: int = 50,
-        before: float | None = None,
-        *,
-        owner: str | None = None,
-    ) -> builtins.list[ConversationRecord]:
-        """Conversations, newest first (only ``owner``'s when given).
-
-        A last turn that a dead process left ``running`` reads ``interrupted`` (``last_status``).
-        """
-        self._check_open()
-        records = await self._store.list_conversations(
-            channel=channel, limit=limit, before=before, owner=owner
-        )
-        return [as_listed(record) for record in records]
-
     async def rename(
         self, conversation_id: str, title: str, *, owner: str | None = None
     ) -> ConversationRecord:
@@ -367,20 +332,6 @@ class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
         await self._extensions.copy(parent.id, record.id)
         await self._workspaces.copy(parent.id, record.id)
         return record
-
-    async def forks(
-        self, conversation_id: str, *, owner: str | None = None
-    ) -> builtins.list[ConversationRecord]:
-        """The conversations forked from this one, by the turn each forked at (``fork_turn``).
-
-        Only direct forks (a fork's own forks are listed by it); only ``owner``'s when given.
-        The conversation a fork was made from is its record's ``parent_id``.
-
-        Raises:
-            NotFound: Unknown conversation (or not ``owner``'s).
-        """
-        record = await self.get(conversation_id, owner=owner)
-        return [as_listed(fork) for fork in await self._store.forks(record.id, owner=owner)]
 
     async def delete(self, conversation_id: str) -> None:
         """Delete a conversation, its history and its workspace (refused while a turn runs)."""
@@ -522,32 +473,7 @@ class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
             return None
         return self.send(record.id, text, owner=owner)
 
-    # -- inspection ------------------------------------------------------------------------
-
-    async def inspect(
-        self, conversation_id: str, turn: int | None = None, *, owner: str | None = None
-    ) -> Transcript:
-        """The transcript: turns → iterations → blocks, variable versions, usage."""
-        record = await self.get(conversation_id, owner=owner)
-        transcript = await self._store.transcript(record.id, turn=turn)
-        if turn is not None and not transcript.turns:
-            positions = [t.position for t in await self._store.turns(record.id)]
-            shown = f"{positions[0]}..{positions[-1]}" if positions else "none yet"
-            raise NotFound(
-                "turn", str(turn), f"conversation {record.id} has no turn {turn} (turns: {shown})"
-            )
-        if self._store.read_only:
-            return as_recovered(transcript)
-        return transcript
-
-    async def figure(self, conversation_id: str, digest: str, *, owner: str | None = None) -> bytes:
-        """The PNG of a figure a block of the conversation made (``BlockFigure.digest``).
-
-        Raises:
-            NotFound: Unknown conversation (or not ``owner``'s), or no such figure in it.
-        """
-        record = await self.get(conversation_id, owner=owner)
-        return await self._store.figure(record.id, digest)
+    # -- what channels share through the store ----------------------------------------------
 
     async def take_send_slot(self, keys: Sequence[tuple[str, float]], horizon_s: float) -> SendSlot:
         """Take a slot of a pace every process on the database keeps (``persistence/pacing.py``):
@@ -562,26 +488,6 @@ class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
         whichever process (or node) it reached. ``keep_s``: the sender's redelivery window."""
         self._check_open()
         return await self._store.first_delivery(key, keep_s)
-
-    async def system_prompt(self, digest: str) -> str:
-        """The system prompt stored under ``digest`` (an iteration's ``system_prompt_hash``)."""
-        self._check_open()
-        return await self._store.system_prompt(digest)
-
-    async def history(self, conversation_id: str, *, owner: str | None = None) -> HistoryFigures:
-        """What the conversation's values take: its live state and its history, in bytes, with
-        its history budget and how many versions the budget thinned."""
-        record = await self.get(conversation_id, owner=owner)
-        return await self._store.history(record.id)
-
-    async def search(
-        self, text: str, conversation_id: str | None = None, *, owner: str | None = None
-    ) -> builtins.list[SearchHit]:
-        """Full-text search over requests, answers and code (in ``owner``'s conversations)."""
-        self._check_open()
-        if conversation_id is not None:
-            conversation_id = (await self.get(conversation_id, owner=owner)).id
-        return await self._store.search(text, conversation_id=conversation_id, owner=owner)
 
     def replay(self, conversation_id: str) -> AsyncIterator[Event]:
         """Re-run the recorded replies in a fresh sandbox and scratch database; compare.
@@ -608,15 +514,6 @@ class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
         )
         async for event in events:
             yield event
-
-    async def approvals(
-        self, conversation_id: str, turn: int | None = None, *, owner: str | None = None
-    ) -> builtins.list[ApprovalRecord]:
-        """The decisions on the conversation's extension calls, in order (of one turn)."""
-        record = await self.get(conversation_id, owner=owner)
-        if self._store.schema_version < APPROVALS_SCHEMA:
-            return []  # a database opened read-only before it was migrated: none recorded
-        return await self._store.approvals(record.id, turn)
 
     async def policy(self, conversation_id: str, *, owner: str | None = None) -> ConversationPolicy:
         """The conversation's approval policy: its own entries, the settings', each function's
@@ -680,10 +577,6 @@ class Conversations(WatchAPI, VariablesAPI, ProfileAPI):
             extensions=choice.extensions,
             policy=choice.policy,
         )
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise CoveError("Conversations is closed")
 
     async def aclose(self) -> None:
         """Withdraw queued turns, cancel running ones, stop every worker, close the database.

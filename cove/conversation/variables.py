@@ -1,9 +1,8 @@
-"""A conversation's variables as channels read them: the current versions, one variable's
-history, a version's value in full and the diff of two versions."""
+"""A conversation's variables as channels read them: a version's value in full and the diff
+of two versions (the versions themselves are read by ``reading.Reading``)."""
 
 from __future__ import annotations
 
-import builtins
 from abc import abstractmethod
 from typing import TYPE_CHECKING
 
@@ -16,27 +15,13 @@ if TYPE_CHECKING:
 
 
 class VariablesAPI:
-    """``variables``, ``var_history``, ``var_text`` and ``var_diff``, mixed into
-    ``Conversations``."""
+    """``var_text`` and ``var_diff``, mixed into ``Conversations`` (which reads the versions
+    themselves as a ``Reading``: ``variables``, ``var_history``)."""
 
     _store: Store
 
     @abstractmethod
     async def get(self, id_or_prefix: str, *, owner: str | None = None) -> ConversationRecord: ...
-
-    async def variables(
-        self, conversation_id: str, *, owner: str | None = None
-    ) -> dict[str, VarVersionRecord]:
-        """The current version of every variable."""
-        record = await self.get(conversation_id, owner=owner)
-        return await self._store.vars_as_of(record.id)
-
-    async def var_history(
-        self, conversation_id: str, name: str, *, owner: str | None = None
-    ) -> builtins.list[VarVersionRecord]:
-        """Every version of one variable, oldest first."""
-        record = await self.get(conversation_id, owner=owner)
-        return await self._store.var_history(record.id, name)
 
     async def var_text(
         self,

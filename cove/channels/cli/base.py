@@ -139,13 +139,9 @@ def cove() -> None:
 
 
 def _show_version(ctx: click.Context) -> None:
-    from importlib.metadata import PackageNotFoundError, version  # only when asked
+    from cove import __version__  # the package's one version number (pyproject reads it too)
 
-    try:
-        number = version("cove")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        number = "unknown"
-    click.echo(f"cove {number}")
+    click.echo(f"cove {__version__}")
     ctx.exit()
 
 

@@ -22,7 +22,7 @@ from cove.channels.cli.transcript_view import FigureFiles, show_transcript
 from cove.channels.export import FigureLinks, approvals_json, to_markdown, when
 from cove.channels.figures import export_folder, figures_in, save_figures, write_export
 from cove.config import Settings
-from cove.conversation import Conversations, HistoryFigures, SearchHit, Transcript
+from cove.conversation import HistoryFigures, Reading, SearchHit, Transcript, open_reading
 from cove.events import jsonable, outcome
 
 MATCH_OPEN, MATCH_CLOSE = "«", "»"  # match markers when piped: brackets are common in code
@@ -44,7 +44,7 @@ def list_command(channel: str | None, limit: int, as_json: bool) -> int:
 
 
 async def _list(settings: Settings, channel: str | None, limit: int, as_json: bool) -> int:
-    async with await Conversations.open(settings, read_only=True) as convs:
+    async with open_reading(settings) as convs:
         records = await convs.list(channel=channel, limit=limit)
     if as_json:
         print_json([{**jsonable(r), "label": r.label} for r in records])
@@ -133,7 +133,7 @@ async def _show(
     fmt: str,
     as_json: bool,
 ) -> int:
-    async with await Conversations.open(settings, read_only=True) as convs:
+    async with open_reading(settings) as convs:
         transcript = await convs.inspect(conversation_id, turn=turn)
         digests = {it.system_prompt_hash for t in transcript.turns for it in t.iterations}
         texts = {d: await convs.system_prompt(d) for d in digests} if prompts else None
@@ -162,7 +162,7 @@ async def _show(
     return 0
 
 
-async def _figure_files(convs: Conversations, transcript: Transcript) -> FigureFiles:
+async def _figure_files(convs: Reading, transcript: Transcript) -> FigureFiles:
     """Write the transcript's figures where ``cove run`` does; their paths (none when the
     folder cannot be written: the text then names each figure by its digest)."""
     found = figures_in(transcript)
@@ -205,7 +205,7 @@ def vars_command(conversation_id: str, name: str | None, as_json: bool) -> int:
 
 
 async def _vars(settings: Settings, conversation_id: str, name: str | None, as_json: bool) -> int:
-    async with await Conversations.open(settings, read_only=True) as convs:
+    async with open_reading(settings) as convs:
         if name:
             rows = await convs.var_history(conversation_id, name)
         else:
@@ -254,7 +254,7 @@ def search_command(text: str, conversation: str | None, as_json: bool) -> int:
 
 
 async def _search(settings: Settings, text: str, conversation: str | None, as_json: bool) -> int:
-    async with await Conversations.open(settings, read_only=True) as convs:
+    async with open_reading(settings) as convs:
         hits = await convs.search(text, conversation_id=conversation)
     if as_json:
         print_json(search_json(hits))
@@ -323,7 +323,7 @@ def export_command(conversation_id: str, fmt: str, output: Path | None) -> int:
 
 
 async def _export(settings: Settings, conversation_id: str, fmt: str, output: Path | None) -> int:
-    async with await Conversations.open(settings, read_only=True) as convs:
+    async with open_reading(settings) as convs:
         transcript = await convs.inspect(conversation_id)
         if output is not None:
             saved = await write_export(convs, transcript, output, fmt)

@@ -14,13 +14,9 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console, RenderableType
-from rich.live import Live
-from rich.spinner import Spinner
-from rich.status import Status
-from rich.table import Table
 from rich.text import Text
 
 from cove.conversation import turn_of
@@ -40,6 +36,11 @@ from cove.events import (
     VarsChanged,
 )
 from cove.text import clean, json_escaped, shown
+
+if TYPE_CHECKING:  # drawn only on a terminal: imported there, so piped output never pays
+    from rich.live import Live
+    from rich.spinner import Spinner
+    from rich.status import Status
 
 PREVIEW_CHARS = 400
 #: How a block stopped by a cancelled turn reports its error.
@@ -85,6 +86,8 @@ def print_table(
     line.
     """
     if console.is_terminal:
+        from rich.table import Table
+
         table = Table(*headers)
         for row in rows:
             table.add_row(*(cell if isinstance(cell, Text) else Text(clean(cell)) for cell in row))
@@ -107,7 +110,7 @@ class RunProgress:
     def __init__(self, console: Console) -> None:
         self.console = console
         self._live: Live | None = None
-        self._spinner = Spinner("dots", style="status.spinner")
+        self._spinner: Spinner | None = None
         self._iteration = ""
         self._started = time.monotonic()
 
@@ -127,6 +130,11 @@ class RunProgress:
             self.close()
 
     def _show(self, text: str) -> None:
+        from rich.live import Live
+        from rich.spinner import Spinner
+
+        if self._spinner is None:
+            self._spinner = Spinner("dots", style="status.spinner")
         self._spinner.update(text=f"{text} ({time.monotonic() - self._started:.0f}s)")
         if self._live is None:
             self._live = Live(self._spinner, console=self.console, transient=True)

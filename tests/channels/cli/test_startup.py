@@ -1,5 +1,6 @@
 """Start-up: a command imports only what it needs (``cove --version`` none of the channels'
-libraries, the model client or the sandbox)."""
+libraries, the model client or the sandbox; the reading commands nothing of the engine, the
+sandbox or the model client either)."""
 
 from __future__ import annotations
 
@@ -7,30 +8,53 @@ import importlib
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
 from cove.channels.cli.app import COMMANDS, cove
+from tests.channels.cli.helpers import Cove
 
 #: The libraries of the model client and the channels: only the commands that use them import
 #: them, so not even ``cove --help`` (which imports every command module to list it).
 LIBRARIES = ("openai", "starlette", "uvicorn", "textual", "telegram", "mcp")
 #: Never imported by ``cove --version``.
 HEAVY = (*LIBRARIES, "cove.environment.sandbox", "cove.engine", "cove.persistence")
+#: Never imported by the reading commands: they open the store read-only and nothing else
+#: (``cove.conversation.reading``), so neither the engine, the sandbox, the model client and
+#: its libraries, nor the turn-driving half of the conversation layer.
+NOT_FOR_READING = (
+    *LIBRARIES,
+    "httpx",
+    "pydantic",
+    "cove.engine",
+    "cove.environment",
+    "cove.conversation.conversations",
+    "cove.conversation.turns",
+    "importlib.metadata",
+)
 
 
-def imported_by(*argv: str) -> set[str]:
-    """The modules a fresh interpreter holds after running ``cove ARGV``."""
+def imported_by(*argv: str, env: Mapping[str, str] | None = None) -> set[str]:
+    """The modules a fresh interpreter holds after running ``cove ARGV`` (which succeeded)."""
     probe = (
         "import json, sys\n"
         "from cove.channels.cli import main\n"
         f"code = main({list(argv)!r})\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
+        "print(json.dumps([code, sorted(sys.modules)]))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=None if env is None else dict(env),
     )
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    code, modules = json.loads(done.stdout.splitlines()[-1])
+    assert code == 0, done.stderr
+    return set(modules)
 
 
 def among(modules: set[str], packages: tuple[str, ...]) -> list[str]:
@@ -43,6 +67,42 @@ def test_version_imports_no_command_and_no_heavy_library() -> None:
     assert not any(m.startswith("cove.conversation") for m in modules)
     assert not any(m.startswith("rich") for m in modules)
     assert "cove.channels.cli.inspect" not in modules
+    assert "importlib.metadata" not in modules  # the version is cove.__version__
+
+
+@pytest.fixture
+def recorded(cli: Cove) -> str:
+    """A database holding one conversation with a turn, a block and a variable; its id."""
+    assert cli("exec", "primes = [2, 3, 5]").exit_code == 0
+    return str(cli.json("list")[0]["id"])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("list",),
+        ("list", "--json"),
+        ("show", "{id}"),
+        ("show", "{id}", "--json"),
+        ("vars", "{id}"),
+        ("vars", "{id}", "primes"),
+        ("search", "primes"),
+        ("export", "{id}"),
+    ],
+    ids=" ".join,
+)
+def test_a_reading_command_imports_neither_the_engine_nor_a_model_client(
+    cli: Cove, recorded: str, argv: tuple[str, ...]
+) -> None:
+    modules = imported_by(*(arg.format(id=recorded) for arg in argv), env=cli.env)
+    assert "cove.conversation.reading" in modules  # it did read the database
+    assert among(modules, NOT_FOR_READING) == []
+
+
+def test_a_reading_command_on_a_missing_database_creates_nothing(cli: Cove, tmp_path: Path) -> None:
+    modules = imported_by("list", env=cli.env)
+    assert among(modules, NOT_FOR_READING) == []
+    assert not cli.db.exists()
 
 
 def test_help_lists_every_command_without_starting_a_channel() -> None:

@@ -1,13 +1,13 @@
 """Events are drawn once per frame: a burst is queued and shown in one pass, with the status bar
-and the variables it changes; a streamed reply repaints its iteration, which grows until its last
-lines show and then keeps its height."""
+and the variables it changes; a live iteration keeps its height (``LIVE_LINES``) and shows its
+header and its last lines, so its events repaint it and never lay the pane out again."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from cove.channels.tui import CoveApp
-from cove.channels.tui.widgets.iteration import STREAM_LINES
+from cove.channels.tui.widgets.iteration import LIVE_LINES, STREAM_LINES
 from cove.conversation import Conversations, scripted_factory
 from cove.events import (
     BlockFinished,
@@ -73,7 +73,7 @@ async def test_a_burst_of_events_is_drawn_in_one_pass(tmp_path: Path) -> None:
             assert app.variables.rows == {"total": (12, "int", "12")}  # hidden: kept, not drawn
 
 
-async def test_a_streamed_reply_grows_to_its_last_lines_and_keeps_their_height(
+async def test_a_live_iteration_keeps_its_height_and_shows_its_last_lines(
     tmp_path: Path,
 ) -> None:
     async with await Conversations.open(
@@ -93,7 +93,21 @@ async def test_a_streamed_reply_grows_to_its_last_lines_and_keeps_their_height(
                 heights.append(view.size.height)
                 shown = shown_text(view)
                 assert f"line {n}" in shown and f"({view.received:,} chars)" in shown
-            # the header and one line per streamed line, then the last STREAM_LINES only
-            assert heights == [1 + min(n, STREAM_LINES) for n in range(1, STREAM_LINES + 5)]
-            lines = [line.strip() for line in shown_text(view).splitlines()]
+            # its events repaint it in place: the pane is never laid out again for them
+            assert heights == [LIVE_LINES] * (STREAM_LINES + 4)
+            lines = [line.strip() for line in shown_text(view).splitlines() if line.strip()]
             assert lines[1:] == [f"line {n}" for n in range(5, STREAM_LINES + 5)]
+            # a body longer than its lines: the header, then the last lines
+            code = "\n".join(f"row_{n} = {n}" for n in range(30))
+            app.apply(ModelReply(turn_id=1, iteration=1, thinking="many rows", code=(code,)))
+            await pilot.pause()
+            lines = shown_text(view).splitlines()
+            assert view.size.height == len(lines) == LIVE_LINES
+            assert "iteration 1/20" in lines[0] and lines[-1].strip() == "row_29 = 29"
+            # once it is over it is its header line again, and the whole body when expanded
+            app.apply(IterationStarted(turn_id=1, iteration=2, budget=20))
+            await pilot.pause()
+            assert view.size.height == 1
+            view.action_expand()
+            await pilot.pause()
+            assert "row_0 = 0" in shown_text(view) and view.size.height > LIVE_LINES

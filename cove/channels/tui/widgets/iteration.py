@@ -20,13 +20,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.padding import Padding
+from rich.segment import Segment
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.widget import Widget
 
@@ -37,6 +38,9 @@ from cove.results import BlockFigure, BlockResult, VarVersion
 #: Characters of the streaming reply kept, and lines of it shown, while it arrives.
 STREAM_KEEP = 2000
 STREAM_LINES = 8
+#: Lines a live iteration takes in the pane, whatever it holds so far (its header, then the
+#: last lines of its body): its events then repaint it and never lay the pane out again.
+LIVE_LINES = 12
 SELECTED = "on #26323a"
 
 
@@ -61,6 +65,25 @@ def figure_line(figure: BlockFigure, path: Path | None) -> Text:
         (f"figure {figure.position + 1}{title} · {figure.width}×{figure.height} px", "magenta"),
         (where, "dim"),
     )
+
+
+class Tail:
+    """The first line of a renderable, then as many of its last lines as fit in ``lines``."""
+
+    def __init__(self, renderable: RenderableType, lines: int) -> None:
+        self.renderable = renderable
+        self.lines = lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        rendered = console.render_lines(self.renderable, options.update(height=None), pad=False)
+        kept = (
+            rendered if len(rendered) <= self.lines else [rendered[0], *rendered[1 - self.lines :]]
+        )
+        new_line = Segment.line()
+        for index, line in enumerate(kept):
+            yield from line
+            if index + 1 < len(kept):
+                yield new_line
 
 
 @dataclass
@@ -158,7 +181,20 @@ class IterationView(Widget, can_focus=True):
             header.truncate(self.content_size.width, overflow="ellipsis")
         if not self.expanded:
             return header
-        return Group(header, *(Padding(piece, (0, 0, 0, 2)) for piece in self.pieces))
+        body = Group(header, *(Padding(piece, (0, 0, 0, 2)) for piece in self.pieces))
+        return Tail(body, LIVE_LINES) if self._tailed else body
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """A live iteration keeps ``LIVE_LINES`` lines; otherwise as tall as its content."""
+        if self._tailed:
+            return LIVE_LINES
+        return super().get_content_height(container, viewport, width)
+
+    @property
+    def _tailed(self) -> bool:
+        """Shown as its header and last lines, in ``LIVE_LINES``: while it runs, unless the
+        block cursor is in it (then all of it shows, so the cursor can reach every block)."""
+        return self.live and self.expanded and self.selected is None
 
     # -- content ---------------------------------------------------------------------------
 
