@@ -86,6 +86,9 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
         self._llms: dict[str, LLMClient] = {}
         self._fallbacks: dict[tuple[str, ...], FallbackClient] = {}
         self.owner = new_owner_id()
+        #: Which ids new conversations may get (None: any). Several processes serving by
+        #: conversation affinity set it so that a conversation created here runs here.
+        self.new_ids: Callable[[str], bool] | None = None
         self._live = LiveCache(
             settings.sandbox.max_live_environments,
             self._open_environment,
@@ -262,7 +265,11 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
         if model is not None:
             model = await self.checked_model(model)
         record = await self._store.create_conversation(
-            channel=channel, title=title, external_id=external_id, owner=owner
+            channel=channel,
+            title=title,
+            external_id=external_id,
+            owner=owner,
+            id_wanted=self.new_ids,
         )
         await self._extensions.record(record.id, names, policy)
         await self._workspaces.ensure(record.id)

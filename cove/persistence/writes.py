@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cove.errors import Busy, CoveError, NotFound, StoreError
@@ -22,6 +22,18 @@ from cove.persistence.sql import Sql
 from cove.persistence.totals import recorded_totals
 from cove.results import TurnOutcome
 
+#: Random ids tried for one ``id_wanted`` (each process of N is home to 1 in N of them).
+ID_TRIES = 256
+
+
+def new_conversation_id(wanted: Callable[[str], bool] | None = None) -> str:
+    """A random conversation id, one ``wanted`` accepts if one of ``ID_TRIES`` is."""
+    for _ in range(ID_TRIES - 1):
+        candidate = uuid.uuid4().hex
+        if wanted is None or wanted(candidate):
+            return candidate
+    return uuid.uuid4().hex
+
 
 async def create_conversation(
     call: Call,
@@ -33,10 +45,13 @@ async def create_conversation(
     fork_turn: int | None = None,
     workspace: str | None = None,
     owner: str | None = None,
+    id_wanted: Callable[[str], bool] | None = None,
 ) -> ConversationRecord:
     """Create a conversation; with ``parent_id`` and ``fork_turn``, a fork.
 
     ``owner`` is the principal a channel acts for (None: no owner, the local user).
+    ``id_wanted``, when given, picks the new id among random ones (several processes serving
+    by affinity: an id whose turns run in the process creating it).
 
     Raises:
         NotFound: the parent does not exist.
@@ -45,7 +60,7 @@ async def create_conversation(
     """
     if (parent_id is None) != (fork_turn is None):
         raise StoreError("a fork needs both parent_id and fork_turn")
-    conversation_id = uuid.uuid4().hex
+    conversation_id = new_conversation_id(id_wanted)
     async with call.writing() as db:
         if parent_id is not None and fork_turn is not None:
             seen = await last_position(db, parent_id)

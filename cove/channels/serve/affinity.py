@@ -94,6 +94,10 @@ class Placement:
         """How many processes serve."""
         return len(self.sockets)
 
+    def at_home(self, conversation_id: str) -> bool:
+        """Whether this process runs ``conversation_id``'s turns."""
+        return home_of(conversation_id, self.processes) == self.index
+
     def home(self, scope: Scope) -> int | None:
         """The process that must answer this request, or None when any may."""
         path: str = scope["path"]

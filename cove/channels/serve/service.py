@@ -130,6 +130,8 @@ class Service:
 
     async def _serve(self, convs: Conversations, sock: socket.socket) -> None:
         placement = self.child.placement if self.child else None
+        if placement is not None:  # a conversation created here runs its turns here
+            convs.new_ids = placement.at_home
         metrics = ServeMetrics(convs, placement)
         convs.observe(metrics.observe)
         chosen = (

@@ -110,6 +110,34 @@ async def test_turns_run_in_their_home_process_with_their_sandbox_warm(
     assert set(started_in(service)) == expected
 
 
+async def test_a_conversation_created_with_its_first_message_runs_it_where_it_was_made(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """The web's first message creates its conversation and starts its turn in one request,
+    which goes to whichever process the kernel gives the connection: that process gives the
+    conversation an id at home there, so its turns (and the page's notices) stay there."""
+    service = start(tmp_path, fake)
+    made: dict[str, int] = {}  # conversation -> the process that created it
+    try:
+        for _ in range(60):
+            async with service.client(timeout=60) as client:  # a new connection each time
+                created = await client.post("/api/conversations", json={"text": "<<p = 1>>"})
+            assert created.status_code in (200, 201), created.text
+            made[created.json()["id"]] = int(created.headers["x-cove-process"])
+            if sorted(made.values()).count(0) >= 2 and sorted(made.values()).count(1) >= 2:
+                break
+        assert set(made.values()) == {0, 1}  # both processes created some
+        for cid in made:
+            async with service.client(timeout=120) as watcher:
+                await sse(watcher, cid, 0, "turn_finished")
+    finally:
+        service.proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(service.proc.wait, 60)
+        service.stop()
+    assert all(home_of(cid, 2) == process for cid, process in made.items()), made
+    assert set(started_in(service)) == {(cid, 1, process) for cid, process in made.items()}
+
+
 async def stream_on(
     stack: contextlib.AsyncExitStack,
     service: ServeProcess,
