@@ -272,10 +272,15 @@ async def run_serve_level(
                 limits=limits,
                 headers={"authorization": f"Bearer {token}"},
             ) as client:
-                ids = [
-                    (await client.post("/api/conversations", json={})).json()["id"]
-                    for _ in range(conversations + 8 * processes)
-                ]
+                # Made at once, on many connections: a process makes its conversations at
+                # home in it, so the connections spread them over the processes.
+                made = await asyncio.gather(
+                    *(
+                        client.post("/api/conversations", json={})
+                        for _ in range(conversations + 8 * processes)
+                    )
+                )
+                ids = [answer.json()["id"] for answer in made]
                 # A long-running service has its worker pool and zygote up: warm them first
                 # (one conversation at home in each process).
                 warm = {"statuses": {}, "calls": 0, "overhead": []}

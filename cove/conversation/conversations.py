@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
 from cove.config import ModelSettings, Settings
 from cove.conversation.extensions import ConversationExtensions, ConversationPolicy
@@ -217,17 +216,6 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
             raise
         pool = WorkerPool(settings.sandbox)
         return cls(settings, store, pool, llm_factory or _openai_factory, catalog)
-
-    async def __aenter__(self) -> Conversations:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- lifecycle of conversations --------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from cove.conversation.recovered import as_listed, as_recovered
 from cove.errors import CoveError, NotFound
@@ -56,7 +56,7 @@ class Reading:
         self._store = store
         self._closed = False
 
-    async def __aenter__(self) -> Reading:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

@@ -16,7 +16,7 @@ from cove.conversation import Conversations
 
 CHANNELS = Path(cove.channels.__file__).parent
 #: Public data attributes (the rest of the API is the class's methods and properties).
-PUBLIC_DATA = {"settings", "owner"}
+PUBLIC_DATA = {"settings", "owner", "new_ids"}
 
 
 def receiver_name(node: ast.expr) -> str | None:

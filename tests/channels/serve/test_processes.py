@@ -54,14 +54,19 @@ LIVE = "<<g = (i for i in range(100)); p = next(g)>>"
 STILL_LIVE = "<<p = next(g)>>"
 
 
-async def conversations_at_each_home(client: httpx.AsyncClient, each: int) -> list[str]:
-    """New conversations, ``each`` of them at home in each of the two processes."""
+async def conversations_at_each_home(service: ServeProcess, each: int) -> list[str]:
+    """New conversations, ``each`` of them at home in each of the two processes (a process
+    makes its conversations at home in it: each is made on a new connection, which either
+    process may take)."""
     homes: dict[int, list[str]] = {0: [], 1: []}
-    while min(len(ids) for ids in homes.values()) < each:
-        cid = (await client.post("/api/conversations", json={})).json()["id"]
+    for _ in range(200):
+        if min(len(ids) for ids in homes.values()) >= each:
+            return homes[0] + homes[1]
+        async with service.client(timeout=60) as client:
+            cid = (await client.post("/api/conversations", json={})).json()["id"]
         if len(homes[home_of(cid, 2)]) < each:
             homes[home_of(cid, 2)].append(cid)
-    return homes[0] + homes[1]
+    raise AssertionError(f"200 connections did not reach both processes: {homes}")
 
 
 async def turn(service: ServeProcess, cid: str, text: str, after: int | None = None) -> Any:
@@ -90,8 +95,7 @@ async def test_turns_run_in_their_home_process_with_their_sandbox_warm(
 ) -> None:
     service = start(tmp_path, fake)
     try:
-        async with service.client(timeout=60) as client:
-            ids = await conversations_at_each_home(client, 2)
+        ids = await conversations_at_each_home(service, 2)
         firsts = await asyncio.gather(*(turn(service, cid, LIVE) for cid in ids))
         seconds = await asyncio.gather(
             *(turn(service, cid, STILL_LIVE, f["seq"]) for cid, f in zip(ids, firsts, strict=True))
@@ -273,8 +277,8 @@ async def test_a_killed_process_is_restarted_and_its_conversation_goes_on(
 async def test_sigterm_drains_every_process(tmp_path: Path, fake: FakeOpenAI) -> None:
     service = start(tmp_path, fake, "--grace", "60")
     try:
+        ids = await conversations_at_each_home(service, 1)
         async with service.client(timeout=60) as client:
-            ids = await conversations_at_each_home(client, 1)
             for cid in ids:
                 sent = await client.post(
                     f"/api/conversations/{cid}/messages",
