@@ -51,8 +51,9 @@ class _Waiting:
     chat: ChatRef
     sender: int | None
     text: str
-    message_id: int
     answered: asyncio.Future[ApprovalAnswer]
+    #: The question's message, once Telegram has said it was sent (a press may come first).
+    message: asyncio.Future[int]
 
 
 def question(request: ApprovalRequest) -> str:
@@ -109,23 +110,28 @@ class ChatApprovals:
         approval_id = secrets.token_urlsafe(9)
         text = question(request)
         asked_at = time.monotonic()
-        try:
-            sent = await self._outbox.plain(chat, text, keyboard(approval_id))
-        except TelegramError as exc:  # blocked, chat gone, …: nobody can be asked
-            log.warning("could not ask for approval in chat %s: %s", chat.key, exc)
-            return ApprovalAnswer(False, reason="nobody")
-        answered: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
-        waiting = _Waiting(chat, sender, text, sent.message_id, answered)
+        loop = asyncio.get_running_loop()
+        answered: asyncio.Future[ApprovalAnswer] = loop.create_future()
+        waiting = _Waiting(chat, sender, text, answered, loop.create_future())
+        # Waiting before the question goes out: a press can come before Telegram's answer.
         self._waiting[approval_id] = waiting
         try:
+            try:
+                sent = await self._outbox.plain(chat, text, keyboard(approval_id))
+            except TelegramError as exc:  # blocked, chat gone, …: nobody can be asked
+                log.warning("could not ask for approval in chat %s: %s", chat.key, exc)
+                return ApprovalAnswer(False, reason="nobody")
+            waiting.message.set_result(sent.message_id)
             return await asyncio.shield(answered)
         except asyncio.CancelledError:
-            if not answered.done():
+            if not answered.done() and waiting.message.done():
                 late = time.monotonic() - asked_at >= self._timeout_s * 0.95
                 self._spawn(self._settle(waiting, "timeout" if late else "withdrawn"))
             raise
         finally:
             self._waiting.pop(approval_id, None)
+            if not waiting.message.done():
+                waiting.message.cancel()  # never sent: nothing to edit
 
     async def on_press(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A ``callback_query`` from a button: the answer, when its user may give it."""
@@ -156,9 +162,11 @@ class ChatApprovals:
     async def _settle(self, waiting: _Waiting, outcome: str) -> None:
         """Edit the question to say how it was decided (its keyboard goes)."""
         try:
-            await self._outbox.edit(
-                waiting.chat, waiting.message_id, f"{waiting.text}\n\n{SAID[outcome]}"
-            )
+            message_id = await waiting.message
+        except asyncio.CancelledError:
+            return  # the question was never sent
+        try:
+            await self._outbox.edit(waiting.chat, message_id, f"{waiting.text}\n\n{SAID[outcome]}")
         except TelegramError as exc:
             log.warning("could not mark an approval request decided: %s", type(exc).__name__)
 
