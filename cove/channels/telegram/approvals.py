@@ -161,10 +161,10 @@ class ChatApprovals:
 
     async def _settle(self, waiting: _Waiting, outcome: str) -> None:
         """Edit the question to say how it was decided (its keyboard goes)."""
-        try:
-            message_id = await waiting.message
-        except asyncio.CancelledError:
+        await asyncio.wait((waiting.message,))  # its own cancellation still goes through
+        if waiting.message.cancelled():
             return  # the question was never sent
+        message_id = waiting.message.result()
         try:
             await self._outbox.edit(waiting.chat, message_id, f"{waiting.text}\n\n{SAID[outcome]}")
         except TelegramError as exc:
