@@ -76,6 +76,7 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
     async with open_store() as other:  # another process takes the conversation over
         assert await other.acquire_lease(conversation.id, "b", TTL) == stale.epoch + 1
     before = {table: await rows_in(store, table) for table in WRITTEN}
+    touched = (await store.get_conversation(conversation.id)).updated_at
     # What each write would add is new: a prompt and a result never stored, versions whose
     # values are kept inline and in chunks.
     big = BlockResult(position=0, code="y = 2", ok=True, result_encoded=json.dumps("r" * 9000))
@@ -110,6 +111,7 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
     assert kept.raw_reply is None and kept.status == "interrupted"
     record = await store.get_conversation(conversation.id)
     assert record.title is None and record.lease_owner == "b"
+    assert record.updated_at == touched
     assert (await store.get_turn(turn.id)).status == "interrupted"  # the takeover's doing
 
 
