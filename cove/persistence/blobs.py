@@ -13,23 +13,35 @@ from cove.persistence.sql import Sql
 INLINE_LIMIT = 4096
 
 
+def blob_hash(data: bytes) -> str:
+    """The name a blob of ``data`` is kept under: its sha256, in hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
 async def put_blob(db: Sql, data: bytes) -> str:
     """Store ``data`` once by content and return its sha256 hex hash."""
-    digest = hashlib.sha256(data).hexdigest()
+    digest = blob_hash(data)
     await db.run(
         "INSERT INTO blob (hash, data) VALUES (?, ?) ON CONFLICT DO NOTHING", (digest, data)
     )
     return digest
 
 
-async def put_encoded(db: Sql, encoded: str | None) -> tuple[str | None, str | None]:
-    """Split an encoded value into (inline text, blob hash); exactly one is set unless None."""
+def split_encoded(encoded: str | None) -> tuple[str | None, bytes | None]:
+    """An encoded value as a row keeps it: ``(inline text, None)`` when short, ``(None, the
+    bytes of its blob)`` when long, ``(None, None)`` for no value."""
     if encoded is None:
         return None, None
     data = encoded.encode()
     if len(data) <= INLINE_LIMIT:
         return encoded, None
-    return None, await put_blob(db, data)
+    return None, data
+
+
+async def put_encoded(db: Sql, encoded: str | None) -> tuple[str | None, str | None]:
+    """Split an encoded value into (inline text, blob hash); exactly one is set unless None."""
+    inline, data = split_encoded(encoded)
+    return inline, None if data is None else await put_blob(db, data)
 
 
 async def collect_blobs(db: Sql, hashes: set[str]) -> int:

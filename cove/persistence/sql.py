@@ -16,10 +16,20 @@ from typing import Any, Protocol
 Row = Any
 
 
+def reads_only(query: str) -> bool:
+    """Whether ``query`` only reads: a ``SELECT`` (``… FOR UPDATE`` included) or a ``WITH``
+    query. A ``WITH`` query that writes is always its unit's last statement (``last=True``),
+    which counts as a write."""
+    return query.lstrip()[:6].upper().startswith(("SELECT", "WITH"))
+
+
 class Dialect:
     """Where the SQL of SQLite and PostgreSQL differ, the SQLite side (the default)."""
 
     name = "sqlite"
+    #: Whether one statement can make several writes (data-modifying ``WITH`` queries), so a
+    #: unit's writes can be chained into the one statement that decides them all.
+    chains_writes = False
 
     def lock(self, alias: str | None = None) -> str:
         """What ends a SELECT to lock the rows it reads (of table ``alias`` in a join) until
@@ -68,6 +78,11 @@ class Dialect:
             [(last + n, text) for n, (_, _, text) in enumerate(texts, 1)],
         )
 
+    def index_insert(self, select: str) -> str:
+        """The one ``INSERT`` adding the searchable rows of ``select``, for a backend that
+        chains writes (``chains_writes``); SQLite numbers its FTS5 rows itself and has none."""
+        raise NotImplementedError("SQLite indexes texts in several statements")
+
     async def index_selected(self, db: Sql, select: str, params: Sequence[Any]) -> None:
         """Add the searchable ``(turn id, kind, text)`` rows that ``select`` returns (read
         first: their FTS5 rowids are numbered here)."""
@@ -103,7 +118,14 @@ class Dialect:
 
 
 class Sql(Protocol):
-    """One connection (for reads) or one transaction (for a write unit)."""
+    """One connection (for reads) or one transaction (for a write unit).
+
+    A write unit marks its last write ``last=True``. On PostgreSQL a unit whose first statement
+    is its last one runs it as a transaction of its own, with no ``BEGIN`` or ``COMMIT`` to wait
+    for (a unit's writes are chained into one statement where they can be: ``chains_writes``).
+    After its last write a unit may still read (to say why a guarded write matched no row), but
+    writing again raises ``StoreError``. SQLite commits when the unit ends either way.
+    """
 
     @property
     def dialect(self) -> Dialect:
@@ -114,15 +136,17 @@ class Sql(Protocol):
         """Every row ``query`` returns."""
         ...
 
-    async def row(self, query: str, params: Sequence[Any] = ()) -> Row | None:
+    async def row(
+        self, query: str, params: Sequence[Any] = (), *, last: bool = False
+    ) -> Row | None:
         """The first row ``query`` returns, or None."""
         ...
 
-    async def value(self, query: str, params: Sequence[Any] = ()) -> Any:
+    async def value(self, query: str, params: Sequence[Any] = (), *, last: bool = False) -> Any:
         """The first column of the first row ``query`` returns (None when there is no row)."""
         ...
 
-    async def run(self, query: str, params: Sequence[Any] = ()) -> int:
+    async def run(self, query: str, params: Sequence[Any] = (), *, last: bool = False) -> int:
         """Run a statement; how many rows it changed."""
         ...
 

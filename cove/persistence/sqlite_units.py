@@ -14,8 +14,9 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from cove.errors import StoreError
 from cove.persistence.database import Unit
-from cove.persistence.sql import Dialect, Row
+from cove.persistence.sql import Dialect, Row, reads_only
 
 T = TypeVar("T")
 
@@ -31,27 +32,42 @@ class ThreadSql:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+        self._ended = False
+
+    def begin(self) -> None:
+        """A new unit starts: it has not made its last write yet."""
+        self._ended = False
+
+    def _execute(self, query: str, params: Sequence[Any], last: bool) -> sqlite3.Cursor:
+        if self._ended and not reads_only(query):
+            raise StoreError("a unit wrote after its last write")
+        self._ended = self._ended or last
+        return self._conn.execute(query, params)
 
     async def rows(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
         """Every row ``query`` returns."""
-        return self._conn.execute(query, params).fetchall()
+        return self._execute(query, params, False).fetchall()
 
-    async def row(self, query: str, params: Sequence[Any] = ()) -> Row | None:
+    async def row(
+        self, query: str, params: Sequence[Any] = (), *, last: bool = False
+    ) -> Row | None:
         """The first row ``query`` returns, or None."""
-        row: Row | None = self._conn.execute(query, params).fetchone()
+        row: Row | None = self._execute(query, params, last).fetchone()
         return row
 
-    async def value(self, query: str, params: Sequence[Any] = ()) -> Any:
+    async def value(self, query: str, params: Sequence[Any] = (), *, last: bool = False) -> Any:
         """The first column of the first row, or None."""
-        row = self._conn.execute(query, params).fetchone()
+        row = self._execute(query, params, last).fetchone()
         return None if row is None else row[0]
 
-    async def run(self, query: str, params: Sequence[Any] = ()) -> int:
+    async def run(self, query: str, params: Sequence[Any] = (), *, last: bool = False) -> int:
         """Run a statement; how many rows it changed."""
-        return self._conn.execute(query, params).rowcount
+        return self._execute(query, params, last).rowcount
 
     async def run_many(self, query: str, params: Iterable[Sequence[Any]]) -> None:
         """Run a statement once per parameter list."""
+        if self._ended:
+            raise StoreError("a unit wrote after its last write")
         self._conn.executemany(query, params)
 
 
@@ -69,12 +85,14 @@ class ThreadTransactions:
     @contextlib.asynccontextmanager
     async def reading(self) -> Any:
         """The connection, for reads."""
+        self._sql.begin()
         yield self._sql
 
     @contextlib.asynccontextmanager
     async def writing(self) -> Any:
         """One ``BEGIN IMMEDIATE`` transaction: IMMEDIATE takes the write lock up front, so a
         writer of another process is waited for (``busy_timeout``) at BEGIN, never half-way."""
+        self._sql.begin()
         with self._transaction():
             yield self._sql
         self.committed += 1

@@ -62,7 +62,11 @@ class _Method(Generic[P, T]):
     def __init__(self, fn: Method[P, T], *, writes: bool) -> None:
         self.fn = fn
         self.writes = writes
+        self.name = fn.__name__
         self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type[Store], name: str) -> None:
+        self.name = name
 
     @overload
     def __get__(self, store: None, owner: type[Store]) -> _Method[P, T]: ...
@@ -81,6 +85,8 @@ class _Method(Generic[P, T]):
         async def method(*args: P.args, **kwargs: P.kwargs) -> T:
             return await store._call(fn, writes_, *args, **kwargs)
 
+        # Kept on the store: later lookups find it there and make no new function.
+        store.__dict__[self.name] = method
         return method
 
 

@@ -11,12 +11,13 @@ from typing import Any
 
 from cove.errors import Busy, CoveError, NotFound, StoreError
 from cove.events import FINAL_STATUSES
-from cove.persistence import cancels, reads, values
+from cove.persistence import cancels, reads, rows, values
 from cove.persistence.blobs import collect_blobs
 from cove.persistence.chain import last_position
 from cove.persistence.database import Call
 from cove.persistence.fence import Fence, check_fence, fence_condition, refuse_stale
 from cove.persistence.records import ConversationRecord, ModelOption, TurnRecord
+from cove.persistence.rows import TURN_COLUMNS
 from cove.persistence.search_index import index_blocks, index_text
 from cove.persistence.sql import Sql
 from cove.persistence.totals import recorded_totals
@@ -137,14 +138,22 @@ async def start_turn(
             await check_fence(db, call.fence, conversation_id)  # raises: says why
             raise NotFound("conversation", conversation_id)
         position = await last_position(db, conversation_id) + 1
-        turn_id = int(
-            await db.value(
-                "INSERT INTO turn (conversation_id, position, request, status, model,"
-                " started_at, attachments, model_options, cost_known)"
-                " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?) RETURNING id",
-                (conversation_id, position, request, model, call.now, files, options, cost_known),
-            )
+        insert = (
+            "INSERT INTO turn (conversation_id, position, request, status, model,"
+            " started_at, attachments, model_options, cost_known)"
+            " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?) RETURNING "
         )
+        params = [conversation_id, position, request, model, call.now, files, options, cost_known]
+        if db.dialect.chains_writes:
+            # The request is indexed for search by the statement that inserts the turn.
+            indexed = db.dialect.index_insert("SELECT t.id, 'request', t.request FROM t")
+            row = await db.row(
+                f"WITH t AS ({insert}*), indexed AS ({indexed}) SELECT {TURN_COLUMNS} FROM t",
+                params,
+                last=True,
+            )
+            return rows.turn(row)
+        turn_id = int(await db.value(insert + "id", params))
         await index_text(db, turn_id, "request", request)
         return await reads.turn(db, turn_id)
 
@@ -188,12 +197,13 @@ async def finish_turn(
     status, usage = outcome.status, outcome.usage
     if status not in FINAL_STATUSES:
         raise StoreError(f"{status!r} is not a finished turn status")
+    leftover = "cancelled" if status == "cancelled" else "interrupted"
     async with call.writing() as db:
         # Totals are never less than what the recorded iterations and sub-queries used (a
         # failed or cancelled turn included), the same sums crash recovery writes. The turn
         # must still run under the caller's fence: checked by the update itself.
         condition, fenced = fence_condition(call.fence)
-        conversation_id = await db.value(
+        update = (
             "UPDATE turn SET status = ?, answer = ?, confidence = ?, finished_at = ?, error = ?, "
             "cost_known = cost_known * ?, "
             + recorded_totals(db.dialect, given=True)
@@ -201,37 +211,75 @@ async def finish_turn(
             " ON c.id = t.conversation_id WHERE t.id = ? AND t.status = 'running'"
             + condition
             + db.dialect.lock("c")
-            + ") RETURNING conversation_id",
-            (
-                status,
-                outcome.answer,
-                outcome.confidence,
-                call.now,
-                outcome.error,
-                int(cost_known),
-                usage.tokens_in,
-                usage.tokens_out,
-                usage.cost_usd,
-                turn_id,
-                *fenced,
-            ),
+            + ")"
         )
-        if conversation_id is None:
-            conversation_id = await running_turn(db, turn_id, call.fence)  # raises: says why
-            raise Busy(conversation_id, message=f"turn {turn_id} could not be finished")
-        leftover = "cancelled" if status == "cancelled" else "interrupted"
-        await index_blocks(db, "SELECT id FROM iteration WHERE turn_id = ?", [turn_id])
-        await db.run(
-            "UPDATE iteration SET status = ? WHERE turn_id = ? AND status = 'running'",
-            (leftover, turn_id),
-        )
-        if outcome.answer:
-            await index_text(db, turn_id, "answer", outcome.answer)
-        await cancels.clear(db, "?", [turn_id])  # a stop asked of it is answered by its end
-        await db.run(
-            "UPDATE conversation SET updated_at = ? WHERE id = ?", (call.now, conversation_id)
-        )
-        return await reads.turn(db, turn_id)
+        params = [
+            status,
+            outcome.answer,
+            outcome.confidence,
+            call.now,
+            outcome.error,
+            int(cost_known),
+            usage.tokens_in,
+            usage.tokens_out,
+            usage.cost_usd,
+            turn_id,
+            *fenced,
+        ]
+        if db.dialect.chains_writes:
+            row = await db.row(
+                _chained_finish(db, update, bool(outcome.answer)),
+                [*params, leftover, *([outcome.answer] if outcome.answer else []), call.now],
+                last=True,
+            )
+            if row is not None:
+                return rows.turn(row)
+        else:
+            conversation_id = await db.value(update + " RETURNING conversation_id", params)
+            if conversation_id is not None:
+                await _end_turn(call, db, turn_id, conversation_id, outcome.answer, leftover)
+                return await reads.turn(db, turn_id)
+        conversation_id = await running_turn(db, turn_id, call.fence)  # raises: says why
+        raise Busy(conversation_id, message=f"turn {turn_id} could not be finished")
+
+
+async def _end_turn(
+    call: Call, db: Sql, turn_id: int, conversation_id: str, answer: str | None, leftover: str
+) -> None:
+    """What ends with a finished turn, statement by statement: the code of its iterations still
+    running indexed for search, those iterations ended as ``leftover``, the answer indexed, a
+    stop asked of it answered, and its conversation touched."""
+    await index_blocks(db, "SELECT id FROM iteration WHERE turn_id = ?", [turn_id])
+    await db.run(
+        "UPDATE iteration SET status = ? WHERE turn_id = ? AND status = 'running'",
+        (leftover, turn_id),
+    )
+    if answer:
+        await index_text(db, turn_id, "answer", answer)
+    await cancels.clear(db, "?", [turn_id])  # a stop asked of it is answered by its end
+    await db.run("UPDATE conversation SET updated_at = ? WHERE id = ?", (call.now, conversation_id))
+
+
+def _chained_finish(db: Sql, update: str, answered: bool) -> str:
+    """``_end_turn`` chained to the turn's guarded ``update`` in one statement (a backend that
+    chains writes): each part writes only when the turn was finished. Its parameters after the
+    update's: the leftover status, the answer (when ``answered``), the time."""
+    code = db.dialect.index_insert(
+        "SELECT t.id, 'code', b.code FROM t JOIN iteration i ON i.turn_id = t.id"
+        " JOIN block b ON b.iteration_id = i.id WHERE i.status = 'running'"
+        " ORDER BY b.iteration_id, b.position"
+    )
+    answer = db.dialect.index_insert("SELECT t.id, 'answer', CAST(? AS text) FROM t")
+    return (
+        f"WITH t AS ({update} RETURNING *), code AS ({code}),"
+        " ended AS (UPDATE iteration SET status = ? FROM t"
+        " WHERE iteration.turn_id = t.id AND iteration.status = 'running'),"
+        + (f" answer AS ({answer})," if answered else "")
+        + " stopped AS (DELETE FROM cancel_request USING t WHERE cancel_request.turn_id = t.id),"
+        " touched AS (UPDATE conversation SET updated_at = ? FROM t"
+        " WHERE conversation.id = t.conversation_id)"
+        f" SELECT {TURN_COLUMNS} FROM t"
+    )
 
 
 async def delete_conversation(

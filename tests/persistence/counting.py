@@ -56,17 +56,19 @@ class _CountingSql:
         self._counts.statements += 1
         return await self._inner.rows(query, params)
 
-    async def row(self, query: str, params: Sequence[Any] = ()) -> Row | None:
+    async def row(
+        self, query: str, params: Sequence[Any] = (), *, last: bool = False
+    ) -> Row | None:
         self._counts.statements += 1
-        return await self._inner.row(query, params)
+        return await self._inner.row(query, params, last=last)
 
-    async def value(self, query: str, params: Sequence[Any] = ()) -> Any:
+    async def value(self, query: str, params: Sequence[Any] = (), *, last: bool = False) -> Any:
         self._counts.statements += 1
-        return await self._inner.value(query, params)
+        return await self._inner.value(query, params, last=last)
 
-    async def run(self, query: str, params: Sequence[Any] = ()) -> int:
+    async def run(self, query: str, params: Sequence[Any] = (), *, last: bool = False) -> int:
         self._counts.statements += 1
-        return await self._inner.run(query, params)
+        return await self._inner.run(query, params, last=last)
 
     async def run_many(self, query: str, params: Iterable[Sequence[Any]]) -> None:
         self._counts.statements += 1

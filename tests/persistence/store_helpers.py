@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+from cove.persistence.database import Transactions
 from cove.persistence.records import (
     IterationStatus,
     IterationWrite,
@@ -43,6 +44,16 @@ def count(path: Path, table: str) -> int:
     """Rows in ``table``."""
     with raw(path) as conn:
         return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+async def rows_in(store: Store, table: str) -> int:
+    """Rows in ``table``, read through the store's own backend (SQLite or PostgreSQL)."""
+
+    async def counted(db: Transactions) -> int:
+        async with db.reading() as sql:
+            return int(await sql.value(f"SELECT count(*) FROM {table}"))
+
+    return await store._db.run(counted)  # type: ignore[attr-defined,no-any-return]
 
 
 def iteration_write(

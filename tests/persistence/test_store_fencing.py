@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from collections.abc import AsyncIterator, Callable
 
@@ -14,8 +15,8 @@ from cove.persistence.fence import Fence, fenced
 from cove.persistence.opener import Opener
 from cove.persistence.records import IterationWrite, ReplyWrite
 from cove.persistence.store import Store
-from cove.results import BlockResult, TurnOutcome
-from tests.persistence.store_helpers import FakeClock, count
+from cove.results import BlockResult, TurnOutcome, VarVersion
+from tests.persistence.store_helpers import FakeClock, count, rows_in
 
 TTL = 30.0
 
@@ -57,8 +58,12 @@ async def test_writes_under_the_current_epoch_land(store: Store) -> None:
     assert (await store.get_conversation(conversation.id)).title == "fenced title"
 
 
+#: What a stale write could have added to; each count must stay as it was.
+WRITTEN = ("turn", "iteration", "block", "var_version", "blob", "value_chunk", "search_doc")
+
+
 async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing(
-    store: Store, open_store: Callable[[], Opener[Store]], clock: FakeClock, db_path: object
+    store: Store, open_store: Callable[[], Opener[Store]], clock: FakeClock
 ) -> None:
     conversation = await store.create_conversation(channel="cli")
     stale = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", TTL))
@@ -70,16 +75,26 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
     clock.advance(TTL + 1)
     async with open_store() as other:  # another process takes the conversation over
         assert await other.acquire_lease(conversation.id, "b", TTL) == stale.epoch + 1
-    turns_before = count(db_path, "turn")  # type: ignore[arg-type]
+    before = {table: await rows_in(store, table) for table in WRITTEN}
+    touched = (await store.get_conversation(conversation.id)).updated_at
+    # What each write would add is new: a prompt and a result never stored, versions whose
+    # values are kept inline and in chunks.
+    big = BlockResult(position=0, code="y = 2", ok=True, result_encoded=json.dumps("r" * 9000))
+    small, large = (
+        [VarVersion(name=name, kind="value", encoded=encoded, type_name="str", preview="v")]
+        for name, encoded in (("small", '{"int": 1}'), ("large", json.dumps("v" * 9000)))
+    )
 
     with fenced(stale):
         attempts = {
             "start_turn": lambda: store.start_turn(conversation.id, "late"),
             "start_iteration": lambda: store.start_iteration(
-                turn.id, 1, system_prompt="s", request_message="r", context_message="c"
+                turn.id, 1, system_prompt="a new prompt", request_message="r", context_message="c"
             ),
             "record_reply": lambda: store.record_reply(iteration, ReplyWrite(raw_reply="late")),
             "record_block": lambda: store.record_block(iteration, block()),
+            "record_block, a large result": lambda: store.record_block(iteration, big, small),
+            "record_block, values in chunks": lambda: store.record_block(iteration, big, large),
             "finish_iteration": lambda: store.finish_iteration(iteration, IterationWrite("ok")),
             "add_steering": lambda: store.add_steering(iteration, ["late note"]),
             "set_title": lambda: store.set_title(conversation.id, "stale title"),
@@ -90,14 +105,13 @@ async def test_every_turn_write_with_a_stale_epoch_is_refused_and_writes_nothing
                 await attempt()
             assert refused.value.owner == "b", name
 
-    assert count(db_path, "turn") == turns_before  # type: ignore[arg-type]
-    assert count(db_path, "block") == 0  # type: ignore[arg-type]
-    assert count(db_path, "steering") == 0  # type: ignore[arg-type]
-    assert count(db_path, "iteration") == 1  # type: ignore[arg-type]
+    assert {table: await rows_in(store, table) for table in WRITTEN} == before
+    assert await rows_in(store, "steering") == 0
     (kept,) = (await store.transcript(conversation.id)).turns[0].iterations
     assert kept.raw_reply is None and kept.status == "interrupted"
     record = await store.get_conversation(conversation.id)
     assert record.title is None and record.lease_owner == "b"
+    assert record.updated_at == touched
     assert (await store.get_turn(turn.id)).status == "interrupted"  # the takeover's doing
 
 

@@ -43,6 +43,7 @@ class PostgresDialect(Dialect):
     """PostgreSQL's side of ``sql.Dialect``."""
 
     name = "postgres"
+    chains_writes = True
 
     def lock(self, alias: str | None = None) -> str:
         """``FOR UPDATE``: the row stays locked until the unit commits, so a lease check and
@@ -85,11 +86,15 @@ class PostgresDialect(Dialect):
     async def index_selected(self, db: Sql, select: str, params: Sequence[Any]) -> None:
         """Add the searchable ``(turn id, kind, text)`` rows that ``select`` returns, in one
         ``INSERT … SELECT`` (nothing read back)."""
-        await db.run(
+        await db.run(self.index_insert(select), params)
+
+    def index_insert(self, select: str) -> str:
+        """The ``INSERT`` adding the searchable ``(turn id, kind, text)`` rows of ``select``
+        (a statement of its own, or a ``WITH`` query chained to another)."""
+        return (
             "INSERT INTO search_doc (turn_id, kind, text, words)"
             " SELECT s.turn_id, s.kind, s.text, to_tsvector('simple', s.text)"
-            f" FROM ({select}) AS s (turn_id, kind, text)",
-            params,
+            f" FROM ({select}) AS s (turn_id, kind, text)"
         )
 
     def search_query(self, cte: str, scope: str, label: str) -> tuple[str, list[Any]]:
