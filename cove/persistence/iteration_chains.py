@@ -20,6 +20,7 @@ from cove.persistence.iteration_rows import (
     INSERT_BLOCK,
     Running,
     VersionRow,
+    block_columns,
     iteration_guard,
     refused,
     version_rows,
@@ -69,21 +70,7 @@ async def chained_block(
     inline, data = split_encoded(block.result_encoded)
     digest = None if data is None else blob_hash(data)
     guard, guarded = iteration_guard(db, iteration_id, call.fence)
-    fields = [
-        block.position,
-        block.code,
-        block.ok,
-        block.result_preview,
-        inline,
-        digest,
-        block.stdout,
-        block.stderr,
-        block.error,
-        block.duration_ms,
-        block.timed_out,
-        block.seed,
-        block.clock,
-    ]
+    fields = block_columns(block, inline, digest)
     query = (
         "WITH g AS (SELECT i.id, t.conversation_id, c.value_bytes - c.history_mark AS grown"
         + guard

@@ -169,6 +169,11 @@ INSERT_BLOCK = (
 async def block_fields(db: Sql, block: BlockResult) -> list[Any]:
     """A block's columns after ``iteration_id`` (a large result stored as a blob first)."""
     inline, digest = await put_encoded(db, block.result_encoded)
+    return block_columns(block, inline, digest)
+
+
+def block_columns(block: BlockResult, inline: str | None, digest: str | None) -> list[Any]:
+    """A block's columns after ``iteration_id``, its result inline or named by its blob."""
     return [
         block.position,
         block.code,
