@@ -118,6 +118,20 @@ class Reading:
         record = await self.get(conversation_id, owner=owner)
         return [as_listed(fork) for fork in await self._store.forks(record.id, owner=owner)]
 
+    async def fork_tree(
+        self, conversation_id: str, *, owner: str | None = None
+    ) -> builtins.list[ConversationRecord]:
+        """Every conversation linked to this one by forking, at any depth, oldest first.
+
+        The tree's root (the conversation no fork was made from) comes first; each record's
+        ``parent_id`` and ``fork_turn`` say where it hangs. Only ``owner``'s when given.
+
+        Raises:
+            NotFound: Unknown conversation (or not ``owner``'s).
+        """
+        record = await self.get(conversation_id, owner=owner)
+        return [as_listed(member) for member in await self._store.fork_tree(record.id, owner=owner)]
+
     async def inspect(
         self, conversation_id: str, turn: int | None = None, *, owner: str | None = None
     ) -> Transcript:

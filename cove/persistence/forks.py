@@ -1,7 +1,9 @@
-"""A conversation's forks: the conversations whose parent it is, with the turn each forked at.
+"""A conversation's forks: the conversations whose parent it is, with the turn each forked at,
+and the whole tree of forks a conversation belongs to.
 
-Forks are found by the ``conversation_parent`` index; only direct forks are read (a fork of a
-fork is the fork's own). The other direction, the conversation a fork was made from, is on the
+Forks are found by the ``conversation_parent`` index; ``forks`` reads only direct forks (a fork
+of a fork is the fork's own), ``tree`` every conversation linked to this one by forking, at any
+depth, in one statement. The other direction, the conversation a fork was made from, is on the
 fork's record (``parent_id``, ``fork_turn``).
 """
 
@@ -42,6 +44,56 @@ async def forks(
         + " WHERE c.parent_id = ?"
         + mine
         + " ORDER BY c.fork_turn, c.created_at, c.id"
+    )
+    async with call.reading() as db:
+        if await db.row("SELECT 1 FROM conversation WHERE id = ?", (conversation_id,)) is None:
+            raise NotFound("conversation", conversation_id)
+        return [rows.conversation(row) for row in await db.rows(query, params)]
+
+
+#: The conversations of one fork tree: up the parent links to the root, then down every fork.
+TREE_IDS = """
+WITH RECURSIVE up(id, parent_id) AS (
+  SELECT id, parent_id FROM conversation WHERE id = ?
+  UNION ALL
+  SELECT p.id, p.parent_id FROM conversation p JOIN up ON p.id = up.parent_id
+), tree(id) AS (
+  SELECT id FROM up WHERE parent_id IS NULL
+  UNION ALL
+  SELECT f.id FROM conversation f JOIN tree ON f.parent_id = tree.id
+)
+"""
+
+
+async def tree(
+    call: Call, conversation_id: str, *, owner: str | None = None
+) -> list[ConversationRecord]:
+    """Every conversation of the fork tree ``conversation_id`` belongs to, oldest first.
+
+    Args:
+        call: the call.
+        conversation_id: any conversation of the tree (an exact id).
+        owner: only conversations of this owner (None: all of them).
+
+    Returns:
+        The tree's root (the conversation that is no fork) and every fork made from it, at any
+        depth, by creation time; just the conversation itself when it was never forked and is
+        no fork.
+
+    Raises:
+        NotFound: the conversation does not exist.
+    """
+    params: list[Any] = [conversation_id]
+    mine = ""
+    if owner is not None:
+        mine = " AND c.owner = ?"
+        params.append(owner)
+    query = (
+        TREE_IDS
+        + rows.CONVERSATION_SELECT
+        + " WHERE c.id IN (SELECT id FROM tree)"
+        + mine
+        + " ORDER BY c.created_at, c.id"
     )
     async with call.reading() as db:
         if await db.row("SELECT 1 FROM conversation WHERE id = ?", (conversation_id,)) is None:

@@ -227,3 +227,38 @@ async def test_forks_of_an_owner_and_of_an_unknown_conversation(store: Store) ->
     assert len(await store.forks(parent.id)) == 2
     with pytest.raises(NotFound):
         await store.forks("no-such-conversation")
+
+
+async def test_a_fork_tree_is_read_whole_from_any_of_its_conversations(store: Store) -> None:
+    parent_id = await _parent_with_three_turns(store)
+    retried = await store.create_conversation(channel="cli", parent_id=parent_id, fork_turn=1)
+    await store.start_turn(retried.id, "two, again")
+    deeper = await store.create_conversation(channel="cli", parent_id=retried.id, fork_turn=2)
+    deepest = await store.create_conversation(channel="cli", parent_id=deeper.id, fork_turn=0)
+    sibling = await store.create_conversation(channel="cli", parent_id=parent_id, fork_turn=3)
+    unrelated = await store.create_conversation(channel="cli", title="unrelated")
+    other_fork = await store.create_conversation(channel="cli", parent_id=unrelated.id, fork_turn=0)
+    everyone = [parent_id, retried.id, deeper.id, deepest.id, sibling.id]
+
+    for member in everyone:  # the same tree, oldest first, from the root or any fork
+        found = await store.fork_tree(member)
+        assert [f.id for f in found] == everyone
+    tree = {f.id: f for f in await store.fork_tree(deepest.id)}
+    assert (tree[retried.id].parent_id, tree[retried.id].fork_turn) == (parent_id, 1)
+    assert (tree[retried.id].turn_count, tree[retried.id].first_request) == (2, "two, again")
+    assert [f.id for f in await store.fork_tree(other_fork.id)] == [unrelated.id, other_fork.id]
+    alone = await store.create_conversation(channel="cli")
+    assert [f.id for f in await store.fork_tree(alone.id)] == [alone.id]
+    with pytest.raises(NotFound):
+        await store.fork_tree("no-such-conversation")
+
+
+async def test_a_fork_tree_of_an_owner(store: Store) -> None:
+    root = await store.create_conversation(channel="web", owner="web:alice")
+    mine = await store.create_conversation(
+        channel="web", parent_id=root.id, fork_turn=0, owner="web:alice"
+    )
+    await store.create_conversation(channel="web", parent_id=root.id, fork_turn=0, owner="bob")
+
+    assert [f.id for f in await store.fork_tree(mine.id, owner="web:alice")] == [root.id, mine.id]
+    assert len(await store.fork_tree(mine.id)) == 3
