@@ -14,6 +14,7 @@ from pathlib import Path
 
 from cove.config import ModelSettings, Settings
 from cove.conversation.extensions import ConversationExtensions, ConversationPolicy
+from cove.conversation.fork_titles import fork_title
 from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
@@ -296,11 +297,16 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
         await self._store.set_title(record.id, title)
         return await self._store.get_conversation(record.id)
 
-    async def fork(self, conversation_id: str, at_turn: int) -> ConversationRecord:
+    async def fork(
+        self, conversation_id: str, at_turn: int, *, request: str | None = None
+    ) -> ConversationRecord:
         """A new conversation whose sandbox starts from the parent's variables as of ``at_turn``.
 
         ``at_turn`` 0 makes a branch that holds none of the parent's turns (its first turn is
         its own turn 1) but is linked to it: another first turn, as a retry of turn 1 wants.
+        ``request``, what the fork is about to ask, names it a retry of the parent's turn
+        ``at_turn + 1`` (the same request) or an edit of it (another one); without it the fork
+        is a branch from ``at_turn`` (``fork_titles``).
 
         Raises:
             NotFound: Unknown conversation, or no such turn. Busy: That turn is still running.
@@ -316,7 +322,15 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
             )
         if any(t.position == at_turn and t.status == "running" for t in turns):
             raise Busy(parent.id, message=f"turn {at_turn} of {parent.id} is still running")
-        title = f"{parent.label} (fork at turn {at_turn})"
+        asked = next((t.request for t in turns if t.position == at_turn + 1), None)
+        siblings = await self._store.forks(parent.id)
+        title = fork_title(
+            parent.label,
+            at_turn,
+            asked=asked,
+            request=request,
+            taken=[s.title for s in siblings if s.title],
+        )
         record = await self._store.create_conversation(
             channel=parent.channel,
             title=title,
