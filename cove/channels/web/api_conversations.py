@@ -129,8 +129,12 @@ async def export(request: Request) -> Response:
 
 
 async def fork(request: Request) -> Response:
+    """A fork at ``turn``; ``request``, what it will ask first, names it a retry or an edit."""
     body = await json_body(request)
-    record = await web(request).convs.fork(request.path_params["cid"], int_field(body, "turn"))
+    asking = text_field(body, "request", required=False)
+    record = await web(request).convs.fork(
+        request.path_params["cid"], int_field(body, "turn"), request=asking
+    )
     return JSONResponse(conversation_json(record), status_code=201)
 
 

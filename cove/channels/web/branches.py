@@ -1,15 +1,18 @@
-"""A conversation's branches as the chat page shows them: where it was forked from, the
-branches made from it, and, beside each turn, the other versions of that turn.
+"""A conversation's branches as the chat page shows them: the tree of conversations forked from
+one another, where it was forked from, and over each turn asked in several branches which of
+that turn's versions this is ("‹ 2/3 ›"), one click from the others.
 
-Another version of turn ``p`` is a conversation that shares this one's turns up to ``p - 1``
-and has asked its own turn ``p``: a fork of this conversation at ``p - 1`` and, when this one
-is itself a fork at ``p - 1``, the conversation it was forked from and that one's other forks
-there. A retry or an edit of turn ``p`` makes such a fork, so its versions sit side by side,
-each named by the request it asked.
+A fork holds its parent's turns up to its fork point and asks its own from the turn after, so
+every turn of a tree has one owner: the conversation that asked it. The versions of turn ``p``
+seen from a conversation are the turns ``p`` of the tree whose owners share its turns before
+``p`` (the same owner of turn ``p - 1``; for turn 1, the whole tree). A retry or an edit of turn
+``p`` is a fork at ``p - 1``, so it is one of them from whichever conversation of the tree it
+was made, a branch of a branch as much as a fork of the original.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cove.conversation import ConversationRecord, Conversations
@@ -22,10 +25,37 @@ ASKED_CHARS = 40
 
 @dataclass(frozen=True)
 class Version:
-    """Another conversation's own version of a turn: where it is and what it asked."""
+    """One version of a turn: the conversation that asked it, and what it asked."""
 
     conversation: ConversationRecord
     asked: str
+
+
+@dataclass(frozen=True)
+class Switch:
+    """The versions of one turn, in the order they were made, and which one a page shows."""
+
+    position: int
+    versions: tuple[Version, ...]
+    index: int  # the shown one, 0-based
+
+    @property
+    def previous(self) -> Version | None:
+        """The version before the shown one (None: it is the first)."""
+        return self.versions[self.index - 1] if self.index > 0 else None
+
+    @property
+    def next(self) -> Version | None:
+        """The version after the shown one (None: it is the last)."""
+        return self.versions[self.index + 1] if self.index + 1 < len(self.versions) else None
+
+
+@dataclass(frozen=True)
+class Node:
+    """A conversation of the tree with the forks made from it, oldest first."""
+
+    conversation: ConversationRecord
+    children: tuple[Node, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -34,70 +64,117 @@ class Branches:
 
     #: The conversation this one was forked from (None: not a fork, or it is gone).
     parent: ConversationRecord | None = None
-    #: The conversations forked from this one, by the turn each forked at.
-    forks: list[ConversationRecord] = field(default_factory=list)
-    #: Turn position → the other conversations' versions of that turn.
-    versions: dict[int, list[Version]] = field(default_factory=dict)
+    #: The whole tree from its root (None: this conversation is alone in it).
+    tree: Node | None = None
+    #: How many conversations the tree holds.
+    size: int = 1
+    #: Turn position → that turn's versions (only turns asked in more than one way).
+    switches: dict[int, Switch] = field(default_factory=dict)
 
 
-async def branches(convs: Conversations, conversation: ConversationRecord) -> Branches:
-    """The branches around ``conversation``: its forks, its parent and the parent's forks."""
-    forks = await convs.forks(conversation.id)
-    versions: dict[int, list[Version]] = {}
-    for fork in forks:
-        if _has_asked(fork):
-            versions.setdefault(_asked_at(fork), []).append(_own(fork))
-    parent = await _parent(convs, conversation)
-    if parent is not None:
-        position = _asked_at(conversation)
-        others = [
-            _own(other)
-            for other in await convs.forks(parent.id)
-            if other.id != conversation.id
-            and other.fork_turn == conversation.fork_turn
-            and _has_asked(other)
-        ]
-        original = await _original(convs, parent, position)
-        here = ([original] if original else []) + others + versions.get(position, [])
-        if here:
-            versions[position] = here
-    return Branches(parent, forks, versions)
+async def branches(
+    convs: Conversations, conversation: ConversationRecord, requests: Mapping[int, str]
+) -> Branches:
+    """The branches around ``conversation``, whose page shows the turns ``requests`` holds.
+
+    Args:
+        convs: The conversations.
+        conversation: The one whose page is shown.
+        requests: Turn position → request, of the turns the page shows (a version of such a
+            turn is named without reading it again).
+    """
+    members = {m.id: m for m in await convs.fork_tree(conversation.id)}
+    if len(members) < 2:
+        return Branches()
+    ordered = list(members.values())
+    switches: dict[int, Switch] = {}
+    for position in versioned_turns(ordered, conversation):
+        owners = versions_of(members, conversation.id, position)
+        if len(owners) < 2:
+            continue
+        mine = owner_of(members, conversation.id, position)
+        versions = [await _version(convs, o, position, mine, requests) for o in owners]
+        index = [o.id for o in owners].index(mine)
+        switches[position] = Switch(position, tuple(versions), index)
+    parent = members.get(conversation.parent_id or "")
+    return Branches(parent, tree_of(ordered), len(members), switches)
 
 
-def _asked_at(fork: ConversationRecord) -> int:
-    """The first turn a fork asks itself (the turn after its fork point)."""
-    return (fork.fork_turn or 0) + 1
+def asks(record: ConversationRecord, position: int) -> bool:
+    """Whether ``record`` asked turn ``position`` itself (not inherited from its parent)."""
+    return (record.fork_turn or 0) < position <= record.turn_count
 
 
-def _has_asked(fork: ConversationRecord) -> bool:
-    return fork.turn_count >= _asked_at(fork)
+def owner_of(members: Mapping[str, ConversationRecord], cid: str, position: int) -> str:
+    """The conversation of the tree that asked turn ``position`` as ``cid`` sees it.
+
+    Turn 0 (before any turn) is the root's: every conversation of the tree shares it.
+    """
+    record = members[cid]
+    while record.fork_turn is not None and position <= record.fork_turn:
+        parent = members.get(record.parent_id or "")
+        if parent is None:
+            break
+        record = parent
+    return record.id
 
 
-def _own(fork: ConversationRecord) -> Version:
-    """A fork's version of the turn after its fork point: its first own request."""
-    return Version(fork, headline(fork.first_request or "", ASKED_CHARS))
+def versioned_turns(members: Iterable[ConversationRecord], here: ConversationRecord) -> list[int]:
+    """The turns of ``here`` that may have versions: each fork's first own turn.
+
+    Two versions of a turn cannot both have asked the turn before it, so one of them starts
+    there: only those turns need looking at.
+    """
+    starts = {(m.fork_turn or 0) + 1 for m in members if m.parent_id is not None}
+    return sorted(p for p in starts if p <= here.turn_count)
 
 
-async def _parent(
-    convs: Conversations, conversation: ConversationRecord
-) -> ConversationRecord | None:
-    if conversation.parent_id is None:
-        return None
+def versions_of(
+    members: Mapping[str, ConversationRecord], cid: str, position: int
+) -> list[ConversationRecord]:
+    """The conversations that asked their own turn ``position`` after the same turns as ``cid``,
+    in the order they were made (``members`` is oldest first)."""
+    before = owner_of(members, cid, position - 1)
+    return [
+        m
+        for m in members.values()
+        if asks(m, position) and owner_of(members, m.id, position - 1) == before
+    ]
+
+
+def tree_of(ordered: list[ConversationRecord]) -> Node:
+    """The tree of ``ordered`` (oldest first: its root is the first)."""
+    children: dict[str, list[ConversationRecord]] = {}
+    for member in ordered[1:]:
+        children.setdefault(member.parent_id or "", []).append(member)
+
+    def node(record: ConversationRecord) -> Node:
+        return Node(record, tuple(node(c) for c in children.get(record.id, [])))
+
+    return node(ordered[0])
+
+
+async def _version(
+    convs: Conversations,
+    owner: ConversationRecord,
+    position: int,
+    mine: str,
+    requests: Mapping[int, str],
+) -> Version:
+    """A version named by its request: a fork's first own one is on its record, the shown
+    one on the page; only another conversation's later turn is read."""
+    if owner.id == mine and position in requests:
+        asked: str | None = requests[position]
+    elif (owner.fork_turn or 0) + 1 == position:
+        asked = owner.first_request
+    else:
+        asked = await _request(convs, owner.id, position)
+    return Version(owner, headline(asked or "", ASKED_CHARS))
+
+
+async def _request(convs: Conversations, cid: str, position: int) -> str | None:
     try:
-        return await convs.get(conversation.parent_id)
-    except NotFound:  # a parent cannot be deleted while it has forks; read as gone if it is
-        return None
-
-
-async def _original(
-    convs: Conversations, parent: ConversationRecord, position: int
-) -> Version | None:
-    """The parent's version of turn ``position``, if it has asked one."""
-    if parent.turn_count < position:
-        return None
-    try:
-        transcript = await convs.inspect(parent.id, turn=position)
+        transcript = await convs.inspect(cid, turn=position)
     except NotFound:
         return None
-    asked = next((t.request for t in transcript.turns if t.position == position), None)
-    return None if asked is None else Version(parent, headline(asked, ASKED_CHARS))
+    return next((t.request for t in transcript.turns if t.position == position), None)

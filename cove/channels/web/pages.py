@@ -58,6 +58,11 @@ def changes_by_iteration(transcript: Transcript) -> dict[tuple[int, int], list[V
     return changes
 
 
+def requests(transcript: Transcript) -> dict[int, str]:
+    """Turn position → request, of the turns a transcript holds."""
+    return {turn.position: turn.request for turn in transcript.turns}
+
+
 async def _chat_context(request: Request, transcript: Transcript | None) -> dict[str, Any]:
     """The chat page's context: a conversation's turns and variables (none for a new chat).
 
@@ -88,7 +93,7 @@ async def _chat_context(request: Request, transcript: Transcript | None) -> dict
         variables=[v for _, v in sorted(current.items()) if v.kind != "deleted"],
         changes=changes_by_iteration(transcript),
         notes=notes_by_iteration(events),
-        branches=await branches(convs, transcript.conversation),
+        branches=await branches(convs, transcript.conversation, requests(transcript)),
     )
     return context
 
@@ -108,7 +113,7 @@ async def turn_fragment(request: Request) -> Response:
     context = {
         "conv": transcript.conversation,
         "turn": turn,
-        "branches": await branches(convs, transcript.conversation),
+        "branches": await branches(convs, transcript.conversation, requests(transcript)),
         "changes": changes_by_iteration(transcript),  # a turn's transcript has what it wrote
         "notes": notes_by_iteration(page_timeline(transcript)),
     }

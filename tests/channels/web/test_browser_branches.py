@@ -1,6 +1,7 @@
-"""Branches in the chat: a conversation shows where it was forked from and the branches made
-from it; beside a turn, the other versions of that turn, each one click away; a retry or an
-edit of turn 1 is a branch of the conversation, not an unrelated one."""
+"""Branches in the chat: a conversation shows where it was forked from and its whole tree of
+branches; over a turn asked in several branches, "‹ 2/3 ›" says which version this is and steps
+to the others, with the mouse or the keyboard; a retry or an edit of turn 1 is a branch of the
+conversation, not an unrelated one; a retry, an edit and a branch are named apart."""
 
 from __future__ import annotations
 
@@ -54,12 +55,13 @@ def test_retrying_the_first_turn_makes_a_branch_of_the_conversation(site: Site, 
     assert note.startswith("Branched from Browser test") and "before its first turn" in note
 
     # The original is one click away, and from it the retry again.
-    assert page.text_content("#turn-1 .turn-branches a[data-branch]") == "“set x to ten”"
-    page.click("#turn-1 .turn-branches a[data-branch]")
+    assert switcher(page, 1) == ("2/2", cid, None)
+    page.click("#turn-1 .turn-versions a[data-step='previous']")
     page.wait_for_url(f"{site.url}/c/{cid}#turn-1")
     assert page.text_content("#turn-1 .answer").strip() == "x is 10."
-    assert "1 branch from here" in page.text_content("#branches summary")
-    page.click(f"#turn-1 .turn-branches a[data-branch='{retried}']")
+    assert switcher(page, 1) == ("1/2", None, retried)
+    assert "All branches (2)" in page.text_content("#branches summary")
+    page.click("#turn-1 .turn-versions a[data-step='next']")
     page.wait_for_url(f"{site.url}/c/{retried}#turn-1")
     assert page.text_content("#turn-1 .answer").strip() == "This time x is 11."
 
@@ -80,7 +82,34 @@ def test_editing_the_first_turn_branches_before_it(site: Site, page: Any) -> Non
     assert forks(site, cid) == [(edited, 0)]
 
 
-def test_a_turn_shows_its_versions_and_the_conversation_its_branches(site: Site, page: Any) -> None:
+def switcher(page: Any, position: int) -> tuple[str, str | None, str | None]:
+    """What turn ``position``'s switcher shows: "2/3", and where ‹ and › lead (None: nowhere)."""
+    nav = page.locator(f"#turn-{position} .turn-versions")
+    shown = nav.locator(".count [aria-hidden]").text_content()
+    steps = [
+        nav.locator(f"a[data-step='{step}']").get_attribute("data-branch")
+        if nav.locator(f"a[data-step='{step}']").count()
+        else None
+        for step in ("previous", "next")
+    ]
+    return shown, steps[0], steps[1]
+
+
+def tree(page: Any) -> list[tuple[int, str, bool]]:
+    """The branch list: (depth, conversation, open here) of each entry, top to bottom."""
+    found: list[list[Any]] = page.eval_on_selector_all(
+        "#branch-list a[data-branch]",
+        """links => links.map(a => {
+            let depth = 0;
+            for (let e = a; e && !e.classList.contains('branch-tree'); e = e.parentElement)
+                if (e.tagName === 'UL') depth++;
+            return [depth + 1, a.dataset.branch, a.getAttribute('aria-current') === 'page'];
+        })""",
+    )
+    return [(depth, branch, current) for depth, branch, current in found]
+
+
+def test_a_turn_switches_between_its_versions_across_the_whole_tree(site: Site, page: Any) -> None:
     site.fake.add_replies(answer("", ["x = 10"]), answer("x is {{x}}."), answer("Twenty."))
     cid = site.conversation()
     page.set_viewport_size(DESKTOP)
@@ -89,60 +118,84 @@ def test_a_turn_shows_its_versions_and_the_conversation_its_branches(site: Site,
     page.wait_for_selector("#turn-1[data-status='done']")
     send(page, "double x")
     page.wait_for_selector("#turn-2[data-status='done'] .answer")
+    assert page.locator(".turn-versions").count() == 0  # one version of each turn: no switcher
 
     site.fake.add_replies(answer("Twice {{x}} is twenty."))  # a retry of turn 2
     page.click("#turn-2 button[data-action='retry']")
     retried = opened_elsewhere(page, cid)
     page.wait_for_selector("#turn-2[data-status='done'] .answer")
-    page.goto(f"{site.url}/c/{cid}")
-    site.fake.add_replies(answer("Triple {{x}} is thirty."))  # an edit of turn 2
+    assert switcher(page, 2) == ("2/2", cid, None)
+    site.fake.add_replies(answer("Triple {{x}} is thirty."))  # an edit of turn 2, in the retry
     page.click("#turn-2 button[data-action='edit']")
     page.fill("#message", "triple x")
     page.press("#message", "Enter")
     edited = opened_elsewhere(page, cid, retried)
     page.wait_for_selector("#turn-2[data-status='done'] .answer")
+    assert record(site, edited)["parent_id"] == retried  # a branch of a branch
     page.goto(f"{site.url}/c/{cid}")
     page.click("#turn-2 button[data-action='fork']")  # a branch that goes on after turn 2
     after = opened_elsewhere(page, cid, retried, edited)
     page.wait_for_selector("#branches .fork-note")
-    assert page.locator(".turn-branches").count() == 0  # the original has no turn 3
+    site.fake.add_replies(answer("Forty."))
+    send(page, "double it again")
+    page.wait_for_selector("#turn-3[data-status='done'] .answer")
     page.goto(f"{site.url}/c/{cid}")
     page.click("#turn-1 button[data-action='fork']")  # a branch after turn 1 that asks nothing
     idle = opened_elsewhere(page, cid, retried, edited, after)
     page.wait_for_selector("#branches .fork-note")
 
-    # The original lists its four branches, with where each forked.
+    # Turn 2 was asked three ways: the original's, the retry's and the edit made in the retry.
     page.goto(f"{site.url}/c/{cid}")
-    assert "4 branches from here" in page.text_content("#branches summary")
-    page.click("#branches summary")
-    listed = page.eval_on_selector_all(
-        "#branches li",
-        "items => items.map(i => [i.querySelector('a').dataset.branch, i.innerText])",
-    )
-    assert [branch for branch, _ in listed] == [retried, edited, idle, after]
-    assert ["at turn 1" in text for _, text in listed] == [True, True, True, False]
-    assert "at turn 2" in listed[3][1]
-    # Turn 2 has three versions here, each named by what it asked (the idle branch asked
-    # nothing yet); turn 1 none (nothing forked before it).
-    assert page.locator("#turn-1 .turn-branches").count() == 0
-    versions = page.locator("#turn-2 .turn-branches")
-    assert "Turn 2 in 3 branches" in versions.text_content()
-    assert versions.locator("a[aria-current='page']").text_content() == "this one"
-    assert versions.locator("a[data-branch]").all_text_contents() == ["“double x”", "“triple x”"]
-
-    # One click to the edited version; from there, the sibling and the original.
-    versions.locator(f"a[data-branch='{edited}']").click()
+    assert page.locator("#turn-1 .turn-versions").count() == 0
+    assert switcher(page, 2) == ("1/3", None, retried)
+    page.click("#turn-2 .turn-versions a[data-step='next']")
+    page.wait_for_url(f"{site.url}/c/{retried}#turn-2")
+    assert switcher(page, 2) == ("2/3", cid, edited)
+    page.click("#turn-2 .turn-versions a[data-step='next']")
     page.wait_for_url(f"{site.url}/c/{edited}#turn-2")
     assert page.text_content("#turn-2 .msg.user") == "triple x"
-    there = page.locator("#turn-2 .turn-branches a[data-branch]")
-    assert [there.nth(n).get_attribute("data-branch") for n in range(there.count())] == [
-        cid,
-        retried,
-    ]
-    assert there.all_text_contents() == ["“double x”", "“double x”"]  # the original, the retry
-    page.click(f"#turn-2 .turn-branches a[data-branch='{retried}']")
+    assert switcher(page, 2) == ("3/3", retried, None)
+    page.click("#turn-2 .turn-versions a[data-step='previous']")
     page.wait_for_url(f"{site.url}/c/{retried}#turn-2")
     assert page.text_content("#turn-2 .answer").strip() == "Twice 10 is twenty."
-    page.click("#branches .fork-note a")
-    page.wait_for_url(f"{site.url}/c/{cid}")
-    assert page.text_content("#turn-2 .answer").strip() == "Twenty."
+    # The branch that went on after turn 2 shows the original's turn 2 among the same three.
+    page.goto(f"{site.url}/c/{after}")
+    assert switcher(page, 2) == ("1/3", None, retried)
+
+    # By keyboard: Tab from turn 1's last action reaches turn 2's ›; Enter follows it.
+    page.goto(f"{site.url}/c/{cid}")
+    page.focus("#turn-1 button[data-action='fork']")
+    page.keyboard.press("Tab")
+    focused = page.evaluate(
+        "[document.activeElement.dataset.step, document.activeElement.innerText]"
+    )
+    assert focused == ["next", "›\nNext version, 2 of 3: “double x”"]
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{site.url}/c/{retried}#turn-2")
+    page.focus("#turn-1 button[data-action='fork']")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # ‹ this time: the first of the switcher's links
+    page.wait_for_url(f"{site.url}/c/{cid}#turn-2")
+
+    # The whole tree, nested as it was forked, from any of its pages; names tell them apart.
+    page.goto(f"{site.url}/c/{edited}")
+    assert "All branches (5)" in page.text_content("#branches summary")
+    page.click("#branches summary")
+    assert tree(page) == [
+        (1, cid, False),
+        (2, retried, False),
+        (3, edited, True),
+        (2, after, False),
+        (2, idle, False),
+    ]
+    labels = page.eval_on_selector_all("#branch-list a", "links => links.map(a => a.innerText)")
+    assert labels == [
+        "Browser test",
+        "Retry of turn 2 · Browser test",
+        "Edit of turn 2: “triple x” · Retry of turn 2 · Browser test",
+        "Branch from turn 2 · Browser test",
+        "Branch from turn 1 · Browser test",
+    ]
+    page.click(f"#branch-list a[data-branch='{idle}']")
+    page.wait_for_url(f"{site.url}/c/{idle}#turn-2")
+    assert page.locator(".turn").count() == 1

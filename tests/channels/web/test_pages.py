@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from html import unescape
+from html.parser import HTMLParser
 
 from cove.channels.web.listing import ago, marked
 from cove.channels.web.render import markdown, sanitize
@@ -180,28 +181,107 @@ def test_the_sidebar_says_how_long_ago_in_the_largest_whole_unit() -> None:
     assert ago(None, now) == "" and ago(now + 30, now) == "now"  # a clock a little ahead
 
 
-async def test_a_branch_page_shows_where_it_came_from_and_each_turn_its_versions(
-    web: Web,
-) -> None:
-    replies = [reply([], "first"), reply([], "again")]
+class _Tree(HTMLParser):
+    """The branch tree of a chat page: (depth, conversation id, current) in document order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth, self.inside, self.found = 0, False, list[tuple[int, str, bool]]()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "ul" and (self.inside or found.get("class") == "branch-tree"):
+            self.inside, self.depth = True, self.depth + 1
+        elif tag == "a" and self.inside:
+            branch = found["data-branch"] or ""
+            self.found.append((self.depth, branch, found.get("aria-current") == "page"))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "ul" and self.inside:
+            self.depth -= 1
+            self.inside = self.depth > 0
+
+
+def branch_tree(page: str) -> list[tuple[int, str, bool]]:
+    parser = _Tree()
+    parser.feed(page)
+    return parser.found
+
+
+SWITCH = re.compile(
+    r'<nav class="turn-versions" aria-label="Versions of turn (\d+)">(.*?)</nav>', re.S
+)
+
+
+def switches(page: str) -> dict[int, tuple[str, str | None, str | None]]:
+    """Turn → ("2/3", the previous version's conversation, the next one's) of a page."""
+    found = {}
+    for position, body in SWITCH.findall(page):
+        count = re.search(r"version (\d+) of (\d+)", body)
+        assert count is not None
+        steps = dict(re.findall(r'data-step="(\w+)" data-branch="(\w+)"', body))
+        found[int(position)] = (f"{count[1]}/{count[2]}", steps.get("previous"), steps.get("next"))
+    return found
+
+
+async def test_every_page_of_a_fork_tree_places_each_turn_among_its_versions(web: Web) -> None:
+    replies = [reply([], f"answer {n}") for n in range(9)]
     async with web(replies) as client:
-        cid = (await client.post("/api/conversations", json={"title": "Root"})).json()["id"]
-        await send_and_finish(client, cid, "ask <b>once</b>")
-        fork = (await client.post(f"/api/conversations/{cid}/fork", json={"turn": 0})).json()
-        await send_and_finish(client, fork["id"], "ask <i>twice</i>")
 
-        page = (await client.get(f"/c/{fork['id']}")).text
-        note = re.search(r'<p class="fork-note">(.*?)</p>', page, re.S)
-        assert note and f'href="/c/{cid}"' in note[1] and "before its first turn" in note[1]
-        versions = re.findall(r'data-branch="(\w+)" title="[^"]*">(.*?)</a>', page)
-        assert versions == [(cid, "“ask &lt;b&gt;once&lt;/b&gt;”")]  # escaped, as any text
-        fragment = (await client.get(f"/c/{fork['id']}/turns/1")).text  # a turn as it ends
-        assert 'class="turn-branches"' in fragment and f'data-branch="{cid}"' in fragment
+        async def fork(cid: str, turn: int, request: str | None = None) -> str:
+            body = {"turn": turn} | ({"request": request} if request else {})
+            made = await client.post(f"/api/conversations/{cid}/fork", json=body)
+            assert made.status_code == 201, made.text
+            if request:
+                await send_and_finish(client, made.json()["id"], request)
+            return str(made.json()["id"])
 
-        root = (await client.get(f"/c/{cid}")).text
-        assert "1 branch from here" in root and "another turn 1" in root
-        assert re.findall(r'data-branch="(\w+)" title="[^"]*">(.*?)</a>', root) == [
-            (fork["id"], "“ask &lt;i&gt;twice&lt;/i&gt;”")
-        ]
+        root = (await client.post("/api/conversations", json={"title": "Root"})).json()["id"]
+        for request in ("ask <b>once</b>", "two", "three"):
+            await send_and_finish(client, root, request)
+        retry = await fork(root, 1, "two")  # turn 2 again
+        await send_and_finish(client, retry, "three, after the retry")
+        deeper = await fork(retry, 2)  # a branch of the retry, then its own turn 3
+        await send_and_finish(client, deeper, "three, in the branch")
+        edit = await fork(deeper, 1, "two, edited")  # an edit of turn 2 from a branch of a branch
+        first = await fork(root, 0, "ask <i>twice</i>")  # turn 1 again, differently
+
+        pages = {cid: (await client.get(f"/c/{cid}")).text for cid in (root, retry, deeper, edit)}
+        pages[first] = (await client.get(f"/c/{first}")).text
+        # Turn 1: the original's and the first turn's edit; turn 2: the original's, the retry's
+        # and the edit's, whichever page shows them; turn 3 after the retry's turn 2: the
+        # retry's and its branch's. The original's turn 3 has no other version.
+        assert switches(pages[root]) == {1: ("1/2", None, first), 2: ("1/3", None, retry)}
+        assert switches(pages[retry]) == {
+            1: ("1/2", None, first),
+            2: ("2/3", root, edit),
+            3: ("1/2", None, deeper),
+        }
+        assert switches(pages[deeper]) == {
+            1: ("1/2", None, first),
+            2: ("2/3", root, edit),
+            3: ("2/2", retry, None),
+        }
+        assert switches(pages[edit]) == {1: ("1/2", None, first), 2: ("3/3", retry, None)}
+        assert switches(pages[first]) == {1: ("2/2", root, None)}
+        # A version is named by what it asked, escaped as any text.
+        assert "Previous version, 1 of 2: “ask &lt;b&gt;once&lt;/b&gt;”" in pages[first]
+        assert "Next version, 2 of 2: “ask &lt;i&gt;twice&lt;/i&gt;”" in pages[root]
+        fragment = (await client.get(f"/c/{edit}/turns/2")).text  # a turn as it ends
+        assert switches(fragment) == {2: ("3/3", retry, None)}
+
+        # Each page lists the whole tree, nested as it was forked, itself marked.
+        for cid, page in pages.items():
+            assert branch_tree(page) == [
+                (1, root, cid == root),
+                (2, retry, cid == retry),
+                (3, deeper, cid == deeper),
+                (4, edit, cid == edit),
+                (2, first, cid == first),
+            ]
+            assert "All branches (5)" in page
+        note = re.search(r'<p class="fork-note">(.*?)</p>', pages[first], re.S)
+        assert note and f'href="/c/{root}"' in note[1] and "before its first turn" in note[1]
+        assert 'class="fork-note"' not in pages[root]
         alone = (await client.post("/api/conversations", json={})).json()["id"]
         assert 'id="branches"' not in (await client.get(f"/c/{alone}")).text

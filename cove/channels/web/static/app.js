@@ -309,7 +309,7 @@ function chatPage() {
   // which then runs the request. A branch whose request cannot start is deleted again:
   // nothing is left behind but the error.
   const branchWith = async (position, text) => {
-    const fork = await api("POST", `/api/conversations/${cid}/fork`, { turn: position - 1 });
+    const fork = await api("POST", `/api/conversations/${cid}/fork`, { turn: position - 1, request: text });
     try { await api("POST", `/api/conversations/${fork.id}/messages`, { text }); }
     catch (error) {
       await api("DELETE", `/api/conversations/${fork.id}`).catch(() => {});
