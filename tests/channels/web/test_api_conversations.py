@@ -49,6 +49,11 @@ async def test_bad_input_is_422_with_a_message(web: Web) -> None:
         assert (await client.get("/api/search")).status_code == 422
         bad_fork = await client.post(f"/api/conversations/{cid}/fork", json={"turn": "1"})
         assert bad_fork.status_code == 422
+        bad_request = {"turn": 0, "request": ["not", "text"]}
+        assert (
+            await client.post(f"/api/conversations/{cid}/fork", json=bad_request)
+        ).status_code == 422
+        assert len((await client.get(f"/api/conversations/{cid}/forks")).json()["forks"]) == 0
         bad_format = await client.get(f"/api/conversations/{cid}/export?format=pdf")
         assert bad_format.status_code == 422
         assert (await client.get("/api/nothing-here")).status_code == 404
@@ -94,6 +99,17 @@ async def test_search_export_fork_replay(web: Web) -> None:
             (before_any.json()["id"], 0),
             (fork.json()["id"], 1),
         ]
+        # A fork told what it will ask is named a retry (the same request) or an edit.
+        titles = [
+            (await client.post(f"/api/conversations/{cid}/fork", json=body)).json()["label"]
+            for body in (
+                {"turn": 1, "request": "and one more"},
+                {"turn": 1, "request": "and two more"},
+            )
+        ]
+        label = (await client.get(f"/api/conversations/{cid}")).json()["label"]
+        assert titles == [f"Retry of turn 2 · {label}", f"Edit of turn 2: “and two more” · {label}"]
+        assert fork.json()["label"] == f"Branch from turn 1 · {label}"
         unknown = await client.get("/api/conversations/no-such-id/forks")
         assert unknown.status_code == 404
 

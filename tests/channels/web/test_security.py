@@ -176,3 +176,21 @@ def test_a_configured_token_must_be_long_enough() -> None:
         configured_token({"COVE_WEB_TOKEN": "short"})
     assert "web_token must be at least 16 characters" in str(caught.value)
     assert "(environment variable COVE_WEB_TOKEN)" in str(caught.value)
+
+
+async def test_forking_and_the_branch_pages_are_behind_the_guard(web: Web) -> None:
+    async with web() as client:
+        cid = (await client.post("/api/conversations", json={"title": "Root"})).json()["id"]
+        fork_url, body = f"/api/conversations/{cid}/fork", {"turn": 0, "request": "again"}
+        evil = {"origin": "http://evil.example"}
+        assert (await client.post(fork_url, json=body, headers=evil)).status_code == 403
+        rebound = {"host": "127.0.0.1.evil.example"}
+        assert (await client.post(fork_url, json=body, headers=rebound)).status_code == 403
+        assert (await client.get(f"/c/{cid}", headers=rebound)).status_code == 403
+        assert (await client.get(f"/api/conversations/{cid}/forks")).json()["forks"] == []
+        branch = (await client.post(fork_url, json=body)).json()["id"]  # logged in, own origin
+        assert (await client.get(f"/c/{branch}")).status_code == 200
+        client.cookies.clear()
+        assert (await client.post(fork_url, json=body)).status_code == 401
+        for page in (f"/c/{branch}", f"/c/{cid}", f"/api/conversations/{cid}/forks"):
+            assert (await client.get(page)).status_code == 401, page
