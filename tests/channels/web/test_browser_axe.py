@@ -80,12 +80,15 @@ def test_no_serious_violation_on_the_key_pages(
         found["sidebar search"] = violations(page, axe)
         site.fake.add_replies(answer("", ["total = 3 + 4 + 5"]), answer("Again {{total}}."))
         page.goto(f"{site.url}/c/{cid}")
-        page.click("#turn-1 button[data-action='retry']")  # a branch: its note, turn 1's versions
+        page.click("#turn-1 button[data-action='retry']")  # a branch: its note, "‹ 2/2" on turn 1
         page.wait_for_url(lambda url: cid not in url)
         page.wait_for_selector("#turn-1[data-status='done'] .answer")
+        page.wait_for_selector("#turn-1 .turn-versions a[data-step='previous']")
         found["a branch"] = violations(page, axe)
         page.goto(f"{site.url}/c/{cid}")
-        page.click("#branches summary")
+        page.click("#branches summary")  # the tree of branches, open
+        page.wait_for_selector("#branch-list .branch-tree a[aria-current='page']")
+        page.focus("#turn-1 .turn-versions a[data-step='next']")  # the switcher, by keyboard
         found["a conversation's branches"] = violations(page, axe)
         for name, path in (
             ("new chat", "/"),

@@ -172,3 +172,80 @@ def test_the_list_on_a_desktop_and_on_a_phone(site: Site, page: Any, tmp_path: P
     running.opened.set()
     page.goto(f"{site.url}/c/{live}")
     page.wait_for_selector(".turn[data-status='done']")
+
+
+LOAN = [
+    answer(
+        "",
+        [
+            "principal, rate, years = 20_000, 0.05 / 12, 10",
+            "months = years * 12",
+            "payment = round(principal * rate / (1 - (1 + rate) ** -months), 2)",
+            "payment",
+        ],
+        thinking="The annuity formula, with the monthly rate.",
+    ),
+    answer("The monthly payment is **{{payment}}** over {{months}} months."),
+]
+
+
+def test_the_branches_of_a_conversation(site: Site, page: Any, tmp_path: Path) -> None:
+    """A turn asked three ways ("‹ 2/3 ›" over it), and the tree of branches, named apart."""
+    page.set_viewport_size(DESKTOP)
+    site.fake.add_replies(
+        *LOAN,
+        answer("", ["interest = round(payment * months - principal, 2)", "interest"]),
+        answer("Over the ten years you pay **{{interest}}** in interest."),
+    )
+    cid = titled(page, site, "Loan repayments")
+    page.goto(f"{site.url}/c/{cid}")
+    send(page, "A loan of 20,000 at 5% over 10 years: what is the monthly payment?")
+    page.wait_for_selector("#turn-1[data-status='done'] .answer")
+    send(page, "How much interest is that in total?")
+    page.wait_for_selector("#turn-2[data-status='done'] .answer")
+
+    site.fake.add_replies(  # a retry of turn 2: the same question, answered as a share
+        answer(
+            "",
+            [
+                "interest = round(payment * months - principal, 2)",
+                "share = round(100 * interest / principal, 1)",
+            ],
+        ),
+        answer("**{{interest}}** in interest: {{share}}% of the loan."),
+    )
+    page.click("#turn-2 button[data-action='retry']")
+    page.wait_for_url(lambda url: cid not in url)
+    page.wait_for_selector("#turn-2[data-status='done'] .answer")
+    retried = page.url.split("/c/", 1)[1].split("#", 1)[0]
+    site.fake.add_replies(  # an edit of turn 2, made in the retry: a branch of a branch
+        answer(
+            "",
+            [
+                "rate = 0.04 / 12",
+                "cheaper = round(principal * rate / (1 - (1 + rate) ** -months), 2)",
+                "saved = round(payment - cheaper, 2)",
+            ],
+        ),
+        answer("At 4% the payment would be **{{cheaper}}**, {{saved}} less a month."),
+    )
+    page.click("#turn-2 button[data-action='edit']")
+    page.fill("#message", "And at 4% instead?")
+    page.press("#message", "Enter")
+    page.wait_for_url(lambda url: cid not in url and retried not in url)
+    page.wait_for_selector("#turn-2[data-status='done'] .answer")
+    page.goto(f"{site.url}/c/{cid}")
+    page.click("#turn-1 button[data-action='fork']")  # a branch after turn 1
+    page.wait_for_selector("#branches .fork-note")
+
+    page.goto(f"{site.url}/c/{retried}")
+    page.wait_for_selector("#sidebar-entries li")
+    assert page.text_content("#turn-2 .turn-versions .count [aria-hidden]") == "2/3"
+    page.focus("#turn-2 .turn-versions a[data-step='next']")  # as the keyboard reaches it
+    page.mouse.move(10, 10)
+    save(page, "web-branches.png", tmp_path)
+    page.click("#branches summary")
+    page.wait_for_selector("#branch-list .branch-tree a[aria-current='page']")
+    assert page.locator("#branch-list .branch-tree a").count() == 4
+    page.mouse.move(10, 10)
+    save(page, "web-branch-list.png", tmp_path)
