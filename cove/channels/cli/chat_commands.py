@@ -26,7 +26,7 @@ HELP = """Chat commands:
   /vars            the conversation's variables
   /var NAME        every version of one variable
   /show            the whole conversation: iterations, code, results
-  /fork N          continue in a new branch from turn N
+  /fork N          continue in a new branch from turn N (0: before turn 1, none of its turns)
   /model           the model and the models the endpoint offers
   /model NAME      use another model for the next turns (/model default: the configured one)
   /instructions    the conversation's instructions (a persona, house rules, a task)
@@ -153,8 +153,8 @@ def _show(state: ChatState, arg: str, sync: Sync) -> None:
 
 
 def _fork(state: ChatState, arg: str, sync: Sync) -> None:
-    if not arg.isdigit() or int(arg) < 1:
-        state.console.print(line(("usage: /fork N (a turn number)", "yellow")))
+    if not arg.isdigit():
+        state.console.print(line(("usage: /fork N (a turn number; 0: before turn 1)", "yellow")))
         return
     if _no_conversation(state):
         return

@@ -69,6 +69,18 @@ def test_chat_commands(cli: Cove, server: FakeOpenAI) -> None:
     assert original["turn_count"] == 2 and fork["parent_id"] == original["id"]
 
 
+def test_fork_0_continues_in_a_branch_before_the_first_turn(cli: Cove, server: FakeOpenAI) -> None:
+    server.add_replies(reply(["x = 5"], "x is {{x}}"), reply(["y = 7"], "y is {{y}}"))
+    result = cli("chat", stdin="set x\n/fork 0\n/vars\nset y instead\n/fork -1\n")
+    assert result.exit_code == 0, result.stderr
+    assert "now in fork" in result.stdout and "y is 7" in result.stdout
+    assert "no variables yet" in result.stdout  # none of the original's
+    assert "usage: /fork N" in result.stdout  # not a turn number
+    original, fork = cli.json("list")[::-1]
+    assert (fork["parent_id"], fork["fork_turn"]) == (original["id"], 0)
+    assert [t["request"] for t in cli.json("show", fork["id"])["turns"]] == ["set y instead"]
+
+
 def test_model_switch_is_used_for_the_next_turn(cli: Cove, server: FakeOpenAI) -> None:
     server.listed = ["fake-model", "other-model"]
     server.add_replies(reply(["a = 1"], "one"), reply([], "two"))
