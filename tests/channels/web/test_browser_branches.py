@@ -16,6 +16,7 @@ from tests.channels.web.serve import BEARER
 pytestmark = pytest.mark.slow  # a real Chromium per test
 
 DESKTOP = {"width": 1200, "height": 800}
+PHONE = {"width": 390, "height": 844}
 
 
 def record(site: Site, cid: str) -> dict[str, Any]:
@@ -199,3 +200,12 @@ def test_a_turn_switches_between_its_versions_across_the_whole_tree(site: Site, 
     page.click(f"#branch-list a[data-branch='{idle}']")
     page.wait_for_url(f"{site.url}/c/{idle}#turn-2")
     assert page.locator(".turn").count() == 1
+
+    # On a phone the switcher and the tree fit the screen, and still switch.
+    page.set_viewport_size(PHONE)
+    page.goto(f"{site.url}/c/{edited}")
+    page.click("#branches summary")
+    assert page.is_visible("#turn-2 .turn-versions a[data-step='previous']")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    page.click("#turn-2 .turn-versions a[data-step='previous']")
+    page.wait_for_url(f"{site.url}/c/{retried}#turn-2")
