@@ -1,8 +1,12 @@
 """The web channel under load: page and API throughput, SSE fan-out, browser rendering.
 
-1. A database of 1,000 conversations (one of them with 10 finished turns and a few variables):
-   requests/s and p50/p99 latency of the list page, a new chat, the chat's sidebar, that
-   conversation's chat page and its vars API, with 16 concurrent HTTP clients.
+1. A database of 1,000 conversations (one of them with 10 finished turns and a few variables,
+   retried at turn 5 and that retry branched again): requests/s, p50/p99 latency and the
+   process's CPU time per request (server and clients: the same work before and after a
+   change, and less sensitive to the machine's load than the wall clock) of the list page, a
+   new chat, the chat's sidebar, that conversation's chat page, the chat page of the branch of
+   its retry (every turn placed among its versions across the fork tree) and its vars API, with
+   16 concurrent HTTP clients.
 2. 1, 10, 100 and 1,000 SSE clients watching one conversation while it runs a 20-iteration
    turn: delivery latency of each ``model_reply`` (from the moment the scripted model returned
    that reply to the moment a client parsed the event), p50/p99, and the server process's RSS
@@ -121,20 +125,28 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def populate(settings: Settings, count: int) -> str:
-    replies = [code_reply(f"v{i} = list(range({i * 10}))") for i in range(10)]
-    replies = [r for pair in zip(replies, [answer_reply("ok")] * 10, strict=True) for r in pair]
+async def populate(settings: Settings, count: int) -> tuple[str, str]:
+    """The conversations; the ids of the one with ten turns and of the branch of its retry."""
+    replies = [code_reply(f"v{i} = list(range({i * 10}))") for i in range(12)]
+    replies = [r for pair in zip(replies, [answer_reply("ok")] * 12, strict=True) for r in pair]
     client = TimedClient(replies)
     async with Conversations.open(settings, llm_factory=client.factory()) as convs:
-        for i in range(count - 1):
+        for i in range(count - 3):
             await convs.create(channel="web", title=f"Conversation {i}")
         rich = await convs.create(channel="web", title="Ten turns")
         for i in range(10):
             await convs.send(rich.id, f"turn {i}").finished()
-    return rich.id
+        retry = await convs.fork(rich.id, 4)  # turn 5 asked again
+        await convs.send(retry.id, "turn 4").finished()
+        branch = await convs.fork(retry.id, 5)  # and that retry branched after it
+        await convs.send(branch.id, "turn 5, in a branch").finished()
+    return rich.id, branch.id
 
 
-async def hammer(base: str, path: str, total: int, concurrency: int) -> tuple[float, list[float]]:
+async def hammer(
+    base: str, path: str, total: int, concurrency: int
+) -> tuple[float, list[float], float]:
+    """Requests/s, each request's latency, and the process's CPU seconds per request."""
     latencies: list[float] = []
     queue = iter(range(total))
 
@@ -146,10 +158,10 @@ async def hammer(base: str, path: str, total: int, concurrency: int) -> tuple[fl
             assert response.status_code == 200, (path, response.status_code)
 
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker(client) for _ in range(concurrency)))
-        elapsed = time.perf_counter() - started
-    return total / elapsed, latencies
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return total / elapsed, latencies, cpu / total
 
 
 async def listen_all(base: str, cid: str, clients: int) -> list[tuple[int, float]]:
@@ -239,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings.load(env={}, data_dir=Path(tmp)).replace(worker_pool_size=1)
         start = time.perf_counter()
-        rich = asyncio.run(populate(settings, args.conversations))
+        rich, branch = asyncio.run(populate(settings, args.conversations))
         print(
             f"populated {args.conversations} conversations in {time.perf_counter() - start:.1f} s"
         )
@@ -253,12 +265,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                 ("new chat page", "/"),
                 ("sidebar", "/fragments/sidebar"),
                 ("conversation page", f"/c/{rich}"),
+                ("branch page", f"/c/{branch}"),
                 ("vars API", f"/api/conversations/{rich}/vars"),
             ):
-                rate, lat = asyncio.run(hammer(base, path, args.requests, args.concurrency))
+                rate, lat, cpu = asyncio.run(hammer(base, path, args.requests, args.concurrency))
                 print(
                     f"{label:18} {rate:7.1f} req/s  p50 {percentile(lat, 0.5) * 1000:6.1f} ms  "
-                    f"p99 {percentile(lat, 0.99) * 1000:6.1f} ms"
+                    f"p99 {percentile(lat, 0.99) * 1000:6.1f} ms  CPU {cpu * 1000:5.2f} ms/req"
                 )
             for clients in (int(n) for n in args.sse_clients.split(",")):
                 target = asyncio.run(_fresh(base))

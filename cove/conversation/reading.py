@@ -132,6 +132,17 @@ class Reading:
         record = await self.get(conversation_id, owner=owner)
         return [as_listed(member) for member in await self._store.fork_tree(record.id, owner=owner)]
 
+    async def turn_requests(
+        self, turns: builtins.list[tuple[str, int]]
+    ) -> dict[tuple[str, int], str]:
+        """The requests of (conversation id, position) turns each conversation asked itself.
+
+        One read for all, e.g. to name the versions of turns across a fork tree
+        (``fork_tree``); a pair that names no such turn is left out.
+        """
+        self._check_open()
+        return await self._store.turn_requests(turns)
+
     async def inspect(
         self, conversation_id: str, turn: int | None = None, *, owner: str | None = None
     ) -> Transcript:

@@ -3,12 +3,14 @@ and the whole tree of forks a conversation belongs to.
 
 Forks are found by the ``conversation_parent`` index; ``forks`` reads only direct forks (a fork
 of a fork is the fork's own), ``tree`` every conversation linked to this one by forking, at any
-depth, in one statement. The other direction, the conversation a fork was made from, is on the
-fork's record (``parent_id``, ``fork_turn``).
+depth, in one statement (the conversation missing from it: it does not exist). The other
+direction, the conversation a fork was made from, is on the fork's record (``parent_id``,
+``fork_turn``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from cove.errors import NotFound
@@ -81,7 +83,7 @@ async def tree(
         no fork.
 
     Raises:
-        NotFound: the conversation does not exist.
+        NotFound: the conversation does not exist (or is not ``owner``'s).
     """
     params: list[Any] = [conversation_id]
     mine = ""
@@ -96,6 +98,35 @@ async def tree(
         + " ORDER BY c.created_at, c.id"
     )
     async with call.reading() as db:
-        if await db.row("SELECT 1 FROM conversation WHERE id = ?", (conversation_id,)) is None:
-            raise NotFound("conversation", conversation_id)
-        return [rows.conversation(row) for row in await db.rows(query, params)]
+        found = [rows.conversation(row) for row in await db.rows(query, params)]
+    if not any(record.id == conversation_id for record in found):  # it is in its own tree
+        raise NotFound("conversation", conversation_id)
+    return found
+
+
+#: Turns named in one statement (two parameters each, well under either backend's limit).
+_PAIRS_PER_READ = 400
+
+
+async def requests(call: Call, turns: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """The requests of turns, each a conversation's own (not one a fork sees of its parent).
+
+    What names the versions of a turn across a fork tree, read in one statement for all.
+
+    Args:
+        call: the call.
+        turns: (conversation id, turn position) pairs.
+
+    Returns:
+        (conversation id, position) → request, for the pairs that name a turn.
+    """
+    found: dict[tuple[str, int], str] = {}
+    async with call.reading() as db:
+        for start in range(0, len(turns), _PAIRS_PER_READ):
+            chunk = turns[start : start + _PAIRS_PER_READ]
+            which = " OR ".join(["(conversation_id = ? AND position = ?)"] * len(chunk))
+            params = [value for pair in chunk for value in pair]
+            query = f"SELECT conversation_id, position, request FROM turn WHERE {which}"
+            for r in await db.rows(query, params):
+                found[r["conversation_id"], r["position"]] = r["request"]
+    return found

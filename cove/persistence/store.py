@@ -250,6 +250,7 @@ class Store:
     conversation_ids = _reads(reads.conversation_ids)
     forks = _reads(forking.forks)
     fork_tree = _reads(forking.tree)
+    turn_requests = _reads(forking.requests)
     set_title = _writes(writes.set_title)
     profile = _reads(profiles.profile)
     change_profile = _writes(profiles.change_profile)

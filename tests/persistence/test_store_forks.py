@@ -262,3 +262,23 @@ async def test_a_fork_tree_of_an_owner(store: Store) -> None:
 
     assert [f.id for f in await store.fork_tree(mine.id, owner="web:alice")] == [root.id, mine.id]
     assert len(await store.fork_tree(mine.id)) == 3
+
+
+async def test_turn_requests_reads_each_conversations_own_turns_at_once(store: Store) -> None:
+    parent_id = await _parent_with_three_turns(store)
+    fork = await store.create_conversation(channel="cli", parent_id=parent_id, fork_turn=1)
+    await store.start_turn(fork.id, "two, otherwise")
+
+    found = await store.turn_requests([(parent_id, 2), (parent_id, 3), (fork.id, 2), (fork.id, 1)])
+
+    # The fork's turn 1 is its parent's: not the fork's own, so not found under it.
+    assert found == {(parent_id, 2): "two", (parent_id, 3): "three", (fork.id, 2): "two, otherwise"}
+    assert await store.turn_requests([]) == {}
+    assert await store.turn_requests([("no-such-conversation", 1)]) == {}
+
+
+async def test_turn_requests_reads_any_number_of_turns(store: Store) -> None:
+    parent_id = await _parent_with_three_turns(store)
+    many = [("no-such-conversation", n) for n in range(1500)] + [(parent_id, 3)]
+
+    assert await store.turn_requests(many) == {(parent_id, 3): "three"}

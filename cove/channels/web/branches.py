@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cove.conversation import ConversationRecord, Conversations
-from cove.errors import NotFound
 from cove.text import headline
 
 #: How much of a version's request names it beside the turn.
@@ -83,21 +82,57 @@ async def branches(
         requests: Turn position → request, of the turns the page shows (a version of such a
             turn is named without reading it again).
     """
+    if conversation.parent_id is None and not await convs.forks(conversation.id):
+        return Branches()  # no fork and none made from it (most): as cheap as one empty read
     members = {m.id: m for m in await convs.fork_tree(conversation.id)}
-    if len(members) < 2:
-        return Branches()
-    ordered = list(members.values())
-    switches: dict[int, Switch] = {}
-    for position in versioned_turns(ordered, conversation):
-        owners = versions_of(members, conversation.id, position)
-        if len(owners) < 2:
-            continue
-        mine = owner_of(members, conversation.id, position)
-        versions = [await _version(convs, o, position, mine, requests) for o in owners]
-        index = [o.id for o in owners].index(mine)
-        switches[position] = Switch(position, tuple(versions), index)
+    placed = _placed(members, conversation)
+    named = await _named(convs, placed, requests)
+    switches = {
+        position: Switch(
+            position,
+            tuple(
+                Version(o, headline(named.get((o.id, position), ""), ASKED_CHARS)) for o in owners
+            ),
+            [o.id for o in owners].index(mine),
+        )
+        for position, (owners, mine) in placed.items()
+    }
     parent = members.get(conversation.parent_id or "")
-    return Branches(parent, tree_of(ordered), len(members), switches)
+    return Branches(parent, tree_of(list(members.values())), len(members), switches)
+
+
+#: Turn position → its versions (the conversations that asked it) and the one a page shows.
+Placed = dict[int, tuple[list[ConversationRecord], str]]
+
+
+def _placed(members: Mapping[str, ConversationRecord], here: ConversationRecord) -> Placed:
+    """The turns of ``here`` asked in more than one way, with their versions."""
+    placed: Placed = {}
+    for position in versioned_turns(members.values(), here):
+        owners = versions_of(members, here.id, position)
+        if len(owners) > 1:
+            placed[position] = (owners, owner_of(members, here.id, position))
+    return placed
+
+
+async def _named(
+    convs: Conversations, placed: Placed, shown: Mapping[int, str]
+) -> dict[tuple[str, int], str]:
+    """What each version asked, by (conversation, position): the page's own turns from the
+    page, a fork's first own turn from its record, the others in one read."""
+    named: dict[tuple[str, int], str] = {}
+    unknown: list[tuple[str, int]] = []
+    for position, (owners, mine) in placed.items():
+        for owner in owners:
+            if owner.id == mine and position in shown:
+                named[owner.id, position] = shown[position]
+            elif (owner.fork_turn or 0) + 1 == position:
+                named[owner.id, position] = owner.first_request or ""
+            else:
+                unknown.append((owner.id, position))
+    if unknown:
+        named.update(await convs.turn_requests(unknown))
+    return named
 
 
 def asks(record: ConversationRecord, position: int) -> bool:
@@ -152,29 +187,3 @@ def tree_of(ordered: list[ConversationRecord]) -> Node:
         return Node(record, tuple(node(c) for c in children.get(record.id, [])))
 
     return node(ordered[0])
-
-
-async def _version(
-    convs: Conversations,
-    owner: ConversationRecord,
-    position: int,
-    mine: str,
-    requests: Mapping[int, str],
-) -> Version:
-    """A version named by its request: a fork's first own one is on its record, the shown
-    one on the page; only another conversation's later turn is read."""
-    if owner.id == mine and position in requests:
-        asked: str | None = requests[position]
-    elif (owner.fork_turn or 0) + 1 == position:
-        asked = owner.first_request
-    else:
-        asked = await _request(convs, owner.id, position)
-    return Version(owner, headline(asked or "", ASKED_CHARS))
-
-
-async def _request(convs: Conversations, cid: str, position: int) -> str | None:
-    try:
-        transcript = await convs.inspect(cid, turn=position)
-    except NotFound:
-        return None
-    return next((t.request for t in transcript.turns if t.position == position), None)

@@ -267,6 +267,9 @@ async def test_every_page_of_a_fork_tree_places_each_turn_among_its_versions(web
         # A version is named by what it asked, escaped as any text.
         assert "Previous version, 1 of 2: “ask &lt;b&gt;once&lt;/b&gt;”" in pages[first]
         assert "Next version, 2 of 2: “ask &lt;i&gt;twice&lt;/i&gt;”" in pages[root]
+        # The original's turn 2 seen from a branch of the retry: read from the original.
+        assert "Previous version, 1 of 3: “two”" in pages[deeper]
+        assert "Next version, 3 of 3: “two, edited”" in pages[deeper]
         fragment = (await client.get(f"/c/{edit}/turns/2")).text  # a turn as it ends
         assert switches(fragment) == {2: ("3/3", retry, None)}
 
