@@ -70,6 +70,19 @@ class InboxEntry:
     started: bool
 
 
+@dataclass(frozen=True)
+class InboxClaims:
+    """Who holds a sender's deliveries now.
+
+    Attributes:
+        holders: The processes with a live claim on one or more.
+        free: How many no live claim holds (their holder's claim ended, or it gave them back).
+    """
+
+    holders: tuple[str, ...]
+    free: int
+
+
 def _entry(row: Row) -> InboxEntry:
     return InboxEntry(
         key=str(row[0]),
@@ -142,38 +155,45 @@ async def take_deliveries(
     return sorted((_entry(row) for row in taken), key=lambda e: (e.lane or "", e.seq))
 
 
-async def delivery_holders(call: Call, sender: str) -> list[str]:
-    """The processes holding live claims on the sender's deliveries."""
+async def inbox_claims(call: Call, sender: str) -> InboxClaims:
+    """Who holds the sender's deliveries now, read without writing (a process looks every
+    second or so; a write would tell every other node of a commit)."""
     async with call.reading() as db:
         rows = await db.rows(
-            "SELECT DISTINCT holder FROM inbox WHERE sender = ? AND held_until > ?"
-            " AND holder IS NOT NULL",
-            (sender, call.now),
+            "SELECT CASE WHEN held_until > ? THEN holder END AS h, count(*) FROM inbox"
+            " WHERE sender = ? GROUP BY h",
+            (call.now, sender),
         )
-    return sorted(str(row[0]) for row in rows)
+    holders = sorted(str(row[0]) for row in rows if row[0] is not None)
+    free = sum(int(row[1]) for row in rows if row[0] is None)
+    return InboxClaims(tuple(holders), free)
 
 
-async def renew_deliveries(call: Call, sender: str, holder: str, claim_s: float) -> int:
-    """Extend every claim ``holder`` has on the sender's deliveries to ``claim_s`` from now;
-    how many it has."""
+async def renew_deliveries(
+    call: Call, sender: str, holder: str, claim_s: float, keys: Sequence[str]
+) -> int:
+    """Extend ``holder``'s claims on the deliveries ``keys`` (the ones it is running) to
+    ``claim_s`` from now; how many it still holds. A delivery it holds but no longer runs (its
+    finish failed) is left to expire and be taken over."""
+    if not keys:
+        return 0
+    listed = ", ".join("?" for _ in keys)
     async with call.writing() as db:
         return await db.run(
-            "UPDATE inbox SET held_until = ? WHERE sender = ? AND holder = ?",
-            (call.now + claim_s, sender, holder),
+            "UPDATE inbox SET held_until = ? WHERE sender = ? AND holder = ?"
+            f" AND key IN ({listed})",
+            (call.now + claim_s, sender, holder, *keys),
             last=True,
         )
 
 
-async def release_deliveries(
-    call: Call, sender: str, holder: str, key: str | None = None
-) -> int:
+async def release_deliveries(call: Call, sender: str, holder: str, key: str | None = None) -> int:
     """Give back ``holder``'s claim on delivery ``key`` (None: on all of the sender's), so any
     process may take it at once; how many were given back."""
     only = " AND key = ?" if key is not None else ""
     async with call.writing() as db:
         return await db.run(
-            "UPDATE inbox SET holder = NULL, held_until = 0 WHERE sender = ? AND holder = ?"
-            + only,
+            "UPDATE inbox SET holder = NULL, held_until = 0 WHERE sender = ? AND holder = ?" + only,
             (sender, holder, *(() if key is None else (key,))),
             last=True,
         )
@@ -241,8 +261,7 @@ async def deliveries_ahead(call: Call, sender: str, lane: str, seq: int) -> list
     """The sender's deliveries before ``seq`` in ``lane`` that are not finished, in order."""
     async with call.reading() as db:
         rows = await db.rows(
-            f"SELECT {_COLUMNS} FROM inbox WHERE sender = ? AND lane = ? AND seq < ?"
-            " ORDER BY seq",
+            f"SELECT {_COLUMNS} FROM inbox WHERE sender = ? AND lane = ? AND seq < ? ORDER BY seq",
             (sender, lane, seq),
         )
     return [_entry(row) for row in rows]

@@ -270,7 +270,7 @@ class Store:
     # --- the inbox: deliveries kept until handled ----------------------------------------
     receive_delivery = _writes(inbox.receive_delivery)
     take_deliveries = _writes(inbox.take_deliveries)
-    delivery_holders = _reads(inbox.delivery_holders)
+    inbox_claims = _reads(inbox.inbox_claims)
     renew_deliveries = _writes(inbox.renew_deliveries)
     release_deliveries = _writes(inbox.release_deliveries)
     start_delivery = _writes(inbox.start_delivery)

@@ -57,13 +57,15 @@ async def test_a_claim_is_taken_over_only_once_it_ends_and_renewing_keeps_it(
     await keep(store, 1)
     assert await store.take_deliveries(BOT, "b", CLAIM) == []  # a's claim is live
     clock.advance(CLAIM / 2)
-    assert await store.renew_deliveries(BOT, "a", CLAIM) == 1
+    assert await store.renew_deliveries(BOT, "a", CLAIM, [f"{BOT}:1"]) == 1
     clock.advance(CLAIM * 3 / 4)
     assert await store.take_deliveries(BOT, "b", CLAIM) == []  # renewed: still a's
+    assert (await store.inbox_claims(BOT)).free == 0
     clock.advance(CLAIM)
+    assert (await store.inbox_claims(BOT)).free == 1  # a's claim ended
     [taken] = await store.take_deliveries(BOT, "b", CLAIM)
     assert (taken.key, taken.holder) == (f"{BOT}:1", "b")
-    assert await store.renew_deliveries(BOT, "a", CLAIM) == 0  # a lost it
+    assert await store.renew_deliveries(BOT, "a", CLAIM, [f"{BOT}:1"]) == 0  # a lost it
     assert not await store.finish_delivery(f"{BOT}:1", "a")  # and cannot finish it
     assert await store.finish_delivery(f"{BOT}:1", "b")
     assert await rows_in(store, "inbox") == 0
@@ -73,7 +75,8 @@ async def test_a_dead_holders_and_a_released_claim_are_taken_at_once(store: Stor
     await keep(store, 1, holder="dead")
     await keep(store, 2, holder="a")
     await keep(store, 3, holder=None)  # received while its node was stopping
-    assert await store.delivery_holders(BOT) == ["a", "dead"]
+    claims = await store.inbox_claims(BOT)
+    assert (claims.holders, claims.free) == (("a", "dead"), 1)
     taken = await store.take_deliveries(BOT, "b", CLAIM, ["dead"])
     assert [entry.seq for entry in taken] == [1, 3]
     assert await store.release_deliveries(BOT, "a") == 1
