@@ -181,15 +181,9 @@ class Core:
                 handle, first = await self._start(chat, cid, text, attachments, approver, key)
             except _Withdrawn:
                 return  # by /cancel, which said so
-            except DeliveryTaken as exc:
-                if exc.ran:  # its turn began on a node that died: it is not run again
-                    await self.outbox.plain(chat, CUT_SHORT)
-                return
             except CoveError as exc:
-                if delivery is not None and self.stopped():
-                    await delivery.release()  # another node, or this one restarted, runs it
-                    return
-                await self.outbox.plain(chat, f"⚠️ {exc}")
+                if not await self._not_run(chat, delivery, exc):
+                    await self.outbox.plain(chat, f"⚠️ {exc}")
                 return
         self.roster.track(chat, handle)
         view = TurnView(
@@ -200,11 +194,26 @@ class Core:
             self.settings.group_edit_interval_s if chat.group else self.settings.edit_interval_s,
             fetch=lambda digest: self.convs.figure(cid, digest),
             first=first,
+            not_run=lambda exc: self._not_run(chat, delivery, exc),
         )
         try:
             await view.run()
         finally:
             self.roster.untrack(chat, handle)
+
+    async def _not_run(self, chat: ChatRef, delivery: Delivery | None, exc: CoveError) -> bool:
+        """Deal with the error that kept a message's turn from running; False: the chat is to
+        be told it. A kept update's turn that began on a node that died is not run again (the
+        chat is told so); one another node holds is left to it; one not run because this node
+        stops is given back, for another node or this one restarted."""
+        if isinstance(exc, DeliveryTaken):
+            if exc.ran:
+                await self.outbox.plain(chat, CUT_SHORT)
+            return True
+        if delivery is not None and self.stopped():
+            await delivery.release()
+            return True
+        return False
 
     async def _start(
         self,
