@@ -21,7 +21,8 @@ from cove.channels.telegram.handlers import ELSEWHERE
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.fakes.telegram_server import FakeTelegram
 from tests.nodes.cluster import kill, model_calls, rows
-from tests.nodes.telegram import BotNode, answer_by_mark
+from tests.nodes.proxy import Proxy, require_haproxy
+from tests.nodes.telegram import BotNode, answer_by_mark, post_update
 
 pytestmark = pytest.mark.slow  # two cove serve processes
 
@@ -80,6 +81,47 @@ async def test_a_message_acknowledged_by_a_node_killed_before_its_turn_is_answer
     assert await turns_of(shared_url) == [("msg-1", "interrupted"), ("msg-2", "done")]
     assert len(fake.requests) == 2  # msg-1's one call, msg-2's one: nothing ran twice
     assert await rows(shared_url, "SELECT key FROM inbox") == []
+
+
+async def test_an_update_the_proxy_gave_a_node_killed_after_its_200_is_answered_once(
+    tmp_path: Path, fake: FakeOpenAI, tg: FakeTelegram, shared_url: str
+) -> None:
+    # Telegram posts to one URL; HAProxy picks the node. Whichever node acknowledged msg-2 is
+    # killed while msg-1's turn still runs; the other node answers msg-2, once.
+    binary = require_haproxy()
+    opened = threading.Event()
+    fake.add_faults(Fault.gate(opened))
+    extra = {"COVE_LEASE_TTL_S": "2"}
+    a = BotNode(tmp_path, "a", fake, tg, shared_url, [CHAT], **extra)
+    try:
+        b = BotNode(tmp_path, "b", fake, tg, shared_url, [CHAT], **extra)
+        try:
+            by_name = {"hook1": a, "hook2": b}
+            ports = (a.process.port, b.process.port)
+            with Proxy(binary, ports, (a.hook_port, b.hook_port)) as proxy:
+                await asyncio.to_thread(proxy.wait_until_up)
+                first = await post_update(proxy.telegram_url, tg.text_update(CHAT, "msg-1"))
+                assert first.status_code == 200
+                await model_calls(fake, 1)
+                second = await post_update(proxy.telegram_url, tg.text_update(CHAT, "msg-2"))
+                assert second.status_code == 200
+                running, taker = first.headers["x-cove-node"], second.headers["x-cove-node"]
+                await asyncio.to_thread(kill, by_name[taker].process)
+                opened.set()  # msg-1 may finish, where its node lives
+                await tg.wait_for(lambda: "answer msg-2" in tg.texts(CHAT), timeout=90)
+        finally:
+            b.stop()
+    finally:
+        opened.set()
+        a.stop()
+
+    texts = tg.texts(CHAT)
+    assert count(texts, "answer msg-2") == 1
+    # msg-1 ran where the proxy sent it: cut short when that node was the one killed.
+    first_status = "interrupted" if running == taker else "done"
+    assert count(texts, "answer msg-1") == (first_status == "done")
+    assert await turns_of(shared_url) == [("msg-1", first_status), ("msg-2", "done")]
+    assert len(fake.requests) == 2
 
 
 async def test_a_node_killed_while_a_document_downloads_answers_it_once_when_restarted(
