@@ -200,6 +200,8 @@ class Core:
             await view.run()
         finally:
             self.roster.untrack(chat, handle)
+        if delivery is not None and view.started:
+            delivery.handled()  # finished in the store when its turn was recorded
 
     async def _not_run(self, chat: ChatRef, delivery: Delivery | None, exc: CoveError) -> bool:
         """Deal with the error that kept a message's turn from running; False: the chat is to

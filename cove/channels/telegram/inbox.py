@@ -84,6 +84,12 @@ class Delivery:
         it."""
         await self._settle(self.inbox.convs.release_deliveries(self.inbox.sender, self.key))
 
+    def handled(self) -> None:
+        """The update was handled and finished in the store already (its turn was recorded:
+        ``Conversations.send(delivery=...)`` finishes it)."""
+        self.settled = True
+        self.inbox.forget(self.key)
+
     async def _settle(self, step: Coroutine[Any, Any, object]) -> None:
         if self.settled:
             step.close()

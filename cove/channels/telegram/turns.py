@@ -87,6 +87,11 @@ class TurnView:
         self._before: Snapshot | None = None
         self._position = 0
 
+    @property
+    def started(self) -> bool:
+        """Whether the turn started (it is recorded)."""
+        return self._position > 0
+
     async def run(self) -> TurnFinished | None:
         """Follow the turn to its end; errors are told to the chat, never raised."""
         editor = asyncio.create_task(self._edit_loop())
@@ -95,7 +100,7 @@ class TurnView:
         try:
             finished = await self._follow()
         except CoveError as exc:
-            if self.not_run is None or self._position or not await self.not_run(exc):
+            if self.not_run is None or self.started or not await self.not_run(exc):
                 await self._tell(f"⚠️ {exc}")
         finally:
             self._ended.set()
