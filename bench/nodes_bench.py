@@ -16,6 +16,10 @@ the takeover finds the dead process at once. Then again with each node under a h
 its own (a UTS namespace, ``unshare --uts``; root): the dead node's lease names another host,
 so the other node waits for it to lapse, as for a node lost on another machine (the target:
 at most ``COVE_LEASE_TTL_S`` + 2 s).
+
+Telegram takeover: two bot nodes with webhooks; a message acknowledged by a node whose running
+turn holds it back, that node SIGKILLed; the time until the other node's turn for it calls the
+model (it took the update over from the store's inbox), on one host and across hosts.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes.openai_server import FakeOpenAI, Fault  # noqa: E402
+from tests.fakes.telegram_server import FakeTelegram  # noqa: E402
 from tests.nodes.cluster import (  # noqa: E402
     Watcher,
     client,
@@ -47,6 +52,7 @@ from tests.nodes.cluster import (  # noqa: E402
     start_node,
 )
 from tests.nodes.proxy import Proxy  # noqa: E402
+from tests.nodes.telegram import BotNode  # noqa: E402
 from tests.postgres_server import PostgresServer  # noqa: E402
 from tests.scripted import reply  # noqa: E402
 
@@ -152,6 +158,38 @@ async def failover(
         shutil.rmtree(home, ignore_errors=True)
 
 
+async def telegram_takeover(server: PostgresServer, fake: FakeOpenAI, hosts: bool) -> float:
+    """Seconds from SIGKILL of a bot node holding an acknowledged message (queued behind its
+    running turn) to the other node's turn for it calling the model."""
+    url = server.database()
+    home = Path(tempfile.mkdtemp(prefix="cove-nodes-bench-"))
+    opened = threading.Event()
+    chat, warm = 9001, (9002, 9003)
+    names = ("cove-node-a", "cove-node-b") if hosts else (None, None)
+    extra = {"COVE_LEASE_TTL_S": LEASE_TTL_S}
+    with FakeTelegram() as tg:
+        a = BotNode(home, "a", fake, tg, url, [chat, *warm], host=names[0], **extra)
+        b = BotNode(home, "b", fake, tg, url, [chat, *warm], host=names[1], **extra)
+        try:
+            for node, other in zip((a, b), warm, strict=True):  # each node has run a turn
+                await node.deliver(tg.text_update(other, "warm up"))
+            await tg.wait_for(lambda: all("n is 42" in tg.texts(other) for other in warm), 120)
+            calls = len(fake.requests)
+            fake.add_faults(Fault.gate(opened))  # the first message's turn holds its node
+            await a.deliver(tg.text_update(chat, "first"))
+            await model_calls(fake, calls + 1)
+            await a.deliver(tg.text_update(chat, "second"))  # acknowledged, waiting behind it
+            killed = time.perf_counter()
+            await asyncio.to_thread(kill, a.process)
+            await model_calls(fake, calls + 2)  # the other node runs it
+            return time.perf_counter() - killed
+        finally:
+            opened.set()
+            a.stop()
+            b.stop()
+            shutil.rmtree(home, ignore_errors=True)
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -192,6 +230,11 @@ async def main() -> None:
             f" against {cold * 1000:.0f} ms for a new conversation's first message; same host:"
             f" the dead process is seen at once"
         )
+        seconds = await telegram_takeover(server, fake, hosts=False)
+        print(
+            f"Telegram (kill -> an update the dead node acknowledged runs on the other node):"
+            f" {seconds:.1f} s, same host"
+        )
         if shutil.which("unshare") is None or os.geteuid() != 0:
             print("failover across hosts: needs root and unshare, not measured")
             return
@@ -199,6 +242,11 @@ async def main() -> None:
         print(
             f"failover across hosts (kill -> next message accepted through HAProxy): "
             f"{seconds:.1f} s, the lease lapsing (TTL {LEASE_TTL_S} s; target <= TTL + 2 s)"
+        )
+        seconds = await telegram_takeover(server, fake, hosts=True)
+        print(
+            f"Telegram across hosts (kill -> an acknowledged update runs on the other node):"
+            f" {seconds:.1f} s, its claim and the lease lapsing (TTL {LEASE_TTL_S} s)"
         )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 

@@ -9,6 +9,7 @@ reaches them only through the public methods (``stats``, ``observe``, ``workspac
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -153,6 +154,20 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI, DeliveriesAPI):
         """
         record = await self.get(conversation_id)
         return await self._workspaces.receive(record.id, name, chunks)
+
+    async def running_elsewhere(self, conversation_id: str) -> bool:
+        """Whether another live process holds the conversation's lease (runs its turn there):
+        a lease that lapsed, or held by a process of this host that has died, does not count
+        (``send`` takes it over).
+
+        Raises:
+            NotFound: Unknown conversation.
+        """
+        record = await self.get(conversation_id)
+        holder, until = record.lease_owner, record.lease_until
+        if holder in (None, self.owner) or (until or 0) <= time.time():
+            return False
+        return not owner_is_dead(holder)
 
     @property
     def accepting(self) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -258,7 +257,7 @@ class Core:
     ) -> tuple[TurnHandle, Event | None]:
         waited, told = 0.0, False
         while True:
-            if not await self._held_elsewhere(cid):
+            if not await self.convs.running_elsewhere(cid):
                 handle = self.convs.send(
                     cid,
                     sending.text,
@@ -284,12 +283,6 @@ class Core:
             if withdrawn.is_set():
                 raise _Withdrawn
             waited += pause
-
-    async def _held_elsewhere(self, cid: str) -> bool:
-        """Whether another process holds a live lease on the conversation (runs its turn)."""
-        record = await self.convs.get(cid)
-        owner, until = record.lease_owner, record.lease_until
-        return owner not in (None, self.convs.owner) and (until or 0) > time.time()
 
     async def _download(self, message: Message) -> list[tuple[str, bytes]]:
         """The document or photo of a message, as (safe name, bytes); [] when there is none.
