@@ -5,7 +5,8 @@ Stopping (SIGTERM or SIGINT):
 
 1. new turns are refused (``Conversations.accepting``; the HTTP side answers 503 to changes and
    ``/readyz`` says ``stopping``), and turns still queued behind a running one are never started:
-   their senders are told to send them again (a Telegram message, the web's refused notice);
+   their senders are told to send them again (the web's refused notice; a Telegram message that
+   came by webhook is given back to the store's inbox instead, for another node to run);
 2. running turns get ``grace_s`` seconds to finish;
 3. the ones still running are cancelled — recorded ``cancelled``, watchers see them end;
 4. the channels stop, the workers stop, the database closes; exit 0.
