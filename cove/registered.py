@@ -4,8 +4,8 @@ cove's built-in commands (group ``cove.commands``), ``cove serve`` channels (``c
 and sandbox extensions (``cove.extensions``) are entry points of its own distribution, declared
 in its ``pyproject.toml`` exactly as a plugin declares its own (``docs/plugins.md``). ``own``
 reads only cove's distribution — one small file, found without scanning the others — so a
-built-in is found at the cost of a dictionary lookup; ``installed`` reads every other
-distribution's, which only a plugin's name, a listing of all, or a loaded catalogue needs.
+built-in is found at the cost of a dictionary lookup once it is read; ``installed`` reads every
+other distribution's, which only a plugin's name, a listing of all, or a catalogue needs.
 """
 
 from __future__ import annotations
@@ -43,10 +43,9 @@ def own(group: str) -> dict[str, EntryPoint]:
     return {point.name: point for point in found}
 
 
-@functools.cache
 def installed(group: str) -> dict[str, EntryPoint]:
-    """The entry points of ``group`` that other installed packages add, by name (read once
-    per process; cove's own are ``own``'s)."""
+    """The entry points of ``group`` that other installed packages add, by name (read afresh:
+    a package put on the path meanwhile is found; cove's own are ``own``'s)."""
     from importlib.metadata import entry_points
 
     return {

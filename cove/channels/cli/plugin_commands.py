@@ -10,6 +10,7 @@ breaks the others or cove.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import click
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 GROUP = "cove.commands"
 
 
+@functools.cache
 def plugin_commands() -> dict[str, EntryPoint]:
     """The command entry points installed packages add, by command name (read once per
     process, and only when a name is not cove's own or every command is listed)."""

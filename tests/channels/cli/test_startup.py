@@ -127,10 +127,10 @@ def test_cove_registers_its_commands_as_a_plugin_registers_its_own() -> None:
 def test_a_built_in_command_is_found_without_reading_the_other_packages() -> None:
     probe = (
         "import json\n"
-        "from cove import registered\n"
         "from cove.channels.cli import main\n"
+        "from cove.channels.cli.plugin_commands import plugin_commands\n"
         "code = main(['vars', '--help'])\n"
-        "print(json.dumps(registered.installed.cache_info().misses))\n"
+        "print(json.dumps(plugin_commands.cache_info().misses))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
