@@ -35,7 +35,7 @@ from openai import AsyncOpenAI, AsyncStream
 
 from cove.config import ModelSettings
 from cove.engine.budgets import estimate_tokens
-from cove.engine.llm.chunks import MalformedReply, chunk_text, reply_text, usage_of
+from cove.engine.llm.chunks import MalformedReply, reply_text, usage_of
 from cove.engine.llm.client import (
     CallKind,
     Completion,
@@ -46,6 +46,7 @@ from cove.engine.llm.client import (
     RetrySink,
     prompt_chars,
 )
+from cove.engine.llm.stream import read_reply
 from cove.engine.protocol import REPLY_SCHEMA
 from cove.errors import ModelError
 from cove.persistence.records import ModelOption
@@ -326,8 +327,9 @@ class OpenAIClient:
     ) -> tuple[str, Usage | None]:
         """One request, retried by the package ``retries`` times until a reply begins.
 
-        The request goes through the package's own ``post`` (its headers, retries, errors and
-        SSE reading) asking for the decoded JSON, not typed objects (see ``chunks``).
+        The request goes through the package's own ``post`` (its headers, retries and errors)
+        asking for the decoded JSON, not typed objects (see ``chunks``); a streamed reply's
+        events are read from the response here (see ``stream``).
 
         Returns:
             The reply text and the endpoint's usage (None when it reported none).
@@ -363,7 +365,7 @@ class OpenAIClient:
         )
         attempts = _attempts(stream.response.request)
         try:
-            return await _read_stream(stream, on_delta)
+            return await read_reply(stream.response, on_delta)
         except openai.APIError as exc:
             raise _BrokenReply(self._transport_error(exc), exc, attempts) from exc
         except (json.JSONDecodeError, MalformedReply) as exc:
@@ -493,27 +495,6 @@ def secret_pattern(secret: str | None) -> re.Pattern[str] | None:
 def redact(text: str, pattern: re.Pattern[str] | None) -> str:
     """``text`` with every match of ``pattern`` (see ``secret_pattern``) replaced."""
     return text if pattern is None else pattern.sub(_REDACTED, text)
-
-
-async def _read_stream(
-    stream: AsyncStream[object], on_delta: DeltaSink | None
-) -> tuple[str, Usage | None]:
-    """The text of choice 0 of a streamed reply, passed on as it arrives, and the usage.
-
-    Each chunk is the JSON the package decoded from one SSE ``data:`` line (``[DONE]`` and an
-    in-stream ``{"error": ...}`` are the package's to handle: the latter raises ``APIError``).
-    """
-    parts: list[str] = []
-    usage = None
-    async with stream:
-        async for chunk in stream:
-            usage = usage_of(chunk) or usage
-            text = chunk_text(chunk)
-            if text:
-                parts.append(text)
-                if on_delta is not None:
-                    await on_delta(text)
-    return "".join(parts), usage
 
 
 class _SentRequest(Protocol):
