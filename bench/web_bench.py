@@ -7,7 +7,8 @@
    turn: delivery latency of each ``model_reply`` (from the moment the scripted model returned
    that reply to the moment a client parsed the event), p50/p99, and the server process's RSS
    growth. The clients run in a child process so that they do not compete with the server for
-   its GIL.
+   its GIL (they do compete for the cores: the CPU of the server process and of the clients
+   over the turn is printed beside the latencies).
 3. With Chromium at /usr/bin/chromium: the time for the browser to load and render a finished
    300-iteration turn.
 
@@ -22,6 +23,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -183,6 +186,7 @@ async def listen_all(base: str, cid: str, clients: int) -> list[tuple[int, float
 def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> dict[str, Any]:
     model.again()
     before = rss_mb()
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     child = subprocess.Popen(
         [sys.executable, __file__, "--sse-child", base, cid, str(clients)],
         stdout=subprocess.PIPE,
@@ -191,9 +195,15 @@ def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> dict[st
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "connected"
     connected_rss = rss_mb()
+    server_cpu = time.process_time()  # the server runs in this process (a thread)
     httpx.post(f"{base}/api/conversations/{cid}/messages", json={"text": "go"})
     received = json.loads(child.stdout.read())
+    server_cpu = time.process_time() - server_cpu
     child.wait()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    clients_cpu = (children.ru_utime + children.ru_stime) - (
+        children_before.ru_utime + children_before.ru_stime
+    )
     # CLOCK_MONOTONIC is one clock for every process of the machine.
     latencies = [(at - model.returned[iteration - 1]) * 1000 for iteration, at in received]
     return {
@@ -202,6 +212,8 @@ def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> dict[st
         "p50_ms": percentile(latencies, 0.5),
         "p99_ms": percentile(latencies, 0.99),
         "rss_growth_mb": max(connected_rss, rss_mb()) - before,
+        "server_cpu_s": server_cpu,
+        "clients_cpu_s": clients_cpu,
     }
 
 
@@ -266,7 +278,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(
                     f"SSE fan-out  {fan['clients']:5} clients, {fan['events']:6} deliveries: "
                     f"p50 {fan['p50_ms']:6.1f} ms  p99 {fan['p99_ms']:6.1f} ms  "
-                    f"RSS +{fan['rss_growth_mb']:.1f} MB"
+                    f"RSS +{fan['rss_growth_mb']:.1f} MB  CPU server {fan['server_cpu_s']:.2f} s, "
+                    f"clients {fan['clients_cpu_s']:.2f} s (load {os.getloadavg()[0]:.1f})"
                 )
 
         if args.no_browser:
