@@ -180,15 +180,20 @@ async def _stream(
             relay = _Relay(state, batches, notices)
             closing = asyncio.ensure_future(state.closing.wait())
             try:
-                while not relay.ended:
-                    done, _ = await asyncio.wait(
-                        {*relay.pending(), closing},
-                        timeout=HEARTBEAT_S,
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                    if closing in done:
-                        return
-                    chunk = relay.read(with_id) if done else b": keep-alive\n\n"
+                while not relay.ended and not closing.done():
+                    waits = relay.pending()
+                    if not any(wait.done() for wait in waits):  # else what came is read now
+                        done, _ = await asyncio.wait(
+                            {*waits, closing},
+                            timeout=HEARTBEAT_S,
+                            return_when=asyncio.FIRST_COMPLETED,
+                        )
+                        if closing in done:
+                            return
+                        if not done:
+                            yield b": keep-alive\n\n"
+                            continue
+                    chunk = relay.read(with_id)
                     if chunk:
                         yield chunk
             finally:
