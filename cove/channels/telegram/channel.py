@@ -16,6 +16,7 @@ import os
 import secrets
 import socket
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -43,6 +44,9 @@ from cove.channels.telegram.secret import Secret, bot_token
 from cove.config import TelegramSettings
 from cove.conversation import Conversations
 from cove.errors import ConfigError, CoveError
+
+if TYPE_CHECKING:  # not imported: cove telegram runs without cove serve's libraries
+    from cove.channels.serve.channel import ChannelCounts
 
 log = logging.getLogger("cove.telegram")
 
@@ -200,6 +204,11 @@ class TelegramChannel:
             await self._webhook
         await self._webhook_server.shutdown(sockets=self._sockets)
         self._webhook = None
+
+    def count_with(self, counts: ChannelCounts) -> None:
+        """Count every update received and every failed Bot API call (by its method) in
+        ``cove serve``'s metrics (``serve.channel``); call before ``start``."""
+        self.observe_updates(on_update=counts.received, on_api_error=counts.failed)
 
     def observe_updates(
         self,
