@@ -12,7 +12,14 @@ turn per conversation warms its environment and is not counted.
 Failover (with ``haproxy`` installed): two nodes behind ``deploy/haproxy.cfg``, a turn whose
 model call hangs on the conversation's node, that node SIGKILLed; the time until the next
 message through the proxy is accepted (202) by the other node. Both nodes run on this host, so
-the takeover finds the dead process at once; across hosts add up to ``COVE_LEASE_TTL_S``.
+the takeover finds the dead process at once. Then again with each node under a host name of
+its own (a UTS namespace, ``unshare --uts``; root): the dead node's lease names another host,
+so the other node waits for it to lapse, as for a node lost on another machine (the target:
+at most ``COVE_LEASE_TTL_S`` + 2 s).
+
+Telegram takeover: two bot nodes with webhooks; a message acknowledged by a node whose running
+turn holds it back, that node SIGKILLed; the time until the other node's turn for it calls the
+model (it took the update over from the store's inbox), on one host and across hosts.
 """
 
 from __future__ import annotations
@@ -26,12 +33,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes.openai_server import FakeOpenAI, Fault  # noqa: E402
+from tests.fakes.telegram_server import FakeTelegram  # noqa: E402
 from tests.nodes.cluster import (  # noqa: E402
     Watcher,
     client,
@@ -43,6 +52,7 @@ from tests.nodes.cluster import (  # noqa: E402
     start_node,
 )
 from tests.nodes.proxy import Proxy  # noqa: E402
+from tests.nodes.telegram import BotNode  # noqa: E402
 from tests.postgres_server import PostgresServer  # noqa: E402
 from tests.scripted import reply  # noqa: E402
 
@@ -95,15 +105,19 @@ async def throughput(
     return conversations * (turns + 1) / elapsed, latencies
 
 
-async def failover(server: PostgresServer, fake: FakeOpenAI, binary: str) -> tuple[float, float]:
+async def failover(
+    server: PostgresServer, fake: FakeOpenAI, binary: str, hosts: bool = False
+) -> tuple[float, float]:
     """Seconds from SIGKILL of a conversation's node to its next message accepted elsewhere
     (both nodes warm: each ran a turn before), and the seconds a new conversation's first
-    message takes to be accepted then (a worker from the pool, nothing to restore)."""
+    message takes to be accepted then (a worker from the pool, nothing to restore). ``hosts``:
+    each node under a host name of its own."""
     url = server.database()
     home = Path(tempfile.mkdtemp(prefix="cove-nodes-bench-"))
     opened = threading.Event()
-    a = start_node(home, "a", fake, url, COVE_LEASE_TTL_S=LEASE_TTL_S)
-    b = start_node(home, "b", fake, url, COVE_LEASE_TTL_S=LEASE_TTL_S)
+    names = ("cove-node-a", "cove-node-b") if hosts else (None, None)
+    a = start_node(home, "a", fake, url, host=names[0], COVE_LEASE_TTL_S=LEASE_TTL_S)
+    b = start_node(home, "b", fake, url, host=names[1], COVE_LEASE_TTL_S=LEASE_TTL_S)
     try:
         for node in (a, b):  # ready, and warm: each has run a turn (its sandbox started)
             async with client(node.base_url) as direct:
@@ -130,7 +144,8 @@ async def failover(server: PostgresServer, fake: FakeOpenAI, binary: str) -> tup
                     refused.append(answer.status_code)
                     await asyncio.sleep(0.05)
                 taken_over = time.perf_counter() - killed
-                print(f"before the takeover the client got: {refused or 'nothing'}")
+                got = ", ".join(f"{n} x {code}" for code, n in sorted(Counter(refused).items()))
+                print(f"before the takeover the client got: {got or 'nothing'}")
                 # A new conversation's first message (no lease to take over, nothing to restore).
                 fresh = (await front.post("/api/conversations", json={})).json()["id"]
                 started = time.perf_counter()
@@ -141,6 +156,38 @@ async def failover(server: PostgresServer, fake: FakeOpenAI, binary: str) -> tup
         a.stop()
         b.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+async def telegram_takeover(server: PostgresServer, fake: FakeOpenAI, hosts: bool) -> float:
+    """Seconds from SIGKILL of a bot node holding an acknowledged message (queued behind its
+    running turn) to the other node's turn for it calling the model."""
+    url = server.database()
+    home = Path(tempfile.mkdtemp(prefix="cove-nodes-bench-"))
+    opened = threading.Event()
+    chat, warm = 9001, (9002, 9003)
+    names = ("cove-node-a", "cove-node-b") if hosts else (None, None)
+    extra = {"COVE_LEASE_TTL_S": LEASE_TTL_S}
+    with FakeTelegram() as tg:
+        a = BotNode(home, "a", fake, tg, url, [chat, *warm], host=names[0], **extra)
+        b = BotNode(home, "b", fake, tg, url, [chat, *warm], host=names[1], **extra)
+        try:
+            for node, other in zip((a, b), warm, strict=True):  # each node has run a turn
+                await node.deliver(tg.text_update(other, "warm up"))
+            await tg.wait_for(lambda: all("n is 42" in tg.texts(other) for other in warm), 120)
+            calls = len(fake.requests)
+            fake.add_faults(Fault.gate(opened))  # the first message's turn holds its node
+            await a.deliver(tg.text_update(chat, "first"))
+            await model_calls(fake, calls + 1)
+            await a.deliver(tg.text_update(chat, "second"))  # acknowledged, waiting behind it
+            killed = time.perf_counter()
+            await asyncio.to_thread(kill, a.process)
+            await model_calls(fake, calls + 2)  # the other node runs it
+            return time.perf_counter() - killed
+        finally:
+            opened.set()
+            a.stop()
+            b.stop()
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -181,9 +228,27 @@ async def main() -> None:
         print(
             f"failover (kill -> next message accepted through HAProxy): {seconds * 1000:.0f} ms,"
             f" against {cold * 1000:.0f} ms for a new conversation's first message; same host:"
-            f" the dead process is seen at once, across hosts add up to the lease TTL "
-            f"({LEASE_TTL_S} s here)"
+            f" the dead process is seen at once"
         )
+        seconds = await telegram_takeover(server, fake, hosts=False)
+        print(
+            f"Telegram (kill -> an update the dead node acknowledged runs on the other node):"
+            f" {seconds:.1f} s, same host"
+        )
+        if shutil.which("unshare") is None or os.geteuid() != 0:
+            print("failover across hosts: needs root and unshare, not measured")
+            return
+        seconds, _ = await failover(server, fake, binary, hosts=True)
+        print(
+            f"failover across hosts (kill -> next message accepted through HAProxy): "
+            f"{seconds:.1f} s, the lease lapsing (TTL {LEASE_TTL_S} s; target <= TTL + 2 s)"
+        )
+        seconds = await telegram_takeover(server, fake, hosts=True)
+        print(
+            f"Telegram across hosts (kill -> an acknowledged update runs on the other node):"
+            f" {seconds:.1f} s, its claim and the lease lapsing (TTL {LEASE_TTL_S} s)"
+        )
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -288,6 +288,18 @@ async def run_serve_level(
                     ids.remove(cid)
                     await converse(client, cid, 0, 1, warm)
                 ids = ids[:conversations]
+                # One HTTP client per conversation, as its own user would have: one pool of
+                # all of them would look at every open connection on each request (httpcore),
+                # and the driver measured itself more than the service.
+                users = [
+                    httpx.AsyncClient(
+                        base_url=client.base_url,
+                        timeout=None,
+                        limits=limits,
+                        headers={"authorization": f"Bearer {token}"},
+                    )
+                    for _ in ids
+                ]
                 hosts = serving_pids(proc.pid, processes)
                 everyone = [proc.pid, *hosts] if processes > 1 else hosts
                 cpu_before = (sum(map(cpu_seconds, everyone)), own_cpu_seconds())
@@ -296,11 +308,16 @@ async def run_serve_level(
                 sampler = asyncio.create_task(sample(hosts, samples, stop))
                 started = time.perf_counter()
                 await asyncio.gather(
-                    *(converse(client, cid, i, turns, out) for i, cid in enumerate(ids))
+                    *(
+                        converse(user, cid, i, turns, out)
+                        for i, (user, cid) in enumerate(zip(users, ids, strict=True))
+                    )
                 )
                 seconds = time.perf_counter() - started
                 serve_cpu = sum(map(cpu_seconds, everyone)) - cpu_before[0]
                 driver_cpu = own_cpu_seconds() - cpu_before[1]
+                for user in users:
+                    await user.aclose()
                 stop.set()
                 await sampler
             scraped = await scrape_every_process(f"http://127.0.0.1:{port}", processes)

@@ -13,6 +13,8 @@ this process spends is cove's alone: the engine, the store's thread and the ``op
   ``watch`` stream reads along (the hub, the sender's stream and the watcher included): CPU
   per iteration and the model deltas the watcher received.
 - **per chunk**: ``OpenAIClient.complete`` alone on a reply of 250 chunks, CPU per chunk.
+- **after a burst**: a 6-chunk call alone, then after 100 calls at once (the connections a
+  service of many conversations keeps open).
 
 Target (issue #29): host CPU per iteration <= 5 ms. The machine may be shared: CPU times are
 upper bounds; the ratio of two runs in one sitting is what to compare.
@@ -27,6 +29,7 @@ import asyncio
 import collections
 import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -181,6 +184,28 @@ async def per_chunk(calls: int, chunks: int) -> tuple[float, float]:
     return per_call / chunks, per_call
 
 
+async def after_burst(calls: int, burst: int, chunks: int = 6) -> tuple[float, float]:
+    """CPU ms of a short call (``chunks`` chunks) alone, then after ``burst`` calls at once
+    left that many connections open (what a service of many conversations keeps)."""
+    text = "y" * (CHUNK * chunks)
+    async with fake_endpoint([text] * (burst + 2 * calls + 5)) as url, bench_stack() as stack:
+        settings = stack.settings.replace(base_url=url, api_key="bench", max_retries=0)
+        messages = [{"role": "user", "content": "go"}]
+        async with OpenAIClient(settings.model) as llm:
+            figures = []
+            for concurrent in (1, burst):
+                await asyncio.gather(
+                    *(llm.complete(messages, kind="subquery") for _ in range(concurrent))
+                )
+                samples = []
+                for _ in range(calls):
+                    cpu = time.process_time()
+                    await llm.complete(messages, kind="subquery")
+                    samples.append(time.process_time() - cpu)
+                figures.append(statistics.median(samples) * 1000)
+    return figures[0], figures[1]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run both measurements and print them."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -188,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--chunks", type=int, default=250)
+    parser.add_argument("--burst", type=int, default=100, help="calls at once before the last")
     args = parser.parse_args(argv)
     cpu_ms, wall_ms, kinds = asyncio.run(per_iteration(args.iterations, args.warmup))
     print(f"one turn of {args.iterations} iterations, replies ~900 chars in {CHUNK}-char chunks")
@@ -203,6 +229,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     chunk_us, call_us = asyncio.run(per_chunk(args.calls, args.chunks))
     print(f"\nOpenAIClient.complete alone, {args.chunks} chunks per reply (median of {args.calls})")
     print(f"  CPU per call {call_us / 1000:7.2f} ms   per chunk {chunk_us:6.1f} µs")
+    alone, burst = asyncio.run(after_burst(args.calls, args.burst))
+    print(f"\na 6-chunk call alone, then after {args.burst} calls at once (median of {args.calls})")
+    print(f"  CPU per call {alone:7.2f} ms   after the burst {burst:7.2f} ms")
+    print(f"\nload average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

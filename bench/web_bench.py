@@ -11,7 +11,8 @@
    turn: delivery latency of each ``model_reply`` (from the moment the scripted model returned
    that reply to the moment a client parsed the event), p50/p99, and the server process's RSS
    growth. The clients run in a child process so that they do not compete with the server for
-   its GIL.
+   its GIL (they do compete for the cores: the CPU of the server process and of the clients
+   over the turn is printed beside the latencies).
 3. With Chromium at /usr/bin/chromium: the time for the browser to load and render a finished
    300-iteration turn.
 
@@ -26,6 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -165,36 +168,55 @@ async def hammer(
 
 
 async def listen_all(base: str, cid: str, clients: int) -> list[tuple[int, float]]:
-    """The SSE clients (run in a child process, so they do not share the server's GIL)."""
+    """The SSE clients (run in a child process, so they do not share the server's GIL).
+
+    Each reads its stream over a plain socket, undoing the chunked encoding and decoding only
+    the events it times: a full HTTP client per stream took more CPU than the server's whole
+    fan-out, on the same cores.
+    """
     received: list[tuple[int, float]] = []
     connected = asyncio.Semaphore(0)
+    host, port = base.removeprefix("http://").split(":")
+    request = (
+        f"GET /api/conversations/{cid}/events?after=0 HTTP/1.1\r\n"  # a new one: all of it
+        f"Host: {host}:{port}\r\nAccept: text/event-stream\r\n\r\n"
+    ).encode()
 
-    async def listen(http: httpx.AsyncClient) -> None:
-        url = f"/api/conversations/{cid}/events?after=0"  # a new conversation: all of it
-        async with http.stream("GET", url) as response:
-            connected.release()
-            async for line in response.aiter_lines():
-                if not line.startswith("data: "):
-                    continue
-                event = json.loads(line[6:])
-                if event["type"] == "model_reply":
-                    received.append((event["iteration"], time.monotonic()))
-                if event["type"] == "turn_finished":
-                    return
+    async def listen() -> None:
+        reader, writer = await asyncio.open_connection(host, int(port), limit=1 << 20)
+        writer.write(request)
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200") and b"chunked" in head.lower(), head
+        connected.release()
+        pending = b""
+        try:
+            while True:
+                size = int((await reader.readuntil(b"\r\n"))[:-2], 16)
+                if size == 0:
+                    raise RuntimeError("the event stream ended before the turn")
+                pending += (await reader.readexactly(size + 2))[:-2]
+                *events, pending = pending.split(b"\n\n")
+                for event in events:
+                    if b'"type":"model_reply"' in event or b'"type":"turn_finished"' in event:
+                        data = json.loads(event[event.index(b"data: ") + 6 :])
+                        if data["type"] == "turn_finished":
+                            return
+                        received.append((data["iteration"], time.monotonic()))
+        finally:
+            writer.close()
 
-    limits = httpx.Limits(max_connections=clients + 10)
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as http:
-        tasks = [asyncio.create_task(listen(http)) for _ in range(clients)]
-        for _ in range(clients):
-            await connected.acquire()
-        print("connected", flush=True)
-        await asyncio.gather(*tasks)
+    tasks = [asyncio.create_task(listen()) for _ in range(clients)]
+    for _ in range(clients):
+        await connected.acquire()
+    print("connected", flush=True)
+    await asyncio.gather(*tasks)
     return received
 
 
 def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> dict[str, Any]:
     model.again()
     before = rss_mb()
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     child = subprocess.Popen(
         [sys.executable, __file__, "--sse-child", base, cid, str(clients)],
         stdout=subprocess.PIPE,
@@ -203,9 +225,15 @@ def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> dict[st
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "connected"
     connected_rss = rss_mb()
+    server_cpu = time.process_time()  # the server runs in this process (a thread)
     httpx.post(f"{base}/api/conversations/{cid}/messages", json={"text": "go"})
     received = json.loads(child.stdout.read())
+    server_cpu = time.process_time() - server_cpu
     child.wait()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    clients_cpu = (children.ru_utime + children.ru_stime) - (
+        children_before.ru_utime + children_before.ru_stime
+    )
     # CLOCK_MONOTONIC is one clock for every process of the machine.
     latencies = [(at - model.returned[iteration - 1]) * 1000 for iteration, at in received]
     return {
@@ -214,6 +242,8 @@ def sse_fanout(base: str, cid: str, clients: int, model: TimedClient) -> dict[st
         "p50_ms": percentile(latencies, 0.5),
         "p99_ms": percentile(latencies, 0.99),
         "rss_growth_mb": max(connected_rss, rss_mb()) - before,
+        "server_cpu_s": server_cpu,
+        "clients_cpu_s": clients_cpu,
     }
 
 
@@ -279,7 +309,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(
                     f"SSE fan-out  {fan['clients']:5} clients, {fan['events']:6} deliveries: "
                     f"p50 {fan['p50_ms']:6.1f} ms  p99 {fan['p99_ms']:6.1f} ms  "
-                    f"RSS +{fan['rss_growth_mb']:.1f} MB"
+                    f"RSS +{fan['rss_growth_mb']:.1f} MB  CPU server {fan['server_cpu_s']:.2f} s, "
+                    f"clients {fan['clients_cpu_s']:.2f} s (load {os.getloadavg()[0]:.1f})"
                 )
 
         if args.no_browser:

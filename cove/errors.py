@@ -11,6 +11,7 @@ Each channel maps ``CoveError`` to its surface in one place.
     ├── NotFound             unknown conversation / turn / variable id
     │   └── AmbiguousId      an id prefix that matches several conversations
     ├── Busy                 the conversation is driven by another turn or process
+    ├── DeliveryTaken        a delivery's turn started before, or another process holds it
     ├── QuotaExceeded        files would take a workspace past its quota
     ├── StoreError           the database cannot be opened, migrated or written
     │   ├── NotADatabase     the file is not a SQLite database (it is never modified)
@@ -81,6 +82,21 @@ class Busy(CoveError):
         )
         self.conversation_id = conversation_id
         self.owner = owner
+
+
+class DeliveryTaken(CoveError):
+    """Raised when a turn sent for a delivery from outside (a Telegram update kept in the inbox)
+    does not start: the delivery started its turn before (``ran``: the process that started it
+    died), or another process holds the delivery now."""
+
+    def __init__(self, key: str, *, ran: bool) -> None:
+        super().__init__(
+            f"delivery {key} started its turn before"
+            if ran
+            else f"delivery {key} is held by another process"
+        )
+        self.key = key
+        self.ran = ran
 
 
 class QuotaExceeded(CoveError):

@@ -12,6 +12,7 @@ events across turns and processes; see ``cove.conversation.watch.sequence`` for 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -62,22 +63,39 @@ def jsonable(value: Any, *, sent: bool = False) -> Any:
         value: What to turn into JSON types.
         sent: Leave out the fields marked ``cove.results.LOCAL`` (encoded values), as events do.
     """
+    kind: type = type(value)
+    if kind in _PLAIN:
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         body: dict[str, Any] = {}
-        for f in dataclasses.fields(value):
-            if sent and f.metadata.get("local"):
+        for name, local, flat in _plan(kind):
+            if sent and local:
                 continue
-            item = jsonable(getattr(value, f.name), sent=sent)
-            if f.metadata.get("flat") and isinstance(item, dict):
+            item = jsonable(getattr(value, name), sent=sent)
+            if flat and isinstance(item, dict):
                 body.update(item)
             else:
-                body[f.name] = item
+                body[name] = item
         return body
     if isinstance(value, (list, tuple)):
         return [jsonable(v, sent=sent) for v in value]
     if isinstance(value, dict):
         return {str(k): jsonable(v, sent=sent) for k, v in value.items()}
     return value
+
+
+#: Types that are already JSON: returned as they are, without a look at their fields.
+_PLAIN: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.cache
+def _plan(kind: type) -> tuple[tuple[str, bool, bool], ...]:
+    """Each field's name and whether it is marked ``local`` or ``flat``, read from the
+    dataclass's metadata once (events are turned into JSON once each, many per turn)."""
+    return tuple(
+        (f.name, bool(f.metadata.get("local")), bool(f.metadata.get("flat")))
+        for f in dataclasses.fields(kind)
+    )
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from cove.environment.extensions.installed import Catalog, InstalledExtension, PluginProblem
     from cove.persistence.extension_use import ApprovalRecord
     from cove.persistence.history import HistoryFigures
+    from cove.persistence.inbox import InboxEntry
     from cove.persistence.pacing import SendSlot
     from cove.persistence.records import (
         BlockRecord,
@@ -69,6 +70,7 @@ _SOURCES: dict[str, str] = {
     "PluginProblem": "cove.environment.extensions.installed",
     "ApprovalRecord": "cove.persistence.extension_use",
     "HistoryFigures": "cove.persistence.history",
+    "InboxEntry": "cove.persistence.inbox",
     "SendSlot": "cove.persistence.pacing",
     "BlockRecord": "cove.persistence.records",
     "ConversationRecord": "cove.persistence.records",
@@ -96,6 +98,7 @@ __all__ = [
     "Conversations",
     "FunctionRule",
     "HistoryFigures",
+    "InboxEntry",
     "InstalledExtension",
     "IterationRecord",
     "LLMFactory",

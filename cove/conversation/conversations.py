@@ -9,10 +9,12 @@ reaches them only through the public methods (``stats``, ``observe``, ``workspac
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
 from cove.config import ModelSettings, Settings
+from cove.conversation.deliveries import DeliveriesAPI
 from cove.conversation.extensions import ConversationExtensions, ConversationPolicy
 from cove.conversation.fork_titles import fork_title
 from cove.conversation.handle import TurnHandle
@@ -65,7 +67,7 @@ def _worker_memory(env: Environment) -> int | None:
     return pss_bytes(pid) if pid is not None else None
 
 
-class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
+class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI, DeliveriesAPI):
     """Create, drive, inspect, fork, replay and watch conversations. Use ``async with``.
 
     The reading methods (``get``, ``list``, ``inspect``, ``search``, …) are ``Reading``'s.
@@ -153,6 +155,20 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
         """
         record = await self.get(conversation_id)
         return await self._workspaces.receive(record.id, name, chunks)
+
+    async def running_elsewhere(self, conversation_id: str) -> bool:
+        """Whether another live process holds the conversation's lease (runs its turn there):
+        a lease that lapsed, or held by a process of this host that has died, does not count
+        (``send`` takes it over).
+
+        Raises:
+            NotFound: Unknown conversation.
+        """
+        record = await self.get(conversation_id)
+        holder, until = record.lease_owner, record.lease_until
+        if holder in (None, self.owner) or (until or 0) <= time.time():
+            return False
+        return not owner_is_dead(holder)
 
     @property
     def accepting(self) -> bool:
@@ -367,12 +383,15 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
         owner: str | None = None,
         model_options: Mapping[str, ModelOption] | None = None,
         approver: Approver | None = None,
+        delivery: str | None = None,
     ) -> TurnHandle:
         """Run one turn; the handle streams its events (the last is ``TurnFinished``).
 
         ``model_options`` (``temperature``, ``max_tokens``, …) are sent with each of the turn's
         model calls and recorded with the turn. ``approver`` asks the sender's person about an
         extension call the policy says to ask about; without one such a call is denied.
+        ``delivery`` names the kept delivery (``receive_delivery``) the turn answers: it starts
+        only if that delivery has not started its turn, and finishes the delivery once recorded.
 
         Attachments are saved into the conversation's workspace before the turn starts.
         A second send on a busy conversation waits for its turn and first emits ``TurnQueued``;
@@ -382,6 +401,7 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
         Raises:
             NotFound: Unknown conversation (or not ``owner``'s). Busy: Another process holds
                 the conversation, or this one stopped accepting turns (it is shutting down).
+                DeliveryTaken: ``delivery`` started its turn before, or is another process's.
         """
         self._check_open()
         if not self.accepting:
@@ -395,6 +415,7 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
             model_options=dict(model_options or {}),
             owner=owner,
             approver=approver,
+            delivery=delivery,
         )
         return self._turns.send(request)
 
@@ -490,13 +511,6 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI):
         ahead. For a channel's calls to a rate-limited outside API."""
         self._check_open()
         return await self._store.take_send_slot(keys, horizon_s)
-
-    async def first_delivery(self, key: str, keep_s: float) -> bool:
-        """Record a delivery from outside by its name (``persistence/deliveries.py``); whether
-        it is the first: a channel whose sender may deliver twice handles only the first,
-        whichever process (or node) it reached. ``keep_s``: the sender's redelivery window."""
-        self._check_open()
-        return await self._store.first_delivery(key, keep_s)
 
     def replay(self, conversation_id: str) -> AsyncIterator[Event]:
         """Re-run the recorded replies in a fresh sandbox and scratch database; compare.

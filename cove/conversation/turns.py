@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -24,9 +25,11 @@ from cove.conversation.workspaces import Workspaces
 from cove.engine.given import NoModel
 from cove.engine.llm import LLMClient
 from cove.engine.query import Query, TurnRequest
-from cove.errors import Busy
-from cove.events import TurnFinished, TurnQueued
+from cove.errors import Busy, DeliveryTaken, StoreError
+from cove.events import TurnFinished, TurnQueued, TurnStarted
 from cove.persistence.store import Store
+
+log = logging.getLogger("cove.conversation")
 
 #: What the sender of a turn that never started hears when the process stops.
 NOT_RUN_STOPPING = "cove is stopping and did not run this message: send it again once it is back"
@@ -195,6 +198,24 @@ class Turns:
         finally:
             stream.close()
 
+    async def _start_delivered(self, key: str, conversation_id: str, text: str) -> None:
+        """Start the turn of delivery ``key`` under the lease just taken, or refuse it.
+
+        Raises:
+            DeliveryTaken: The delivery started its turn before, or another process holds it.
+        """
+        outcome = await self.store.start_delivered_turn(key, self.owner, conversation_id, text)
+        if outcome != "start":
+            raise DeliveryTaken(key, ran=outcome == "ran")
+
+    async def _finish_delivered(self, key: str) -> None:
+        """The delivery's turn is recorded: the delivery is handled. A failure is left to the
+        channel, which finishes the delivery again once its message is handled."""
+        try:
+            await self.store.finish_delivery(key, self.owner)
+        except StoreError as exc:
+            log.warning("could not finish delivery %s: %s", key, exc)
+
     async def _turn_locked(
         self,
         entry: LiveConversation,
@@ -218,6 +239,8 @@ class Turns:
         async with held_lease(
             self.store, record.id, self.owner, self.settings.store.lease_ttl_s, lost
         ) as epoch:
+            if request.delivery is not None:
+                await self._start_delivered(request.delivery, record.id, request.text)
             if not entry.env.current_at(epoch):  # another process ran turns since it opened
                 await self.live.reopen(entry)
             request = await self._with_profile(record.id, request)
@@ -237,6 +260,8 @@ class Turns:
                     async for event in query.run():
                         if isinstance(event, TurnFinished):
                             self._queues[record.id].finished = True
+                        elif isinstance(event, TurnStarted) and request.delivery is not None:
+                            await self._finish_delivered(request.delivery)
                         stamped = hub.publish(event)
                         if stamped is not None:
                             entry.env.observers.deliver(stamped)

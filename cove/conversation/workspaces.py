@@ -54,6 +54,8 @@ class Workspaces:
             QuotaExceeded: Together they would take the workspace past its quota
                 (``workspace_quota_mb``, ``workspace_max_entries``); nothing is written then.
         """
+        if not attachments:  # most turns: the workspace is not touched (its environment makes it)
+            return ()
         files = {_plain(name): data for name, data in attachments}
         workspace = await self.ensure(conversation_id)
         quota = WorkspaceQuota(workspace, self._settings)

@@ -71,6 +71,10 @@ class TurnRequest:
         instructions: The conversation's instructions for this turn, shown in the system
             prompt (resolved from the conversation's profile where the turn starts; replay:
             the recorded ones); None: none.
+        delivery: The name of the delivery from outside the turn answers (a Telegram update
+            kept in the store's inbox): the turn starts only while the delivery has not
+            started one, checked under the conversation's lease, and the delivery is finished
+            once the turn is recorded (``persistence/inbox.py``); None: none.
     """
 
     conversation_id: str
@@ -84,6 +88,7 @@ class TurnRequest:
     timeout_s: float | None = None
     approver: Approver | None = field(default=None, compare=False)
     instructions: str | None = None
+    delivery: str | None = None
 
 
 class Query:

@@ -7,13 +7,15 @@ process to record the name handles it, every other is told it was taken. Recordi
 ``INSERT … ON CONFLICT DO NOTHING``: two processes never both win (SQLite's one writer; a
 PostgreSQL unique index). Names older than ``keep_s`` — the sender's redelivery window — are
 deleted as new ones arrive, and with them the send slots (``pacing.py``) nobody has used for as
-long, so neither table grows with the life of the bot.
+long, so neither table grows with the life of the bot. A delivery that must also be kept until
+it is handled goes into the inbox in the same transaction (``inbox.py``).
 """
 
 from __future__ import annotations
 
 from cove.errors import CoveError
 from cove.persistence.database import Call
+from cove.persistence.sql import Sql
 
 
 async def first_delivery(call: Call, key: str, keep_s: float) -> bool:
@@ -26,13 +28,23 @@ async def first_delivery(call: Call, key: str, keep_s: float) -> bool:
     Raises:
         CoveError: An empty key or a negative ``keep_s``.
     """
+    async with call.writing() as db:
+        return await record_name(db, key, call.now, keep_s)
+
+
+async def record_name(db: Sql, key: str, now: float, keep_s: float) -> bool:
+    """Record the name ``key`` at ``now`` (inside a write), forgetting names and idle send
+    slots older than ``keep_s``; whether the name is new.
+
+    Raises:
+        CoveError: An empty key or a negative ``keep_s``.
+    """
     if not key or keep_s < 0:
         raise CoveError("a delivery needs a name and a non-negative time to be remembered")
-    async with call.writing() as db:
-        await db.run("DELETE FROM delivery WHERE at < ?", (call.now - keep_s,))
-        await db.run("DELETE FROM send_slot WHERE next_at < ?", (call.now - keep_s,))
-        taken = await db.value(
-            "INSERT INTO delivery (key, at) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING key",
-            (key, call.now),
-        )
+    await db.run("DELETE FROM delivery WHERE at < ?", (now - keep_s,))
+    await db.run("DELETE FROM send_slot WHERE next_at < ?", (now - keep_s,))
+    taken = await db.value(
+        "INSERT INTO delivery (key, at) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING key",
+        (key, now),
+    )
     return taken is not None

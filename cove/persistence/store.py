@@ -28,6 +28,7 @@ from cove.persistence import (
     cancels,
     deliveries,
     extension_use,
+    inbox,
     iterations,
     leases,
     notes,
@@ -267,6 +268,17 @@ class Store:
     cancel_requests = _reads(cancels.cancel_requests)
     take_send_slot = _writes(pacing.take_send_slot)
     first_delivery = _writes(deliveries.first_delivery)
+
+    # --- the inbox: deliveries kept until handled ----------------------------------------
+    receive_delivery = _writes(inbox.receive_delivery)
+    take_deliveries = _writes(inbox.take_deliveries)
+    inbox_claims = _reads(inbox.inbox_claims)
+    renew_deliveries = _writes(inbox.renew_deliveries)
+    release_deliveries = _writes(inbox.release_deliveries)
+    start_delivery = _writes(inbox.start_delivery)
+    start_delivered_turn = _writes(inbox.start_delivered_turn)
+    finish_delivery = _writes(inbox.finish_delivery)
+    deliveries_ahead = _reads(inbox.deliveries_ahead)
 
     # --- a conversation's extensions and the approvals of their calls --------------------
     set_extension_use = _writes(extension_use.set_extension_use)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import socket
 import sqlite3
+import subprocess
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -23,6 +25,7 @@ from cove.events import (
     TurnQueued,
     TurnStarted,
 )
+from cove.persistence.store import Store
 from tests.conversation.watch.watch_helpers import GatedClient
 from tests.scripted import reply, settings_for
 
@@ -365,6 +368,36 @@ async def test_a_live_lease_in_another_process_means_busy(tmp_path: Path) -> Non
                 await run(second, conv.id, "intrude")
             model.release(0)
             assert final(await running).status == "done"
+
+
+def dead_owner() -> str:
+    """A lease owner id naming a process of this host that has ended."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return f"{socket.gethostname()}:{ended.pid}:deadbeef"
+
+
+async def test_running_elsewhere_counts_a_live_lease_of_another_living_process_only(
+    tmp_path: Path,
+) -> None:
+    model = GatedClient([reply(["x = 1"], "ok")], gates=[0])  # the turn runs until released
+    settings = settings_for(tmp_path)
+    dead = dead_owner()
+    async with await Conversations.open(settings, llm_factory=model.factory()) as first:
+        conv = await first.create()
+        async with await Conversations.open(settings, llm_factory=model.factory()) as second:
+            running = await started(first, conv.id, "slow")
+            assert await second.running_elsewhere(conv.id)
+            assert not await first.running_elsewhere(conv.id)  # its own turn
+            model.release(0)
+            await running
+            assert not await second.running_elsewhere(conv.id)  # handed back
+        async with Store.open(settings.store.database) as store:
+            await store.acquire_lease(conv.id, dead, 600)
+            assert not await first.running_elsewhere(conv.id)  # send takes it over
+            await store.release_lease(conv.id, dead)
+            await store.acquire_lease(conv.id, "another-host:1:abc", 600)
+            assert await first.running_elsewhere(conv.id)  # alive, for all this host knows
 
 
 async def test_cancel_stops_the_running_turn(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ parameters; ``{"ok": true, "result": ...}`` or ``{"ok": false, "error_code": ..,
         tg.send_text(chat_id=1, text="hello")            # queued for getUpdates
         tg.fail_next("sendMessage", 429, retry_after=1)   # flood control once
         tg.fail_next("sendMessage", 400, "Bad Request: can't parse entities: ...")
+        held = tg.hold("getFile")                         # answered once held.set()
         file_id = tg.add_file(b"a,b\\n1,2\\n", "data.csv")
         await tg.wait_for(lambda: tg.calls_of("sendMessage"))
 
@@ -131,6 +132,7 @@ class FakeTelegram:
         self.files: dict[str, tuple[str, bytes]] = {}
         self.webhook: dict[str, Any] | None = None
         self._faults: dict[str, list[Fault]] = {}
+        self._holds: dict[str, threading.Event] = {}
         self._updates: list[dict[str, Any]] = []
         self._next_update = itertools.count(1)
         self._next_message = itertools.count(1000)
@@ -209,6 +211,12 @@ class FakeTelegram:
         self, chat_id: int, data: bytes, name: str, *, caption: str | None = None, **kw: Any
     ) -> int:
         """Queue a document from a user; its bytes are served through ``getFile``."""
+        return self._queue(self.document_update(chat_id, data, name, caption=caption, **kw))
+
+    def document_update(
+        self, chat_id: int, data: bytes, name: str, *, caption: str | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        """A document message update from a user; its bytes are served through ``getFile``."""
         file_id = self.add_file(data, name)
         message = self._message(chat_id, kw.get("user_id"), kw.get("chat_type", "private"), None)
         message["document"] = {
@@ -220,7 +228,7 @@ class FakeTelegram:
         }
         if caption is not None:
             message["caption"] = caption
-        return self._queue({"update_id": next(self._next_update), "message": message})
+        return {"update_id": next(self._next_update), "message": message}
 
     def send_photo(self, chat_id: int, data: bytes, *, caption: str | None = None) -> int:
         """Queue a photo from a user (a small thumbnail and the full size, as Telegram does)."""
@@ -262,6 +270,13 @@ class FakeTelegram:
             self._faults.setdefault(method, []).extend(
                 Fault(status, description, retry_after, when) for _ in range(count)
             )
+
+    def hold(self, method: str) -> threading.Event:
+        """Hold back the answer to every call of ``method`` (each is recorded as it arrives)
+        until the returned event is set: a caller stays between sending and being answered."""
+        with self._changed:
+            held = self._holds[method] = threading.Event()
+        return held
 
     def calls_of(self, method: str, chat_id: int | None = None) -> list[Call]:
         """The recorded calls of ``method`` (to ``chat_id`` when given), oldest first."""
@@ -390,6 +405,9 @@ class FakeTelegram:
             fault = self._take_fault(method, params)
             self.calls.append(call)
             self._changed.notify_all()
+        held = self._holds.get(method)
+        if held is not None:
+            await asyncio.to_thread(held.wait)
         if fault is not None:
             call.error = fault.status
             extra = {"retry_after": fault.retry_after} if fault.retry_after else None

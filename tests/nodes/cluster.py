@@ -34,9 +34,27 @@ def node_env(tmp_path: Path, name: str, fake: FakeOpenAI, url: str, **extra: str
     return env | extra
 
 
-def start_node(tmp_path: Path, name: str, fake: FakeOpenAI, url: str, **extra: str) -> ServeProcess:
-    """``cove serve --web`` as node ``name``."""
-    return ServeProcess(node_env(tmp_path, name, fake, url, **extra), "--web")
+def start_node(
+    tmp_path: Path,
+    name: str,
+    fake: FakeOpenAI,
+    url: str,
+    *,
+    host: str | None = None,
+    **extra: str,
+) -> ServeProcess:
+    """``cove serve --web`` as node ``name``; with ``host``, in a UTS namespace of its own
+    under that host name, so the other nodes see it as a node on another machine (its lease
+    owner id names that host: its death is not seen, its lease must lapse)."""
+    return ServeProcess(node_env(tmp_path, name, fake, url, **extra), "--web", prefix=on_host(host))
+
+
+def on_host(host: str | None) -> list[str]:
+    """The command a node runs under to have the host name ``host`` (a UTS namespace of its
+    own; root): its lease owner ids name that host. None: this host's name."""
+    if host is None:
+        return []
+    return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host]
 
 
 def client(base_url: str) -> httpx.AsyncClient:

@@ -14,7 +14,7 @@ import httpx
 from tests.channels.serve.process import ServeProcess
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.telegram_server import FakeTelegram
-from tests.nodes.cluster import node_env
+from tests.nodes.cluster import node_env, on_host
 from tests.scripted import reply
 
 HOOK_PATH = "/telegram/hook"
@@ -31,7 +31,7 @@ def free_port() -> int:
 
 class BotNode:
     """A node running the bot; ``deliver`` posts an update to its webhook, as Telegram (through
-    the proxy) would."""
+    the proxy) would. ``host``: the node's own host name (``cluster.on_host``)."""
 
     def __init__(
         self,
@@ -41,6 +41,8 @@ class BotNode:
         tg: FakeTelegram,
         url: str,
         allow: list[int],
+        *,
+        host: str | None = None,
         **extra: str,
     ) -> None:
         self.hook_port = free_port()
@@ -52,7 +54,7 @@ class BotNode:
             "COVE_TELEGRAM_WEBHOOK_PORT": str(self.hook_port),
             "COVE_TELEGRAM_WEBHOOK_SECRET": SECRET,
         }
-        self.process = ServeProcess(env, "--web", "--telegram")
+        self.process = ServeProcess(env, "--web", "--telegram", prefix=on_host(host))
 
     async def deliver(self, update: dict[str, Any]) -> None:
         """Post one update to this node's webhook; it must be taken (200)."""

@@ -113,4 +113,18 @@ async def test_the_proxy_keeps_a_conversation_on_one_node_and_fails_over_when_it
         cid,
     )
     assert turns == [(FIRST, "interrupted"), ("and then?", "done")]
+    iterations = await rows(
+        shared_url,
+        "SELECT t.position, i.position, i.status FROM iteration i JOIN turn t ON t.id = i.turn_id"
+        " WHERE t.conversation_id = $1 ORDER BY t.position, i.position",
+        cid,
+    )
+    # Every committed iteration once: the dead node's first, its second cut short, B's own.
+    assert iterations == [(1, 0, "ok"), (1, 1, "interrupted"), (2, 0, "ok")], iterations
     assert len(await rows(shared_url, "SELECT id FROM block WHERE code = 'x = 6 * 7'")) == 1
+    names = await rows(
+        shared_url,
+        "SELECT DISTINCT name FROM var_version WHERE conversation_id = $1 ORDER BY name",
+        cid,
+    )
+    assert names == [("x",), ("y",)]

@@ -68,6 +68,10 @@ TABLES = {
         "id", "conversation_id", "from_turn", "instructions", "model", "set_at",
     ],
     "delivery": ["key", "at"],
+    "inbox": [
+        "key", "sender", "lane", "seq", "body", "received_at", "holder", "held_until",
+        "started_at", "conversation_id", "position",
+    ],
     "schema_migrations": ["version", "name", "applied_at"],
     # The FTS5 virtual table and the shadow tables SQLite keeps for it.
     "search_fts": ["text"],
@@ -113,6 +117,9 @@ INDEXES = {
     ),
     "sqlite_autoindex_delivery_1": ("delivery", ["key"]),
     "delivery_at": ("delivery", ["at"]),
+    "sqlite_autoindex_inbox_1": ("inbox", ["key"]),
+    "inbox_lane": ("inbox", ["sender", "lane", "seq"]),
+    "inbox_claim": ("inbox", ["sender", "held_until"]),
 }
 
 

@@ -2,7 +2,8 @@
 
 A real ``cove serve`` process finds the example plugin's ``inbox`` channel (group
 ``cove.channels``) through ``PYTHONPATH``; the channel drives turns through the same
-``Conversations`` API the built-in channels use.
+``Conversations`` API the built-in channels use, and serves a page of its own behind the
+service's login, ``Host`` and ``Origin`` checks.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.channels.cli.helpers import wait_until
@@ -49,6 +51,18 @@ def test_serve_runs_the_plugins_channel_and_refuses_one_not_installed(
         wait_until(answer.exists, "the inbox channel's answer", seconds=60)
         assert answer.read_text() == "the answer is 42"
         assert server.requests[0]["messages"][1]["content"].count("what is 6 * 7?") == 1
+        # Its page, on the service's one HTTP server, behind the same checks as the web's.
+        page, token = (
+            f"{serve.base_url}/inbox",
+            {"Authorization": f"Bearer {env['COVE_WEB_TOKEN']}"},
+        )
+        listed = httpx.get(page, headers=token)
+        assert listed.status_code == 200 and listed.json() == {"waiting": [], "answered": ["q"]}
+        assert httpx.get(page).status_code == 401
+        rebound = httpx.get(page, headers={**token, "Host": "127.0.0.1.evil.example"})
+        assert rebound.status_code == 403
+        foreign = httpx.post(page, headers={**token, "Origin": "http://evil.example"})
+        assert foreign.status_code == 403
         serve.proc.send_signal(signal.SIGTERM)
         assert serve.proc.wait(timeout=60) == 0
     finally:
@@ -62,4 +76,7 @@ def test_serve_runs_the_plugins_channel_and_refuses_one_not_installed(
         stdin=subprocess.DEVNULL,
     )
     assert refused.returncode != 0
-    assert "no channel named 'nope' is installed (installed: inbox)" in refused.stderr
+    assert (
+        "no channel named 'nope' is installed (installed: inbox, mcp, telegram, web)"
+        in refused.stderr
+    )

@@ -14,18 +14,18 @@ raises is printed on stderr and mapped to an exit code by ``exit_code_for``.
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from cove import registered
 from cove.channels.cli.exits import EXIT_CANCELLED, EXIT_CODES_HELP, exit_code_for
-from cove.channels.cli.plugin_commands import load_command, plugin_commands
+from cove.channels.cli.plugin_commands import GROUP, load_command, own_command, plugin_commands
 from cove.errors import CoveError
 
 if TYPE_CHECKING:
@@ -39,26 +39,25 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 class CoveGroup(click.Group):
     """A group whose commands return exit codes and whose ``CoveError`` become exit codes.
 
-    Commands are imported when first used: ``modules`` names the module that registers each
-    one, so ``cove list`` never imports what ``cove web`` needs (``cove --help`` imports them
-    all, to list them).
+    Its commands are the entry points of the group ``cove.commands``: cove's own (declared in
+    its ``pyproject.toml``), then those installed packages add (``plugin_commands.py``); a
+    name both use is cove's. A command is imported when first used, so ``cove list`` never
+    imports what ``cove web`` needs, and installed packages are looked through only for a name
+    that is not cove's or to list every command (``cove --help``).
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.modules: dict[str, str] = {}  # command name -> the module that registers it
-
     def list_commands(self, ctx: click.Context) -> list[str]:
-        """Every command's name, registered or not yet imported, installed packages' too."""
-        return sorted({*self.commands, *self.modules, *plugin_commands()})
+        """Every command's name, cove's own and installed packages'."""
+        return sorted({*self.commands, *registered.own(GROUP), *plugin_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """The command named ``cmd_name``, importing the module that registers it (cove's
-        own first, then an installed package's: ``plugin_commands.py``)."""
-        if cmd_name not in self.commands and cmd_name in self.modules:
-            importlib.import_module(self.modules[cmd_name])
-        elif cmd_name not in self.commands and cmd_name in plugin_commands():
-            self.commands[cmd_name] = load_command(plugin_commands()[cmd_name])
+        """The command named ``cmd_name`` (cove's own first), imported now if need be."""
+        if cmd_name not in self.commands:
+            own = registered.own(GROUP).get(cmd_name)
+            if own is not None:
+                self.commands[cmd_name] = own_command(own)
+            elif cmd_name in plugin_commands():
+                self.commands[cmd_name] = load_command(plugin_commands()[cmd_name])
         return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -145,15 +144,18 @@ def _show_version(ctx: click.Context) -> None:
     ctx.exit()
 
 
-def command(name: str | None = None, **kwargs: Any) -> Callable[[F], F]:
-    """Register a command on the ``cove`` group, with the global flags."""
+def command(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], click.Command]:
+    """Make a function a ``cove`` command named ``name``, with the global flags; its entry
+    point (``pyproject.toml``, group ``cove.commands``) puts it on the group."""
 
-    def register(f: F) -> F:
+    def make(f: Callable[..., Any]) -> click.Command:
         kwargs.setdefault("context_settings", CONTEXT)
-        cove.command(name, **kwargs)(global_options(f))
-        return f
+        decorate = cast(
+            Callable[[Callable[..., Any]], click.Command], click.command(name, **kwargs)
+        )
+        return decorate(global_options(f))
 
-    return register
+    return make
 
 
 def examples(*lines: str) -> str:

@@ -1,8 +1,9 @@
 """``cove`` commands that installed packages add, through the entry-point group ``cove.commands``.
 
 An entry point names a ``click.Command``; its name is the command's (``cove notes`` for
-``notes = "cove_notes.cli:notes"``). A plugin command is loaded only when it is run or the help
-lists the commands, like cove's own. cove's own commands win a name both use. A command that
+``notes = "cove_notes.cli:notes"``). cove's own commands are entry points of this group too
+(``registered.own``). A plugin command is loaded only when it is run or the help lists the
+commands, like cove's own. cove's own commands win a name both use. A command that
 cannot be loaded is still listed, and running it says why (exit 1): one broken plugin never
 breaks the others or cove.
 """
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from cove import registered
 from cove.channels.cli.exits import EXIT_FAILED
 
 if TYPE_CHECKING:
@@ -25,12 +27,21 @@ GROUP = "cove.commands"
 
 @functools.cache
 def plugin_commands() -> dict[str, EntryPoint]:
-    """The installed command entry points, by command name (read once per process)."""
-    # Imported here: importlib.metadata costs a tenth of a cove command's start, and cove's
-    # own commands are found without it.
-    from importlib.metadata import entry_points
+    """The command entry points installed packages add, by command name (read once per
+    process, and only when a name is not cove's own or every command is listed)."""
+    return registered.installed(GROUP)
 
-    return {point.name: point for point in entry_points(group=GROUP)}
+
+def own_command(point: EntryPoint) -> click.Command:
+    """One of cove's own commands (``pyproject.toml``): it must load, so nothing is caught.
+
+    Raises:
+        TypeError: The entry point names something that is not a click command.
+    """
+    loaded = point.load()
+    if not isinstance(loaded, click.Command):
+        raise TypeError(f"cove's command {point.name!r} is a {type(loaded).__name__}")
+    return loaded
 
 
 def load_command(point: EntryPoint) -> click.Command:

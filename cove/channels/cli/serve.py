@@ -35,7 +35,8 @@ from cove.errors import ConfigError
     "channels",
     multiple=True,
     metavar="NAME",
-    help="Also run a channel an installed package adds (entry-point group cove.channels).",
+    help="Also run this channel: web, telegram, mcp, or one an installed package adds "
+    "(entry-point group cove.channels).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(
@@ -104,24 +105,25 @@ def serve_command(
     from cove.channels.serve.supervisor import default_processes
 
     settings = load_settings()
-    web = web or not (telegram or mcp or channels)
-    if mcp:
-        require("mcp", "cove serve --mcp")
+    flags = {"web": web, "telegram": telegram, "mcp": mcp}
+    chosen = tuple(dict.fromkeys([*(name for name, on in flags.items() if on), *channels]))
+    chosen = chosen or ("web",)
+    for name, extra in (("mcp", "mcp"), ("telegram", "telegram")):
+        if name in chosen:
+            require(extra, f"cove serve --{name}")
     json_lines = {"auto": None, "json": True, "text": False}[log_format]
     configure_logging(log_level, json_lines=json_lines)
     options = ServeOptions(
-        web=web,
-        telegram=telegram,
-        mcp=mcp,
+        channels=chosen,
         host=host,
         port=port,
         grace_s=settings.serve.shutdown_grace_s if grace is None else max(0.0, grace),
         allow_hosts=allow_hosts,
-        channels=tuple(dict.fromkeys(channels)),
-        **_token(settings.web.token, host, web or mcp),
+        # Off loopback every channel but the bot may serve pages behind the login.
+        **_token(settings.web.token, host, any(name != "telegram" for name in chosen)),
     )
     count = settings.serve.processes if processes is None else processes
-    if not web:  # only the web is served by every process; the others run once
+    if "web" not in chosen:  # only the web is served by every process; the others run once
         count = 1
     return run_service(settings, options, count or default_processes())
 

@@ -51,8 +51,6 @@ _TURN_ROUTES = (
     ),
     ("DELETE", re.compile(r"^/api/conversations/([A-Za-z0-9_-]{1,64})$")),
 )
-#: MCP sessions live in the memory of the one process that runs MCP.
-_MCP_PATH = "/mcp"
 _HOP_BY_HOP = frozenset(
     {
         b"connection",
@@ -82,12 +80,13 @@ class Placement:
     """Where this process stands among the service's processes.
 
     ``sockets`` are the private unix sockets of every process, by index (this one's included);
-    ``mcp`` says MCP is served (by process ``MCP_HOME``).
+    ``once`` names the channels that run in process ``FIRST`` only (MCP, Telegram, packages'
+    channels): a request under ``/NAME`` of one of them is answered there.
     """
 
     index: int
     sockets: Sequence[Path]
-    mcp: bool = False
+    once: tuple[str, ...] = ()
 
     @property
     def processes(self) -> int:
@@ -101,8 +100,9 @@ class Placement:
     def home(self, scope: Scope) -> int | None:
         """The process that must answer this request, or None when any may."""
         path: str = scope["path"]
-        if path == _MCP_PATH:
-            return MCP_HOME if self.mcp else None
+        top = path.split("/", 2)[1] if path.startswith("/") else ""
+        if top in self.once:
+            return FIRST
         for method, pattern in _TURN_ROUTES:
             match = pattern.match(path) if scope["method"] == method else None
             if match is not None:
@@ -110,8 +110,8 @@ class Placement:
         return None
 
 
-#: The process that runs MCP (and the other channels that must run once).
-MCP_HOME = 0
+#: The process that runs the channels that must run once (MCP's sessions live in its memory).
+FIRST = 0
 
 
 class Peers:

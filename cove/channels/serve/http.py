@@ -1,4 +1,4 @@
-"""The service's HTTP side: one app (operations endpoints + the web channel), one uvicorn
+"""The service's HTTP side: one app (operations endpoints + the channels' routes), one uvicorn
 server running inside the service's event loop."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cove.channels.serve import ops
@@ -109,26 +109,24 @@ class Access:
 
 def build_app(
     state: ops.OpsState,
-    web: Starlette | None,
+    routes: Sequence[BaseRoute],
     access: Access,
-    exact: Mapping[str, Starlette] | None = None,
     placement: Placement | None = None,
 ) -> Starlette:
-    """The service's app: operations endpoints, the ``exact`` apps at their paths (MCP at
-    ``/mcp``), then the web channel (if any) at ``/``.
+    """The service's app: operations endpoints, then the channels' ``routes`` in order (the
+    web's ``/`` last).
 
     As one of several processes (``placement``), a turn's request for a conversation whose
-    home is another process is forwarded there (``affinity.Affinity``), before the login is
-    checked: the home process checks it.
+    home is another process, or a request for a channel that runs in the first process only,
+    is forwarded there (``affinity.Affinity``), before the login is checked: the answering
+    process checks it.
 
     One ``Guard`` stands in front of all of it (the operations endpoints are its public paths,
-    ``/readyz`` tells its details to logged-in callers only); anything mounted here is behind
-    the same login. A mounted app's lifespan does not run by itself, so this app's lifespan
-    runs theirs.
+    ``/readyz`` tells its details to logged-in callers only); every channel's route is behind
+    the same login, ``Host`` and ``Origin`` checks. A mounted app's lifespan does not run by
+    itself, so this app's lifespan runs that of every Starlette app among ``routes``.
     """
-    served = dict(exact or {})
-    mounted = [*served.values(), *([web] if web is not None else [])]
-
+    apps = [app for route in routes if isinstance(app := _app_of(route), Starlette)]
     peers = Peers(placement) if placement is not None else None
 
     @contextlib.asynccontextmanager
@@ -136,17 +134,12 @@ def build_app(
         async with contextlib.AsyncExitStack() as stack:
             if peers is not None:
                 stack.push_async_callback(peers.aclose)
-            for sub in mounted:
+            for sub in apps:
                 await stack.enter_async_context(sub.router.lifespan_context(sub))
             yield
 
-    routes: list[BaseRoute] = list(ops.ROUTES)
-    # An app at an exact path sees the whole path (``/mcp``), as it would served alone.
-    routes += [Route(path, endpoint=sub) for path, sub in served.items()]
-    if web is not None:
-        routes.append(Mount("/", app=web))
     app = Starlette(
-        routes=routes,
+        routes=[*ops.ROUTES, *routes],
         lifespan=lifespan,
         middleware=[
             Middleware(RequestContext),
@@ -163,6 +156,26 @@ def build_app(
     )
     app.state.ops = state
     return app
+
+
+def _app_of(route: BaseRoute) -> object:
+    """The app a route hands its requests to (a mount's app, or a route's endpoint)."""
+    return route.app if isinstance(route, Mount) else getattr(route, "endpoint", None)
+
+
+def claims(routes: Sequence[BaseRoute], name: str) -> bool:
+    """Whether one of ``routes`` (looking inside apps mounted at ``/``) serves ``/NAME`` or a
+    path under it (a route whose first part is a parameter serves every name)."""
+    for route in routes:
+        path = str(getattr(route, "path", ""))
+        if isinstance(route, Mount) and path == "" and isinstance(route.app, Starlette):
+            if claims(route.app.routes, name):
+                return True
+            continue
+        first = path.split("/", 2)[1] if path.startswith("/") else ""
+        if first == name or first.startswith("{"):
+            return True
+    return False
 
 
 class _Server(uvicorn.Server):

@@ -96,11 +96,17 @@ class ServeMetrics:
             buckets=_SECONDS,
             registry=r,
         )
-        self.telegram_updates = Counter(
-            "cove_telegram_updates", "Telegram updates received.", registry=r
+        self.channel_received = Counter(
+            "cove_channel_received",
+            "Inputs a channel received (Telegram updates, …).",
+            ["channel"],
+            registry=r,
         )
-        self.telegram_errors = Counter(
-            "cove_telegram_api_errors", "Failed Telegram Bot API calls.", ["method"], registry=r
+        self.channel_failed = Counter(
+            "cove_channel_failed",
+            "A channel's calls out that failed (Telegram Bot API calls, …), by what was called.",
+            ["channel", "call"],
+            registry=r,
         )
         Gauge("cove_turns_running", "Turns running now.", registry=r).set_function(
             lambda: len(self.running)
@@ -139,6 +145,10 @@ class ServeMetrics:
     async def wait_idle(self) -> None:
         """Return once no turn of this process runs."""
         await self._idle.wait()
+
+    def counts(self, channel: str) -> ChannelTally:
+        """The counters of the channel named ``channel`` (``channel.ChannelCounts``)."""
+        return ChannelTally(self, channel)
 
     def running_conversations(self) -> set[str]:
         """Conversations with a turn running in this process."""
@@ -201,3 +211,20 @@ class ServeMetrics:
         fields = {"turn_id": event.turn_id, "status": event.status}
         fields |= {"iterations": event.iterations, "ms": round(event.duration_ms)}
         log.info("turn finished", extra={"fields": fields})
+
+
+class ChannelTally:
+    """One channel's counters in the service's metrics (``channel.ChannelCounts``)."""
+
+    def __init__(self, metrics: ServeMetrics, channel: str) -> None:
+        self._received = metrics.channel_received.labels(channel)
+        self._failed = metrics.channel_failed
+        self._channel = channel
+
+    def received(self) -> None:
+        """One more input received."""
+        self._received.inc()
+
+    def failed(self, call: str) -> None:
+        """One more failed call out, by what was called."""
+        self._failed.labels(self._channel, call).inc()

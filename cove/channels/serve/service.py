@@ -5,7 +5,8 @@ Stopping (SIGTERM or SIGINT):
 
 1. new turns are refused (``Conversations.accepting``; the HTTP side answers 503 to changes and
    ``/readyz`` says ``stopping``), and turns still queued behind a running one are never started:
-   their senders are told to send them again (a Telegram message, the web's refused notice);
+   their senders are told to send them again (the web's refused notice; a Telegram message that
+   came by webhook is given back to the store's inbox instead, for another node to run);
 2. running turns get ``grace_s`` seconds to finish;
 3. the ones still running are cancelled — recorded ``cancelled``, watchers see them end;
 4. the channels stop, the workers stop, the database closes; exit 0.
@@ -24,24 +25,26 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from starlette.applications import Starlette
+from starlette.routing import BaseRoute
 
 from cove.channels.serve.affinity import FORWARD_KEEP_ALIVE_S, mark_forwarded
-from cove.channels.serve.channel import Channel, telegram_channel
-from cove.channels.serve.http import Access, HttpServer, build_app
+from cove.channels.serve.channel import Channel, ChannelFactory, routes_of, runs_everywhere
+from cove.channels.serve.channels import channel_factory
+from cove.channels.serve.http import Access, HttpServer, build_app, claims
 from cove.channels.serve.logs import PROCESS
 from cove.channels.serve.metrics import ServeMetrics
 from cove.channels.serve.ops import OpsState
-from cove.channels.serve.plugins import channel_factory
-from cove.channels.serve.supervisor import MCP_HOME, ChildSockets, Supervisor
+from cove.channels.serve.supervisor import FIRST, ChildSockets, Supervisor
 from cove.channels.web.listen import listen
 from cove.channels.web.security import login_url, new_token
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
 from cove.conversation.memory import live_memory_budget
 from cove.conversation.service.operations import Readiness
+from cove.errors import ConfigError
 
 log = logging.getLogger("cove.serve")
 
@@ -56,10 +59,10 @@ CANCEL_WAIT_S = 10.0
 class ServeOptions:
     """What ``cove serve`` runs and how."""
 
-    web: bool = True
-    telegram: bool = False
-    #: Serve MCP over streamable HTTP at ``/mcp`` (``cove.channels.mcp``), behind the login.
-    mcp: bool = False
+    #: The channels to run, by name (``channels.py``): cove's ``web``, ``telegram`` and
+    #: ``mcp``, and those installed packages add. The web serves pages at ``/`` and MCP at
+    #: ``/mcp``, behind the login.
+    channels: tuple[str, ...] = ("web",)
     host: str = "127.0.0.1"
     port: int = 8000
     grace_s: float = DEFAULT_GRACE_S
@@ -69,8 +72,16 @@ class ServeOptions:
     token_configured: bool = False
     #: More ``Host`` names to answer on a loopback bind (a reverse proxy's public name).
     allow_hosts: tuple[str, ...] = ()
-    #: Channels installed packages add (``plugins.py``), by name.
-    channels: tuple[str, ...] = ()
+
+    @property
+    def web(self) -> bool:
+        """Whether the web channel runs."""
+        return "web" in self.channels
+
+    @property
+    def mcp(self) -> bool:
+        """Whether MCP is served (at ``/mcp``)."""
+        return "mcp" in self.channels
 
 
 class Service:
@@ -95,7 +106,7 @@ class Service:
         self.stopping = asyncio.Event()
         self._signals = 0
         # Loaded before anything starts: a channel that is not installed stops the service now.
-        self._factories = [channel_factory(name) for name in options.channels]
+        self._factories = {name: channel_factory(name) for name in options.channels}
 
     def _on_signal(self, signum: int) -> None:
         self._signals += 1
@@ -134,17 +145,10 @@ class Service:
             convs.new_ids = placement.at_home
         metrics = ServeMetrics(convs, placement)
         convs.observe(metrics.observe)
-        chosen = (
-            ("web", self.options.web),
-            ("telegram", self.options.telegram),
-            ("mcp", self.options.mcp),
-            *((name, True) for name in self.options.channels),
-        )
-        names = tuple(name for name, on in chosen if on)
-        ops = OpsState(metrics=metrics, readiness=Readiness(self.settings), channels=names)
-        web = self._web(convs)
+        made = self._channels(convs, metrics)
+        ops = OpsState(metrics=metrics, readiness=Readiness(self.settings), channels=tuple(made))
         access = Access(self.options.token, self.options.host, self.options.allow_hosts)
-        app = build_app(ops, web, access, self._mcp(convs), placement)
+        app = build_app(ops, _routes(made, self._factories), access, placement)
         http = HttpServer(app, sock)
         channels: list[Channel] = [http]
         if self.child is not None:  # turns forwarded by the other processes
@@ -155,9 +159,7 @@ class Service:
             channels.append(
                 HttpServer(forwarded, self.child.unix, lifespan=False, keep_alive_s=keep)
             )
-        if self.options.telegram:
-            channels.append(telegram_channel(convs, self.settings, metrics))
-        channels += [factory(convs, self.settings) for factory in self._factories]
+        channels += made.values()
         started: list[Channel] = []
         try:
             for channel in channels:
@@ -167,24 +169,29 @@ class Service:
             await self.stopping.wait()
             ops.draining = True
             await self._drain(convs, metrics)
-            _end_event_streams(web)
         finally:
+            # Last started first: the channels (the web ends its event streams), then the
+            # HTTP servers, which wait for the connections still open.
             for channel in reversed(started):
                 await channel.stop()
 
-    def _web(self, convs: Conversations) -> Starlette | None:
-        if not self.options.web:
-            return None
-        from cove.channels.web import create_app
+    def _channels(self, convs: Conversations, metrics: ServeMetrics) -> dict[str, Channel]:
+        """Each chosen channel over ``convs``, by name, told where to count in ``metrics``.
 
-        return create_app(self.settings, convs=convs)
-
-    def _mcp(self, convs: Conversations) -> dict[str, Starlette]:
-        if not self.options.mcp:
-            return {}
-        from cove.channels.mcp.http import PATH, mcp_app
-
-        return {PATH: mcp_app(convs)}
+        Raises:
+            ConfigError: A channel's factory made a channel of another name.
+        """
+        made: dict[str, Channel] = {}
+        for name, factory in self._factories.items():
+            channel = factory(convs, self.settings)
+            if getattr(channel, "name", None) != name:
+                named = getattr(channel, "name", None)
+                raise ConfigError(f"the channel {name!r} made a channel named {named!r}")
+            count_with = getattr(channel, "count_with", None)
+            if callable(count_with):
+                count_with(metrics.counts(name))
+            made[name] = channel
+        return made
 
     def _announce(self, http: HttpServer) -> None:
         """Say the service serves: the address on stderr, or to the supervisor (which prints
@@ -221,19 +228,14 @@ def run_service(settings: Settings, options: ServeOptions, processes: int) -> in
         code: int = asyncio.run(Service(settings, options).run())
         return code
     settings = memory_shared(settings, processes)
-    for name in options.channels:  # one not installed stops the service here, before a fork
-        channel_factory(name)
+    # Loaded here, before a fork: one not installed stops the service at once.
+    everywhere = [name for name in options.channels if runs_everywhere(channel_factory(name))]
+    once = tuple(name for name in options.channels if name not in everywhere)
 
     def run_child(sockets: ChildSockets) -> int:
         index = sockets.placement.index
         PROCESS.set(index)
-        once = index == MCP_HOME  # the channels that must run once
-        mine = replace(
-            options,
-            telegram=options.telegram and once,
-            mcp=options.mcp and once,
-            channels=options.channels if once else (),
-        )
+        mine = options if index == FIRST else replace(options, channels=tuple(everywhere))
         child_code: int = asyncio.run(Service(settings, mine, child=sockets).run())
         return child_code
 
@@ -244,7 +246,7 @@ def run_service(settings: Settings, options: ServeOptions, processes: int) -> in
         processes,
         run_child,
         lambda port: announce(options, port),
-        mcp=options.mcp,
+        once=once,
     )
     return supervisor.run()
 
@@ -279,9 +281,25 @@ def announce(options: ServeOptions, port: int) -> None:
         print(f"cove serve: {line}", file=sys.stderr, flush=True)
 
 
-def _end_event_streams(web: Starlette | None) -> None:
-    """End the web channel's SSE streams now, instead of at the end of the server's wait for
-    open connections (they would hold it for its whole timeout)."""
-    state = getattr(web.state, "web", None) if web is not None else None
-    if state is not None:
-        state.closing.set()
+def _routes(
+    channels: Mapping[str, Channel], factories: Mapping[str, ChannelFactory]
+) -> list[BaseRoute]:
+    """The HTTP routes of ``channels``: those of the channels that run once first, then those
+    of the channels every process runs (the web, which answers every other path).
+
+    Raises:
+        ConfigError: A route outside its channel's ``/NAME``, or a channel that runs once
+            whose ``/NAME`` the web answers (in several processes its requests would go to
+            the wrong one).
+    """
+    first: list[BaseRoute] = []
+    last: list[BaseRoute] = []
+    for name, channel in channels.items():
+        everywhere = runs_everywhere(factories[name])
+        (last if everywhere else first).extend(routes_of(channel, everywhere))
+    for name, factory in factories.items():
+        if not runs_everywhere(factory) and claims(last, name):
+            raise ConfigError(
+                f"the channel {name!r} cannot run beside the web: the web serves /{name}"
+            )
+    return [*first, *last]

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cove.channels.serve.affinity import MCP_HOME, Placement
+from cove.channels.serve.affinity import FIRST, Placement
 from cove.channels.web.listen import listen
 from cove.config import Settings
 
@@ -89,7 +89,7 @@ class Supervisor:
         processes: int,
         run_child: RunChild,
         announce: Callable[[int], None],
-        mcp: bool = False,
+        once: tuple[str, ...] = (),
     ) -> None:
         self.settings = settings
         self.host = host
@@ -97,7 +97,7 @@ class Supervisor:
         self.processes = processes
         self.run_child = run_child
         self.announce = announce
-        self.mcp = mcp
+        self.once = once
         self._children: dict[int, _Child] = {}  # by index
         self._due: dict[int, float] = {}  # restarts waiting for their pause, by index
         self._started: dict[int, float] = {}  # when each process that ended had started
@@ -145,7 +145,7 @@ class Supervisor:
                 ChildSockets(
                     tcp=tcp,
                     unix=unix[index],
-                    placement=Placement(index=index, sockets=tuple(paths), mcp=self.mcp),
+                    placement=Placement(index=index, sockets=tuple(paths), once=self.once),
                     ready_fd=write_fd,
                 ),
             )
@@ -283,4 +283,4 @@ def _bind_unix(path: Path) -> socket.socket:
     return sock
 
 
-__all__ = ["MCP_HOME", "ChildSockets", "RunChild", "Supervisor", "default_processes"]
+__all__ = ["FIRST", "ChildSockets", "RunChild", "Supervisor", "default_processes"]

@@ -16,6 +16,7 @@ import os
 import secrets
 import socket
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -34,6 +35,7 @@ from telegram.ext import (
 from cove.channels.telegram.approvals import PREFIX
 from cove.channels.telegram.commands import COMMANDS, Commands
 from cove.channels.telegram.handlers import Core
+from cove.channels.telegram.inbox import Inbox
 from cove.channels.telegram.limiter import Limiter
 from cove.channels.telegram.logs import Redaction, quiet_http_logs
 from cove.channels.telegram.outbox import Outbox
@@ -43,13 +45,13 @@ from cove.config import TelegramSettings
 from cove.conversation import Conversations
 from cove.errors import ConfigError, CoveError
 
+if TYPE_CHECKING:  # not imported: cove telegram runs without cove serve's libraries
+    from cove.channels.serve.channel import ChannelCounts
+
 log = logging.getLogger("cove.telegram")
 
 #: The update kinds the bot asks Telegram for.
 UPDATES = ["message", "callback_query"]
-
-#: How long an update's id is remembered: Telegram gives up redelivering after 24 hours.
-REDELIVERY_WINDOW_S = 2 * 24 * 3600.0
 
 
 class TelegramChannel:
@@ -79,11 +81,6 @@ class TelegramChannel:
         self._redaction = Redaction(token)
         self._bot_id = bot_id
         _register(self.app, self.core)
-
-    async def _first_delivery(self, update_id: int) -> bool:
-        """Whether this update reaches cove for the first time on any node (recording it)."""
-        key = f"telegram:{self._bot_id}:{update_id}"
-        return await self.convs.first_delivery(key, REDELIVERY_WINDOW_S)
 
     async def start(self) -> None:
         """Connect (``getMe``), register the commands and begin receiving updates.
@@ -147,11 +144,16 @@ class TelegramChannel:
             await self._stop_webhook()
         elif self.app.updater is not None and self.app.updater.running:
             await self.app.updater.stop()
+        inbox = self.core.inbox
+        if inbox is not None:  # runs no more updates; those it has not run are given back
+            await inbox.stop()
         for handles in list(self.core.roster.turns.values()):
             for handle in list(handles):
                 await handle.cancel()
         if self.core.tasks:
             await asyncio.gather(*list(self.core.tasks), return_exceptions=True)
+        if inbox is not None:
+            await inbox.release()
         await self.app.stop()
         await self.app.shutdown()
         self._redaction.remove()
@@ -170,8 +172,10 @@ class TelegramChannel:
             raise ConfigError(
                 f"cannot listen for the webhook on {host}:{port}: {exc.strerror}"
             ) from exc
+        inbox = self.core.inbox = Inbox(self.convs, self.app, self._bot_id)
+        inbox.start()  # takes over what nodes that died or stopped left
         config = uvicorn.Config(
-            webhook_app(self.app, path, secret, self._first_delivery),
+            webhook_app(self.app, path, secret, inbox.receive),
             log_level="warning",
             lifespan="off",
         )
@@ -200,6 +204,11 @@ class TelegramChannel:
             await self._webhook
         await self._webhook_server.shutdown(sockets=self._sockets)
         self._webhook = None
+
+    def count_with(self, counts: ChannelCounts) -> None:
+        """Count every update received and every failed Bot API call (by its method) in
+        ``cove serve``'s metrics (``serve.channel``); call before ``start``."""
+        self.observe_updates(on_update=counts.received, on_api_error=counts.failed)
 
     def observe_updates(
         self,

@@ -5,20 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 from telegram import Message, Update
 from telegram.ext import ContextTypes
 
 from cove.channels.telegram.approvals import ChatApprovals
+from cove.channels.telegram.inbox import Delivery, Inbox
 from cove.channels.telegram.outbox import ChatRef, Outbox
 from cove.channels.telegram.roster import Roster, chat_of, is_allowed, is_allowed_user
 from cove.channels.telegram.turns import TurnView, safe_name
 from cove.config import TelegramSettings
 from cove.conversation import Approver, Conversations, TurnHandle
-from cove.errors import Busy, CoveError
+from cove.errors import Busy, CoveError, DeliveryTaken
 from cove.events import Event, TurnQueued, TurnStarted
 
 log = logging.getLogger("cove.telegram")
@@ -32,6 +33,16 @@ Command = Callable[[ChatRef, list[str]], Awaitable[None]]
 ELSEWHERE = "⏳ Another cove node is running a turn in this conversation; this message runs next."
 NOT_RUN_STOPPING = (
     "The bot is stopping and did not run this message: send it again once it is back."
+)
+#: Told when a message taken over from a node that died had its turn started there.
+CUT_SHORT = (
+    "⚠️ The cove node running this message stopped as its turn began, so the turn did not "
+    "finish; it is not run twice. Send the message again to run it."
+)
+#: Told when a command taken over from a node that died had started there.
+COMMAND_CUT_SHORT = (
+    "⚠️ The cove node running this command stopped before it answered; it is not run "
+    "twice. Send it again if it did not take effect."
 )
 #: How long a message waits for another node's turn in its conversation, and polls at most.
 ELSEWHERE_WAIT_S = 3600.0
@@ -50,6 +61,8 @@ class Core:
         self.username = ""  # the bot's @username, known once it started
         self.bot_id = 0
         self.tasks: set[asyncio.Task[None]] = set()
+        #: Webhook mode: the updates kept in the store until handled (None: long polling).
+        self.inbox: Inbox | None = None
         self._refused: set[int] = set()
         self.stopping = asyncio.Event()  # set when the bot stops: no more waiting to send
         #: Per chat, the messages waiting for another node's turn; each set to withdraw it.
@@ -70,14 +83,21 @@ class Core:
             event.set()
         return len(withdrawn)
 
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run ``work`` in the background, held until it ends; failures are logged."""
+    def spawn(self, work: Coroutine[Any, Any, None], delivery: Delivery | None = None) -> None:
+        """Run ``work`` in the background, held until it ends; failures are logged. ``work``
+        handles the kept update ``delivery``: it is finished when ``work`` ends, unless
+        ``work`` settled it."""
+        if delivery is not None:
+            delivery.deferred = True
 
         async def guarded() -> None:
             try:
                 await work
             except Exception:
                 log.exception("a background task of the Telegram bot failed")
+            finally:
+                if delivery is not None:
+                    await delivery.finish()
 
         task = asyncio.get_running_loop().create_task(guarded())
         self.tasks.add(task)
@@ -126,14 +146,25 @@ class Core:
 
     # -- messages --------------------------------------------------------------------------
 
+    def delivery(self, update: Update) -> Delivery | None:
+        """The kept update ``update`` is (webhook mode), while its handlers run."""
+        return self.inbox.delivery(update) if self.inbox is not None else None
+
+    def stopped(self) -> bool:
+        """Whether this node takes no more turns (it is stopping)."""
+        return self.stopping.is_set() or not self.convs.accepting
+
     async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A text, document or photo: start (or queue) a turn in the chat's conversation."""
         message = update.effective_message
         if message is None or not await self.admitted(update) or not self.addressed(message):
             return
-        self.spawn(self._accept(chat_of(message), message))
+        delivery = self.delivery(update)
+        self.spawn(self._accept(chat_of(message), message, delivery), delivery)
 
-    async def _accept(self, chat: ChatRef, message: Message) -> None:
+    async def _accept(self, chat: ChatRef, message: Message, delivery: Delivery | None) -> None:
+        """Run a message as a turn and follow it; a kept update (``delivery``) starts its turn
+        once, and is given back when this node stops before running it."""
         async with self.roster.lock(chat):  # the chat's messages run in the order they came
             try:
                 attachments = await self._download(message)
@@ -145,11 +176,13 @@ class Core:
                 cid = await self.roster.current(chat)
                 sender = message.from_user.id if message.from_user else None
                 approver = self.approvals.approver(chat, sender)
-                handle, first = await self._start(chat, cid, text, attachments, approver)
+                key = delivery.key if delivery is not None else None
+                handle, first = await self._start(chat, cid, text, attachments, approver, key)
             except _Withdrawn:
                 return  # by /cancel, which said so
             except CoveError as exc:
-                await self.outbox.plain(chat, f"⚠️ {exc}")
+                if not await self._not_run(chat, delivery, exc):
+                    await self.outbox.plain(chat, f"⚠️ {exc}")
                 return
         self.roster.track(chat, handle)
         view = TurnView(
@@ -160,11 +193,28 @@ class Core:
             self.settings.group_edit_interval_s if chat.group else self.settings.edit_interval_s,
             fetch=lambda digest: self.convs.figure(cid, digest),
             first=first,
+            not_run=lambda exc: self._not_run(chat, delivery, exc),
         )
         try:
             await view.run()
         finally:
             self.roster.untrack(chat, handle)
+        if delivery is not None and view.started:
+            delivery.handled()  # finished in the store when its turn was recorded
+
+    async def _not_run(self, chat: ChatRef, delivery: Delivery | None, exc: CoveError) -> bool:
+        """Deal with the error that kept a message's turn from running; False: the chat is to
+        be told it. A kept update's turn that began on a node that died is not run again (the
+        chat is told so); one another node holds is left to it; one not run because this node
+        stops is given back, for another node or this one restarted."""
+        if isinstance(exc, DeliveryTaken):
+            if exc.ran:
+                await self.outbox.plain(chat, CUT_SHORT)
+            return True
+        if delivery is not None and self.stopped():
+            await delivery.release()
+            return True
+        return False
 
     async def _start(
         self,
@@ -173,9 +223,11 @@ class Core:
         text: str,
         attachments: list[tuple[str, bytes]],
         approver: Approver,
+        delivery: str | None,
     ) -> tuple[TurnHandle, Event | None]:
         """Send the message as a turn; its handle and first event (None: none came). The
-        calls it asks about are asked in the chat (``approver``).
+        calls it asks about are asked in the chat (``approver``); ``delivery`` names the kept
+        update it answers (``Conversations.send``).
 
         While another process (another node) holds the conversation's lease, its turn runs
         there: the chat is told once, and the message is sent when that lease is free (looked
@@ -184,13 +236,15 @@ class Core:
         this node runs once, in the chat's order, whichever node got it.
 
         Raises:
+            DeliveryTaken: The kept update started its turn before, or is another node's.
             CoveError: The turn was refused for another reason, the wait ran out or the bot is
                 stopping.
         """
         withdrawn = asyncio.Event()
         self.waiting.setdefault(chat.key, set()).add(withdrawn)
         try:
-            return await self._start_when_free(chat, cid, text, attachments, approver, withdrawn)
+            sending = _Sending(text, attachments, approver, delivery)
+            return await self._start_when_free(chat, cid, sending, withdrawn)
         finally:
             waiting = self.waiting.get(chat.key)
             if waiting is not None:
@@ -199,18 +253,18 @@ class Core:
                     del self.waiting[chat.key]
 
     async def _start_when_free(
-        self,
-        chat: ChatRef,
-        cid: str,
-        text: str,
-        attachments: list[tuple[str, bytes]],
-        approver: Approver,
-        withdrawn: asyncio.Event,
+        self, chat: ChatRef, cid: str, sending: _Sending, withdrawn: asyncio.Event
     ) -> tuple[TurnHandle, Event | None]:
         waited, told = 0.0, False
         while True:
-            if not await self._held_elsewhere(cid):
-                handle = self.convs.send(cid, text, attachments, approver=approver)
+            if not await self.convs.running_elsewhere(cid):
+                handle = self.convs.send(
+                    cid,
+                    sending.text,
+                    sending.attachments,
+                    approver=sending.approver,
+                    delivery=sending.delivery,
+                )
                 try:
                     return handle, await _first_event(handle)
                 except Busy as exc:
@@ -229,12 +283,6 @@ class Core:
             if withdrawn.is_set():
                 raise _Withdrawn
             waited += pause
-
-    async def _held_elsewhere(self, cid: str) -> bool:
-        """Whether another process holds a live lease on the conversation (runs its turn)."""
-        record = await self.convs.get(cid)
-        owner, until = record.lease_owner, record.lease_until
-        return owner not in (None, self.convs.owner) and (until or 0) > time.time()
 
     async def _download(self, message: Message) -> list[tuple[str, bytes]]:
         """The document or photo of a message, as (safe name, bytes); [] when there is none.
@@ -271,7 +319,9 @@ class Core:
             message = update.effective_message
             if message is None or not await self.admitted(update):
                 return
-            self.spawn(self._command(chat_of(message), run, list(context.args or []), ordered))
+            delivery = self.delivery(update)
+            args = list(context.args or [])
+            self.spawn(self._command(chat_of(message), run, args, ordered, delivery), delivery)
 
         return callback
 
@@ -301,16 +351,41 @@ class Core:
         return None if message.chat.type in ("group", "supergroup") else name
 
     async def _command(
-        self, chat: ChatRef, run: Command, args: list[str], ordered: bool = True
+        self,
+        chat: ChatRef,
+        run: Command,
+        args: list[str],
+        ordered: bool = True,
+        delivery: Delivery | None = None,
     ) -> None:
         async with self.roster.lock(chat) if ordered else contextlib.nullcontext():
             try:
+                if delivery is not None and not await self._first_run(chat, delivery):
+                    return
                 await run(chat, args)
             except CoveError as exc:
                 await self.outbox.plain(chat, f"⚠️ {exc}")
             except Exception:
                 log.exception("command failed in chat %s", chat.key)
                 await self.outbox.plain(chat, "⚠️ That command failed; the bot keeps running.")
+
+    async def _first_run(self, chat: ChatRef, delivery: Delivery) -> bool:
+        """Whether a kept command runs here: once, and never again after a node that had
+        started it died (the chat is told)."""
+        started = await delivery.start()
+        if started == "ran":
+            await self.outbox.plain(chat, COMMAND_CUT_SHORT)
+        return started == "start"
+
+
+@dataclass(frozen=True)
+class _Sending:
+    """A message on its way to become a turn: what ``Conversations.send`` is given."""
+
+    text: str
+    attachments: list[tuple[str, bytes]]
+    approver: Approver
+    delivery: str | None
 
 
 class _Withdrawn(Exception):

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from cove.channels.figures import FigureRef
@@ -28,6 +28,8 @@ MAX_FILE_BACK_BYTES = 45 * 1024 * 1024  # Bot API upload limit is 50 MB
 QUEUED = "⏳ A turn is running in this chat; this message is queued and runs next."
 
 Snapshot = dict[str, tuple[int, int]]
+#: Deals with the error that ended a turn before it ran; False: the error is told as it is.
+NotRun = Callable[[CoveError], Awaitable[bool]]
 
 
 def workspace_snapshot(root: Path) -> Snapshot:
@@ -66,9 +68,11 @@ class TurnView:
         interval: float,
         fetch: Fetch | None = None,
         first: Event | None = None,
+        not_run: NotRun | None = None,
     ) -> None:
         self.outbox = outbox
         self.first = first  # the handle's first event, when the sender already read it
+        self.not_run = not_run  # a turn refused before it ran: the sender's to deal with
         self.fetch = fetch  # reads a figure's PNG when an event does not carry it
         self.figures: list[tuple[FigureRef, BlockFigure]] = []
         self.chat = chat
@@ -83,6 +87,11 @@ class TurnView:
         self._before: Snapshot | None = None
         self._position = 0
 
+    @property
+    def started(self) -> bool:
+        """Whether the turn started (it is recorded)."""
+        return self._position > 0
+
     async def run(self) -> TurnFinished | None:
         """Follow the turn to its end; errors are told to the chat, never raised."""
         editor = asyncio.create_task(self._edit_loop())
@@ -91,7 +100,8 @@ class TurnView:
         try:
             finished = await self._follow()
         except CoveError as exc:
-            await self._tell(f"⚠️ {exc}")
+            if self.not_run is None or self.started or not await self.not_run(exc):
+                await self._tell(f"⚠️ {exc}")
         finally:
             self._ended.set()
             self._wake.set()

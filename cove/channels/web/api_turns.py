@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -15,6 +15,7 @@ from starlette.routing import Route
 from cove.channels.web.errors import BadInput
 from cove.channels.web.state import WebState, json_body, text_field, web
 from cove.conversation import VarVersionRecord
+from cove.conversation.watch.stream import WatchStream
 from cove.errors import NotFound
 from cove.events import Event
 
@@ -80,55 +81,87 @@ def _after(request: Request) -> int | None:
     return value
 
 
+class _Batches(Protocol):
+    """An event stream read in batches: what ``WatchStream`` offers beside ``async for``."""
+
+    def ready(self) -> asyncio.Future[None]: ...
+
+    def take(self, limit: int) -> list[Event]: ...
+
+
+class _OneAtATime:
+    """``_Batches`` over any async iterator of events (a list watch): one read at a time, in
+    a task of its own."""
+
+    def __init__(self, events: AsyncIterator[Event]) -> None:
+        self._events = events
+        self._next: asyncio.Future[Event] | None = None
+
+    def ready(self) -> asyncio.Future[Any]:
+        if self._next is None:
+            self._next = asyncio.ensure_future(self._events.__anext__())
+        return self._next
+
+    def take(self, limit: int) -> list[Event]:
+        if self._next is None or not self._next.done():
+            return []
+        read, self._next = self._next, None
+        return [read.result()]  # raises the stream's end or error
+
+    def cancel(self) -> None:
+        if self._next is not None:
+            self._next.cancel()
+
+
 class _Relay:
-    """Reads one watch stream, and the page's notices, into SSE frames."""
+    """Reads one watch stream, and the page's notices, into SSE frames.
+
+    Each wake takes every event ready at once and writes them as one chunk: with many
+    clients the per-write cost, not the JSON, is what limits delivery, and a conversation's
+    stream is waited on through a future, not a task per event.
+    """
 
     def __init__(
         self,
         state: WebState,
-        events: AsyncIterator[Event],
+        events: _Batches,
         notices: asyncio.Queue[dict[str, Any]] | None,
     ) -> None:
         self.state = state
         self.events = events
         self.notices = notices
-        self.next_event: asyncio.Future[Event] | None = None
         self.next_notice: asyncio.Future[dict[str, Any]] | None = None
         self.ended = False
 
     def pending(self) -> set[asyncio.Future[Any]]:
-        """The reads to wait on (started when not running yet)."""
-        if self.next_event is None:
-            self.next_event = asyncio.ensure_future(self.events.__anext__())
+        """The reads to wait on."""
         if self.notices is not None and self.next_notice is None:
             self.next_notice = asyncio.ensure_future(self.notices.get())
-        return {f for f in (self.next_event, self.next_notice) if f is not None}
+        ready = self.events.ready()
+        return {ready} if self.next_notice is None else {ready, self.next_notice}
 
-    async def read(self, with_id: bool) -> bytes:
-        """Everything ready now as one write: with many clients the per-write cost, not the
-        JSON, is what limits delivery."""
+    def read(self, with_id: bool) -> bytes:
+        """Everything ready now as one write."""
         out: list[bytes] = []
         if self.next_notice is not None and self.next_notice.done():
             notice = json.dumps(self.next_notice.result(), separators=(",", ":"))
             out.append(f"data: {notice}\n\n".encode())
             self.next_notice = None
-        while self.next_event is not None and self.next_event.done() and len(out) < MAX_BATCH:
-            try:
-                out.append(self.state.frames.frame(self.next_event.result(), with_id))
-            except StopAsyncIteration:
-                self.ended, self.next_event = True, None
-                break
-            self.next_event = asyncio.ensure_future(self.events.__anext__())
-            await asyncio.sleep(0)  # lets the read finish if an event is waiting
+        try:
+            frame = self.state.frames.frame
+            out.extend(frame(event, with_id) for event in self.events.take(MAX_BATCH))
+        except StopAsyncIteration:
+            self.ended = True
         return b"".join(out)
 
     async def cancel(self) -> None:
         """Stop the pending reads."""
-        for future in (self.next_event, self.next_notice):
-            if future is not None:
-                future.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await future
+        if isinstance(self.events, _OneAtATime):
+            self.events.cancel()
+        if self.next_notice is not None:
+            self.next_notice.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.next_notice
 
 
 async def _stream(
@@ -143,18 +176,24 @@ async def _stream(
     listening = state.notices.listen(notices_of) if notices_of else contextlib.nullcontext(None)
     async with events as stream:
         with listening as notices:
-            relay = _Relay(state, stream.__aiter__(), notices)
+            batches = stream if isinstance(stream, WatchStream) else _OneAtATime(stream)
+            relay = _Relay(state, batches, notices)
             closing = asyncio.ensure_future(state.closing.wait())
             try:
-                while not relay.ended:
-                    done, _ = await asyncio.wait(
-                        {*relay.pending(), closing},
-                        timeout=HEARTBEAT_S,
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                    if closing in done:
-                        return
-                    chunk = await relay.read(with_id) if done else b": keep-alive\n\n"
+                while not relay.ended and not closing.done():
+                    waits = relay.pending()
+                    if not any(wait.done() for wait in waits):  # else what came is read now
+                        done, _ = await asyncio.wait(
+                            {*waits, closing},
+                            timeout=HEARTBEAT_S,
+                            return_when=asyncio.FIRST_COMPLETED,
+                        )
+                        if closing in done:
+                            return
+                        if not done:
+                            yield b": keep-alive\n\n"
+                            continue
+                    chunk = relay.read(with_id)
                     if chunk:
                         yield chunk
             finally:

@@ -13,24 +13,20 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from cove.conversation.batched import Batched
 from cove.conversation.lease import owner_is_dead
 from cove.conversation.watch.hub import ConversationHub
 from cove.conversation.watch.rebuild import rebuild
 from cove.conversation.watch.sequence import turn_of
+from cove.conversation.watch.wakes import ChangeWakes, Marker
 from cove.errors import CoveError, NotFound
 from cove.events import TitleChanged
-from cove.persistence.database import Commits
 from cove.persistence.records import ConversationRecord, Transcript
 from cove.persistence.store import Store
 
 #: How often a follower checks that a running turn's process is still alive.
 LEASE_CHECK_S = 1.0
-
-#: A conversation's change marker (``Store.change_markers``).
-Marker = tuple[Any, ...]
 
 
 def change_markers(store: Store) -> Batched[Marker]:
@@ -42,19 +38,20 @@ async def follow(
     hub: ConversationHub,
     store: Store,
     markers: Batched[Marker],
-    poller: Commits,
+    wakes: ChangeWakes,
     *,
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
     """Publish into ``hub`` what other processes commit, while it has watchers.
 
     ``markers`` reads the conversation's change marker (``Store.change_markers``) together with
-    those of the other followers the same commit woke: one read per commit for them all.
+    those of the other followers woken at once; ``wakes`` wakes the follower only once that
+    marker moved (one read per commit for every follower of the process).
 
     A database error ends the watchers with it (a watcher must not wait for what cannot come).
     """
     try:
-        await _follow(hub, store, markers, poller, reap)
+        await _follow(hub, store, markers, wakes, reap)
     except CoveError as exc:
         hub.close_watchers(exc)
 
@@ -77,10 +74,11 @@ async def _follow(
     hub: ConversationHub,
     store: Store,
     markers: Batched[Marker],
-    poller: Commits,
+    wakes: ChangeWakes,
     reap: Callable[[ConversationRecord], Awaitable[None]],
 ) -> None:
     state = _Followed()
+    poller = wakes.commits
     async with poller.use():
         seen = poller.version
         while hub.watchers:
@@ -100,7 +98,9 @@ async def _follow(
                 if stale is not None:
                     await reap(stale)
                     continue
-            seen = await poller.wait(seen, state.wait_s())
+            if poller.version == seen:  # else a commit came during the read: read again now
+                await wakes.changed(hub.conversation_id, state.marker, state.wait_s())
+            seen = poller.version
 
 
 async def _changes(

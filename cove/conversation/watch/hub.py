@@ -42,6 +42,7 @@ class Watcher:
         self.resyncs = 0
         self._queue: deque[Event] = deque()
         self._wake = asyncio.Event()
+        self._ready: asyncio.Future[None] | None = None  # ``ready``'s, until something comes
         self._closed = False
         self._error: BaseException | None = None
         self._hubs: list[ConversationHub] = []  # the hubs delivering to it
@@ -58,18 +59,25 @@ class Watcher:
             self.resyncs += 1
             self._queue.append(Resync(conversation_id=event.conversation_id, seq=dropped))
         self._queue.append(event)
-        self._wake.set()
+        self._notify()
 
     def preload(self, events: Iterable[Event]) -> None:
         """Put missed events (from the ring or the store) ahead of what arrived live."""
         self._queue.extendleft(reversed(list(events)))
-        self._wake.set()
+        self._notify()
 
     def close(self, error: BaseException | None = None) -> None:
         """End the stream after what is queued; ``error`` is raised to the reader then."""
         if not self._closed:
             self._closed, self._error = True, error
-            self._wake.set()
+            self._notify()
+
+    def _notify(self) -> None:
+        self._wake.set()
+        if self._ready is not None:
+            if not self._ready.done():
+                self._ready.set_result(None)
+            self._ready = None
 
     @property
     def closed(self) -> bool:
@@ -83,22 +91,58 @@ class Watcher:
 
     async def __anext__(self) -> Event:
         while True:
-            while self._queue:
-                event = self._queue.popleft()
-                if isinstance(event, Resync):
-                    self.last_seq = event.seq
-                    return event
-                if event.seq <= self.last_seq and event.seq != 0:
-                    continue  # already delivered (a live copy of a preloaded event)
-                self.last_seq = max(self.last_seq, event.seq)
+            event = self._next_queued()
+            if event is not None:
                 return event
-            if self._closed:
-                if self._error is not None:
-                    error, self._error = self._error, None
-                    raise error
-                raise StopAsyncIteration
+            self._end_if_closed()
             self._wake.clear()
             await self._wake.wait()
+
+    def take(self, limit: int) -> list[Event]:
+        """Up to ``limit`` of the events ``__anext__`` would yield now, without waiting.
+
+        Raises:
+            StopAsyncIteration: Nothing is queued and the stream has ended.
+            BaseException: Nothing is queued and the stream ended with this error.
+        """
+        taken: list[Event] = []
+        while len(taken) < limit and (event := self._next_queued()) is not None:
+            taken.append(event)
+        if not taken:
+            self._end_if_closed()
+        return taken
+
+    def ready(self) -> asyncio.Future[None]:
+        """A future done once ``take`` has something to give or the stream has ended: a reader
+        waits on it beside other things without a task of its own."""
+        if self._queue or self._closed:
+            done = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+        if self._ready is None or self._ready.done():
+            self._ready = asyncio.get_running_loop().create_future()
+        return self._ready
+
+    def _next_queued(self) -> Event | None:
+        """The next queued event to deliver (duplicates skipped), or None when none is."""
+        while self._queue:
+            event = self._queue.popleft()
+            if isinstance(event, Resync):
+                self.last_seq = event.seq
+                return event
+            if event.seq <= self.last_seq and event.seq != 0:
+                continue  # already delivered (a live copy of a preloaded event)
+            self.last_seq = max(self.last_seq, event.seq)
+            return event
+        return None
+
+    def _end_if_closed(self) -> None:
+        """Raise the stream's end (or its error) once it is closed and drained."""
+        if self._closed:
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error
+            raise StopAsyncIteration
 
     async def aclose(self) -> None:
         """Stop watching: leave the hub and drop anything queued."""

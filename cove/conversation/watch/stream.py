@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 
@@ -42,6 +43,15 @@ class WatchStream:
     async def __anext__(self) -> Event:
         await self.start()
         return await self.watcher.__anext__()
+
+    def take(self, limit: int) -> list[Event]:
+        """Up to ``limit`` events that are ready, without waiting (``Watcher.take``); the
+        stream must have started."""
+        return self.watcher.take(limit)
+
+    def ready(self) -> asyncio.Future[None]:
+        """Done once ``take`` has something to give or the stream has ended."""
+        return self.watcher.ready()
 
     async def aclose(self) -> None:
         """Stop watching."""

@@ -12,6 +12,7 @@ from cove.conversation.watch.follow import change_markers, follow
 from cove.conversation.watch.hub import ConversationHub, Watcher
 from cove.conversation.watch.rebuild import latest_seq, rebuild
 from cove.conversation.watch.sequence import turn_of
+from cove.conversation.watch.wakes import ChangeWakes
 from cove.events import Event
 from cove.persistence.database import Commits
 from cove.persistence.records import ConversationRecord
@@ -36,6 +37,7 @@ class Watching:
         self._followers: dict[str, asyncio.Task[None]] = {}
         self._taps: list[Tap] = []
         self._markers = change_markers(store)
+        self._wakes = ChangeWakes(store, poller)
 
     def observe(self, tap: Tap) -> None:
         """Call ``tap(event)`` for every event a turn run by this process publishes.
@@ -117,7 +119,7 @@ class Watching:
         cid = hub.conversation_id
         if self._following(cid):
             return
-        task = asyncio.create_task(follow(hub, self.store, self._markers, self.poller, reap=reap))
+        task = asyncio.create_task(follow(hub, self.store, self._markers, self._wakes, reap=reap))
         self._followers[cid] = task
 
         def done(finished: asyncio.Task[None]) -> None:
@@ -150,3 +152,4 @@ class Watching:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self._wakes.aclose()

@@ -35,7 +35,7 @@ from openai import AsyncOpenAI, AsyncStream
 
 from cove.config import ModelSettings
 from cove.engine.budgets import estimate_tokens
-from cove.engine.llm.chunks import MalformedReply, chunk_text, reply_text, usage_of
+from cove.engine.llm.chunks import MalformedReply, reply_text, usage_of
 from cove.engine.llm.client import (
     CallKind,
     Completion,
@@ -46,6 +46,8 @@ from cove.engine.llm.client import (
     RetrySink,
     prompt_chars,
 )
+from cove.engine.llm.lanes import Lanes
+from cove.engine.llm.stream import read_reply
 from cove.engine.protocol import REPLY_SCHEMA
 from cove.errors import ModelError
 from cove.persistence.records import ModelOption
@@ -152,8 +154,13 @@ class OpenAIClient:
         self._url = _without_userinfo(settings.base_url or DEFAULT_BASE_URL)
         self._support = _Support()
         self._closed = False
+        self._lanes = Lanes(self._new_http_client)
+
+    def _new_http_client(self) -> AsyncOpenAI:
+        """A client of the endpoint with its own connection pool (one per lane)."""
+        settings = self._settings
         hooks: dict[str, list[Any]] = {"request": [_on_request], "response": [_on_response]}
-        self._client = AsyncOpenAI(
+        return AsyncOpenAI(
             api_key=settings.api_key or PLACEHOLDER_API_KEY,
             base_url=settings.base_url or DEFAULT_BASE_URL,
             timeout=settings.request_timeout_s,
@@ -185,12 +192,16 @@ class OpenAIClient:
         retries = _Retries(on_retry, self._settings.max_retries)
         token = _CALL.set(retries)
         try:
-            return await self._call(messages, kind, reasoning, on_delta, options, retries)
+            with self._lanes.lane() as client:
+                return await self._call(
+                    client, messages, kind, reasoning, on_delta, options, retries
+                )
         finally:
             _CALL.reset(token)
 
     async def _call(
         self,
+        client: AsyncOpenAI,
         messages: Sequence[Message],
         kind: CallKind,
         reasoning: Reasoning,
@@ -207,6 +218,7 @@ class OpenAIClient:
             retries.spent = spent
             try:
                 text, usage = await self._send(
+                    client,
                     request,
                     messages,
                     on_delta,
@@ -237,7 +249,7 @@ class OpenAIClient:
         """Close the HTTP connections; later calls raise ``ModelError``."""
         if not self._closed:
             self._closed = True
-            await self._client.close()
+            await self._lanes.aclose()
 
     async def __aenter__(self) -> OpenAIClient:
         return self
@@ -273,7 +285,7 @@ class OpenAIClient:
             Whether it answered, and a one-line description without secrets.
         """
         try:
-            client = self._client.with_options(timeout=timeout_s, max_retries=0)
+            client = self._lanes.first.with_options(timeout=timeout_s, max_retries=0)
             page = await client.models.list()
         except openai.APIStatusError as exc:
             return False, f"{self._url} answered HTTP {exc.status_code}: " + self._clean(
@@ -292,7 +304,7 @@ class OpenAIClient:
             ModelError: The endpoint failed or is unreachable (the message has no secrets).
         """
         try:
-            page = await self._client.with_options(timeout=timeout_s).models.list()
+            page = await self._lanes.first.with_options(timeout=timeout_s).models.list()
         except openai.APIStatusError as exc:
             message = self._clean(str(exc.message))
             raise ModelError(
@@ -317,6 +329,7 @@ class OpenAIClient:
 
     async def _send(
         self,
+        client: AsyncOpenAI,
         request: _Request,
         messages: Sequence[Message],
         on_delta: DeltaSink | None,
@@ -326,8 +339,10 @@ class OpenAIClient:
     ) -> tuple[str, Usage | None]:
         """One request, retried by the package ``retries`` times until a reply begins.
 
-        The request goes through the package's own ``post`` (its headers, retries, errors and
-        SSE reading) asking for the decoded JSON, not typed objects (see ``chunks``).
+        The request goes through the package's own ``post`` (its headers, retries and errors)
+        asking for the decoded JSON, not typed objects (see ``chunks``); a streamed reply's
+        events are read from the response here (see ``stream``). ``client`` is the lane the
+        call was given (see ``lanes``).
 
         Returns:
             The reply text and the endpoint's usage (None when it reported none).
@@ -337,7 +352,6 @@ class OpenAIClient:
             _BrokenReply: The reply began but broke off, or its body is not JSON or of a shape
                 no chat completion has.
         """
-        client = self._client
         if retries != self._settings.max_retries:
             client = client.with_options(max_retries=retries)
         # The turn's model options (temperature, max_tokens, ...) ride along with every request.
@@ -363,7 +377,7 @@ class OpenAIClient:
         )
         attempts = _attempts(stream.response.request)
         try:
-            return await _read_stream(stream, on_delta)
+            return await read_reply(stream.response, on_delta)
         except openai.APIError as exc:
             raise _BrokenReply(self._transport_error(exc), exc, attempts) from exc
         except (json.JSONDecodeError, MalformedReply) as exc:
@@ -493,27 +507,6 @@ def secret_pattern(secret: str | None) -> re.Pattern[str] | None:
 def redact(text: str, pattern: re.Pattern[str] | None) -> str:
     """``text`` with every match of ``pattern`` (see ``secret_pattern``) replaced."""
     return text if pattern is None else pattern.sub(_REDACTED, text)
-
-
-async def _read_stream(
-    stream: AsyncStream[object], on_delta: DeltaSink | None
-) -> tuple[str, Usage | None]:
-    """The text of choice 0 of a streamed reply, passed on as it arrives, and the usage.
-
-    Each chunk is the JSON the package decoded from one SSE ``data:`` line (``[DONE]`` and an
-    in-stream ``{"error": ...}`` are the package's to handle: the latter raises ``APIError``).
-    """
-    parts: list[str] = []
-    usage = None
-    async with stream:
-        async for chunk in stream:
-            usage = usage_of(chunk) or usage
-            text = chunk_text(chunk)
-            if text:
-                parts.append(text)
-                if on_delta is not None:
-                    await on_delta(text)
-    return "".join(parts), usage
 
 
 class _SentRequest(Protocol):

@@ -2,10 +2,12 @@
 
 A package adds an extension with an entry point in the group ``cove.extensions``; its name is
 the extension's name, its object either an ``Extension`` (of the same name) or a plain typed
-function (``functions.from_function``). ``discover`` loads them all once; a plugin that cannot
-be loaded (an import error, a bad signature, a name already taken) is left out and reported as
-a ``PluginProblem``, so a broken plugin never breaks cove. A conversation's set of extensions is
-chosen by name from the ``Catalog`` (``select``).
+function (``functions.from_function``). cove's own (``core``, ``files``, ``llm``) are entry
+points of the same group in its ``pyproject.toml`` (``registered.own``), loaded first.
+``discover`` loads them all once; a plugin that cannot be loaded (an import error, a bad
+signature, a name already taken) is left out and reported as a ``PluginProblem``, so a broken
+plugin never breaks cove. A conversation's set of extensions is chosen by name from the
+``Catalog`` (``select``).
 """
 
 from __future__ import annotations
@@ -13,13 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from functools import cache
+from importlib.metadata import EntryPoint
 
+from cove import registered
 from cove.environment.extensions.base import Extension
-from cove.environment.extensions.core import CORE
-from cove.environment.extensions.files import FILES
 from cove.environment.extensions.functions import BadPlugin, checked_effect, from_function
-from cove.environment.extensions.llm import LLM
 from cove.environment.extensions.registry import ExtensionRegistry
 from cove.errors import ConfigError
 
@@ -107,9 +108,17 @@ class Catalog:
         )
 
 
+@cache
 def builtin_catalog() -> Catalog:
-    """A catalog of cove's own extensions only (core, files, llm)."""
-    return Catalog(tuple(InstalledExtension(e, BUILTIN_SOURCE, True) for e in (CORE, FILES, LLM)))
+    """A catalog of cove's own extensions only (core, files, llm), in name order.
+
+    Raises:
+        ConfigError: cove is not installed as a package (``registered.own``).
+    """
+    own = sorted(registered.own(GROUP).items())
+    return Catalog(
+        tuple(InstalledExtension(point.load(), BUILTIN_SOURCE, True) for _, point in own)
+    )
 
 
 def discover(points: Iterable[EntryPoint] | None = None) -> Catalog:
@@ -123,7 +132,7 @@ def discover(points: Iterable[EntryPoint] | None = None) -> Catalog:
     """
     found = list(builtin_catalog().installed)
     problems: list[PluginProblem] = []
-    chosen = entry_points(group=GROUP) if points is None else points
+    chosen = registered.installed(GROUP).values() if points is None else points
     for point in sorted(chosen, key=lambda p: p.name):
         source = _source(point)
         try:

@@ -3,7 +3,9 @@
 Each ``*.txt`` file dropped into ``$NOTEBOOK_INBOX`` is a request: it becomes a conversation's
 turn, and its answer is written beside it as ``NAME.answer`` (the request is renamed
 ``NAME.taken`` first, so it is answered once). It shows the shape of every channel: a ``name``,
-``start`` and ``stop``, and the one ``Conversations`` API the built-in channels use.
+``start`` and ``stop``, and the one ``Conversations`` API the built-in channels use; and with
+``routes``, pages of its own on ``cove serve``'s HTTP server, behind its login: ``GET /inbox``
+lists what is waiting and what was answered.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ import asyncio
 import contextlib
 import os
 from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from cove.config import Settings
 from cove.conversation import Conversations
@@ -29,6 +35,18 @@ class Inbox:
         self.convs = convs
         self.directory = directory
         self._task: asyncio.Task[None] | None = None
+        #: Served by ``cove serve`` under ``/inbox``, behind its login.
+        self.routes = [Route("/inbox", self.listing, methods=["GET"])]
+
+    async def listing(self, request: Request) -> JSONResponse:
+        """What is waiting in the inbox and what was answered, by file name."""
+
+        def names(pattern: str) -> list[str]:
+            return sorted(path.stem for path in self.directory.glob(pattern))
+
+        waiting = await asyncio.to_thread(names, "*.txt")
+        answered = await asyncio.to_thread(names, "*.answer")
+        return JSONResponse({"waiting": waiting, "answered": answered})
 
     async def start(self) -> None:
         """Start watching the directory."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cove.channels.cli.app import COMMANDS
+from cove import registered
 from tests.channels.cli.helpers import Cove
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -20,7 +20,7 @@ def test_version(cli: Cove) -> None:
     assert name == "cove" and version[0].isdigit()
 
 
-@pytest.mark.parametrize("name", sorted(COMMANDS))
+@pytest.mark.parametrize("name", sorted(registered.own("cove.commands")))
 def test_every_command_has_help_with_examples(cli: Cove, name: str) -> None:
     result = cli(name, "--help")
     assert result.exit_code == 0

@@ -4,16 +4,17 @@ sandbox or the model client either)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import click
 import pytest
 
-from cove.channels.cli.app import COMMANDS, cove
+from cove import registered
+from cove.channels.cli.app import cove
 from tests.channels.cli.helpers import Cove
 
 #: The libraries of the model client and the channels: only the commands that use them import
@@ -32,7 +33,6 @@ NOT_FOR_READING = (
     "cove.environment",
     "cove.conversation.conversations",
     "cove.conversation.turns",
-    "importlib.metadata",
 )
 
 
@@ -109,18 +109,33 @@ def test_help_lists_every_command_without_starting_a_channel() -> None:
     assert among(imported_by("--help"), LIBRARIES) == []
 
 
-@pytest.mark.parametrize("module", sorted(set(COMMANDS.values())))
-def test_each_command_module_registers_exactly_the_commands_it_is_listed_for(
-    module: str,
-) -> None:
-    importlib.import_module(f"cove.channels.cli.{module}")
-    registered = {
-        name
-        for name, command in cove.commands.items()
-        if command.callback is not None
-        and command.callback.__module__ == f"cove.channels.cli.{module}"
-    }
-    assert registered == {name for name, listed in COMMANDS.items() if listed == module}
+#: cove's own commands, as its ``pyproject.toml`` registers them (group ``cove.commands``).
+OWN = registered.own("cove.commands")
+
+
+def test_cove_registers_its_commands_as_a_plugin_registers_its_own() -> None:
+    # Each built-in is an entry point naming a click command of that name, in cove's
+    # ``cove.channels.cli`` package, and the group finds it by that entry point.
+    assert {"run", "chat", "list", "show", "serve", "web", "tui", "telegram", "mcp"} <= set(OWN)
+    for name, point in OWN.items():
+        command = point.load()
+        assert isinstance(command, click.Command) and command.name == name
+        assert point.module.startswith("cove.channels.cli.")
+        assert cove.get_command(click.Context(cove), name) is command
+
+
+def test_a_built_in_command_is_found_without_reading_the_other_packages() -> None:
+    probe = (
+        "import json\n"
+        "from cove.channels.cli import main\n"
+        "from cove.channels.cli.plugin_commands import plugin_commands\n"
+        "code = main(['vars', '--help'])\n"
+        "print(json.dumps(plugin_commands.cache_info().misses))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == 0
 
 
 def test_an_unknown_command_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +42,12 @@ def serve_env(tmp_path: Path, server: FakeOpenAI) -> dict[str, str]:
 class ServeProcess:
     """A running ``cove serve``; its stderr (the logs) is read by a thread into ``lines``."""
 
-    def __init__(self, env: dict[str, str], *args: str) -> None:
+    def __init__(self, env: dict[str, str], *args: str, prefix: Sequence[str] = ()) -> None:
+        """Start it with ``args``; ``prefix`` is a command it runs under (which must end by
+        executing the rest, so the process is cove's)."""
+        command = [sys.executable, "-m", "cove", "serve", "--port", "0", "--log-format", "json"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cove", "serve", "--port", "0", "--log-format", "json", *args],
+            [*prefix, *command, *args],
             env=env,
             text=True,
             stdin=subprocess.DEVNULL,

@@ -41,7 +41,7 @@ def test_a_home_is_stable_and_spreads_conversations() -> None:
 
 
 def test_only_what_runs_or_follows_a_turn_has_a_home() -> None:
-    where = Placement(index=0, sockets=(Path("a"), Path("b")), mcp=True)
+    where = Placement(index=0, sockets=(Path("a"), Path("b")), once=("mcp", "inbox"))
     home = home_of(CID, 2)
     for method, path in (
         ("POST", f"/api/conversations/{CID}/messages"),
@@ -61,7 +61,10 @@ def test_only_what_runs_or_follows_a_turn_has_a_home() -> None:
         ("POST", f"/api/conversations/{'x' * 65}/messages"),
     ):
         assert where.home(scope(method, path)) is None, path
+    # The channels that run once are answered by the first process, under their /NAME.
     assert where.home(scope("POST", "/mcp")) == 0
+    assert where.home(scope("GET", "/inbox/pending")) == 0
+    assert where.home(scope("GET", "/inboxes")) is None
     assert Placement(index=1, sockets=(Path("a"), Path("b"))).home(scope("POST", "/mcp")) is None
 
 

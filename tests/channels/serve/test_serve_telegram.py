@@ -71,7 +71,7 @@ async def test_serve_runs_telegram_and_web_together_and_stops_a_telegram_turn_cl
             await tg.wait_for(lambda: any("x is 42" in t for t in tg.texts(CHAT)))
             scrape = (await client.get("/metrics")).text
             assert metric(scrape, 'cove_turns_total{status="done"}') == 1
-            assert metric(scrape, "cove_telegram_updates_total") == 1
+            assert metric(scrape, 'cove_channel_received_total{channel="telegram"}') == 1
 
             fake.add_faults(Fault.stall(120))
             fake.add_replies(reply(["y = 1"], "never"))

@@ -194,6 +194,28 @@ async def test_resync_replaces_the_backlog_once() -> None:
     assert isinstance(got[0], Resync) and [e.seq for e in got] == [9, 10]
 
 
+def numbered(seq: int) -> Event:
+    return dataclasses.replace(IterationStarted(turn_id=1, iteration=1, budget=1), seq=seq)
+
+
+async def test_a_batch_reader_is_woken_once_and_takes_what_is_ready_in_order() -> None:
+    watcher = Watcher(after=1)
+    ready = watcher.ready()
+    assert not ready.done() and watcher.take(10) == []
+    for seq in (1, 2, 3, 3, 4):  # 1 is before ``after``, the second 3 a duplicate
+        watcher.push(numbered(seq))
+    assert ready.done()
+    assert [e.seq for e in watcher.take(2)] == [2, 3]
+    assert watcher.ready().done()  # more is queued
+    assert [e.seq for e in watcher.take(10)] == [4]
+    assert not watcher.ready().done()
+    watcher.close(NotFound("conversation", "x"))
+    with pytest.raises(NotFound):
+        watcher.take(10)
+    with pytest.raises(StopAsyncIteration):
+        watcher.take(10)
+
+
 async def test_the_list_watch_reports_created_renamed_running_and_deleted(
     tmp_path: Path,
 ) -> None:
