@@ -36,11 +36,7 @@ async def forks(
     Raises:
         NotFound: the conversation does not exist.
     """
-    params: list[Any] = [conversation_id]
-    mine = ""
-    if owner is not None:
-        mine = " AND c.owner = ?"
-        params.append(owner)
+    mine, params = _owned_by(owner, conversation_id)
     query = (
         rows.CONVERSATION_SELECT
         + " WHERE c.parent_id = ?"
@@ -85,11 +81,7 @@ async def tree(
     Raises:
         NotFound: the conversation does not exist (or is not ``owner``'s).
     """
-    params: list[Any] = [conversation_id]
-    mine = ""
-    if owner is not None:
-        mine = " AND c.owner = ?"
-        params.append(owner)
+    mine, params = _owned_by(owner, conversation_id)
     query = (
         TREE_IDS
         + rows.CONVERSATION_SELECT
@@ -130,3 +122,11 @@ async def requests(call: Call, turns: Sequence[tuple[str, int]]) -> dict[tuple[s
             for r in await db.rows(query, params):
                 found[r["conversation_id"], r["position"]] = r["request"]
     return found
+
+
+def _owned_by(owner: str | None, conversation_id: str) -> tuple[str, list[Any]]:
+    """The clause keeping only ``owner``'s conversations (none: every one) and the parameters
+    of a query about ``conversation_id`` with it."""
+    if owner is None:
+        return "", [conversation_id]
+    return " AND c.owner = ?", [conversation_id, owner]
