@@ -204,7 +204,7 @@ class Turns:
         Raises:
             DeliveryTaken: The delivery started its turn before, or another process holds it.
         """
-        outcome = await self.store.start_delivered_turn(key, self.owner, conversation_id, text)
+        outcome = await self.store.start_delivered_turn(key, self.owner, conversation_id)
         if outcome != "start":
             raise DeliveryTaken(key, ran=outcome == "ran")
 

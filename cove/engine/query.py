@@ -182,6 +182,7 @@ class Query:
             attachments=self.attachments,
             model_options=self.request.model_options,
             cost_known=cost_known,
+            delivery=self.request.delivery,
         )
         started = time.perf_counter()
         control = TurnControl(

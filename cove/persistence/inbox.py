@@ -16,8 +16,9 @@ Taking over can never run a delivery twice:
   is not run again (the caller tells its sender it may not have finished);
 - a delivery that sends a turn is started under the conversation's lease:
   ``start_delivered_turn``, fenced like every turn write, records the conversation and the
-  position the turn is about to take, and finds a delivery whose recorded position already
-  holds its turn (same request) already run. A holder stalled past a takeover of the lease
+  position the turn is about to take, ``start_turn`` records the delivery's name with the turn,
+  and a delivery whose recorded position holds a turn of that name has run. A holder stalled
+  past a takeover of the lease
   cannot record the turn any more (its writes are refused by the fence), so whether the turn
   exists is decided once the lease is the caller's.
 
@@ -215,15 +216,13 @@ async def start_delivery(call: Call, key: str, holder: str) -> Start:
         return await _why_not(db, key, holder)
 
 
-async def start_delivered_turn(
-    call: Call, key: str, holder: str, conversation_id: str, request: str
-) -> Start:
+async def start_delivered_turn(call: Call, key: str, holder: str, conversation_id: str) -> Start:
     """Start the turn that delivery ``key`` sends to the conversation, under the caller's
     lease (its fence is checked): ``start`` records the conversation and the position the turn
-    takes next (the caller then starts it, under the same lease); ``ran`` when the position
-    recorded by an earlier start holds a turn asking ``request`` (the delivery's turn: nobody
-    else could start a turn there under that lease); ``taken`` when the delivery is not
-    ``holder``'s.
+    takes next (the caller then starts it, under the same lease, and ``start_turn`` records
+    the delivery's name with it); ``ran`` when the position recorded by an earlier start holds
+    the turn of this delivery (its holder died after recording it); ``taken`` when the
+    delivery is not ``holder``'s.
 
     Raises:
         Busy: The caller's lease was taken over (nothing is written).
@@ -237,7 +236,7 @@ async def start_delivered_turn(
         )
         if row is None or row[0] != holder:
             return "taken"
-        if row[2] is not None and await _turn_asked(db, str(row[1]), int(row[2]), request):
+        if row[2] is not None and await _turn_of(db, str(row[1]), int(row[2]), key):
             return "ran"
         position = await last_position(db, conversation_id) + 1
         await db.run(
@@ -267,11 +266,11 @@ async def deliveries_ahead(call: Call, sender: str, lane: str, seq: int) -> list
     return [_entry(row) for row in rows]
 
 
-async def _turn_asked(db: Sql, conversation_id: str, position: int, request: str) -> bool:
-    """Whether the conversation's turn at ``position`` exists and asked ``request``."""
+async def _turn_of(db: Sql, conversation_id: str, position: int, key: str) -> bool:
+    """Whether the conversation's turn at ``position`` exists and answers delivery ``key``."""
     found = await db.value(
-        "SELECT 1 FROM turn WHERE conversation_id = ? AND position = ? AND request = ?",
-        (conversation_id, position, request),
+        "SELECT 1 FROM turn WHERE conversation_id = ? AND position = ? AND delivery = ?",
+        (conversation_id, position, key),
     )
     return found is not None
 

@@ -117,13 +117,15 @@ async def start_turn(
     attachments: Sequence[tuple[str, int]] = (),
     model_options: Mapping[str, ModelOption] | None = None,
     cost_known: bool = True,
+    delivery: str | None = None,
 ) -> TurnRecord:
     """Record a ``running`` turn after the last turn the conversation sees.
 
     A fork's first own turn is ``fork_turn + 1``. ``attachments`` are the ``(name, size)``
     of the files attached to the request; ``model_options`` the options its model calls
-    are sent with; ``cost_known`` False when the model has no price (its cost is unknown).
-    Raises ``NotFound``.
+    are sent with; ``cost_known`` False when the model has no price (its cost is unknown);
+    ``delivery`` the name of the kept delivery the turn answers (``inbox.py``), recorded with
+    the turn. Raises ``NotFound``.
     """
     files = json.dumps([list(item) for item in attachments]) if attachments else None
     options = json.dumps(dict(model_options)) if model_options else None
@@ -140,10 +142,13 @@ async def start_turn(
         position = await last_position(db, conversation_id) + 1
         insert = (
             "INSERT INTO turn (conversation_id, position, request, status, model,"
-            " started_at, attachments, model_options, cost_known)"
-            " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?) RETURNING "
+            " started_at, attachments, model_options, cost_known, delivery)"
+            " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?) RETURNING "
         )
-        params = [conversation_id, position, request, model, call.now, files, options, cost_known]
+        params = [
+            *(conversation_id, position, request, model, call.now),
+            *(files, options, cost_known, delivery),
+        ]
         if db.dialect.chains_writes:
             # The request is indexed for search by the statement that inserts the turn.
             indexed = db.dialect.index_insert("SELECT t.id, 'request', t.request FROM t")

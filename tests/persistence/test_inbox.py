@@ -119,19 +119,19 @@ async def test_a_delivered_turn_found_recorded_after_a_takeover_is_not_started_a
     await keep(store, 2)
     fence = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", CLAIM))
     with fenced(fence):
-        assert await store.start_delivered_turn(f"{BOT}:1", "b", conversation.id, "hi") == "taken"
-        assert await store.start_delivered_turn(f"{BOT}:1", "a", conversation.id, "hi") == "start"
-        await store.start_turn(conversation.id, "hi")  # position 1, then a dies
+        assert await store.start_delivered_turn(f"{BOT}:1", "b", conversation.id) == "taken"
+        assert await store.start_delivered_turn(f"{BOT}:1", "a", conversation.id) == "start"
+        await store.start_turn(conversation.id, "hi", delivery=f"{BOT}:1")  # then a dies
         # Its second message was marked, but a died before recording its turn.
-        assert await store.start_delivered_turn(f"{BOT}:2", "a", conversation.id, "hi") == "start"
+        assert await store.start_delivered_turn(f"{BOT}:2", "a", conversation.id) == "start"
     clock.advance(CLAIM + 1)
     taken = await store.take_deliveries(BOT, "b", CLAIM)
     assert [entry.seq for entry in taken] == [1, 2] and all(entry.started for entry in taken)
     fence = Fence(conversation.id, "b", await store.acquire_lease(conversation.id, "b", CLAIM))
     with fenced(fence):
-        assert await store.start_delivered_turn(f"{BOT}:1", "b", conversation.id, "hi") == "ran"
+        assert await store.start_delivered_turn(f"{BOT}:1", "b", conversation.id) == "ran"
         # Position 2 holds no turn: the second message's turn never started, so it starts now.
-        assert await store.start_delivered_turn(f"{BOT}:2", "b", conversation.id, "hi") == "start"
+        assert await store.start_delivered_turn(f"{BOT}:2", "b", conversation.id) == "start"
 
 
 async def test_a_turn_of_another_request_at_the_recorded_position_is_not_the_deliverys(
@@ -141,13 +141,32 @@ async def test_a_turn_of_another_request_at_the_recorded_position_is_not_the_del
     await keep(store, 1)
     fence = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", CLAIM))
     with fenced(fence):
-        assert await store.start_delivered_turn(f"{BOT}:1", "a", conversation.id, "hi") == "start"
+        assert await store.start_delivered_turn(f"{BOT}:1", "a", conversation.id) == "start"
     clock.advance(CLAIM + 1)
     await store.take_deliveries(BOT, "b", CLAIM)
     fence = Fence(conversation.id, "b", await store.acquire_lease(conversation.id, "b", CLAIM))
     with fenced(fence):
         await store.start_turn(conversation.id, "something else")  # another channel's turn
-        assert await store.start_delivered_turn(f"{BOT}:1", "b", conversation.id, "hi") == "start"
+        assert await store.start_delivered_turn(f"{BOT}:1", "b", conversation.id) == "start"
+
+
+async def test_a_turn_asking_the_same_text_at_the_recorded_position_is_not_the_deliverys(
+    store: Store, clock: FakeClock
+) -> None:
+    conversation = await store.create_conversation(channel="telegram")
+    await keep(store, 1)
+    fence = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", CLAIM))
+    with fenced(fence):
+        assert await store.start_delivered_turn(f"{BOT}:1", "a", conversation.id) == "start"
+    clock.advance(CLAIM + 1)  # a died before its turn was recorded
+    await store.take_deliveries(BOT, "b", CLAIM)
+    fence = Fence(conversation.id, "c", await store.acquire_lease(conversation.id, "c", CLAIM))
+    with fenced(fence):  # the web asks the very same words at that position meanwhile
+        await store.start_turn(conversation.id, "hi")
+    clock.advance(CLAIM + 1)
+    fence = Fence(conversation.id, "b", await store.acquire_lease(conversation.id, "b", CLAIM))
+    with fenced(fence):  # still the delivery's own turn to run
+        assert await store.start_delivered_turn(f"{BOT}:1", "b", conversation.id) == "start"
         turn = await store.start_turn(conversation.id, "hi")
     assert turn.position == 2
 
@@ -161,7 +180,7 @@ async def test_a_delivered_turn_is_refused_under_a_stale_lease(
     clock.advance(CLAIM + 1)
     await store.acquire_lease(conversation.id, "b", CLAIM)  # a stalled; b took the lease
     with fenced(stale), pytest.raises(Busy):
-        await store.start_delivered_turn(f"{BOT}:1", "a", conversation.id, "hi")
+        await store.start_delivered_turn(f"{BOT}:1", "a", conversation.id)
     [entry] = await store.deliveries_ahead(BOT, "chat:7", 2)
     assert not entry.started  # nothing was written
 

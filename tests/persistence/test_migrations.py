@@ -25,7 +25,7 @@ TABLES = {
     "turn": [
         "id", "conversation_id", "position", "request", "status", "answer", "confidence",
         "model", "tokens_in", "tokens_out", "cost_usd", "started_at", "finished_at", "error",
-        "attachments", "model_options", "cost_known",
+        "attachments", "model_options", "cost_known", "delivery",
     ],
     "iteration": [
         "id", "turn_id", "position", "status", "system_prompt_hash", "request_message",

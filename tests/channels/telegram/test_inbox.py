@@ -78,7 +78,7 @@ async def test_a_message_a_dead_node_kept_is_answered_once_here(
         key = await kept(store, tg.text_update(ALLOWED, "msg-2"), dead)
         fence = Fence(conversation.id, dead, await store.acquire_lease(conversation.id, dead, 600))
         with fenced(fence):
-            assert await store.start_delivered_turn(key, dead, conversation.id, "msg-2") == "start"
+            assert await store.start_delivered_turn(key, dead, conversation.id) == "start"
     replies = [reply(answer="answer msg-1"), reply(answer="answer msg-2")]
     async with bot(replies, settings=settings, webhook_url=HOOK, webhook_port=0) as b:
         await tg.wait_for(lambda: "answer msg-2" in tg.texts(ALLOWED))
@@ -104,8 +104,8 @@ async def test_a_message_whose_turn_began_on_a_dead_node_is_not_run_again(
         key = await kept(store, tg.text_update(ALLOWED, "msg-1"), dead)
         fence = Fence(conversation.id, dead, await store.acquire_lease(conversation.id, dead, 600))
         with fenced(fence):  # its node started the turn and died before finishing the update
-            assert await store.start_delivered_turn(key, dead, conversation.id, "msg-1") == "start"
-            await store.start_turn(conversation.id, "msg-1")
+            assert await store.start_delivered_turn(key, dead, conversation.id) == "start"
+            await store.start_turn(conversation.id, "msg-1", delivery=key)
     replies = [reply(answer="answer msg-2")]  # msg-1 run again would take it
     async with bot(replies, settings=settings, webhook_url=HOOK, webhook_port=0) as b:
         await tg.wait_for(lambda: CUT_SHORT in tg.texts(ALLOWED))
