@@ -134,24 +134,9 @@ async def test_a_delivered_turn_found_recorded_after_a_takeover_is_not_started_a
         assert await store.start_delivered_turn(f"{BOT}:2", "b", conversation.id) == "start"
 
 
-async def test_a_turn_of_another_request_at_the_recorded_position_is_not_the_deliverys(
-    store: Store, clock: FakeClock
-) -> None:
-    conversation = await store.create_conversation(channel="telegram")
-    await keep(store, 1)
-    fence = Fence(conversation.id, "a", await store.acquire_lease(conversation.id, "a", CLAIM))
-    with fenced(fence):
-        assert await store.start_delivered_turn(f"{BOT}:1", "a", conversation.id) == "start"
-    clock.advance(CLAIM + 1)
-    await store.take_deliveries(BOT, "b", CLAIM)
-    fence = Fence(conversation.id, "b", await store.acquire_lease(conversation.id, "b", CLAIM))
-    with fenced(fence):
-        await store.start_turn(conversation.id, "something else")  # another channel's turn
-        assert await store.start_delivered_turn(f"{BOT}:1", "b", conversation.id) == "start"
-
-
-async def test_a_turn_asking_the_same_text_at_the_recorded_position_is_not_the_deliverys(
-    store: Store, clock: FakeClock
+@pytest.mark.parametrize("asked", ["something else", "hi"])
+async def test_another_turn_at_the_recorded_position_is_not_the_deliverys(
+    store: Store, clock: FakeClock, asked: str
 ) -> None:
     conversation = await store.create_conversation(channel="telegram")
     await keep(store, 1)
@@ -161,8 +146,8 @@ async def test_a_turn_asking_the_same_text_at_the_recorded_position_is_not_the_d
     clock.advance(CLAIM + 1)  # a died before its turn was recorded
     await store.take_deliveries(BOT, "b", CLAIM)
     fence = Fence(conversation.id, "c", await store.acquire_lease(conversation.id, "c", CLAIM))
-    with fenced(fence):  # the web asks the very same words at that position meanwhile
-        await store.start_turn(conversation.id, "hi")
+    with fenced(fence):  # another channel asks at that position meanwhile, even the same words
+        await store.start_turn(conversation.id, asked)
     clock.advance(CLAIM + 1)
     fence = Fence(conversation.id, "b", await store.acquire_lease(conversation.id, "b", CLAIM))
     with fenced(fence):  # still the delivery's own turn to run
