@@ -31,7 +31,8 @@ def free_port() -> int:
 
 class BotNode:
     """A node running the bot; ``deliver`` posts an update to its webhook, as Telegram (through
-    the proxy) would. ``host``: the node's own host name (``cluster.on_host``)."""
+    the proxy) would. ``host``: the node's own host name (``cluster.on_host``); ``args``: more
+    arguments of ``cove serve``."""
 
     def __init__(
         self,
@@ -43,6 +44,7 @@ class BotNode:
         allow: list[int],
         *,
         host: str | None = None,
+        args: tuple[str, ...] = (),
         **extra: str,
     ) -> None:
         self.hook_port = free_port()
@@ -54,7 +56,7 @@ class BotNode:
             "COVE_TELEGRAM_WEBHOOK_PORT": str(self.hook_port),
             "COVE_TELEGRAM_WEBHOOK_SECRET": SECRET,
         }
-        self.process = ServeProcess(env, "--web", "--telegram", prefix=on_host(host))
+        self.process = ServeProcess(env, "--web", "--telegram", *args, prefix=on_host(host))
 
     async def deliver(self, update: dict[str, Any]) -> None:
         """Post one update to this node's webhook; it must be taken (200)."""

@@ -180,7 +180,8 @@ async def test_what_a_draining_node_holds_or_receives_runs_on_the_other_node_in_
         a.stop()
 
     texts = tg.texts(CHAT)
-    assert [count(texts, f"answer msg-{n}") for n in (1, 2, 3)] == [1, 1, 1]
+    said = f"chat: {texts}\nnode a: {a.process.lines[-40:]}\nnode b: {b.process.lines[-40:]}"
+    assert [count(texts, f"answer msg-{n}") for n in (1, 2, 3)] == [1, 1, 1], said
     assert texts.index("answer msg-1") < texts.index("answer msg-2") < texts.index("answer msg-3")
     assert not [text for text in texts if "send it again" in text]
     assert await turns_of(shared_url) == [("msg-1", "done"), ("msg-2", "done"), ("msg-3", "done")]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
@@ -26,6 +27,8 @@ from telegram.ext import AIORateLimiter
 
 from cove.config import TelegramSettings
 from cove.conversation import SendSlot
+
+log = logging.getLogger("cove.telegram")
 
 #: How often one call is sent again after flood-control answers before it fails.
 FLOOD_RETRIES = 9
@@ -73,11 +76,12 @@ class Limiter(AIORateLimiter):
             keys.append((self.bot_key, 1 / self.settings.rate_per_s))
         return keys
 
-    async def pace(self, endpoint: str, chat_id: object) -> None:
-        """Wait for this call's slot: taken, then waited for; asked again when booked up."""
+    async def pace(self, endpoint: str, chat_id: object) -> float | None:
+        """Wait for this call's slot: taken, then waited for; asked again when booked up. The
+        slot's time (None: the call takes no slot)."""
         keys = self.keys(endpoint, chat_id)
         if not keys:
-            return
+            return None
         while True:
             slot = await self.take_slot(keys, HORIZON_S)
             # Until the slot's time, not for ``wait_s`` from now: the answer took time to come.
@@ -85,7 +89,7 @@ class Limiter(AIORateLimiter):
             if delay > 0:
                 await asyncio.sleep(delay)
             if slot.taken:
-                return
+                return slot.at
 
     async def process_request(
         self,
@@ -99,7 +103,13 @@ class Limiter(AIORateLimiter):
         """Send one call in its slot, counting each attempt and each flood wait."""
 
         async def counted(*call_args: Any, **call_kwargs: Any) -> Result:
-            await self.pace(endpoint, data.get("chat_id"))
+            chat_id = data.get("chat_id")
+            slot_at = await self.pace(endpoint, chat_id)
+            if slot_at is not None:
+                log.debug(
+                    "Bot API call in its slot",
+                    extra={"fields": {"method": endpoint, "chat": chat_id, "slot_at": slot_at}},
+                )
             self.calls += 1
             self.sent_at.append(asyncio.get_running_loop().time())
             try:
