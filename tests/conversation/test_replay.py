@@ -45,9 +45,9 @@ TURN_TWO = [
 
 
 async def record(tmp_path: Path) -> tuple[Settings, str]:
-    settings = Settings.load(env={}, data_dir=tmp_path, db_path=database_for(tmp_path, "")).replace(
-        worker_pool_size=1
-    )
+    settings = Settings.load(
+        env={}, data_dir=tmp_path, db_path=database_for(tmp_path, ""), sandbox_libraries=False
+    ).replace(worker_pool_size=1)
     factory = scripted_factory(
         [json.dumps(r) for r in TURN_ONE + TURN_TWO], subquery_replies=["Yes, quite big."]
     )
@@ -104,9 +104,9 @@ async def test_an_altered_record_is_reported_as_a_divergence(tmp_path: Path) -> 
 async def test_a_turn_cancelled_mid_block_replays_as_cancelled_and_the_next_turn_matches(
     tmp_path: Path,
 ) -> None:
-    settings = Settings.load(env={}, data_dir=tmp_path, db_path=database_for(tmp_path, "")).replace(
-        worker_pool_size=1, block_timeout_s=60, block_timeout_max_s=60
-    )
+    settings = Settings.load(
+        env={}, data_dir=tmp_path, db_path=database_for(tmp_path, ""), sandbox_libraries=False
+    ).replace(worker_pool_size=1, block_timeout_s=60, block_timeout_max_s=60)
     factory = scripted_factory(
         [
             json.dumps({"thinking": "t", "code": ["base = 20"], "answer": "{{base}}"}),
@@ -137,9 +137,9 @@ async def test_a_turn_cancelled_mid_block_replays_as_cancelled_and_the_next_turn
 
 
 async def test_a_turn_whose_model_failed_replays_as_failed(tmp_path: Path) -> None:
-    settings = Settings.load(env={}, data_dir=tmp_path, db_path=database_for(tmp_path, "")).replace(
-        worker_pool_size=1
-    )
+    settings = Settings.load(
+        env={}, data_dir=tmp_path, db_path=database_for(tmp_path, ""), sandbox_libraries=False
+    ).replace(worker_pool_size=1)
     factory = scripted_factory([json.dumps({"thinking": "t", "code": ["x = 1"]})])
     async with await Conversations.open(settings, llm_factory=factory) as convs:
         conv = await convs.create()
@@ -150,9 +150,9 @@ async def test_a_turn_whose_model_failed_replays_as_failed(tmp_path: Path) -> No
 
 
 async def test_a_replay_matches_chunked_values_also_once_thinned(tmp_path: Path) -> None:
-    settings = Settings.load(env={}, data_dir=tmp_path, db_path=database_for(tmp_path, "")).replace(
-        worker_pool_size=1, history_budget_mb=1
-    )
+    settings = Settings.load(
+        env={}, data_dir=tmp_path, db_path=database_for(tmp_path, ""), sandbox_libraries=False
+    ).replace(worker_pool_size=1, history_budget_mb=1)
     replies = [
         {"code": [f"big = list(range({k}, {k} + 300_000))", "big[7] = -7\nbig.append(1)"]}
         for k in range(3)

@@ -54,7 +54,12 @@ async def test_a_steered_message_reaches_the_next_iteration_and_is_recorded(
     assert sorted(live, key=lambda k: k[1]) == [(e.type, e.seq) for e in rebuilt]
 
     # And `cove show` prints it.
-    env = {**os.environ, "COVE_DATA_DIR": str(tmp_path), "COVE_DB": settings.store.database}
+    env = {
+        **os.environ,
+        "COVE_DATA_DIR": str(tmp_path),
+        "COVE_SANDBOX_LIBRARIES": "0",
+        "COVE_DB": settings.store.database,
+    }
     shown = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cove", "show", conv.id, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,

@@ -47,7 +47,7 @@ async def test_prompt_stays_bounded_over_200_iterations(tmp_path: Path) -> None:
         return reply
 
     llm = ScriptedClient([reply_for(i) for i in range(ITERATIONS)])
-    settings = Settings.load(env={}, data_dir=tmp_path).replace(
+    settings = Settings.load(env={}, sandbox_libraries=False, data_dir=tmp_path).replace(
         max_iterations=ITERATIONS, worker_pool_size=1
     )
     async with engine_stack(settings, llm, tmp_path) as stack:

@@ -4,6 +4,7 @@ handler that records its calls."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,34 @@ def with_libraries(tmp_path: Path) -> SandboxSettings:
     return Settings.load(
         env={}, data_dir=tmp_path, output_limit_chars=500, block_timeout_s=5.0
     ).sandbox
+
+
+@contextlib.asynccontextmanager
+async def module_pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
+    """A pool with the data libraries for a whole test module, as a service has one for all
+    its conversations: its zygote (numpy, pandas and matplotlib loaded: a second or more of CPU)
+    starts once, and every test still gets a worker of its own, forked for it
+    (``fresh_client``). A module using it runs its tests in the module's event loop
+    (``pytest.mark.asyncio(loop_scope="module")``)."""
+    workers = WorkerPool(with_libraries(tmp_path_factory.mktemp("sandbox")), size=1)
+    await workers.start()
+    try:
+        yield workers
+    finally:
+        await workers.aclose()
+
+
+@contextlib.asynccontextmanager
+async def fresh_client(
+    workers: WorkerPool, extensions: Extensions, tmp_path: Path
+) -> AsyncIterator[SandboxClient]:
+    """A configured client of ``workers`` (as ``client``), its worker killed after the test."""
+    sandbox = await workers.acquire(workspace=tmp_path / "workspace", on_call=extensions)
+    try:
+        await sandbox.configure(functions=Extensions.names, constants={"REQUEST": "what is 6*7?"})
+        yield sandbox
+    finally:
+        await sandbox.aclose()
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ def serve_env(tmp_path: Path, server: FakeOpenAI) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "COVE_DATA_DIR": str(tmp_path / "data"),
+        "COVE_SANDBOX_LIBRARIES": "0",  # no data work: a zygote starts a second sooner
         "COVE_DB": str(tmp_path / "cove.db"),
         "OPENAI_BASE_URL": server.base_url,
         "OPENAI_API_KEY": FAKE_KEY,

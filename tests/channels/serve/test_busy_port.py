@@ -34,6 +34,7 @@ def test_a_busy_port_is_one_clear_line_and_its_own_exit_code(
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "COVE_DATA_DIR": str(tmp_path / "data"),
+        "COVE_SANDBOX_LIBRARIES": "0",
     }
     result = subprocess.run(
         [sys.executable, "-m", "cove", command, "--port", str(held_port)],

@@ -28,6 +28,7 @@ def cove_env(tmp_path: Path, server: FakeOpenAI, **extra: str) -> dict[str, str]
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "COVE_DATA_DIR": str(tmp_path),
+        "COVE_SANDBOX_LIBRARIES": "0",
         "OPENAI_BASE_URL": server.base_url,
         "OPENAI_API_KEY": FAKE_API_KEY,
         "COVE_MODEL": "fake-model",

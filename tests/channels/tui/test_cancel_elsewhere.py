@@ -45,6 +45,7 @@ async def test_escape_stops_a_turn_that_another_process_runs(
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "COVE_DATA_DIR": str(tmp_path),
+        "COVE_SANDBOX_LIBRARIES": "0",
         "OPENAI_BASE_URL": fake.base_url,
         "OPENAI_API_KEY": "sk-fake-tui-elsewhere",
         "COVE_MODEL": "fake-model",

@@ -73,6 +73,7 @@ def test_cove_tui_in_tmux(tmp_path: Path, size: tuple[int, int]) -> None:
         "LINES",
         f"{SCRIPTED_ENV}={replies}",
         f"COVE_DATA_DIR={tmp_path}",
+        "COVE_SANDBOX_LIBRARIES=0",
         "COVE_WORKER_POOL_SIZE=1",
         "TERM=xterm-256color",
         f"PYTHONPATH={Path(__file__).parents[3]}",

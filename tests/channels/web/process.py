@@ -29,6 +29,7 @@ def start(
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "COVE_DATA_DIR": str(tmp_path / "data"),
+        "COVE_SANDBOX_LIBRARIES": "0",
         "OPENAI_API_KEY": "sk-never-shown-to-the-browser",
         **(env or {}),
     }

@@ -31,6 +31,7 @@ def run_elsewhere(site: Site, cid: str, text: str) -> subprocess.Popen[str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(site.settings.store.data_dir),
         "COVE_DATA_DIR": str(site.settings.store.data_dir),
+        "COVE_SANDBOX_LIBRARIES": "0",
         "COVE_DB": site.settings.store.database,
         "OPENAI_BASE_URL": site.fake.base_url,
         "OPENAI_API_KEY": "sk-fake-web-elsewhere",

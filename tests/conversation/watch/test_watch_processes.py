@@ -58,6 +58,7 @@ def env_for(tmp_path: Path, server: FakeOpenAI) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "COVE_DATA_DIR": str(tmp_path / "data"),
+        "COVE_SANDBOX_LIBRARIES": "0",
         "COVE_DB": database_for(tmp_path, str(tmp_path / "cove.db")) or "",
         "OPENAI_BASE_URL": server.base_url,
         "OPENAI_API_KEY": FAKE_KEY,
@@ -69,7 +70,7 @@ def env_for(tmp_path: Path, server: FakeOpenAI) -> dict[str, str]:
 
 
 def local_settings(tmp_path: Path) -> Settings:
-    return Settings.load(env={}, data_dir=tmp_path / "data").replace(
+    return Settings.load(env={}, data_dir=tmp_path / "data", sandbox_libraries=False).replace(
         db_path=database_for(tmp_path, str(tmp_path / "cove.db")), worker_pool_size=1
     )
 
@@ -186,6 +187,7 @@ async def test_cove_watch_prints_a_turn_run_elsewhere_as_json_lines(tmp_path: Pa
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "COVE_DATA_DIR": str(tmp_path / "data"),
+        "COVE_SANDBOX_LIBRARIES": "0",
         "COVE_DB": database_for(tmp_path, str(tmp_path / "cove.db")) or "",
     }
     async with Conversations.open(settings, llm_factory=factory) as convs:

@@ -75,7 +75,7 @@ def context_of(store: Store, conversation_id: str, tmp_path: Path) -> CallContex
         conversation_id=conversation_id,
         workspace=tmp_path,
         store=store,
-        settings=Settings.load(env={}, data_dir=tmp_path).sandbox,
+        settings=Settings.load(env={}, sandbox_libraries=False, data_dir=tmp_path).sandbox,
         hooks=None,
     )
 

@@ -60,7 +60,7 @@ def make_ctx(tmp_path: Path, hooks: FakeTurn | None = None) -> CallContext:
         conversation_id="c1",
         workspace=tmp_path,
         store=None,  # type: ignore[arg-type]
-        settings=Settings.load(env={}, data_dir=tmp_path).sandbox,
+        settings=Settings.load(env={}, sandbox_libraries=False, data_dir=tmp_path).sandbox,
         hooks=hooks,
     )
 

@@ -37,7 +37,9 @@ def untouched(path: Path) -> bool:
 
 def make_ctx(workspace: Path, **settings: Any) -> CallContext:
     # The files functions only use workspace, settings and quota; the rest stays empty here.
-    sandbox = Settings.load(env={}, data_dir=workspace.parent / "data", **settings).sandbox
+    sandbox = Settings.load(
+        env={}, sandbox_libraries=False, data_dir=workspace.parent / "data", **settings
+    ).sandbox
     return CallContext(
         environment=None,  # type: ignore[arg-type]
         conversation_id="c1",

@@ -139,7 +139,9 @@ async def test_changes_made_by_others_are_noticed(workspace: Path, tmp_path: Pat
 
 
 def test_a_quota_measures_lazily(workspace: Path) -> None:
-    settings = Settings.load(env={}, data_dir=workspace.parent / "data").sandbox
+    settings = Settings.load(
+        env={}, sandbox_libraries=False, data_dir=workspace.parent / "data"
+    ).sandbox
     quota = WorkspaceQuota(workspace, settings)
     assert quota.measurements == 0
     assert quota.usage().entries == 0

@@ -23,7 +23,11 @@ __all__ = ["harness"]
 @pytest.fixture
 async def budgeted(tmp_path: Path, extensions: Extensions) -> AsyncIterator[SandboxClient]:
     settings = Settings.load(
-        env={}, data_dir=tmp_path, extension_time_budget_s=0.5, block_timeout_s=5.0
+        env={},
+        sandbox_libraries=False,
+        data_dir=tmp_path,
+        extension_time_budget_s=0.5,
+        block_timeout_s=5.0,
     ).sandbox
     pool = WorkerPool(settings, size=1)
     await pool.start()

@@ -107,7 +107,9 @@ async def test_opaque_values_are_reported_and_lost_after_a_restart(client: Sandb
 
 
 async def test_values_over_the_value_limit_are_opaque(tmp_path: Path) -> None:
-    settings = Settings.load(env={}, data_dir=tmp_path, value_limit_mb=1).sandbox
+    settings = Settings.load(
+        env={}, sandbox_libraries=False, data_dir=tmp_path, value_limit_mb=1
+    ).sandbox
     workers = WorkerPool(settings, size=0)
     try:
         sandbox = await workers.acquire(workspace=tmp_path / "w", on_call=Extensions())

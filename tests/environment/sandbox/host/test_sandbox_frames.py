@@ -68,7 +68,7 @@ def test_exit_descriptions() -> None:
 @pytest.mark.slow
 async def test_a_worker_answers_garbage_with_an_error_and_exits(tmp_path: Path) -> None:
     worker = await WorkerProcess.start(
-        Settings.load(env={}, data_dir=tmp_path).sandbox, cwd=tmp_path
+        Settings.load(env={}, sandbox_libraries=False, data_dir=tmp_path).sandbox, cwd=tmp_path
     )
     assert (await worker.request({"op": "ping"})) == {"op": "ok"}
     assert (await worker.request({"op": "nonsense"}))["op"] == "error"

@@ -272,7 +272,15 @@ async def stage(root: Path, *, confined: bool, checkout: Path = CHECKOUT) -> Asy
     secret_in_memory = HOST_SECRET.encode() * 2
     data = root / "data"
     data.mkdir(mode=0o755)
-    settings = Settings.load(env={}, data_dir=data, sandbox_confine=confined, worker_memory_mb=320)
+    # Without the data libraries: they change nothing of what confines a worker, and loading
+    # them costs every zygote a second or more.
+    settings = Settings.load(
+        env={},
+        data_dir=data,
+        sandbox_confine=confined,
+        worker_memory_mb=320,
+        sandbox_libraries=False,
+    )
     async with Store.open(settings.store.database) as store:
         await store.create_conversation(channel="cli", title="private conversation")
     os.chmod(settings.store.database, 0o644)

@@ -10,21 +10,33 @@ type confusion, unicode look-alike identifiers, and chains through allowed modul
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
-from cove.config import SandboxSettings
 from cove.environment.sandbox.host.client import SandboxClient
-from tests.environment.conftest import ok, read_proc, run, with_libraries
+from cove.environment.sandbox.host.pool import WorkerPool
+from tests.environment.conftest import Extensions, fresh_client, module_pool, ok, read_proc, run
 
-pytestmark = pytest.mark.slow  # sandbox workers started per test
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 
-@pytest.fixture
-def sandbox_settings(tmp_path: Path) -> SandboxSettings:
-    """With the data libraries loaded: escapes and data work must face them."""
-    return with_libraries(tmp_path)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
+    """One zygote with the data libraries for the module: escapes and data work must face
+    them; each test's worker is forked for it."""
+    async with module_pool(tmp_path_factory) as workers:
+        yield workers
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(
+    pool: WorkerPool, extensions: Extensions, tmp_path: Path
+) -> AsyncIterator[SandboxClient]:
+    async with fresh_client(pool, extensions, tmp_path) as sandbox:
+        yield sandbox
 
 
 ESCAPES = {

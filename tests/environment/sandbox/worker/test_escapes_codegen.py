@@ -15,21 +15,33 @@ from __future__ import annotations
 import builtins
 import sys
 import types
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
-from cove.config import SandboxSettings
 from cove.environment.sandbox.host.client import SandboxClient
+from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.runtime import Runtime
-from tests.environment.conftest import ok, run, with_libraries
+from tests.environment.conftest import Extensions, fresh_client, module_pool, ok, run
 
 
-@pytest.fixture
-def sandbox_settings(tmp_path: Path) -> SandboxSettings:
-    """With the data libraries loaded: escapes and data work must face them."""
-    return with_libraries(tmp_path)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
+    """One zygote with the data libraries for the module: escapes and data work must face
+    them; each test's worker is forked for it."""
+    async with module_pool(tmp_path_factory) as workers:
+        yield workers
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(
+    pool: WorkerPool, extensions: Extensions, tmp_path: Path
+) -> AsyncIterator[SandboxClient]:
+    async with fresh_client(pool, extensions, tmp_path) as sandbox:
+        yield sandbox
 
 
 EVIL = r"""'q"+str(self.box.append(__import__("builtins").__dict__))\n  #'"""
@@ -304,6 +316,7 @@ def test_payload_reaches_nothing_real(name: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize("name", list(PAYLOADS))
 async def test_payload_in_a_worker_leaves_it_intact(name: str, client: SandboxClient) -> None:
     code, must_fail = PAYLOADS[name]

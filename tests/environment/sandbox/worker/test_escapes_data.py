@@ -16,21 +16,33 @@ import os
 import pickle
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+import pytest_asyncio
 
-from cove.config import SandboxSettings
 from cove.environment.sandbox.host.client import SandboxClient
+from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.runtime import Runtime
-from tests.environment.conftest import ok, run, with_libraries
+from tests.environment.conftest import Extensions, fresh_client, module_pool, ok, run
 
 
-@pytest.fixture
-def sandbox_settings(tmp_path: Path) -> SandboxSettings:
-    """With the data libraries loaded: escapes and data work must face them."""
-    return with_libraries(tmp_path)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
+    """One zygote with the data libraries for the module: escapes and data work must face
+    them; each test's worker is forked for it."""
+    async with module_pool(tmp_path_factory) as workers:
+        yield workers
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(
+    pool: WorkerPool, extensions: Extensions, tmp_path: Path
+) -> AsyncIterator[SandboxClient]:
+    async with fresh_client(pool, extensions, tmp_path) as sandbox:
+        yield sandbox
 
 
 IMPORTS = "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
@@ -181,6 +193,7 @@ def test_the_attack_fails_in_the_runtime(name: str, attack_dir: Path, tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize("name", list(ATTACKS))
 async def test_the_attack_fails_in_a_confined_worker(
     name: str, client: SandboxClient, attack_dir: Path, tmp_path: Path
