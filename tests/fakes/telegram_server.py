@@ -132,7 +132,7 @@ class FakeTelegram:
         self.files: dict[str, tuple[str, bytes]] = {}
         self.webhook: dict[str, Any] | None = None
         self._faults: dict[str, list[Fault]] = {}
-        self._holds: dict[str, threading.Event] = {}
+        self._holds: dict[str, tuple[threading.Event, Callable[[dict[str, Any]], bool]]] = {}
         self._updates: list[dict[str, Any]] = []
         self._next_update = itertools.count(1)
         self._next_message = itertools.count(1000)
@@ -271,11 +271,15 @@ class FakeTelegram:
                 Fault(status, description, retry_after, when) for _ in range(count)
             )
 
-    def hold(self, method: str) -> threading.Event:
-        """Hold back the answer to every call of ``method`` (each is recorded as it arrives)
-        until the returned event is set: a caller stays between sending and being answered."""
+    def hold(
+        self, method: str, when: Callable[[dict[str, Any]], bool] = lambda params: True
+    ) -> threading.Event:
+        """Hold back the answer to every call of ``method`` whose parameters ``when`` accepts
+        (each is recorded as it arrives) until the returned event is set: a caller stays
+        between sending and being answered, and what it sends is not shown yet."""
+        held = threading.Event()
         with self._changed:
-            held = self._holds[method] = threading.Event()
+            self._holds[method] = (held, when)
         return held
 
     def calls_of(self, method: str, chat_id: int | None = None) -> list[Call]:
@@ -405,9 +409,9 @@ class FakeTelegram:
             fault = self._take_fault(method, params)
             self.calls.append(call)
             self._changed.notify_all()
-        held = self._holds.get(method)
-        if held is not None:
-            await asyncio.to_thread(held.wait)
+        hold = self._holds.get(method)
+        if hold is not None and hold[1](params):
+            await asyncio.to_thread(hold[0].wait)
         if fault is not None:
             call.error = fault.status
             extra = {"retry_after": fault.retry_after} if fault.retry_after else None

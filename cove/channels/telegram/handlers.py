@@ -178,6 +178,7 @@ class Core:
                 approver = self.approvals.approver(chat, sender)
                 key = delivery.key if delivery is not None else None
                 handle, first = await self._start(chat, cid, text, attachments, approver, key)
+                before, mine = self.roster.next_to_speak(chat)  # its answer after the last one
             except _Withdrawn:
                 return  # by /cancel, which said so
             except CoveError as exc:
@@ -194,10 +195,12 @@ class Core:
             fetch=lambda digest: self.convs.figure(cid, digest),
             first=first,
             not_run=lambda exc: self._not_run(chat, delivery, exc),
+            after=before,
         )
         try:
             await view.run()
         finally:
+            self.roster.done_speaking(chat, mine)
             self.roster.untrack(chat, handle)
         if delivery is not None and view.started:
             delivery.handled()  # finished in the store when its turn was recorded

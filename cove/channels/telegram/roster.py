@@ -86,6 +86,21 @@ class Roster:
         self._current: dict[str, str] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.turns: dict[str, set[TurnHandle]] = {}
+        self._said: dict[str, asyncio.Event] = {}  # per chat, set once its last turn said all
+
+    def next_to_speak(self, chat: ChatRef) -> tuple[asyncio.Event | None, asyncio.Event]:
+        """Line a turn up to speak in ``chat`` after the turns sent before it (call in the
+        chat's order): the event the turn before sets once it said everything (None: none is
+        left to), and this turn's own, to set once it did (``done_speaking``)."""
+        before = self._said.get(chat.key)
+        mine = self._said[chat.key] = asyncio.Event()
+        return (None if before is None or before.is_set() else before), mine
+
+    def done_speaking(self, chat: ChatRef, mine: asyncio.Event) -> None:
+        """The turn that holds ``mine`` said everything: the next one may speak."""
+        mine.set()
+        if self._said.get(chat.key) is mine:
+            del self._said[chat.key]
 
     def lock(self, chat: ChatRef) -> asyncio.Lock:
         """The lock that keeps a chat's messages in the order they came."""

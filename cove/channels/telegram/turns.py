@@ -1,6 +1,7 @@
 """One sent turn as a chat sees it: typing, one status message edited as it runs (throttled),
 then the answer as new messages, the figures its blocks made as photos and the files the code
-wrote as documents."""
+wrote as documents. A turn queued behind another in its chat shows its status and answer only
+once the one before said everything, so answers come in the order they were asked."""
 
 from __future__ import annotations
 
@@ -69,8 +70,12 @@ class TurnView:
         fetch: Fetch | None = None,
         first: Event | None = None,
         not_run: NotRun | None = None,
+        after: asyncio.Event | None = None,
     ) -> None:
         self.outbox = outbox
+        #: Set once the chat's turn before this one said everything: until then this one shows
+        #: no status and no answer, so a chat's answers come in the order it asked.
+        self.after = after
         self.first = first  # the handle's first event, when the sender already read it
         self.not_run = not_run  # a turn refused before it ran: the sender's to deal with
         self.fetch = fetch  # reads a figure's PNG when an event does not carry it
@@ -153,6 +158,8 @@ class TurnView:
     async def _show(self, text: str) -> None:
         if text == self._shown:
             return
+        if self.after is not None:
+            await self.after.wait()
         if self.status_id is None:
             if self.status.iteration == 0 and (self.status.ended or self._ended.is_set()):
                 return  # ended before it began (withdrawn, refused): the error says it all
@@ -169,6 +176,8 @@ class TurnView:
             await asyncio.sleep(TYPING_EVERY_S)
 
     async def _deliver(self, finished: TurnFinished) -> None:
+        if self.after is not None:
+            await self.after.wait()
         try:
             if finished.answer:
                 await self.outbox.answer(self.chat, finished.answer)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from cove.engine.llm import Message
-from tests.channels.telegram.conftest import ALLOWED, GROUP, OTHER, BotFactory, GatedModel
+from tests.channels.telegram.conftest import ALLOWED, GROUP, OTHER, Bot, BotFactory, GatedModel
 from tests.fakes.telegram_server import BOT_USERNAME, FakeTelegram
 from tests.scripted import reply
 
@@ -82,15 +85,59 @@ async def test_cancel_stops_the_running_turn(bot: BotFactory) -> None:
 
 
 async def test_a_message_during_a_turn_is_queued_and_said_so(bot: BotFactory) -> None:
-    async with bot([reply(answer="first"), reply(answer="second")], delay_s=0.5) as b:
+    model = GatedModel([reply(answer="first"), reply(answer="second")], gated_call=1)
+    async with bot(model.factory()) as b:
         tg = b.tg
         tg.send_text(ALLOWED, "one")
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "Working"))
         tg.send_text(ALLOWED, "two")
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "queued"))
+        model.gate.set()
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "second"))
         texts = tg.texts(ALLOWED)
-        assert any("queued" in t for t in texts)
         assert texts.index("first") < texts.index("second")
+
+
+async def test_a_queued_turn_answers_after_the_turn_before_said_everything(
+    bot: BotFactory,
+) -> None:
+    # The first answer takes long to send (the Bot API holds it); the second turn, quick, ends
+    # meanwhile: its answer still comes second, and nothing of it shows before.
+    model = GatedModel([reply(answer="first"), reply(answer="second")], gated_call=1)
+    async with bot(model.factory()) as b:
+        tg = b.tg
+        held = tg.hold("sendMessage", when=lambda params: params.get("text") == "first")
+        try:
+            tg.send_text(ALLOWED, "one")
+            await tg.wait_for(lambda: has_text(tg, ALLOWED, "Working"))
+            tg.send_text(ALLOWED, "two")
+            await tg.wait_for(lambda: has_text(tg, ALLOWED, "queued"))
+            model.gate.set()
+            await tg.wait_for(lambda: [c for c in tg.calls_of("sendMessage") if held_first(c)])
+            [conv] = await b.convs.list()
+            await until_turns_done(b, conv.id, 2)
+            shown = len(tg.texts(ALLOWED))
+            with pytest.raises(TimeoutError):  # the second turn shows nothing meanwhile
+                await tg.wait_for(lambda: len(tg.texts(ALLOWED)) > shown, timeout=2)
+        finally:
+            held.set()
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "second"))
+        texts = tg.texts(ALLOWED)
+        assert texts.index("first") < texts.index("second")
+
+
+def held_first(call: Any) -> bool:
+    return call.params.get("text") == "first"
+
+
+async def until_turns_done(b: Bot, conversation_id: str, count: int) -> None:
+    """Wait until the conversation has ``count`` turns that ended (recorded in the store)."""
+    for _ in range(600):
+        turns = (await b.convs.inspect(conversation_id)).turns
+        if len([t for t in turns if t.status == "done"]) >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"fewer than {count} turns ended")
 
 
 async def test_new_starts_a_fresh_conversation_and_keeps_the_old(bot: BotFactory) -> None:
