@@ -25,13 +25,16 @@ WATCH_STOP_LABEL = """() => {
 }"""
 
 
-def run_elsewhere(site: Site, cid: str, text: str) -> subprocess.Popen[str]:
-    """``cove run -c`` on the site's database and endpoint, as a process of its own."""
+def run_elsewhere(
+    site: Site, cid: str, text: str, *, libraries: bool = False
+) -> subprocess.Popen[str]:
+    """``cove run -c`` on the site's database and endpoint, as a process of its own; its
+    sandbox loads the data libraries only with ``libraries`` (a second or more of CPU)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(site.settings.store.data_dir),
         "COVE_DATA_DIR": str(site.settings.store.data_dir),
-        "COVE_SANDBOX_LIBRARIES": "0",
+        "COVE_SANDBOX_LIBRARIES": "1" if libraries else "0",
         "COVE_DB": site.settings.store.database,
         "OPENAI_BASE_URL": site.fake.base_url,
         "OPENAI_API_KEY": "sk-fake-web-elsewhere",

@@ -166,7 +166,7 @@ def test_the_figures_of_a_turn_another_process_runs(site: Site, page: Any) -> No
     held = Gate(reply([], "drawn elsewhere"))
     site.fake.add_replies(reply([TWO]), held)
     cid = site.conversation()
-    process = run_elsewhere(site, cid, "two charts")
+    process = run_elsewhere(site, cid, "two charts", libraries=True)
     try:
         assert held.reached.wait(120)  # the other process drew, then waits for the model
         page.goto(f"{site.url}/c/{cid}")  # attached mid-turn: its record rebuilt as events
