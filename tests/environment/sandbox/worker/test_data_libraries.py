@@ -6,28 +6,41 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
-from cove.config import SandboxSettings
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.runtime import Runtime
-from tests.environment.conftest import ok, read_proc, run, with_libraries
+from tests.environment.conftest import Extensions, fresh_client, module_pool, ok, read_proc, run
 
-pytestmark = pytest.mark.slow  # sandbox workers started per test
+pytestmark = pytest.mark.slow  # sandbox workers forked per test
+IN_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")  # where the module's pool lives
 
 
-@pytest.fixture
-def sandbox_settings(tmp_path: Path) -> SandboxSettings:
-    """With the data libraries loaded: escapes and data work must face them."""
-    return with_libraries(tmp_path)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
+    """One zygote with the data libraries for the module; each test's worker is forked for
+    it."""
+    async with module_pool(tmp_path_factory) as workers:
+        yield workers
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(
+    pool: WorkerPool, extensions: Extensions, tmp_path: Path
+) -> AsyncIterator[SandboxClient]:
+    async with fresh_client(pool, extensions, tmp_path) as sandbox:
+        yield sandbox
 
 
 FRAME = "import pandas as pd\ndf = pd.DataFrame({'x': [1, 2, 3], 'y': [4.0, 5.0, 6.0]})"
 
 
+@IN_MODULE_LOOP
 async def test_dotted_and_from_imports_of_the_curated_submodules(client: SandboxClient) -> None:
     code = (
         "import matplotlib.pyplot as plt\nimport numpy.linalg as la\nimport numpy.random\n"
@@ -54,6 +67,7 @@ def test_without_the_libraries_an_import_says_how_to_install_them() -> None:
     )
 
 
+@IN_MODULE_LOOP
 async def test_augmented_assignment_to_items_and_attributes(client: SandboxClient) -> None:
     code = (
         FRAME + "\ndf['x'] += 10\ndf.loc[0, 'y'] *= 2\n"
@@ -68,6 +82,7 @@ async def test_augmented_assignment_to_items_and_attributes(client: SandboxClien
     assert outcome.result.result_preview == "[[-1.0, 9.0, -1.0], [0.0, 10.0, 0.0]]"
 
 
+@IN_MODULE_LOOP
 async def test_label_attributes_are_writable_and_nothing_else_of_a_library_object(
     client: SandboxClient,
 ) -> None:
@@ -83,6 +98,7 @@ async def test_label_attributes_are_writable_and_nothing_else_of_a_library_objec
         assert "cannot set attribute" in (outcome.result.error or ""), outcome.result.error
 
 
+@IN_MODULE_LOOP
 async def test_pandas_plots_only_through_matplotlib(client: SandboxClient) -> None:
     outcome = await run(client, FRAME + "\ndf.plot(backend='os')")
     assert "only the matplotlib plotting backend" in (outcome.result.error or "")
@@ -90,6 +106,7 @@ async def test_pandas_plots_only_through_matplotlib(client: SandboxClient) -> No
     assert drawn.result.result_preview == "'xy'" and len(drawn.result.figures) == 1
 
 
+@IN_MODULE_LOOP
 async def test_random_numbers_follow_the_block_seed(client: SandboxClient) -> None:
     code = (
         "import numpy as np\nimport pandas as pd\n"
@@ -102,12 +119,14 @@ async def test_random_numbers_follow_the_block_seed(client: SandboxClient) -> No
     assert first == again != other
 
 
+@IN_MODULE_LOOP
 async def test_a_matrix_product_runs_under_the_worker_thread_limit(client: SandboxClient) -> None:
     code = "import numpy as np\na = np.ones((400, 400))\nfloat((a @ a).sum())"
     outcome = await ok(client, code, timeout_s=30.0)
     assert outcome.result.result_preview == "64000000.0"
 
 
+@IN_MODULE_LOOP
 async def test_every_open_figure_is_rendered_when_the_block_ends(client: SandboxClient) -> None:
     code = (
         "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(4, 2))\n"
@@ -125,12 +144,14 @@ async def test_every_open_figure_is_rendered_when_the_block_ends(client: Sandbox
     assert after.result.figures == ()
 
 
+@IN_MODULE_LOOP
 async def test_the_same_figure_gives_the_same_bytes(client: SandboxClient) -> None:
     code = "import matplotlib.pyplot as plt\nplt.plot([3, 1, 2])\nplt.title('same')"
     first, second = (await ok(client, code)).result.figures, (await ok(client, code)).result.figures
     assert first[0].digest == second[0].digest
 
 
+@IN_MODULE_LOOP
 async def test_a_worker_forks_after_the_zygotes_warm_up_plot(
     pool: WorkerPool, tmp_path: Path
 ) -> None:
