@@ -4,12 +4,12 @@ handler that records its calls."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from cove.config import SandboxSettings, Settings
 from cove.environment.sandbox.host.client import SandboxClient
@@ -66,32 +66,37 @@ def with_libraries(tmp_path: Path) -> SandboxSettings:
     ).sandbox
 
 
-@contextlib.asynccontextmanager
-async def module_pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
-    """A pool with the data libraries for a whole test module, as a service has one for all
-    its conversations: its zygote (numpy, pandas and matplotlib loaded: a second or more of CPU)
-    starts once, and every test still gets a worker of its own, forked for it
-    (``fresh_client``). A module using it runs its tests in the module's event loop
-    (``pytest.mark.asyncio(loop_scope="module")``)."""
-    workers = WorkerPool(with_libraries(tmp_path_factory.mktemp("sandbox")), size=1)
-    await workers.start()
-    try:
-        yield workers
-    finally:
-        await workers.aclose()
+def library_fixtures() -> tuple[Any, Any]:
+    """The ``pool`` and ``client`` fixtures of a module whose tests share one zygote with the
+    data libraries, as a service has one for all its conversations: numpy, pandas and
+    matplotlib load once (a second or more of CPU), and every test still gets a worker of its
+    own, forked for it and killed after it. Bind them in the module
+    (``pool, client = library_fixtures()``) and run its async tests in the module's event
+    loop, where the pool lives (``pytest.mark.asyncio(loop_scope="module")``)."""
 
+    @pytest_asyncio.fixture(name="pool", scope="module", loop_scope="module")
+    async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
+        workers = WorkerPool(with_libraries(tmp_path_factory.mktemp("sandbox")), size=1)
+        await workers.start()
+        try:
+            yield workers
+        finally:
+            await workers.aclose()
 
-@contextlib.asynccontextmanager
-async def fresh_client(
-    workers: WorkerPool, extensions: Extensions, tmp_path: Path
-) -> AsyncIterator[SandboxClient]:
-    """A configured client of ``workers`` (as ``client``), its worker killed after the test."""
-    sandbox = await workers.acquire(workspace=tmp_path / "workspace", on_call=extensions)
-    try:
-        await sandbox.configure(functions=Extensions.names, constants={"REQUEST": "what is 6*7?"})
-        yield sandbox
-    finally:
-        await sandbox.aclose()
+    @pytest_asyncio.fixture(name="client", loop_scope="module")
+    async def client(
+        pool: WorkerPool, extensions: Extensions, tmp_path: Path
+    ) -> AsyncIterator[SandboxClient]:
+        sandbox = await pool.acquire(workspace=tmp_path / "workspace", on_call=extensions)
+        try:
+            await sandbox.configure(
+                functions=Extensions.names, constants={"REQUEST": "what is 6*7?"}
+            )
+            yield sandbox
+        finally:
+            await sandbox.aclose()
+
+    return pool, client
 
 
 @pytest.fixture

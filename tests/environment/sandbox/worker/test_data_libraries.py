@@ -6,35 +6,20 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from cove.environment.sandbox.host.client import SandboxClient
 from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.runtime import Runtime
-from tests.environment.conftest import Extensions, fresh_client, module_pool, ok, read_proc, run
+from tests.environment.conftest import library_fixtures, ok, read_proc, run
 
 pytestmark = pytest.mark.slow  # sandbox workers forked per test
 IN_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")  # where the module's pool lives
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
-    """One zygote with the data libraries for the module; each test's worker is forked for
-    it."""
-    async with module_pool(tmp_path_factory) as workers:
-        yield workers
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(
-    pool: WorkerPool, extensions: Extensions, tmp_path: Path
-) -> AsyncIterator[SandboxClient]:
-    async with fresh_client(pool, extensions, tmp_path) as sandbox:
-        yield sandbox
+pool, client = library_fixtures()
 
 
 FRAME = "import pandas as pd\ndf = pd.DataFrame({'x': [1, 2, 3], 'y': [4.0, 5.0, 6.0]})"

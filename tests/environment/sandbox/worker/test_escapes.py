@@ -10,33 +10,16 @@ type confusion, unicode look-alike identifiers, and chains through allowed modul
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from cove.environment.sandbox.host.client import SandboxClient
-from cove.environment.sandbox.host.pool import WorkerPool
-from tests.environment.conftest import Extensions, fresh_client, module_pool, ok, read_proc, run
+from tests.environment.conftest import library_fixtures, ok, read_proc, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
-    """One zygote with the data libraries for the module: escapes and data work must face
-    them; each test's worker is forked for it."""
-    async with module_pool(tmp_path_factory) as workers:
-        yield workers
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(
-    pool: WorkerPool, extensions: Extensions, tmp_path: Path
-) -> AsyncIterator[SandboxClient]:
-    async with fresh_client(pool, extensions, tmp_path) as sandbox:
-        yield sandbox
+pool, client = library_fixtures()
 
 
 ESCAPES = {

@@ -16,33 +16,16 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-import pytest_asyncio
 
 from cove.environment.sandbox.host.client import SandboxClient
-from cove.environment.sandbox.host.pool import WorkerPool
 from cove.environment.sandbox.worker.runtime import Runtime
-from tests.environment.conftest import Extensions, fresh_client, module_pool, ok, run
+from tests.environment.conftest import library_fixtures, ok, run
 
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
-    """One zygote with the data libraries for the module: escapes and data work must face
-    them; each test's worker is forked for it."""
-    async with module_pool(tmp_path_factory) as workers:
-        yield workers
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(
-    pool: WorkerPool, extensions: Extensions, tmp_path: Path
-) -> AsyncIterator[SandboxClient]:
-    async with fresh_client(pool, extensions, tmp_path) as sandbox:
-        yield sandbox
+pool, client = library_fixtures()
 
 
 IMPORTS = "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
