@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from cove.config import SandboxSettings, Settings
 from cove.environment.sandbox.host.client import SandboxClient
@@ -73,6 +72,9 @@ def library_fixtures() -> tuple[Any, Any]:
     own, forked for it and killed after it. Bind them in the module
     (``pool, client = library_fixtures()``) and run its async tests in the module's event
     loop, where the pool lives (``pytest.mark.asyncio(loop_scope="module")``)."""
+    # Imported here: the breach test's unprivileged host imports this module from a copy of
+    # the packages it needs, without their metadata (pytest_asyncio reads its own).
+    import pytest_asyncio
 
     @pytest_asyncio.fixture(name="pool", scope="module", loop_scope="module")
     async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkerPool]:
