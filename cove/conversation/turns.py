@@ -198,7 +198,7 @@ class Turns:
         finally:
             stream.close()
 
-    async def _start_delivered(self, key: str, conversation_id: str, text: str) -> None:
+    async def _start_delivered(self, key: str, conversation_id: str) -> None:
         """Start the turn of delivery ``key`` under the lease just taken, or refuse it.
 
         Raises:
@@ -240,7 +240,7 @@ class Turns:
             self.store, record.id, self.owner, self.settings.store.lease_ttl_s, lost
         ) as epoch:
             if request.delivery is not None:
-                await self._start_delivered(request.delivery, record.id, request.text)
+                await self._start_delivered(request.delivery, record.id)
             if not entry.env.current_at(epoch):  # another process ran turns since it opened
                 await self.live.reopen(entry)
             request = await self._with_profile(record.id, request)

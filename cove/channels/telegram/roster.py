@@ -90,11 +90,12 @@ class Roster:
 
     def next_to_speak(self, chat: ChatRef) -> tuple[asyncio.Event | None, asyncio.Event]:
         """Line a turn up to speak in ``chat`` after the turns sent before it (call in the
-        chat's order): the event the turn before sets once it said everything (None: none is
-        left to), and this turn's own, to set once it did (``done_speaking``)."""
+        chat's order): the event the turn before sets once it said everything (None: every
+        turn before said everything), and this turn's own, to set once it did
+        (``done_speaking``, which forgets the chat's last event once set)."""
         before = self._said.get(chat.key)
         mine = self._said[chat.key] = asyncio.Event()
-        return (None if before is None or before.is_set() else before), mine
+        return before, mine
 
     def done_speaking(self, chat: ChatRef, mine: asyncio.Event) -> None:
         """The turn that holds ``mine`` said everything: the next one may speak."""
