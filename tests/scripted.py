@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from cove.config import Settings
+from cove.conversation import LLMFactory
+from cove.engine.llm import Completion
+from cove.engine.llm.scripted import ScriptedClient, ScriptedReply
 from tests.backends import database_for
 
 
@@ -34,3 +39,28 @@ def reply(
     if answer is not None:
         body["answer"] = answer
     return json.dumps(body)
+
+
+class GatedModel:
+    """A scripted model whose ``gated_call``-th call waits until the test opens ``gate``;
+    ``calls`` counts the calls made, the waiting one included."""
+
+    def __init__(self, replies: Sequence[ScriptedReply], gated_call: int = 2) -> None:
+        self.inner = ScriptedClient(replies)
+        self.gated_call = gated_call
+        self.model = self.inner.model
+        self.gate = asyncio.Event()
+        self.calls = 0
+
+    async def complete(self, messages: Any, **kwargs: Any) -> Completion:
+        self.calls += 1
+        if self.calls == self.gated_call:
+            await self.gate.wait()
+        return await self.inner.complete(messages, **kwargs)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def factory(self) -> LLMFactory:
+        """An LLM factory whose one client is this model."""
+        return lambda settings, model: self

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -14,8 +13,6 @@ import pytest
 from cove.channels.telegram import TelegramChannel
 from cove.config import Settings, TelegramSettings
 from cove.conversation import Conversations, LLMFactory, scripted_factory
-from cove.engine.llm import Completion
-from cove.engine.llm.scripted import ScriptedClient
 from tests.fakes.telegram_server import FakeTelegram
 from tests.scripted import settings_for
 
@@ -56,29 +53,6 @@ def tg() -> Iterator[FakeTelegram]:
     """The fake Bot API server."""
     with FakeTelegram() as server:
         yield server
-
-
-class GatedModel:
-    """A scripted model whose ``gated_call``-th reply waits until the test opens the gate."""
-
-    def __init__(self, replies: list[str], gated_call: int = 2) -> None:
-        self.inner = ScriptedClient(replies)
-        self.gated_call = gated_call
-        self.model = self.inner.model
-        self.gate = asyncio.Event()
-        self.calls = 0
-
-    async def complete(self, messages: Any, **kwargs: Any) -> Completion:
-        self.calls += 1
-        if self.calls == self.gated_call:
-            await self.gate.wait()
-        return await self.inner.complete(messages, **kwargs)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    def factory(self) -> LLMFactory:
-        return lambda settings, model: self
 
 
 BotFactory = Callable[..., AbstractAsyncContextManager[Bot]]

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from cove.engine.llm import Message
-from tests.channels.telegram.conftest import ALLOWED, GROUP, OTHER, Bot, BotFactory, GatedModel
+from cove.errors import ModelError
+from tests.channels.telegram.conftest import ALLOWED, GROUP, OTHER, Bot, BotFactory
 from tests.fakes.telegram_server import BOT_USERNAME, FakeTelegram
-from tests.scripted import reply
+from tests.scripted import GatedModel, reply
 
 STRANGER = 4242
 
@@ -106,16 +107,18 @@ async def test_a_queued_turn_answers_after_the_turn_before_said_everything(
     model = GatedModel([reply(answer="first"), reply(answer="second")], gated_call=1)
     async with bot(model.factory()) as b:
         tg = b.tg
-        held = tg.hold("sendMessage", when=lambda params: params.get("text") == "first")
+        held = tg.hold("sendMessage", when=first_answer)
         try:
             tg.send_text(ALLOWED, "one")
             await tg.wait_for(lambda: has_text(tg, ALLOWED, "Working"))
             tg.send_text(ALLOWED, "two")
             await tg.wait_for(lambda: has_text(tg, ALLOWED, "queued"))
             model.gate.set()
-            await tg.wait_for(lambda: [c for c in tg.calls_of("sendMessage") if held_first(c)])
+            await tg.wait_for(
+                lambda: [c for c in tg.calls_of("sendMessage") if first_answer(c.params)]
+            )
             [conv] = await b.convs.list()
-            await until_turns_done(b, conv.id, 2)
+            await until_turns_ended(b, conv.id, 2)
             shown = len(tg.texts(ALLOWED))
             with pytest.raises(TimeoutError):  # the second turn shows nothing meanwhile
                 await tg.wait_for(lambda: len(tg.texts(ALLOWED)) > shown, timeout=2)
@@ -126,15 +129,36 @@ async def test_a_queued_turn_answers_after_the_turn_before_said_everything(
         assert texts.index("first") < texts.index("second")
 
 
-def held_first(call: Any) -> bool:
-    return call.params.get("text") == "first"
+async def test_a_turn_queued_behind_a_failed_one_still_answers_after_it(bot: BotFactory) -> None:
+    # The endpoint drops the first turn's model call: the chat is told, and the queued turn,
+    # which waited for the first to say everything, answers after it.
+    dropped = ModelError("the model endpoint closed the connection")
+    model = GatedModel([dropped, reply(answer="second")], gated_call=1)
+    async with bot(model.factory()) as b:
+        tg = b.tg
+        tg.send_text(ALLOWED, "one")
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "Working"))
+        tg.send_text(ALLOWED, "two")
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "queued"))
+        model.gate.set()
+        await tg.wait_for(lambda: has_text(tg, ALLOWED, "second"))
+        texts = tg.texts(ALLOWED)
+        told = [i for i, text in enumerate(texts) if "closed the connection" in text]
+        assert told and told[0] < texts.index("second"), texts
+        [conv] = await b.convs.list()
+        statuses = [t.status for t in (await b.convs.inspect(conv.id)).turns]
+        assert statuses == ["failed", "done"]
 
 
-async def until_turns_done(b: Bot, conversation_id: str, count: int) -> None:
+def first_answer(params: dict[str, Any]) -> bool:
+    return params.get("text") == "first"
+
+
+async def until_turns_ended(b: Bot, conversation_id: str, count: int) -> None:
     """Wait until the conversation has ``count`` turns that ended (recorded in the store)."""
     for _ in range(600):
         turns = (await b.convs.inspect(conversation_id)).turns
-        if len([t for t in turns if t.status == "done"]) >= count:
+        if len([t for t in turns if t.status != "running"]) >= count:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"fewer than {count} turns ended")

@@ -14,11 +14,11 @@ import pytest
 
 from cove.config import Settings
 from tests.channels.cli.helpers import wait_for_requests
-from tests.channels.telegram.conftest import ALLOWED, BotFactory, GatedModel
+from tests.channels.telegram.conftest import ALLOWED, BotFactory
 from tests.conftest import FAKE_API_KEY
 from tests.fakes.openai_server import FakeOpenAI, Fault
 from tests.fakes.telegram_server import FakeTelegram
-from tests.scripted import reply
+from tests.scripted import GatedModel, reply
 
 pytestmark = pytest.mark.slow  # cove telegram and cove processes
 

@@ -3,10 +3,7 @@ scripted model."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Group
 from rich.markdown import Markdown as RichMarkdown
@@ -17,12 +14,9 @@ from cove.channels.tui.widgets.iteration import IterationView
 from cove.channels.tui.widgets.prompt import PromptArea
 from cove.channels.tui.widgets.timeline import TURN_WINDOW
 from cove.channels.tui.widgets.turn import WINDOW, FoldedIterations, TurnView
-from cove.config import ModelSettings
 from cove.conversation import Conversations, scripted_factory
-from cove.engine.llm.client import Completion, LLMClient, Message
-from cove.engine.llm.scripted import ScriptedClient
 from tests.channels.tui.helpers import SIZE, last_turn_done, shown_text, turns, until
-from tests.scripted import reply, settings_for
+from tests.scripted import GatedModel, reply, settings_for
 
 
 async def test_send_shows_iterations_then_the_answer(tmp_path: Path) -> None:
@@ -106,37 +100,20 @@ async def test_up_and_down_recall_sent_requests(tmp_path: Path) -> None:
             assert prompt.text == "draft\n"
 
 
-class HeldClient(ScriptedClient):
-    """A scripted client whose model calls wait until ``release`` is set."""
-
-    def __init__(self, replies: list[str]) -> None:
-        super().__init__(replies)
-        self.release = asyncio.Event()
-        self.asked = 0
-
-    async def complete(self, messages: Sequence[Message], **options: Any) -> Completion:
-        self.asked += 1
-        await self.release.wait()
-        return await super().complete(messages, **options)
-
-
 async def test_a_second_request_is_queued_and_the_status_bar_says_so(tmp_path: Path) -> None:
-    client = HeldClient([reply(answer="one"), reply(answer="two")])
-
-    def factory(settings: ModelSettings, model: str) -> LLMClient:
-        return client
-
-    async with await Conversations.open(settings_for(tmp_path), llm_factory=factory) as convs:
+    model = GatedModel([reply(answer="one"), reply(answer="two")], gated_call=1)
+    settings = settings_for(tmp_path)
+    async with await Conversations.open(settings, llm_factory=model.factory()) as convs:
         app = CoveApp(convs)
         async with app.run_test(size=SIZE) as pilot:
             prompt = app.query_one(PromptArea)
             prompt.text = "first"
             await pilot.press("enter")
-            await until(pilot, lambda: client.asked, "the first turn's model call")
+            await until(pilot, lambda: model.calls, "the first turn's model call")
             prompt.text = "second"
             await pilot.press("enter")
             await until(pilot, lambda: app.status.queued, "the queued indicator")
-            client.release.set()
+            model.gate.set()
             await until(pilot, lambda: last_turn_done(app, 2), "both turns")
             assert not app.status.queued
             assert [t.answer for t in turns(app)] == ["one", "two"]
