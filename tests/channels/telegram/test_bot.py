@@ -89,11 +89,7 @@ async def test_a_message_during_a_turn_is_queued_and_said_so(bot: BotFactory) ->
     model = GatedModel([reply(answer="first"), reply(answer="second")], gated_call=1)
     async with bot(model.factory()) as b:
         tg = b.tg
-        tg.send_text(ALLOWED, "one")
-        await tg.wait_for(lambda: has_text(tg, ALLOWED, "Working"))
-        tg.send_text(ALLOWED, "two")
-        await tg.wait_for(lambda: has_text(tg, ALLOWED, "queued"))
-        model.gate.set()
+        await queue_behind_the_first(tg, model)
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "second"))
         texts = tg.texts(ALLOWED)
         assert texts.index("first") < texts.index("second")
@@ -109,11 +105,7 @@ async def test_a_queued_turn_answers_after_the_turn_before_said_everything(
         tg = b.tg
         held = tg.hold("sendMessage", when=first_answer)
         try:
-            tg.send_text(ALLOWED, "one")
-            await tg.wait_for(lambda: has_text(tg, ALLOWED, "Working"))
-            tg.send_text(ALLOWED, "two")
-            await tg.wait_for(lambda: has_text(tg, ALLOWED, "queued"))
-            model.gate.set()
+            await queue_behind_the_first(tg, model)
             await tg.wait_for(
                 lambda: [c for c in tg.calls_of("sendMessage") if first_answer(c.params)]
             )
@@ -136,11 +128,7 @@ async def test_a_turn_queued_behind_a_failed_one_still_answers_after_it(bot: Bot
     model = GatedModel([dropped, reply(answer="second")], gated_call=1)
     async with bot(model.factory()) as b:
         tg = b.tg
-        tg.send_text(ALLOWED, "one")
-        await tg.wait_for(lambda: has_text(tg, ALLOWED, "Working"))
-        tg.send_text(ALLOWED, "two")
-        await tg.wait_for(lambda: has_text(tg, ALLOWED, "queued"))
-        model.gate.set()
+        await queue_behind_the_first(tg, model)
         await tg.wait_for(lambda: has_text(tg, ALLOWED, "second"))
         texts = tg.texts(ALLOWED)
         told = [i for i, text in enumerate(texts) if "closed the connection" in text]
@@ -148,6 +136,15 @@ async def test_a_turn_queued_behind_a_failed_one_still_answers_after_it(bot: Bot
         [conv] = await b.convs.list()
         statuses = [t.status for t in (await b.convs.inspect(conv.id)).turns]
         assert statuses == ["failed", "done"]
+
+
+async def queue_behind_the_first(tg: FakeTelegram, model: GatedModel) -> None:
+    """Send "one" (its model call held), then "two", queued behind it; then let "one" go on."""
+    tg.send_text(ALLOWED, "one")
+    await tg.wait_for(lambda: has_text(tg, ALLOWED, "Working"))
+    tg.send_text(ALLOWED, "two")
+    await tg.wait_for(lambda: has_text(tg, ALLOWED, "queued"))
+    model.gate.set()
 
 
 def first_answer(params: dict[str, Any]) -> bool:
