@@ -68,6 +68,18 @@ def test_version_imports_no_command_and_no_heavy_library() -> None:
     assert not any(m.startswith("rich") for m in modules)
     assert "cove.channels.cli.inspect" not in modules
     assert "importlib.metadata" not in modules  # the version is cove.__version__
+    assert "click" not in modules  # answered before the command line is parsed
+
+
+def test_the_version_reads_the_same_with_other_flags_before_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from cove import __version__
+    from cove.channels.cli import main
+
+    for argv in (["--version"], ["-V"], ["--db", "unused.db", "--version"]):
+        assert main(argv) == 0
+        assert capsys.readouterr().out == f"cove {__version__}\n"
 
 
 @pytest.fixture
