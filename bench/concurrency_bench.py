@@ -271,7 +271,7 @@ def serve_report(result: Any) -> str:
         f"{percentile(result.overhead_ms, 50):>7.0f} {percentile(result.overhead_ms, 99):>7.0f} | "
         f"{result.serve_peak_rss_kb / 1024:>7.0f} | {result.workers_started:>5} "
         f"{result.workers_peak:>4} {result.workers_peak_pss_kb / 1024:>7.0f} "
-        f"{result.worker_pss_kb / 1024:>6.1f} | {wait * 1000:>6.1f} {model * 1000:>7.1f} | "
+        f"{result.worker_pss_kb_mean / 1024:>6.1f} | {wait * 1000:>6.1f} {model * 1000:>7.1f} | "
         f"{result.serve_cpu_s / result.turns * 1000:>6.1f} "
         f"{result.driver_cpu_s / result.turns * 1000:>6.1f}"
     )

@@ -45,7 +45,7 @@ from cove.engine.query import Query, TurnRequest
 from cove.environment.var_index import VarEntry
 from cove.events import TurnFinished
 from cove.persistence.records import BlockRecord
-from cove.results import BlockResult
+from cove.results import BlockResult, VarVersion
 
 CHECKPOINTS = (10, 50, 100, 200)
 REQUEST = (
@@ -149,12 +149,15 @@ def scripted_workload(iterations: int, seed: int = 7) -> Iterator[IterationRecor
             ),
         )
         variable = VarEntry(
-            name=name,
-            version=1,
-            kind="value",
-            type_name="list",
-            size=rng.randint(1_000, 90_000),
-            preview=result[:200],
+            VarVersion(
+                name=name,
+                kind="value",
+                encoded=None,
+                type_name="list",
+                preview=result[:200],
+                size=rng.randint(1_000, 90_000),
+                version=1,
+            ),
             updated_seq=i,
         )
         yield IterationRecord(reply, thinking, (entry,), (variable,))
@@ -180,7 +183,7 @@ def cove_prompt_sizes(records: Sequence[IterationRecord], budget: int) -> list[i
         )
         sizes.append(len(system) + len(request) + len(context))
         for variable in records[position - 1].variables:
-            variables[variable.name] = variable
+            variables[variable.var.name] = variable
     return sizes
 
 
@@ -216,6 +219,10 @@ class FixedInputs:
     def block_clock(self, turn: int, iteration: int, block: int) -> float:
         """A fixed moment (2025-01-01 UTC)."""
         return 1_735_689_600.0
+
+    def stops(self, turn: int, iteration: int, block: int | None) -> bool:
+        """Never: the turn runs until it answers or its budget ends."""
+        return False
 
 
 @dataclass(frozen=True)

@@ -274,7 +274,7 @@ async def turn_start(stack: BenchStack) -> float:
         env=stack.env,
         llm=ScriptedClient([{"thinking": "nothing to run", "code": [], "answer": "done"}]),
         conversation=await stack.store.get_conversation(stack.conversation.id),
-        request=REQUEST,
+        request=TurnRequest(stack.conversation.id, REQUEST),
     )
     started = time.perf_counter()
     mark = None

@@ -6,9 +6,9 @@ this process spends is cove's alone: the engine, the store's thread and the ``op
 
 - **per iteration**: one turn of N iterations (default 60, after a warm-up turn) through
   ``Query`` on a real store file and a real worker; each reply is about 900 characters,
-  streamed in chunks of 16 (about 57 chunks, like a model's tokens), so the turn publishes
-  thousands of ``ModelDelta`` events. CPU time of this process over the turn / N, and the
-  events by kind.
+  streamed in chunks of 16 (about 57 chunks, like a model's tokens); chunks that arrive while
+  the engine is busy go out as one ``ModelDelta``, so a turn publishes about one per reply on a
+  fast endpoint. CPU time of this process over the turn / N, and the events by kind.
 - **through ``Conversations``**: the same turn sent with ``Conversations.send`` while one
   ``watch`` stream reads along (the hub, the sender's stream and the watcher included): CPU
   per iteration and the model deltas the watcher received.
