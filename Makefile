@@ -57,6 +57,7 @@ check: $(STAMP)
 	$(PY) -m ruff format --check cove tests bench
 	$(PY) -m ruff check cove tests bench
 	$(PY) -m mypy cove
+	$(PY) -m mypy --follow-imports=silent bench
 	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)

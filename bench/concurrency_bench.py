@@ -280,7 +280,7 @@ def serve_report(result: Any) -> str:
 def serve_main(levels: Sequence[int], bounds: Sequence[int], turns: int) -> None:
     """Run every (level, bound) through ``cove serve`` and print the table."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from bench.serve_load import run_serve_level
+    from serve_load import run_serve_level
 
     print(
         f"through cove serve (HTTP + SSE): {turns} turns per conversation of 1-2 iterations; "

@@ -166,10 +166,13 @@ async def telegram_takeover(server: PostgresServer, fake: FakeOpenAI, hosts: boo
     opened = threading.Event()
     chat, warm = 9001, (9002, 9003)
     names = ("cove-node-a", "cove-node-b") if hosts else (None, None)
-    extra = {"COVE_LEASE_TTL_S": LEASE_TTL_S}
     with FakeTelegram() as tg:
-        a = BotNode(home, "a", fake, tg, url, [chat, *warm], host=names[0], **extra)
-        b = BotNode(home, "b", fake, tg, url, [chat, *warm], host=names[1], **extra)
+        a = BotNode(
+            home, "a", fake, tg, url, [chat, *warm], host=names[0], COVE_LEASE_TTL_S=LEASE_TTL_S
+        )
+        b = BotNode(
+            home, "b", fake, tg, url, [chat, *warm], host=names[1], COVE_LEASE_TTL_S=LEASE_TTL_S
+        )
         try:
             for node, other in zip((a, b), warm, strict=True):  # each node has run a turn
                 await node.deliver(tg.text_update(other, "warm up"))

@@ -38,7 +38,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.concurrency_bench import MODEL_DELAY_S, percentile, reply, worker_pss_kb  # noqa: E402
+from concurrency_bench import MODEL_DELAY_S, percentile, reply, worker_pss_kb  # noqa: E402
+
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 _URL = re.compile(r"^cove serve: http://localhost:(\d+)/login\?token=([A-Za-z0-9_-]+)")

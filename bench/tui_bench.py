@@ -295,7 +295,7 @@ async def screenshot(path: Path, data: Path) -> None:
             first.focus()
             await pilot.press("enter")
             await pilot.pause(0.3)
-            app.save_screenshot(path.name, path.parent)
+            app.save_screenshot(path.name, str(path.parent))
 
 
 def main() -> None:

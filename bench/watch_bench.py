@@ -29,6 +29,7 @@ from cove.config import Settings
 from cove.conversation import Conversations, scripted_factory
 from cove.conversation.watch.hub import ConversationHub
 from cove.events import Event, TurnFinished
+from cove.persistence.sqlite_commits import CommitPoller
 
 ITERATIONS = 5
 FAN_OUT = (0, 1, 10, 100)
@@ -160,10 +161,12 @@ async def idle(seconds: float) -> dict[str, float]:
             async with c.watch(conv.id):
                 await asyncio.sleep(0.5)
                 cpu, wall = time.process_time(), time.perf_counter()
-                polls = c._watching.poller.polls
+                poller = c._watching.poller
+                assert isinstance(poller, CommitPoller), "the SQLite poller counts its polls"
+                polls = poller.polls
                 await asyncio.sleep(seconds)
                 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-                polls = c._watching.poller.polls - polls
+                polls = poller.polls - polls
     return {"cpu_percent": 100 * cpu / wall, "polls_per_s": polls / wall}
 
 
