@@ -185,7 +185,11 @@ class IterationView(Widget, can_focus=True):
         return Tail(body, LIVE_LINES) if self._tailed else body
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """A live iteration keeps ``LIVE_LINES`` lines; otherwise as tall as its content."""
+        """One line collapsed (its header is cut, never wrapped), ``LIVE_LINES`` while it runs;
+        otherwise as tall as its content. Known without rendering in the first two cases: every
+        layout of the pane measures every iteration in it."""
+        if not self.expanded:
+            return 1
         if self._tailed:
             return LIVE_LINES
         return super().get_content_height(container, viewport, width)

@@ -14,6 +14,7 @@ from rich.markdown import Markdown
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
@@ -55,6 +56,10 @@ class FoldedIterations(Widget, can_focus=True):
         taken, self.views = self.views[-WINDOW:], self.views[:-WINDOW]
         self.refresh()
         return taken
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """One line, known without rendering it (every layout of the pane measures it)."""
+        return 1
 
     def render(self) -> RenderableType:
         if not self.views:
