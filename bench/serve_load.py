@@ -8,8 +8,9 @@ engine, the sandbox, the database and (with a small live-environment bound) evic
 rebuilding environments.
 
 Run: ``.venv/bin/python bench/serve_load.py [--processes 1 2] [--conversations 100]
-[--turns 3] [--bound 64]``: one row per process count (turns/s, client-seen overhead p50/p99,
-sandbox workers started), then the ratios of the last count to the first. The bound is per
+[--turns 3] [--bound N]``: one row per process count (turns/s, client-seen overhead p50/p99,
+sandbox workers started), then the ratios of the last count to the first. The bound (default:
+the `max_live_environments` setting's, memory deciding within it) is per
 process: with affinity each process keeps only its own conversations live.
 """
 
@@ -50,7 +51,7 @@ class ServeLevelResult:
     """What one level through ``cove serve`` measured."""
 
     conversations: int
-    max_live: int
+    max_live: int | None  # None: the setting's default
     processes: int
     turns: int
     seconds: float
@@ -242,7 +243,7 @@ async def scrape_every_process(base_url: str, processes: int) -> dict[str, float
 
 
 async def run_serve_level(
-    conversations: int, turns: int, max_live: int, processes: int = 1
+    conversations: int, turns: int, max_live: int | None, processes: int = 1
 ) -> ServeLevelResult:
     """One level: ``conversations`` clients at once against a fresh ``cove serve``."""
     with (
@@ -257,8 +258,9 @@ async def run_serve_level(
             "OPENAI_BASE_URL": fake.base_url,
             "OPENAI_API_KEY": "sk-bench",
             "COVE_MODEL": "fake-model",
-            "COVE_MAX_LIVE_ENVIRONMENTS": str(max_live),
         }
+        if max_live is not None:
+            env["COVE_MAX_LIVE_ENVIRONMENTS"] = str(max_live)
         log: deque[str] = deque(maxlen=200)
         proc, port, token = start_serve(env, log, processes)
         out: dict[str, Any] = {"statuses": {}, "calls": 0, "overhead": []}
@@ -380,12 +382,15 @@ def main() -> None:
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--conversations", type=int, default=100)
     parser.add_argument("--turns", type=int, default=3)
-    parser.add_argument("--bound", type=int, default=64, help="max_live_environments")
+    parser.add_argument(
+        "--bound", type=int, default=None, help="max_live_environments (default: the setting's)"
+    )
     args = parser.parse_args()
     print(
         f"cove serve, {args.conversations} concurrent conversations x {args.turns} turns of 1-2 "
         f"iterations, model {MODEL_DELAY_S * 1000:.0f} ms per call, live-environment bound "
-        f"{args.bound} per process, worker pool {os.environ.get('COVE_WORKER_POOL_SIZE', 2)}; "
+        f"{args.bound or 'by default'} per process, "
+        f"worker pool {os.environ.get('COVE_WORKER_POOL_SIZE', 2)}; "
         f"{os.cpu_count()} cores (shared: read absolute figures as upper bounds)\n"
         "overhead = client-seen turn latency - 50 ms x model calls; workers = sandbox worker "
         "processes started in the run; CPU = ms of CPU per turn of serve (every process, not "

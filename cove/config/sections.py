@@ -174,7 +174,9 @@ class SandboxSettings:
     extension_time_budget_s: float = 120.0
     workspace_quota_mb: int = 512  # one conversation's workspace: disk blocks + 1 KiB per entry
     workspace_max_entries: int = 100_000  # files, directories and links in one workspace
-    max_live_environments: int = 32  # conversations kept open with a worker each
+    # Conversations kept open with a worker each, at most: a ceiling on one process's workers
+    # (and on its open files: 4 each); the memory budget below usually decides first.
+    max_live_environments: int = 256
     # The memory (PSS of their workers) live environments may take, in MiB; past it the least
     # recently used idle ones close. 0: a quarter of the machine's memory.
     live_memory_mb: int = 0

@@ -20,7 +20,7 @@ from cove.conversation.fork_titles import fork_title
 from cove.conversation.handle import TurnHandle
 from cove.conversation.lease import new_owner_id, owner_is_dead
 from cove.conversation.live import LiveCache
-from cove.conversation.memory import live_memory_budget, pss_bytes
+from cove.conversation.memory import live_capacity, live_memory_budget, pss_bytes
 from cove.conversation.profiles import ProfileAPI
 from cove.conversation.reading import Reading
 from cove.conversation.stats import ProcessStats
@@ -92,7 +92,7 @@ class Conversations(Reading, WatchAPI, VariablesAPI, ProfileAPI, DeliveriesAPI):
         #: conversation affinity set it so that a conversation created here runs here.
         self.new_ids: Callable[[str], bool] | None = None
         self._live = LiveCache(
-            settings.sandbox.max_live_environments,
+            live_capacity(settings.sandbox.max_live_environments),
             self._open_environment,
             live_memory_budget(settings.sandbox.live_memory_mb),
             _worker_memory,

@@ -1,4 +1,4 @@
-"""What a live environment costs in memory: its sandbox worker's PSS.
+"""What a live environment costs: its sandbox worker's PSS, and a few open files in the host.
 
 A worker forked from the zygote shares most of its pages with it and with its siblings (the
 interpreter, the data libraries): its RSS counts them all again, so a hundred workers would
@@ -9,11 +9,20 @@ together. Linux reports it in ``/proc/<pid>/smaps_rollup``.
 
 from __future__ import annotations
 
+import logging
 import os
+import resource
 from pathlib import Path
+
+log = logging.getLogger("cove.conversation")
 
 DEFAULT_SHARE = 4
 """Without a setting, the live environments may take 1/DEFAULT_SHARE of the machine's memory."""
+#: Open files one live environment holds in the host process (its worker's pipes and process
+#: handle: 3 measured), with one to spare.
+FILES_PER_ENVIRONMENT = 4
+#: Open files left for everything else a process does (the database, clients, sockets, logs).
+FILES_RESERVED = 256
 
 
 def pss_bytes(pid: int) -> int | None:
@@ -38,3 +47,40 @@ def live_memory_budget(setting_mb: int) -> int:
     if setting_mb > 0:
         return setting_mb * 1024 * 1024
     return machine_memory_bytes() // DEFAULT_SHARE
+
+
+def files_allow(wanted: int, soft: int, hard: int) -> tuple[int, int]:
+    """The live environments an open-file limit of ``soft``/``hard`` allows, up to ``wanted``,
+    and the soft limit to set for them (raised towards the hard one only as far as needed)."""
+    if soft == resource.RLIM_INFINITY:
+        return wanted, soft
+    need = FILES_RESERVED + wanted * FILES_PER_ENVIRONMENT
+    limit = max(soft, need if hard == resource.RLIM_INFINITY else min(need, hard))
+    return max(1, min(wanted, (limit - FILES_RESERVED) // FILES_PER_ENVIRONMENT)), limit
+
+
+def live_capacity(wanted: int) -> int:
+    """How many environments this process may keep live: ``wanted`` (the
+    ``max_live_environments`` setting), within its open-file limit.
+
+    The soft limit is raised as far as ``wanted`` needs (no further than the hard limit): a
+    desktop's usual 1,024 holds 192 live environments. When even the hard limit is too low,
+    the capacity is what it allows, and the log says so.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    capacity, limit = files_allow(wanted, soft, hard)
+    if limit != soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+            soft = limit
+        except (ValueError, OSError):
+            capacity, _ = files_allow(wanted, soft, soft)
+    if capacity < wanted:
+        log.warning(
+            "at most %d live environments, not %d: the open-file limit (%d) allows no more "
+            "(raise it with ulimit -n, or lower max_live_environments)",
+            capacity,
+            wanted,
+            soft,
+        )
+    return capacity

@@ -12,7 +12,7 @@ from cove.channels.cli.models import listed_models
 from cove.channels.cli.render import console_for, line
 from cove.config import Settings
 from cove.conversation import installed
-from cove.conversation.memory import live_memory_budget
+from cove.conversation.memory import live_capacity, live_memory_budget
 from cove.conversation.service.health import Check, run_checks
 from cove.errors import ConfigError
 
@@ -60,10 +60,11 @@ def _live(settings: Settings) -> Check:
     sandbox = settings.sandbox
     budget = live_memory_budget(sandbox.live_memory_mb) // (1024 * 1024)
     whose = "COVE_LIVE_MEMORY_MB" if sandbox.live_memory_mb else "a quarter of this machine's"
+    capacity = live_capacity(sandbox.max_live_environments)  # the open-file limit may cut it
     return Check(
         "live environments",
         True,
-        f"up to {sandbox.max_live_environments}, within {budget:,} MiB of worker memory "
+        f"up to {capacity}, within {budget:,} MiB of worker memory "
         f"(PSS; {whose}); a serving process reports what they take at /metrics",
     )
 
