@@ -125,14 +125,19 @@ class Peers:
         """The client that reaches process ``index``."""
         client = self._clients.get(index)
         if client is None:
-            transport = httpx.AsyncHTTPTransport(uds=str(self.placement.sockets[index]))
-            timeout = httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0)
+            # No bound on connections: each forwarded event stream holds one for as long as
+            # its client watches. The limits are the transport's (a client given a transport
+            # would ignore its own, leaving httpx's default of 100).
             limits = httpx.Limits(
                 max_connections=None,
                 max_keepalive_connections=64,
                 keepalive_expiry=FORWARD_KEEP_ALIVE_S,
             )
-            client = httpx.AsyncClient(transport=transport, timeout=timeout, limits=limits)
+            transport = httpx.AsyncHTTPTransport(
+                uds=str(self.placement.sockets[index]), limits=limits
+            )
+            timeout = httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0)
+            client = httpx.AsyncClient(transport=transport, timeout=timeout)
             self._clients[index] = client
         return client
 

@@ -3,6 +3,7 @@ forwarded request carries (a real uvicorn on a unix socket stands for the home p
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator
@@ -73,6 +74,17 @@ class Home:
 
     def __init__(self) -> None:
         self.seen: list[dict[str, Any]] = []
+        self.watchers = 0  # requests at the events route, each answered once ``watched`` ones are
+        self.watched = 0
+        self.all_watching = asyncio.Event()
+
+    async def events(self, request: Request) -> Response:
+        """Held until ``watched`` requests are held together (as event streams are)."""
+        self.watchers += 1
+        if self.watchers >= self.watched:
+            self.all_watching.set()
+        await self.all_watching.wait()
+        return JSONResponse({"watchers": self.watchers})
 
     async def echo(self, request: Request) -> Response:
         body = await request.body()
@@ -86,8 +98,13 @@ class Home:
         return JSONResponse({"size": len(body)}, headers={"x-request-id": "the-home-s-own"})
 
     def app(self) -> Starlette:
-        path = "/api/conversations/{cid}/messages"
-        return Starlette(routes=[Route(path, self.echo, methods=["POST"])])
+        path = "/api/conversations/{cid}"
+        return Starlette(
+            routes=[
+                Route(path + "/messages", self.echo, methods=["POST"]),
+                Route(path + "/events", self.events, methods=["GET"]),
+            ]
+        )
 
 
 @contextlib.asynccontextmanager
@@ -97,7 +114,7 @@ async def forwarding(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, H
     paths = (tmp_path / "0.sock", tmp_path / "1.sock")
     unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     unix.bind(str(paths[1]))
-    unix.listen(16)
+    unix.listen(2048)  # as serve's own sockets
     server = HttpServer(mark_forwarded(home.app()), unix, lifespan=False)
     await server.start()
     peers = Peers(Placement(index=0, sockets=paths))
@@ -150,6 +167,18 @@ async def test_a_forwarded_request_is_rebuilt_not_passed_through(tmp_path: Path)
         assert dropped not in headers
     assert headers.get("connection", "keep-alive") == "keep-alive"  # the forwarder's own
     assert "x-request-id" not in headers  # only the forwarding side's own id is passed on
+
+
+async def test_more_streams_than_an_http_pool_holds_are_forwarded_at_once(tmp_path: Path) -> None:
+    # Each forwarded event stream holds a connection to its home while it is watched: 150 of
+    # them at once (httpx's default pool stops at 100, and would wait for one to end).
+    async with forwarding(tmp_path) as (client, home):
+        home.watched = 150
+        url = f"/api/conversations/{conversation_at(1)}/events"
+        async with asyncio.timeout(20):
+            answers = await asyncio.gather(*(client.get(url) for _ in range(home.watched)))
+        assert {a.status_code for a in answers} == {200}
+        assert {a.json()["watchers"] for a in answers} == {150}
 
 
 async def test_a_body_over_the_bound_is_refused_before_it_is_forwarded(tmp_path: Path) -> None:
