@@ -49,14 +49,26 @@ def live_memory_budget(setting_mb: int) -> int:
     return machine_memory_bytes() // DEFAULT_SHARE
 
 
-def files_allow(wanted: int, soft: int, hard: int) -> tuple[int, int]:
-    """The live environments an open-file limit of ``soft``/``hard`` allows, up to ``wanted``,
-    and the soft limit to set for them (raised towards the hard one only as far as needed)."""
-    if soft == resource.RLIM_INFINITY:
-        return wanted, soft
-    need = FILES_RESERVED + wanted * FILES_PER_ENVIRONMENT
-    limit = max(soft, need if hard == resource.RLIM_INFINITY else min(need, hard))
-    return max(1, min(wanted, (limit - FILES_RESERVED) // FILES_PER_ENVIRONMENT)), limit
+def open_files_at_least(wanted: int) -> int:
+    """Raise this process's soft open-file limit to ``wanted`` when it is lower, no further
+    than its hard limit (a failure leaves it as it was); the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return soft
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        return soft
+    return target
+
+
+def environments_within(open_files: int, wanted: int) -> int:
+    """How many of ``wanted`` live environments an open-file limit of ``open_files`` allows
+    (always one, or no turn could run)."""
+    if open_files == resource.RLIM_INFINITY:
+        return wanted
+    return max(1, min(wanted, (open_files - FILES_RESERVED) // FILES_PER_ENVIRONMENT))
 
 
 def live_capacity(wanted: int) -> int:
@@ -67,20 +79,14 @@ def live_capacity(wanted: int) -> int:
     desktop's usual 1,024 holds 192 live environments. When even the hard limit is too low,
     the capacity is what it allows, and the log says so.
     """
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    capacity, limit = files_allow(wanted, soft, hard)
-    if limit != soft:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
-            soft = limit
-        except (ValueError, OSError):
-            capacity, _ = files_allow(wanted, soft, soft)
+    limit = open_files_at_least(FILES_RESERVED + wanted * FILES_PER_ENVIRONMENT)
+    capacity = environments_within(limit, wanted)
     if capacity < wanted:
         log.warning(
             "at most %d live environments, not %d: the open-file limit (%d) allows no more "
             "(raise it with ulimit -n, or lower max_live_environments)",
             capacity,
             wanted,
-            soft,
+            limit,
         )
     return capacity

@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 
 from cove.conversation import Conversations, scripted_factory
-from cove.conversation.memory import FILES_PER_ENVIRONMENT, FILES_RESERVED, files_allow
+from cove.conversation.memory import (
+    FILES_PER_ENVIRONMENT,
+    FILES_RESERVED,
+    environments_within,
+)
 from tests.scripted import reply, settings_for
 
 ONE_BACKEND = True  # open files are the host process's, whatever the store
@@ -22,21 +26,20 @@ INFINITY = resource.RLIM_INFINITY
 
 
 @pytest.mark.parametrize(
-    ("wanted", "soft", "hard", "capacity", "limit"),
+    ("open_files", "wanted", "capacity"),
     [
-        (256, 1024, 524_288, 256, FILES_RESERVED + 256 * FILES_PER_ENVIRONMENT),  # raised
-        (256, 1024, 1024, 192, 1024),  # the hard limit holds it back
-        (256, 20_000, 20_000, 256, 20_000),  # already enough: left as it is
-        (32, 300, 300, 11, 300),
-        (8, 100, 100, 1, 100),  # always one, or no turn could run
-        (256, INFINITY, INFINITY, 256, INFINITY),
-        (256, 1024, INFINITY, 256, FILES_RESERVED + 256 * FILES_PER_ENVIRONMENT),
+        (FILES_RESERVED + 256 * FILES_PER_ENVIRONMENT, 256, 256),
+        (1024, 256, 192),
+        (20_000, 256, 256),
+        (300, 32, 11),
+        (100, 8, 1),  # always one, or no turn could run
+        (INFINITY, 256, 256),
     ],
 )
 def test_the_open_file_limit_bounds_the_live_environments(
-    wanted: int, soft: int, hard: int, capacity: int, limit: int
+    open_files: int, wanted: int, capacity: int
 ) -> None:
-    assert files_allow(wanted, soft, hard) == (capacity, limit)
+    assert environments_within(open_files, wanted) == capacity
 
 
 PROBE = """

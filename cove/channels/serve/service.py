@@ -42,7 +42,7 @@ from cove.channels.web.listen import listen
 from cove.channels.web.security import login_url, new_token
 from cove.config import Settings
 from cove.conversation import Conversations, LLMFactory
-from cove.conversation.memory import live_memory_budget
+from cove.conversation.memory import live_memory_budget, open_files_at_least
 from cove.conversation.service.operations import Readiness
 from cove.errors import ConfigError
 
@@ -53,6 +53,9 @@ log = logging.getLogger("cove.serve")
 DEFAULT_GRACE_S = 30.0
 #: How long cancelled turns get to record their end before the database closes anyway.
 CANCEL_WAIT_S = 10.0
+#: Open files a serving process asks for (as far as its hard limit allows): every client's
+#: connection, event stream and forwarded stream is one, besides the live environments.
+SERVE_OPEN_FILES = 65_536
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,8 @@ def run_service(settings: Settings, options: ServeOptions, processes: int) -> in
     Raises:
         ListenError: The address cannot be bound.
     """
+    files = open_files_at_least(SERVE_OPEN_FILES)  # inherited by every process
+    log.debug("open-file limit", extra={"fields": {"limit": files}})
     if processes <= 1:
         code: int = asyncio.run(Service(settings, options).run())
         return code

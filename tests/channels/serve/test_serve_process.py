@@ -193,3 +193,27 @@ async def test_readyz_gives_its_details_only_to_a_logged_in_caller(
         service.proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(service.proc.wait, 60) == 0
         service.stop()
+
+
+def open_files_of(pid: int) -> tuple[int, int]:
+    """The soft and hard open-file limits of process ``pid`` (``/proc/PID/limits``)."""
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError("no open-file limit listed")
+
+
+def test_serve_raises_its_open_file_limit_for_its_connections(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    # A desktop's usual soft limit (1,024) would stop a busy service short of a thousand
+    # clients: serve asks for as many as the hard limit allows.
+    limited = ("prlimit", "--nofile=1024:8192", "--")
+    service = ServeProcess(serve_env(tmp_path, fake), "--web", prefix=limited)
+    try:
+        assert open_files_of(service.proc.pid) == (8192, 8192)
+    finally:
+        service.proc.send_signal(signal.SIGTERM)
+        assert service.proc.wait(60) == 0
+        service.stop()
