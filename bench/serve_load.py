@@ -342,7 +342,8 @@ async def run_serve_level(
         overhead_ms=out["overhead"],
         model_calls=out["calls"],
         serve_peak_rss_kb=serve_peak,
-        workers_started=len({pid for s in alive for pid in s}),
+        # Those alive at the first sample (the pool's idle ones, the warm-ups') came before.
+        workers_started=len({pid for s in alive for pid in s} - alive[0]),
         workers_peak=max(len(s) for s in alive),
         workers_peak_pss_kb=max(sum(s.values()) for s in busy),
         worker_pss_kb_mean=sum(sum(s.values()) for s in busy) / max(1, sum(len(s) for s in busy)),
@@ -393,8 +394,9 @@ def main() -> None:
         f"worker pool {os.environ.get('COVE_WORKER_POOL_SIZE', 2)}; "
         f"{os.cpu_count()} cores (shared: read absolute figures as upper bounds)\n"
         "overhead = client-seen turn latency - 50 ms x model calls; workers = sandbox worker "
-        "processes started in the run; CPU = ms of CPU per turn of serve (every process, not "
-        "the sandbox workers) and of this driver (the clients and the fake endpoint, on the same "
+        "processes started in the run (not those alive as it began: the pool's, the warm-ups'); "
+        "CPU = ms of CPU per turn of serve (every process, not the sandbox workers) and of this "
+        "driver (the clients and the fake endpoint, on the same "
         "cores); memory = serve's peak RSS and the workers' peak total PSS in MB\n"
     )
     header = (
