@@ -75,9 +75,9 @@ def live_capacity(wanted: int) -> int:
     """How many environments this process may keep live: ``wanted`` (the
     ``max_live_environments`` setting), within its open-file limit.
 
-    The soft limit is raised as far as ``wanted`` needs (no further than the hard limit): a
-    desktop's usual 1,024 holds 192 live environments. When even the hard limit is too low,
-    the capacity is what it allows, and the log says so.
+    The soft limit is raised as far as ``wanted`` needs (no further than the hard limit; a
+    limit of 1,024 that cannot be raised holds 192 live environments). When even the hard
+    limit is too low, the capacity is what it allows, and the log says so.
     """
     limit = open_files_at_least(FILES_RESERVED + wanted * FILES_PER_ENVIRONMENT)
     capacity = environments_within(limit, wanted)
