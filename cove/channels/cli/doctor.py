@@ -61,11 +61,15 @@ def _live(settings: Settings) -> Check:
     budget = live_memory_budget(sandbox.live_memory_mb) // (1024 * 1024)
     whose = "COVE_LIVE_MEMORY_MB" if sandbox.live_memory_mb else "a quarter of this machine's"
     capacity = live_capacity(sandbox.max_live_environments)  # the open-file limit may cut it
+    cut = capacity < sandbox.max_live_environments
     return Check(
         "live environments",
-        True,
+        not cut,
         f"up to {capacity}, within {budget:,} MiB of worker memory "
         f"(PSS; {whose}); a serving process reports what they take at /metrics",
+        "raise the open-file limit (ulimit -n) or lower COVE_MAX_LIVE_ENVIRONMENTS"
+        if cut
+        else None,
     )
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cove import registered
-from tests.channels.cli.helpers import Cove
+from tests.channels.cli.helpers import Cove, CoveProcess
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -113,3 +116,22 @@ def test_an_unknown_cove_variable_is_warned_once_and_fails_the_doctor(
     doctor = cli("doctor")
     assert doctor.exit_code == 1
     assert "environment: unknown: COVE_MAX_ITERATONS" in doctor.stdout
+
+
+def test_doctor_fails_live_environments_the_open_file_limit_cuts(
+    tmp_path: Path, server: FakeOpenAI
+) -> None:
+    def limited() -> None:  # 300 files, and no raising them: room for 11 environments
+        resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))
+
+    doctor = subprocess.run(
+        [sys.executable, "-m", "cove", "doctor"],
+        env=CoveProcess(tmp_path, server).env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limited,
+    )
+    assert doctor.returncode == 1
+    assert "FAIL live environments: up to 11," in doctor.stdout
+    assert "fix: raise the open-file limit (ulimit -n)" in doctor.stdout
