@@ -138,9 +138,9 @@ def cove() -> None:
 
 
 def _show_version(ctx: click.Context) -> None:
-    from cove import __version__  # the package's one version number (pyproject reads it too)
+    from cove.channels.cli import version_line  # the same line as the fast path's
 
-    click.echo(f"cove {__version__}")
+    click.echo(version_line())
     ctx.exit()
 
 
