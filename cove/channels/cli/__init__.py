@@ -24,18 +24,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``cove`` command line (``argv``, else the process's); returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args in VERSION_FLAGS:
+        from cove.channels.cli.version import version_line
+
         print(version_line())
         return 0
     from cove.channels.cli.app import main as run
 
     return run(args)
-
-
-def version_line() -> str:
-    """What ``cove --version`` prints: ``cove 0.1.0``."""
-    from cove import __version__  # the package's one version number (pyproject reads it too)
-
-    return f"cove {__version__}"
 
 
 def __getattr__(name: str) -> Any:

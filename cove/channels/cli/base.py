@@ -138,7 +138,7 @@ def cove() -> None:
 
 
 def _show_version(ctx: click.Context) -> None:
-    from cove.channels.cli import version_line  # the same line as the fast path's
+    from cove.channels.cli.version import version_line  # the same line as the fast path's
 
     click.echo(version_line())
     ctx.exit()
